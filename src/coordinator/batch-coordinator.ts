@@ -1,0 +1,231 @@
+import type { BatchEvent, EmitFunction } from "../events.js";
+import type {
+  AfterToolCallHook,
+  AgentToolResult,
+  BatchOutcome,
+  ToolCall,
+  ToolExecutionMode,
+  ToolResultMessage,
+} from "../types.js";
+import type { WorkerPool } from "../workers/worker-pool.js";
+import { Mailbox } from "./mailbox.js";
+import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
+import {
+  createErrorToolResult,
+  createToolResultMessage,
+  describeError,
+  shouldTerminateBatch,
+  type FinalizedCall,
+} from "./tool-results.js";
+
+/** Everything one batch needs from its runtime. */
+export interface BatchScope extends PrepareScope {
+  toolExecution: ToolExecutionMode;
+  afterToolCall: AfterToolCallHook | undefined;
+  /** Absent when the runtime has no worker tools. */
+  pool: WorkerPool | undefined;
+  emit: EmitFunction | undefined;
+  /** Hands an event to the runtime's listeners; never throws. */
+  publish: (event: BatchEvent) => void;
+  /** Whether anyone (the sink or a runtime listener) receives events. */
+  isObserved: boolean;
+}
+
+type PreparedCall = Extract<Preparation, { kind: "prepared" }>;
+
+interface ExecutedCall {
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+}
+
+/**
+ * The coordinator actor of one batch. Every prepare step, every hook and every
+ * event delivery runs as a job of one serial {@link Mailbox}, so hooks of a
+ * batch never overlap, not even `afterToolCall` of parallel calls (pi runs
+ * those concurrently). Executions run outside the mailbox: inline tools on the
+ * main thread, worker tools in the pool, all at once in a parallel batch.
+ *
+ * The stages and their order are pi's: prepare → execute → finalize → end
+ * event → result message; in a parallel batch the end events come in
+ * completion order and the messages in the assistant's order.
+ */
+export class BatchCoordinator {
+  readonly #scope: BatchScope;
+  readonly #mailbox = new Mailbox();
+
+  constructor(scope: BatchScope) {
+    this.#scope = scope;
+  }
+
+  /** Runs the batch. Rejects only when the event sink throws, as pi's loop does. */
+  run(): Promise<BatchOutcome> {
+    const { assistantMessage, registry, toolExecution } = this.#scope;
+    const toolCalls = assistantMessage.content.filter((block): block is ToolCall => block.type === "toolCall");
+    const isSequential =
+      toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
+    return isSequential ? this.#runSequential(toolCalls) : this.#runParallel(toolCalls);
+  }
+
+  async #runSequential(toolCalls: ToolCall[]): Promise<BatchOutcome> {
+    const finalizedCalls: FinalizedCall[] = [];
+    const messages: ToolResultMessage[] = [];
+    for (const toolCall of toolCalls) {
+      const preparation = await this.#mailbox.post(() => this.#startAndPrepare(toolCall));
+      const executed = preparation.kind === "immediate" ? preparation : await this.#execute(preparation);
+      const [finalized, message] = await this.#mailbox.post(async () => {
+        const finalized = preparation.kind === "immediate" ? preparation : await this.#finalize(preparation, executed);
+        await this.#deliverEnd(finalized);
+        return [finalized, await this.#deliverMessage(finalized)] as const;
+      });
+      finalizedCalls.push(finalized);
+      messages.push(message);
+    }
+    return { messages, terminate: shouldTerminateBatch(finalizedCalls) };
+  }
+
+  async #runParallel(toolCalls: ToolCall[]): Promise<BatchOutcome> {
+    // Stage 1 for every call, in order; an immediate outcome ends at once.
+    const entries: (PreparedCall | FinalizedCall)[] = [];
+    for (const toolCall of toolCalls) {
+      entries.push(
+        await this.#mailbox.post(async () => {
+          const preparation = await this.#startAndPrepare(toolCall);
+          if (preparation.kind === "prepared") return preparation;
+          await this.#deliverEnd(preparation);
+          return preparation;
+        }),
+      );
+    }
+    // Stages 2–4 of every prepared call at once; each ends when it is finalized.
+    const finalizedCalls = await Promise.all(
+      entries.map((entry) => (isPrepared(entry) ? this.#executeAndFinalize(entry) : entry)),
+    );
+    // Stage 5 in the assistant's order, once all have finished.
+    const messages = await this.#mailbox.post(async () => {
+      const messages: ToolResultMessage[] = [];
+      for (const finalized of finalizedCalls) messages.push(await this.#deliverMessage(finalized));
+      return messages;
+    });
+    return { messages, terminate: shouldTerminateBatch(finalizedCalls) };
+  }
+
+  async #executeAndFinalize(prepared: PreparedCall): Promise<FinalizedCall> {
+    const executed = await this.#execute(prepared);
+    return this.#mailbox.post(async () => {
+      const finalized = await this.#finalize(prepared, executed);
+      await this.#deliverEnd(finalized);
+      return finalized;
+    });
+  }
+
+  /** Mailbox job: the start event, then stage 1. */
+  async #startAndPrepare(toolCall: ToolCall): Promise<Preparation> {
+    await this.#deliver({
+      type: "tool_execution_start",
+      toolCallId: toolCall.id,
+      toolName: toolCall.name,
+      args: toolCall.arguments,
+    });
+    return prepareToolCall(this.#scope, toolCall);
+  }
+
+  /**
+   * Stage 2, outside the mailbox. Partial results are delivered through the
+   * mailbox as they come, and all of them are awaited before the stage ends.
+   */
+  async #execute(prepared: PreparedCall): Promise<ExecutedCall> {
+    const { toolCall, entry, args } = prepared;
+    const deliveries: Promise<void>[] = [];
+    const onUpdate = this.#scope.isObserved
+      ? (partialResult: AgentToolResult<unknown>): void => {
+          deliveries.push(
+            this.#mailbox.post(() =>
+              this.#deliver({
+                type: "tool_execution_update",
+                toolCallId: toolCall.id,
+                toolName: toolCall.name,
+                args: toolCall.arguments,
+                partialResult,
+              }),
+            ),
+          );
+        }
+      : (): void => {};
+    if (entry.kind === "worker") {
+      const outcome = await this.#scope.pool!.run({
+        tool: entry.tool,
+        toolCallId: toolCall.id,
+        args,
+        signal: this.#scope.signal,
+        onUpdate,
+      });
+      await Promise.all(deliveries);
+      return outcome.kind === "ok"
+        ? { result: outcome.result, isError: false }
+        : { result: createErrorToolResult(outcome.message, outcome.code), isError: true };
+    }
+    try {
+      const result = await entry.tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
+      await Promise.all(deliveries);
+      return { result, isError: false };
+    } catch (error) {
+      await Promise.all(deliveries);
+      return { result: createErrorToolResult(describeError(error)), isError: true };
+    }
+  }
+
+  /** Stage 3, a mailbox job: `afterToolCall` overrides field by field; a throw becomes an error result. */
+  async #finalize(prepared: PreparedCall, executed: ExecutedCall): Promise<FinalizedCall> {
+    let { result, isError } = executed;
+    const { afterToolCall, assistantMessage, context, signal } = this.#scope;
+    if (afterToolCall !== undefined) {
+      try {
+        const override = await afterToolCall(
+          { assistantMessage, toolCall: prepared.toolCall, args: prepared.args, result, isError, context },
+          signal,
+        );
+        if (override) {
+          result = {
+            content: override.content ?? result.content,
+            details: override.details ?? result.details,
+            terminate: override.terminate ?? result.terminate,
+          };
+          isError = override.isError ?? isError;
+        }
+      } catch (error) {
+        result = createErrorToolResult(describeError(error));
+        isError = true;
+      }
+    }
+    return { toolCall: prepared.toolCall, result, isError };
+  }
+
+  /** Stage 4. */
+  #deliverEnd(finalized: FinalizedCall): void | Promise<void> {
+    return this.#deliver({
+      type: "tool_execution_end",
+      toolCallId: finalized.toolCall.id,
+      toolName: finalized.toolCall.name,
+      result: finalized.result,
+      isError: finalized.isError,
+    });
+  }
+
+  /** Stage 5. */
+  async #deliverMessage(finalized: FinalizedCall): Promise<ToolResultMessage> {
+    const message = createToolResultMessage(finalized);
+    await this.#deliver({ type: "message_start", message });
+    await this.#deliver({ type: "message_end", message });
+    return message;
+  }
+
+  /** Runs only inside mailbox jobs, so deliveries never overlap. */
+  #deliver(event: BatchEvent): void | Promise<void> {
+    this.#scope.publish(event);
+    return this.#scope.emit?.(event);
+  }
+}
+
+function isPrepared(entry: PreparedCall | FinalizedCall): entry is PreparedCall {
+  return "kind" in entry && entry.kind === "prepared";
+}

@@ -1,0 +1,58 @@
+import type {
+  AgentContext,
+  AgentToolResult,
+  AssistantMessage,
+  BeforeToolCallHook,
+  ToolCall,
+} from "../types.js";
+import type { RegisteredTool } from "./tool-registry.js";
+import { createErrorToolResult, describeError } from "./tool-results.js";
+import { validateToolArguments } from "./validate-arguments.js";
+
+/** The outcome of stage 1: ready to execute, or an immediate error result. */
+export type Preparation =
+  | { kind: "prepared"; toolCall: ToolCall; entry: RegisteredTool; args: unknown }
+  | { kind: "immediate"; toolCall: ToolCall; result: AgentToolResult<unknown>; isError: true };
+
+/** What stage 1 needs of its batch. */
+export interface PrepareScope {
+  registry: ReadonlyMap<string, RegisteredTool>;
+  assistantMessage: AssistantMessage;
+  context: AgentContext;
+  beforeToolCall: BeforeToolCallHook | undefined;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Stage 1, prepare: find the tool, apply its `prepareArguments`, validate with
+ * coercion, then ask `beforeToolCall`. Never throws: anything thrown here is an
+ * immediate error result with the thrown message.
+ */
+export async function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): Promise<Preparation> {
+  const entry = scope.registry.get(toolCall.name);
+  if (entry === undefined) {
+    return immediate(toolCall, `Tool ${toolCall.name} not found`);
+  }
+  try {
+    const { tool } = entry;
+    // The shim's output is only validated: hooks and events keep the raw call.
+    const rawArgs = tool.prepareArguments === undefined ? toolCall.arguments : tool.prepareArguments(toolCall.arguments);
+    const args = validateToolArguments(toolCall.name, tool.parameters, rawArgs);
+    if (scope.beforeToolCall !== undefined) {
+      const decision = await scope.beforeToolCall(
+        { assistantMessage: scope.assistantMessage, toolCall, args, context: scope.context },
+        scope.signal,
+      );
+      if (decision?.block) {
+        return immediate(toolCall, decision.reason || "Tool execution was blocked");
+      }
+    }
+    return { kind: "prepared", toolCall, entry, args };
+  } catch (error) {
+    return immediate(toolCall, describeError(error));
+  }
+}
+
+function immediate(toolCall: ToolCall, message: string): Preparation {
+  return { kind: "immediate", toolCall, result: createErrorToolResult(message), isError: true };
+}

@@ -1,0 +1,64 @@
+import { describeValue, ToolpoolError } from "../errors.js";
+import type { ToolDefinition } from "../options.js";
+import type { AgentTool } from "../types.js";
+import { isWorkerTool, type WorkerTool } from "../workers/worker-tool.js";
+import { compileArgumentValidator } from "./validate-arguments.js";
+
+/** A registered tool: where its execute runs decides how the coordinator calls it. */
+export type RegisteredTool = { kind: "inline"; tool: AgentTool } | { kind: "worker"; tool: WorkerTool };
+
+/**
+ * The tools of a runtime by name. Checks every definition once, and compiles
+ * each schema's validator up front so that a bad schema fails at
+ * `createRuntime`, not in the middle of a batch.
+ */
+export function createToolRegistry(tools: readonly ToolDefinition[]): ReadonlyMap<string, RegisteredTool> {
+  const registry = new Map<string, RegisteredTool>();
+  tools.forEach((tool, index) => {
+    const entry = registerTool(tool, index);
+    if (registry.has(entry.tool.name)) {
+      throw new ToolpoolError("TP_ERR_INVALID_TOOL", `Two tools are named "${entry.tool.name}"; tool names must be unique`);
+    }
+    registry.set(entry.tool.name, entry);
+  });
+  return registry;
+}
+
+function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
+  const where = `tools[${index}]`;
+  if (isWorkerTool(tool)) {
+    compileSchema(tool.name, tool.parameters);
+    return { kind: "worker", tool };
+  }
+  if (typeof tool !== "object" || tool === null) {
+    throw invalid(`Expected \`${where}\` to be a pi AgentTool or a workerTool(...) definition`, tool);
+  }
+  const candidate = tool as Partial<AgentTool>;
+  if (typeof candidate.name !== "string" || candidate.name.length === 0) {
+    throw invalid(`Expected \`${where}.name\` to be a non-empty string`, candidate.name);
+  }
+  if (typeof candidate.execute !== "function") {
+    throw invalid(`Expected \`${where}.execute\` of tool "${candidate.name}" to be a function`, candidate.execute);
+  }
+  if (typeof candidate.parameters !== "object" || candidate.parameters === null) {
+    throw invalid(`Expected \`${where}.parameters\` of tool "${candidate.name}" to be a JSON Schema object`, candidate.parameters);
+  }
+  compileSchema(candidate.name, candidate.parameters);
+  return { kind: "inline", tool: tool as AgentTool };
+}
+
+function compileSchema(name: string, schema: Record<string, unknown>): void {
+  try {
+    compileArgumentValidator(schema);
+  } catch (error) {
+    throw new ToolpoolError(
+      "TP_ERR_INVALID_TOOL",
+      `The parameters schema of tool "${name}" does not compile: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+function invalid(expectation: string, received: unknown): ToolpoolError {
+  return new ToolpoolError("TP_ERR_INVALID_TOOL", `${expectation}, got ${describeValue(received)}`);
+}

@@ -1,0 +1,39 @@
+import type { ErrorCode } from "../errors.js";
+import type { AgentToolResult, ToolCall, ToolResultMessage } from "../types.js";
+
+/** A call whose result is final: after finalize, or an immediate outcome. */
+export interface FinalizedCall {
+  toolCall: ToolCall;
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+}
+
+/**
+ * pi's error result: the message as the only text, empty details. For faults
+ * pi cannot have, `details.code` holds toolpool's stable code.
+ */
+export function createErrorToolResult(message: string, code?: ErrorCode): AgentToolResult<unknown> {
+  return { content: [{ type: "text", text: message }], details: code === undefined ? {} : { code } };
+}
+
+/** pi's rule for the text of a thrown value. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function createToolResultMessage(finalized: FinalizedCall): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: finalized.toolCall.id,
+    toolName: finalized.toolCall.name,
+    content: finalized.result.content,
+    details: finalized.result.details,
+    isError: finalized.isError,
+    timestamp: Date.now(),
+  };
+}
+
+/** A batch terminates only when it is non-empty and every finalized result asks for it. */
+export function shouldTerminateBatch(finalized: readonly FinalizedCall[]): boolean {
+  return finalized.length > 0 && finalized.every((call) => call.result.terminate === true);
+}

@@ -1,0 +1,79 @@
+/**
+ * Error codes and the error class of toolpool.
+ *
+ * Two channels: misuse of the API (bad options, a bad tool definition, a call
+ * after `close()`) throws a {@link ToolpoolError}; a tool call's own failure is
+ * never thrown but becomes an error result, and for faults pi cannot have (a
+ * crashed worker, a timeout, …) the code goes in the result's `details.code`.
+ *
+ * Codes are stable: a retired code is never reused for another meaning.
+ *
+ * @module
+ */
+
+/**
+ * Every code toolpool uses, with what it means. Each one is documented in the
+ * README's "Error codes" table; a test keeps the two in step.
+ */
+export const errorCodes = {
+  /** An option passed to `createRuntime` is invalid. Thrown. */
+  TP_ERR_INVALID_OPTION: "an option passed to createRuntime is invalid",
+  /** A tool definition is invalid, or two tools share a name. Thrown. */
+  TP_ERR_INVALID_TOOL: "a tool definition is invalid, or two tools share a name",
+  /** `executeToolCalls` got something that is not an assistant message. Thrown. */
+  TP_ERR_INVALID_BATCH: "executeToolCalls got something that is not an assistant message",
+  /** The runtime is closed: thrown by `executeToolCalls`, or in the result of a call ended by a forced close. */
+  TP_ERR_CLOSED: "the runtime is closed",
+  /** A worker tool's module could not be loaded, or lacks the named export. Result. */
+  TP_ERR_TOOL_LOAD: "a worker tool's module could not be loaded or lacks the export",
+  /** The worker running the call crashed (an uncaught exception or rejection). Result. */
+  TP_ERR_WORKER_CRASH: "the worker running the call crashed",
+  /** The worker running the call exited (`process.exit`, any code). Result. */
+  TP_ERR_WORKER_EXIT: "the worker running the call exited",
+  /** The worker running the call exceeded its JS heap limit (`resourceLimits`). Result. */
+  TP_ERR_OUT_OF_MEMORY: "the worker running the call ran out of memory",
+  /** The call ran past its `timeoutMs` and its worker was terminated. Result. */
+  TP_ERR_TIMEOUT: "the call ran past its timeoutMs and its worker was terminated",
+  /** The batch was aborted and the call ignored its signal past the grace period; its worker was terminated. Result. */
+  TP_ERR_ABORTED: "the call ignored the batch's abort past the grace period and its worker was terminated",
+  /** The call's result (or a partial result) cannot be structured-cloned across threads. Result. */
+  TP_ERR_RESULT_NOT_CLONEABLE: "the call's result cannot be structured-cloned",
+  /** The pool's queue is full (`pool.maxQueue`). Result. */
+  TP_ERR_QUEUE_FULL: "the pool's queue is full",
+} as const;
+
+/** A stable toolpool error code. */
+export type ErrorCode = keyof typeof errorCodes;
+
+/**
+ * Thrown for misuse of toolpool's API. `code` is stable; match it, not the message.
+ *
+ * @example
+ * ```ts
+ * try { createRuntime({ pool: { maxThreads: 0 } }); }
+ * catch (error) { if (error instanceof ToolpoolError && error.code === "TP_ERR_INVALID_OPTION") … }
+ * ```
+ */
+export class ToolpoolError extends Error {
+  /** The stable error code. */
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ToolpoolError";
+    this.code = code;
+  }
+}
+
+/** Describes a value for an error message: `` `0` (number) ``. */
+export function describeValue(value: unknown): string {
+  let shown: string;
+  try {
+    shown = typeof value === "function" ? `[function ${value.name || "anonymous"}]` : JSON.stringify(value) ?? String(value);
+  } catch {
+    shown = String(value);
+  }
+  if (shown.length > 80) shown = `${shown.slice(0, 77)}...`;
+  const kind = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+  return `\`${shown}\` (${kind})`;
+}

@@ -1,0 +1,89 @@
+/**
+ * The events of a batch (pi's shapes, unchanged) and the runtime-wide events.
+ *
+ * @module
+ */
+import type { AgentToolResult, BatchOutcome, ToolResultMessage } from "./types.js";
+
+/** Emitted when a call enters preparation; `args` are the raw call arguments. */
+export interface ToolExecutionStartEvent {
+  type: "tool_execution_start";
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+}
+
+/** Emitted for every partial result a tool sends while it runs. */
+export interface ToolExecutionUpdateEvent {
+  type: "tool_execution_update";
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  partialResult: AgentToolResult<unknown>;
+}
+
+/** Emitted once per call, when its result is final (completion order in a parallel batch). */
+export interface ToolExecutionEndEvent {
+  type: "tool_execution_end";
+  toolCallId: string;
+  toolName: string;
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+}
+
+/** Emitted for each tool result message, in call order, after every call finished. */
+export interface MessageStartEvent {
+  type: "message_start";
+  message: ToolResultMessage;
+}
+
+/** Follows each `message_start`. */
+export interface MessageEndEvent {
+  type: "message_end";
+  message: ToolResultMessage;
+}
+
+/** Any event a batch emits, exactly as pi's agent loop emits it. */
+export type BatchEvent =
+  | ToolExecutionStartEvent
+  | ToolExecutionUpdateEvent
+  | ToolExecutionEndEvent
+  | MessageStartEvent
+  | MessageEndEvent;
+
+/** The sink of a batch's events; awaited like pi awaits its `emit`. */
+export type EmitFunction = (event: BatchEvent) => void | Promise<void>;
+
+/** Where a runtime-wide event comes from. */
+export interface EventMeta {
+  /** Identifies the batch, unique within the runtime (`"b1"`, `"b2"`, …). */
+  batchId: string;
+}
+
+/** A batch started on the runtime. */
+export interface BatchStartEvent {
+  type: "batch_start";
+  toolCallCount: number;
+}
+
+/** A batch ended on the runtime, with its outcome. */
+export interface BatchEndEvent extends BatchOutcome {
+  type: "batch_end";
+}
+
+/**
+ * The events of `runtime.on(...)`. Batch events carry `meta.batchId`.
+ * `listener_error` reports a runtime listener that threw (it never breaks a
+ * batch); `pool_error` reports a worker failure that belonged to no call.
+ */
+export interface RuntimeEvents {
+  tool_execution_start: (event: ToolExecutionStartEvent, meta: EventMeta) => void;
+  tool_execution_update: (event: ToolExecutionUpdateEvent, meta: EventMeta) => void;
+  tool_execution_end: (event: ToolExecutionEndEvent, meta: EventMeta) => void;
+  message_start: (event: MessageStartEvent, meta: EventMeta) => void;
+  message_end: (event: MessageEndEvent, meta: EventMeta) => void;
+  batch_start: (event: BatchStartEvent, meta: EventMeta) => void;
+  batch_end: (event: BatchEndEvent, meta: EventMeta) => void;
+  listener_error: (error: unknown, eventType: string) => void;
+  pool_error: (error: unknown) => void;
+}

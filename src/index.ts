@@ -1,0 +1,60 @@
+/**
+ * toolpool: executes the tool calls of an LLM agent's assistant message with
+ * pi's exact semantics, running CPU-heavy tools on a Piscina worker pool.
+ *
+ * @module
+ */
+export { createRuntime, Runtime } from "./runtime.js";
+export type { ExecuteOptions } from "./runtime.js";
+export { workerTool, isWorkerTool } from "./workers/worker-tool.js";
+export type { WorkerTool, WorkerToolOptions } from "./workers/worker-tool.js";
+export type { PoolStats } from "./workers/worker-pool.js";
+export { builtinTools } from "./builtin-tools.js";
+export type { BuiltinToolName } from "./builtin-tools.js";
+export { ToolpoolError, errorCodes } from "./errors.js";
+export type { ErrorCode } from "./errors.js";
+export type { Clock } from "./clock.js";
+export type {
+  PoolOptions,
+  ResolvedPoolOptions,
+  ResolvedRuntimeOptions,
+  RuntimeOptions,
+  ToolDefinition,
+  WorkerResourceLimits,
+} from "./options.js";
+export type {
+  BatchEndEvent,
+  BatchEvent,
+  BatchStartEvent,
+  EmitFunction,
+  EventMeta,
+  MessageEndEvent,
+  MessageStartEvent,
+  RuntimeEvents,
+  ToolExecutionEndEvent,
+  ToolExecutionStartEvent,
+  ToolExecutionUpdateEvent,
+} from "./events.js";
+export type {
+  AfterToolCallContext,
+  AfterToolCallHook,
+  AfterToolCallResult,
+  AgentContext,
+  AgentTool,
+  AgentToolResult,
+  AgentToolUpdateCallback,
+  AssistantMessage,
+  BatchOutcome,
+  BeforeToolCallContext,
+  BeforeToolCallHook,
+  BeforeToolCallResult,
+  ImageContent,
+  JsonSchema,
+  TextContent,
+  ThinkingContent,
+  ToolCall,
+  ToolExecutionMode,
+  ToolResultMessage,
+  WorkerToolContext,
+  WorkerToolExecute,
+} from "./types.js";

@@ -1,0 +1,233 @@
+import { availableParallelism } from "node:os";
+
+import { Ajv, type ErrorObject } from "ajv";
+
+import { systemClock, type Clock } from "./clock.js";
+import { describeValue, ToolpoolError } from "./errors.js";
+import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
+import type { WorkerTool } from "./workers/worker-tool.js";
+
+/** A tool a runtime can execute: a pi `AgentTool` (inline) or a {@link WorkerTool}. */
+export type ToolDefinition = AgentTool | WorkerTool;
+
+/** JS heap limits of each worker thread (Node's `resourceLimits`). */
+export interface WorkerResourceLimits {
+  /** Size of the main heap, in MiB. */
+  maxOldGenerationSizeMb?: number;
+  /** Size of the heap space for recently created objects, in MiB. */
+  maxYoungGenerationSizeMb?: number;
+  /** Size of the pre-allocated memory range for generated code, in MiB. */
+  codeRangeSizeMb?: number;
+  /** Default maximum stack size of the thread, in MiB. */
+  stackSizeMb?: number;
+}
+
+/** Options of the worker-thread pool. */
+export interface PoolOptions {
+  /**
+   * Most worker threads. Worker calls beyond it wait in the queue.
+   * @default os.availableParallelism()
+   */
+  maxThreads?: number;
+  /**
+   * Threads kept alive while idle. Equal to `maxThreads` by default so that a
+   * burst never pays a thread's start-up (Piscina's own default lets extra
+   * threads die the moment they idle).
+   * @default maxThreads
+   */
+  minThreads?: number;
+  /**
+   * Milliseconds an idle thread above `minThreads` lives before it is stopped.
+   * @default 30000
+   */
+  idleTimeout?: number;
+  /**
+   * Most worker calls waiting for a thread. Past it a call ends at once with a
+   * `TP_ERR_QUEUE_FULL` error result.
+   * @default undefined (unbounded)
+   */
+  maxQueue?: number;
+  /** JS heap limits of each worker thread. @default Node's defaults */
+  resourceLimits?: WorkerResourceLimits;
+  /**
+   * Milliseconds a worker call may take to stop after its batch is aborted
+   * (cooperative abort through `ctx.signal`) before its worker is terminated.
+   * Counted from the abort, or from the call's start if it was still queued.
+   * @default 500
+   */
+  abortGraceMs?: number;
+  /**
+   * The environment of the worker threads. By default they share the host's
+   * `process.env`; pass an object to give tools only what they need.
+   * @default undefined (the host's environment)
+   */
+  env?: Record<string, string>;
+}
+
+/** Options of {@link createRuntime}. */
+export interface RuntimeOptions {
+  /** The tools of this runtime: inline pi `AgentTool`s and/or `workerTool(...)` definitions. @default [] */
+  tools?: readonly ToolDefinition[];
+  /** How a batch runs, as pi's `toolExecution`. @default "parallel" */
+  toolExecution?: ToolExecutionMode;
+  /** pi's `beforeToolCall`: may block a call. Runs in the coordinator's mailbox, one hook at a time. */
+  beforeToolCall?: BeforeToolCallHook;
+  /** pi's `afterToolCall`: may override the result field by field. Runs in the coordinator's mailbox. */
+  afterToolCall?: AfterToolCallHook;
+  /** Options of the worker-thread pool. */
+  pool?: PoolOptions;
+  /** Source of time for timeouts and grace periods. @default the system clock */
+  clock?: Clock;
+}
+
+/** Pool options after defaults; frozen. */
+export interface ResolvedPoolOptions {
+  readonly maxThreads: number;
+  readonly minThreads: number;
+  readonly idleTimeout: number;
+  readonly maxQueue: number | undefined;
+  readonly resourceLimits: Readonly<WorkerResourceLimits> | undefined;
+  readonly abortGraceMs: number;
+  readonly env: Readonly<Record<string, string>> | undefined;
+}
+
+/** Runtime options after validation and defaults; frozen. */
+export interface ResolvedRuntimeOptions {
+  readonly tools: readonly ToolDefinition[];
+  readonly toolExecution: ToolExecutionMode;
+  readonly beforeToolCall: BeforeToolCallHook | undefined;
+  readonly afterToolCall: AfterToolCallHook | undefined;
+  readonly pool: ResolvedPoolOptions;
+  readonly clock: Clock;
+}
+
+const positiveMb = { type: "number", exclusiveMinimum: 0 };
+
+/** The schema of the options that are data; defaults live here and nowhere else. */
+const dataOptionsSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    toolExecution: { enum: ["parallel", "sequential"], default: "parallel" },
+    pool: {
+      type: "object",
+      default: {},
+      additionalProperties: false,
+      properties: {
+        maxThreads: { type: "integer", minimum: 1, default: availableParallelism() },
+        minThreads: { type: "integer", minimum: 0 },
+        idleTimeout: { type: "number", minimum: 0, default: 30_000 },
+        maxQueue: { type: "integer", minimum: 0 },
+        abortGraceMs: { type: "number", minimum: 0, default: 500 },
+        resourceLimits: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            maxOldGenerationSizeMb: positiveMb,
+            maxYoungGenerationSizeMb: positiveMb,
+            codeRangeSizeMb: positiveMb,
+            stackSizeMb: positiveMb,
+          },
+        },
+        env: { type: "object", additionalProperties: { type: "string" } },
+      },
+    },
+  },
+} as const;
+
+const validateDataOptions = new Ajv({ useDefaults: true, allErrors: false, strict: true }).compile(dataOptionsSchema);
+
+/**
+ * Validates `createRuntime`'s options once, applies defaults and freezes the
+ * result. Never mutates the caller's object. Throws `TP_ERR_INVALID_OPTION`
+ * naming the option, what was expected and what arrived.
+ */
+export function resolveRuntimeOptions(options: RuntimeOptions | undefined): ResolvedRuntimeOptions {
+  if (options === undefined) options = {};
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw invalidOption("options", "an object", options);
+  }
+  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, toolExecution, pool } = options;
+  if (!Array.isArray(tools)) throw invalidOption("tools", "an array of tools", tools);
+  if (beforeToolCall !== undefined && typeof beforeToolCall !== "function") {
+    throw invalidOption("beforeToolCall", "a function", beforeToolCall);
+  }
+  if (afterToolCall !== undefined && typeof afterToolCall !== "function") {
+    throw invalidOption("afterToolCall", "a function", afterToolCall);
+  }
+  if (typeof clock?.now !== "function" || typeof clock.setTimeout !== "function" || typeof clock.clearTimeout !== "function") {
+    throw invalidOption("clock", "an object with now, setTimeout and clearTimeout", clock);
+  }
+  // The data options are copied before ajv writes defaults into them.
+  const data: { toolExecution?: ToolExecutionMode; pool?: PoolOptions } = {};
+  if (toolExecution !== undefined) data.toolExecution = toolExecution;
+  if (pool !== undefined) data.pool = copyData(pool, "pool");
+  if (!validateDataOptions(data)) {
+    const [error] = validateDataOptions.errors as ErrorObject[];
+    throw invalidOptionFromSchema(error!, { toolExecution, pool });
+  }
+  const resolvedPool = data.pool as Required<Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs">> & PoolOptions;
+  const minThreads = resolvedPool.minThreads ?? resolvedPool.maxThreads;
+  if (minThreads > resolvedPool.maxThreads) {
+    throw invalidOption("pool.minThreads", `an integer <= pool.maxThreads (${resolvedPool.maxThreads})`, minThreads);
+  }
+  return Object.freeze({
+    tools: Object.freeze([...tools]),
+    toolExecution: data.toolExecution ?? "parallel",
+    beforeToolCall,
+    afterToolCall,
+    clock,
+    pool: Object.freeze({
+      maxThreads: resolvedPool.maxThreads,
+      minThreads,
+      idleTimeout: resolvedPool.idleTimeout,
+      maxQueue: resolvedPool.maxQueue,
+      resourceLimits: resolvedPool.resourceLimits && Object.freeze({ ...resolvedPool.resourceLimits }),
+      abortGraceMs: resolvedPool.abortGraceMs,
+      env: resolvedPool.env && Object.freeze({ ...resolvedPool.env }),
+    }),
+  });
+}
+
+function copyData<T>(value: T, name: string): T {
+  try {
+    return structuredClone(value);
+  } catch {
+    throw invalidOption(name, "plain data", value);
+  }
+}
+
+function invalidOptionFromSchema(error: ErrorObject, original: Record<string, unknown>): ToolpoolError {
+  const segments = error.instancePath.split("/").filter(Boolean);
+  let received: unknown = original;
+  for (const segment of segments) received = (received as Record<string, unknown> | undefined)?.[segment];
+  const path = segments.join(".");
+  if (error.keyword === "additionalProperties") {
+    const extra = (error.params as { additionalProperty: string }).additionalProperty;
+    const name = path ? `${path}.${extra}` : extra;
+    return new ToolpoolError("TP_ERR_INVALID_OPTION", `Unknown option \`${name}\``);
+  }
+  const expected =
+    error.keyword === "enum"
+      ? `one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(", ")}`
+      : describeSchemaExpectation(error);
+  return invalidOption(path, expected, received);
+}
+
+function describeSchemaExpectation(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case "type":
+      return `${params.type === "integer" ? "an integer" : `a ${String(params.type)}`}`;
+    case "minimum":
+      return `a number >= ${String(params.limit)}`;
+    case "exclusiveMinimum":
+      return `a number > ${String(params.limit)}`;
+    default:
+      return `a value that ${error.message ?? "is valid"}`;
+  }
+}
+
+function invalidOption(name: string, expected: string, received: unknown): ToolpoolError {
+  return new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be ${expected}, got ${describeValue(received)}`);
+}

@@ -1,0 +1,236 @@
+import { EventEmitter } from "eventemitter3";
+
+import { BatchCoordinator } from "./coordinator/batch-coordinator.js";
+import { createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
+import { describeValue, ToolpoolError } from "./errors.js";
+import type { BatchEvent, EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
+import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
+import type { AgentContext, AgentTool, AgentToolResult, AssistantMessage, BatchOutcome } from "./types.js";
+import { WorkerPool, type PoolStats } from "./workers/worker-pool.js";
+import type { WorkerTool } from "./workers/worker-tool.js";
+
+/** Options of one `executeToolCalls` call. */
+export interface ExecuteOptions {
+  /** Handed to hooks as `context`, with `tools` filled in. @default { systemPrompt: "", messages: [] } */
+  context?: { systemPrompt?: string; messages?: unknown[] };
+  /** Aborts the batch: hooks and inline tools get it as in pi; worker tools get a cooperative `ctx.signal`, then termination. */
+  signal?: AbortSignal;
+  /** Receives every event of the batch, awaited like pi awaits its sink. */
+  emit?: EmitFunction;
+}
+
+/**
+ * A tool runtime: executes the tool calls of assistant messages with pi's
+ * semantics, running worker tools on a Piscina pool. Create it with
+ * {@link createRuntime}; close it when done.
+ *
+ * It is also an event emitter of every batch's events, with `meta.batchId`.
+ */
+export class Runtime extends EventEmitter<RuntimeEvents> {
+  readonly #options: ResolvedRuntimeOptions;
+  readonly #registry: ReadonlyMap<string, RegisteredTool>;
+  readonly #pool: WorkerPool | undefined;
+  readonly #activeBatches = new Set<Promise<unknown>>();
+  #agentTools: AgentTool[] | undefined;
+  #batchCount = 0;
+  #closing: Promise<void> | undefined;
+
+  constructor(options?: RuntimeOptions) {
+    super();
+    this.#options = resolveRuntimeOptions(options);
+    this.#registry = createToolRegistry(this.#options.tools);
+    const hasWorkerTools = [...this.#registry.values()].some((entry) => entry.kind === "worker");
+    this.#pool = hasWorkerTools
+      ? new WorkerPool(this.#options.pool, this.#options.clock, (error) => this.#publish("pool_error", error))
+      : undefined;
+  }
+
+  /** The validated options, defaults applied; frozen. */
+  get options(): ResolvedRuntimeOptions {
+    return this.#options;
+  }
+
+  /** Whether `close()` has been called. */
+  get isClosed(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  /** The pool's state, or `undefined` when the runtime has no worker tools. */
+  get poolStats(): PoolStats | undefined {
+    return this.#pool?.stats;
+  }
+
+  /**
+   * Executes the tool calls of one assistant message: one end event and one
+   * result message per call, whatever happens to it. Rejects only for misuse
+   * (`TP_ERR_CLOSED`, `TP_ERR_INVALID_BATCH`) or when `emit` throws (as pi).
+   *
+   * @example
+   * ```ts
+   * const { messages, terminate } = await runtime.executeToolCalls(assistantMessage, {
+   *   emit: (event) => console.log(event.type),
+   * });
+   * ```
+   */
+  executeToolCalls(assistantMessage: AssistantMessage, options: ExecuteOptions = {}): Promise<BatchOutcome> {
+    if (this.#closing !== undefined) {
+      return Promise.reject(new ToolpoolError("TP_ERR_CLOSED", "executeToolCalls was called after close()"));
+    }
+    let coordinator: BatchCoordinator;
+    let batchId: string;
+    try {
+      checkBatchInput(assistantMessage, options);
+      batchId = `b${++this.#batchCount}`;
+      const meta: EventMeta = { batchId };
+      const context: AgentContext = {
+        systemPrompt: "",
+        messages: [],
+        ...options.context,
+        tools: this.agentTools(),
+      };
+      coordinator = new BatchCoordinator({
+        registry: this.#registry,
+        assistantMessage,
+        context,
+        beforeToolCall: this.#options.beforeToolCall,
+        afterToolCall: this.#options.afterToolCall,
+        signal: options.signal,
+        toolExecution: this.#options.toolExecution,
+        pool: this.#pool,
+        emit: options.emit,
+        publish: (event: BatchEvent) => this.#publish(event.type, event, meta),
+        isObserved: options.emit !== undefined || this.#hasBatchListeners(),
+      });
+      this.#publish("batch_start", {
+        type: "batch_start",
+        toolCallCount: assistantMessage.content.filter((block) => block.type === "toolCall").length,
+      }, meta);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const batch = coordinator.run().then((outcome) => {
+      this.#publish("batch_end", { type: "batch_end", ...outcome }, { batchId });
+      return outcome;
+    });
+    const tracked = batch.finally(() => this.#activeBatches.delete(tracked)).catch(() => {});
+    this.#activeBatches.add(tracked);
+    return batch;
+  }
+
+  /**
+   * pi `AgentTool`s for every tool of this runtime, so that a pi `Agent` can
+   * use the pool directly: inline tools as they are, worker tools as tools
+   * whose execute dispatches to the pool (a failure throws, with `code` set for
+   * toolpool's faults).
+   */
+  agentTools(): AgentTool[] {
+    this.#agentTools ??= [...this.#registry.values()].map((entry) =>
+      entry.kind === "inline" ? entry.tool : this.#createPoolAgentTool(entry.tool),
+    );
+    return [...this.#agentTools];
+  }
+
+  /**
+   * Stops accepting batches, lets the running ones finish, then stops every
+   * worker thread. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.all(this.#activeBatches);
+      await this.#pool?.close();
+    })();
+    return this.#closing;
+  }
+
+  #createPoolAgentTool(tool: WorkerTool): AgentTool {
+    const pool = this.#pool!;
+    return {
+      name: tool.name,
+      label: tool.label,
+      description: tool.description,
+      parameters: tool.parameters,
+      ...(tool.executionMode === undefined ? {} : { executionMode: tool.executionMode }),
+      ...(tool.prepareArguments === undefined ? {} : { prepareArguments: tool.prepareArguments }),
+      execute: async (toolCallId, args, signal, onUpdate): Promise<AgentToolResult<unknown>> => {
+        const outcome = await pool.run({ tool, toolCallId, args, signal, onUpdate });
+        if (outcome.kind === "ok") return outcome.result;
+        throw outcome.code === undefined ? new Error(outcome.message) : new ToolpoolError(outcome.code, outcome.message);
+      },
+    };
+  }
+
+  #hasBatchListeners(): boolean {
+    return (
+      this.listenerCount("tool_execution_start") +
+        this.listenerCount("tool_execution_update") +
+        this.listenerCount("tool_execution_end") +
+        this.listenerCount("message_start") +
+        this.listenerCount("message_end") >
+      0
+    );
+  }
+
+  /** Emits to the runtime's listeners; a throwing listener is reported, never propagated into a batch. */
+  #publish(type: keyof RuntimeEvents, ...args: unknown[]): void {
+    if (this.listenerCount(type) === 0) return;
+    try {
+      (this.emit as (type: string, ...args: unknown[]) => boolean)(type, ...args);
+    } catch (error) {
+      if (type === "listener_error" || this.listenerCount("listener_error") === 0) {
+        process.emitWarning(`A toolpool "${type}" listener threw: ${describeValue(error)}`, "ToolpoolWarning");
+        return;
+      }
+      this.#publish("listener_error", error, type);
+    }
+  }
+}
+
+/**
+ * Creates a tool runtime. Throws `TP_ERR_INVALID_OPTION` or
+ * `TP_ERR_INVALID_TOOL` for bad options or tools.
+ *
+ * @example
+ * ```ts
+ * import { createRuntime, workerTool } from "toolpool";
+ *
+ * const runtime = createRuntime({
+ *   tools: [workerTool({ name: "hash", description: "…", parameters, module: new URL("./hash.js", import.meta.url) })],
+ * });
+ * const { messages } = await runtime.executeToolCalls(assistantMessage);
+ * await runtime.close();
+ * ```
+ */
+export function createRuntime(options?: RuntimeOptions): Runtime {
+  return new Runtime(options);
+}
+
+function checkBatchInput(assistantMessage: unknown, options: ExecuteOptions): void {
+  const content = (assistantMessage as { content?: unknown } | null)?.content;
+  if (typeof assistantMessage !== "object" || assistantMessage === null || !Array.isArray(content)) {
+    throw new ToolpoolError(
+      "TP_ERR_INVALID_BATCH",
+      `Expected an assistant message with a \`content\` array, got ${describeValue(assistantMessage)}`,
+    );
+  }
+  content.forEach((block: unknown, index) => {
+    if (typeof block !== "object" || block === null) {
+      throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`content[${index}]\` to be a content block, got ${describeValue(block)}`);
+    }
+    const call = block as { type?: unknown; id?: unknown; name?: unknown };
+    if (call.type === "toolCall" && (typeof call.id !== "string" || typeof call.name !== "string")) {
+      throw new ToolpoolError(
+        "TP_ERR_INVALID_BATCH",
+        `Expected tool call \`content[${index}]\` to have string \`id\` and \`name\`, got ${describeValue(block)}`,
+      );
+    }
+  });
+  if (typeof options !== "object" || options === null) {
+    throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected executeToolCalls options to be an object, got ${describeValue(options)}`);
+  }
+  if (options.emit !== undefined && typeof options.emit !== "function") {
+    throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`emit\` to be a function, got ${describeValue(options.emit)}`);
+  }
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+    throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`signal\` to be an AbortSignal, got ${describeValue(options.signal)}`);
+  }
+}

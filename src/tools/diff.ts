@@ -1,0 +1,196 @@
+/**
+ * Built-in worker tool `diff`: unified diff of two files or two texts.
+ *
+ * Loaded inside a worker thread, so it imports nothing from the coordinator or
+ * the worker runtime; the diff itself comes from the `diff` package.
+ *
+ * @module
+ */
+
+import { readFile, stat } from "node:fs/promises";
+import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchOptionsNonabortable } from "diff";
+import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+
+/** Default number of context lines around each change. */
+export const DIFF_DEFAULT_CONTEXT = 3;
+/** Upper bound accepted for `context`. */
+export const DIFF_MAX_CONTEXT = 10_000;
+/** Inputs read from files may not be larger than this. */
+export const DIFF_MAX_FILE_BYTES = 8 * 1024 * 1024;
+/** Cap on the UTF-8 size of the result text. */
+export const DIFF_MAX_OUTPUT_BYTES = 64 * 1024;
+
+/** Line comparisons between two abort checks. */
+const COMPARISONS_PER_ABORT_CHECK = 1024;
+
+/**
+ * Arguments of the `diff` tool: the old side from exactly one of
+ * `oldText`/`oldPath`, the new side from exactly one of `newText`/`newPath`.
+ */
+export interface DiffArgs {
+  oldText?: string;
+  newText?: string;
+  /** File holding the old side; also its name in the patch header. */
+  oldPath?: string;
+  /** File holding the new side; also its name in the patch header. */
+  newPath?: string;
+  /** Context lines around each change: integer 0..10000, default 3. */
+  context?: number;
+}
+
+/** Structured details of a `diff` result. */
+export interface DiffDetails {
+  /** Number of hunks in the full patch. */
+  hunks: number;
+  /** Added lines in the full patch. */
+  additions: number;
+  /** Deleted lines in the full patch. */
+  deletions: number;
+  /** True when the two sides have no line differences. */
+  identical: boolean;
+  /** True when the patch text was cut at the 64 KiB output cap. */
+  truncated: boolean;
+}
+
+/** Tool definition of `diff`, handed to the model. */
+export const diffSpec = {
+  name: "diff",
+  label: "Diff",
+  description:
+    "Unified diff between an old and a new version, each given as a text (oldText/newText) or a file (oldPath/newPath). " +
+    "Give exactly one source per side. Output is a patch the patch tool can apply; at most 64 KiB of text, " +
+    "a truncated result says so.",
+  parameters: {
+    type: "object",
+    properties: {
+      oldText: { type: "string", description: "Old version as text." },
+      newText: { type: "string", description: "New version as text." },
+      oldPath: { type: "string", description: "File holding the old version." },
+      newPath: { type: "string", description: "File holding the new version." },
+      context: {
+        type: "integer",
+        minimum: 0,
+        maximum: DIFF_MAX_CONTEXT,
+        description: `Context lines around each change (default ${DIFF_DEFAULT_CONTEXT}).`,
+      },
+    },
+    additionalProperties: false,
+  },
+} as const satisfies { name: string; label: string; description: string; parameters: JsonSchema };
+
+/**
+ * Computes a unified diff (`--- old` / `+++ new` headers, then hunks) of the
+ * two sides.
+ *
+ * Contract:
+ * - Header names are the paths when given, otherwise "old" / "new".
+ * - Identical inputs give the text "The inputs are identical." and
+ *   `identical: true`, `hunks: 0`.
+ * - The patch text is cut at a line boundary at 64 KiB, with a note; the
+ *   counts in `details` always describe the full patch.
+ * - `ctx.signal` is checked while the diff is computed, so a huge diff can be
+ *   aborted.
+ * - Throws unless each side has exactly one source, for a bad `context`, and
+ *   for a missing, unreadable or over-8-MiB file.
+ */
+export async function execute(
+  args: DiffArgs,
+  ctx: WorkerToolContext<DiffDetails>,
+): Promise<AgentToolResult<DiffDetails>> {
+  const { signal } = ctx;
+  signal.throwIfAborted();
+
+  const context = args.context ?? DIFF_DEFAULT_CONTEXT;
+  if (!Number.isInteger(context) || context < 0 || context > DIFF_MAX_CONTEXT) {
+    throw new Error(`diff: context must be an integer from 0 to ${DIFF_MAX_CONTEXT}, got ${String(context)}`);
+  }
+  const oldSide = await readSide("old", args.oldText, args.oldPath);
+  const newSide = await readSide("new", args.newText, args.newPath);
+  signal.throwIfAborted();
+
+  let comparisons = 0;
+  // jsdiff has no AbortSignal support, but its sync line diff calls
+  // `comparator` for every line comparison, which is where its time goes.
+  const options: StructuredPatchOptionsNonabortable & { comparator: (left: string, right: string) => boolean } = {
+    context,
+    comparator: (left, right) => {
+      if (++comparisons >= COMPARISONS_PER_ABORT_CHECK) {
+        comparisons = 0;
+        signal.throwIfAborted();
+      }
+      return left === right;
+    },
+  };
+  const patch = structuredPatch(oldSide.name, newSide.name, oldSide.text, newSide.text, undefined, undefined, options);
+  signal.throwIfAborted();
+
+  let additions = 0;
+  let deletions = 0;
+  for (const hunk of patch.hunks) {
+    for (const line of hunk.lines) {
+      if (line.startsWith("+")) additions++;
+      else if (line.startsWith("-")) deletions++;
+    }
+  }
+  const hunks = patch.hunks.length;
+  if (hunks === 0) {
+    return {
+      content: [{ type: "text", text: "The inputs are identical." }],
+      details: { hunks: 0, additions: 0, deletions: 0, identical: true, truncated: false },
+    };
+  }
+
+  const full = formatPatch(patch, FILE_HEADERS_ONLY);
+  const { text, truncated } = capAtLine(full, DIFF_MAX_OUTPUT_BYTES);
+  const shown = truncated
+    ? `${text}\n[truncated: the patch is ${Buffer.byteLength(full, "utf8")} bytes, only the first 64 KiB are shown; ` +
+      "diff smaller pieces to get an applicable patch]"
+    : text;
+  return {
+    content: [{ type: "text", text: shown }],
+    details: { hunks, additions, deletions, identical: false, truncated },
+  };
+}
+
+async function readSide(
+  side: "old" | "new",
+  text: string | undefined,
+  path: string | undefined,
+): Promise<{ name: string; text: string }> {
+  const textKey = `${side}Text`;
+  const pathKey = `${side}Path`;
+  if ((text === undefined) === (path === undefined)) {
+    throw new Error(`diff: give exactly one of "${textKey}" or "${pathKey}"`);
+  }
+  if (text !== undefined) return { name: side, text };
+  const file = path!;
+  try {
+    const info = await stat(file);
+    if (info.isDirectory()) throw new Error(`diff: ${pathKey} ${file} is a directory, not a file`);
+    if (info.size > DIFF_MAX_FILE_BYTES) {
+      throw new Error(`diff: ${pathKey} ${file} is ${info.size} bytes, over the ${DIFF_MAX_FILE_BYTES}-byte limit`);
+    }
+    return { name: file, text: await readFile(file, "utf8") };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`diff: ${pathKey} not found: ${file}`);
+    if (code === undefined) throw err;
+    throw new Error(`diff: cannot read ${pathKey} ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Keeps whole lines while the UTF-8 size stays within `maxBytes`. */
+function capAtLine(text: string, maxBytes: number): { text: string; truncated: boolean } {
+  if (Buffer.byteLength(text, "utf8") <= maxBytes) return { text, truncated: false };
+  let bytes = 0;
+  let end = 0;
+  while (end < text.length) {
+    const nl = text.indexOf("\n", end);
+    const lineEnd = nl === -1 ? text.length : nl + 1;
+    const size = Buffer.byteLength(text.slice(end, lineEnd), "utf8");
+    if (bytes + size > maxBytes) break;
+    bytes += size;
+    end = lineEnd;
+  }
+  return { text: text.slice(0, end).replace(/\n$/, ""), truncated: true };
+}

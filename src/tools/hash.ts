@@ -1,0 +1,149 @@
+/**
+ * Built-in worker tool `hash`: hex digest of a file or of a text.
+ *
+ * Loaded inside a worker thread, so it imports nothing from the coordinator or
+ * the worker runtime.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import { open, type FileHandle } from "node:fs/promises";
+import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+
+/** Digest algorithms `hash` accepts. */
+export const HASH_ALGORITHMS = ["sha256", "sha1", "md5"] as const;
+/** One of {@link HASH_ALGORITHMS}. */
+export type HashAlgorithm = (typeof HASH_ALGORITHMS)[number];
+
+/** Bytes read per chunk; the signal is checked between chunks. */
+const CHUNK_BYTES = 1024 * 1024;
+/** Minimum interval between two progress updates. */
+const PROGRESS_INTERVAL_MS = 200;
+
+/** Arguments of the `hash` tool: exactly one of `text` and `path`. */
+export interface HashArgs {
+  /** Text to hash, encoded as UTF-8. */
+  text?: string;
+  /** File to hash; relative paths resolve against the worker's cwd. */
+  path?: string;
+  /** Digest algorithm; default "sha256". */
+  algorithm?: HashAlgorithm;
+}
+
+/** Structured details of a `hash` result. Progress updates carry `bytes` hashed so far. */
+export interface HashDetails {
+  algorithm: HashAlgorithm;
+  /** Lower-case hex digest ("" in progress updates). */
+  hex: string;
+  /** Number of bytes hashed. */
+  bytes: number;
+}
+
+/** Tool definition of `hash`, handed to the model. */
+export const hashSpec = {
+  name: "hash",
+  label: "Hash",
+  description:
+    'Compute the hex digest (sha256, sha1 or md5; default sha256) of a file ("path") or of a UTF-8 text ("text"). ' +
+    "Give exactly one of text or path.",
+  parameters: {
+    type: "object",
+    properties: {
+      text: { type: "string", description: "Text to hash (UTF-8)." },
+      path: { type: "string", description: "File to hash." },
+      algorithm: { type: "string", enum: [...HASH_ALGORITHMS], description: 'Digest algorithm (default "sha256").' },
+    },
+    additionalProperties: false,
+  },
+} as const satisfies { name: string; label: string; description: string; parameters: JsonSchema };
+
+/**
+ * Hashes `args.text` (as UTF-8) or the file at `args.path`.
+ *
+ * Contract:
+ * - Result text: `<algorithm> <hex>  <path or "(text)">`.
+ * - Files are streamed in 1 MiB chunks; `ctx.signal` is checked between
+ *   chunks and a progress update is sent at most every 200 ms (never in the
+ *   first 200 ms).
+ * - Throws unless exactly one of `text`/`path` is given, for an unknown
+ *   algorithm, and for a missing or unreadable file or a directory.
+ */
+export async function execute(
+  args: HashArgs,
+  ctx: WorkerToolContext<HashDetails>,
+): Promise<AgentToolResult<HashDetails>> {
+  const { signal } = ctx;
+  signal.throwIfAborted();
+
+  const hasText = args.text !== undefined;
+  const hasPath = args.path !== undefined;
+  if (hasText === hasPath) throw new Error('hash: give exactly one of "text" or "path"');
+  const algorithm = args.algorithm ?? "sha256";
+  if (!(HASH_ALGORITHMS as readonly string[]).includes(algorithm)) {
+    throw new Error(`hash: unknown algorithm ${JSON.stringify(algorithm)}; use one of ${HASH_ALGORITHMS.join(", ")}`);
+  }
+
+  const hash = createHash(algorithm);
+  let bytes: number;
+  let label: string;
+  if (args.text !== undefined) {
+    const buf = Buffer.from(args.text, "utf8");
+    hash.update(buf);
+    bytes = buf.length;
+    label = "(text)";
+  } else {
+    label = args.path!;
+    bytes = await hashFile(label, hash, algorithm, ctx);
+  }
+  signal.throwIfAborted();
+
+  const hex = hash.digest("hex");
+  return {
+    content: [{ type: "text", text: `${algorithm} ${hex}  ${label}` }],
+    details: { algorithm, hex, bytes },
+  };
+}
+
+async function hashFile(
+  path: string,
+  hash: ReturnType<typeof createHash>,
+  algorithm: HashAlgorithm,
+  ctx: WorkerToolContext<HashDetails>,
+): Promise<number> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, "r");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`hash: file not found: ${path}`);
+    throw new Error(`hash: cannot open ${path}: ${(err as Error).message}`);
+  }
+  try {
+    if ((await handle.stat()).isDirectory()) throw new Error(`hash: ${path} is a directory, not a file`);
+    const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    let total = 0;
+    let nextUpdate = performance.now() + PROGRESS_INTERVAL_MS;
+    for (;;) {
+      ctx.signal.throwIfAborted();
+      const { bytesRead } = await handle.read(buf, 0, CHUNK_BYTES, null);
+      if (bytesRead === 0) return total;
+      hash.update(buf.subarray(0, bytesRead));
+      total += bytesRead;
+      const now = performance.now();
+      if (now >= nextUpdate) {
+        nextUpdate = now + PROGRESS_INTERVAL_MS;
+        ctx.onUpdate({
+          content: [{ type: "text", text: `hash: ${algorithm} of ${path}: ${formatMiB(total)} hashed` }],
+          details: { algorithm, hex: "", bytes: total },
+        });
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+function formatMiB(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}

@@ -1,0 +1,223 @@
+/**
+ * Built-in worker tool `patch`: applies a unified diff to a text or a file.
+ *
+ * Loaded inside a worker thread, so it imports nothing from the coordinator or
+ * the worker runtime; parsing and hunk placement come from the `diff` package.
+ *
+ * @module
+ */
+
+import { readFile, stat, writeFile } from "node:fs/promises";
+import { applyPatch, parsePatch, type ApplyPatchOptions, type StructuredPatch, type StructuredPatchHunk } from "diff";
+import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+
+/** Upper bound accepted for `fuzzFactor`. */
+export const PATCH_MAX_FUZZ = 10;
+/** A file to patch may not be larger than this. */
+export const PATCH_MAX_FILE_BYTES = 8 * 1024 * 1024;
+/** Cap on the UTF-8 size of the result text. */
+export const PATCH_MAX_OUTPUT_BYTES = 64 * 1024;
+
+/** Line comparisons between two abort checks. */
+const COMPARISONS_PER_ABORT_CHECK = 1024;
+
+/** Arguments of the `patch` tool: the patch plus exactly one of `path` and `text`. */
+export interface PatchArgs {
+  /** Unified diff of a single file (headers optional, at least one hunk). */
+  patch: string;
+  /** File to patch; relative paths resolve against the worker's cwd. */
+  path?: string;
+  /** Text to patch. */
+  text?: string;
+  /** Mismatched context lines tolerated per hunk: integer 0..10, default 0. */
+  fuzzFactor?: number;
+  /** Write the result back to `path` (default false: only return it). */
+  write?: boolean;
+}
+
+/** Structured details of a successful `patch` result. */
+export interface PatchDetails {
+  /** Always true: a patch that does not apply throws instead. */
+  applied: true;
+  /** Number of hunks applied. */
+  hunks: number;
+  /** True when the result was written to `path`. */
+  written: boolean;
+  /** UTF-8 size of the patched content. */
+  bytes: number;
+  /** True when the returned content was cut at the 64 KiB output cap. */
+  truncated: boolean;
+}
+
+/** Tool definition of `patch`, handed to the model. */
+export const patchSpec = {
+  name: "patch",
+  label: "Patch",
+  description:
+    'Apply a unified diff (one file, one or more hunks) to a file ("path") or a text ("text"); give exactly one. ' +
+    "Hunks may sit at other line numbers than their headers say; fuzzFactor (default 0, max 10) tolerates that many " +
+    "mismatched context lines. With write: true and path, the file is rewritten and a one-line summary returned; " +
+    "otherwise the patched content is returned (at most 64 KiB, a truncated result says so). " +
+    "Fails, changing nothing, if any hunk does not apply.",
+  parameters: {
+    type: "object",
+    properties: {
+      patch: { type: "string", minLength: 1, description: "Unified diff to apply." },
+      path: { type: "string", description: "File to patch." },
+      text: { type: "string", description: "Text to patch." },
+      fuzzFactor: {
+        type: "integer",
+        minimum: 0,
+        maximum: PATCH_MAX_FUZZ,
+        description: "Mismatched context lines tolerated per hunk (default 0).",
+      },
+      write: { type: "boolean", description: "Write the patched content back to path (default false)." },
+    },
+    required: ["patch"],
+    additionalProperties: false,
+  },
+} as const satisfies { name: string; label: string; description: string; parameters: JsonSchema };
+
+/**
+ * Applies `args.patch` to `args.text` or to the file at `args.path`.
+ *
+ * Contract:
+ * - All or nothing: when any hunk cannot be placed, throws
+ *   `patch: hunk N of M (@@ ... @@) does not apply ...` and writes nothing.
+ * - Without `write`, the result text is the patched content (cut at 64 KiB
+ *   with a note); with `write: true` (requires `path`) the file is rewritten
+ *   and the text is a one-line summary.
+ * - `ctx.signal` is checked during the hunk placement search (whose cost grows
+ *   with file size and fuzz) and once more right before writing.
+ * - Throws for a patch that cannot be parsed, has no hunks or targets several
+ *   files; unless exactly one of `path`/`text` is given; for `write` without
+ *   `path`; for a bad `fuzzFactor`; and for a missing, unreadable or
+ *   over-8-MiB file.
+ */
+export async function execute(
+  args: PatchArgs,
+  ctx: WorkerToolContext<PatchDetails>,
+): Promise<AgentToolResult<PatchDetails>> {
+  const { signal } = ctx;
+  signal.throwIfAborted();
+
+  if ((args.path === undefined) === (args.text === undefined)) {
+    throw new Error('patch: give exactly one of "path" or "text"');
+  }
+  const write = args.write ?? false;
+  if (write && args.path === undefined) throw new Error('patch: "write": true needs "path"');
+  const fuzzFactor = args.fuzzFactor ?? 0;
+  if (!Number.isInteger(fuzzFactor) || fuzzFactor < 0 || fuzzFactor > PATCH_MAX_FUZZ) {
+    throw new Error(`patch: fuzzFactor must be an integer from 0 to ${PATCH_MAX_FUZZ}, got ${String(fuzzFactor)}`);
+  }
+  const parsed = parseSingle(args.patch);
+  const source = args.path !== undefined ? await readTarget(args.path) : args.text!;
+  signal.throwIfAborted();
+
+  let comparisons = 0;
+  const options: ApplyPatchOptions = {
+    fuzzFactor,
+    // applyPatch is synchronous; its line comparisons are the only hook into
+    // the placement search, so the abort check lives here.
+    compareLine: (_lineNumber, line, _operation, patchContent) => {
+      if (++comparisons >= COMPARISONS_PER_ABORT_CHECK) {
+        comparisons = 0;
+        signal.throwIfAborted();
+      }
+      return line === patchContent;
+    },
+  };
+  const result = applyPatch(source, parsed, options);
+  if (result === false) throw notApplying(source, parsed, options, args.path, fuzzFactor);
+  signal.throwIfAborted();
+
+  const bytes = Buffer.byteLength(result, "utf8");
+  const hunks = parsed.hunks.length;
+  if (write) {
+    const path = args.path!;
+    await writeFile(path, result, "utf8");
+    return {
+      content: [{ type: "text", text: `patch: applied ${hunks} hunk${hunks === 1 ? "" : "s"} to ${path} (${bytes} bytes written)` }],
+      details: { applied: true, hunks, written: true, bytes, truncated: false },
+    };
+  }
+  const truncated = bytes > PATCH_MAX_OUTPUT_BYTES;
+  const text = truncated
+    ? `${cutUtf8(result, PATCH_MAX_OUTPUT_BYTES)}\n[truncated: the patched content is ${bytes} bytes, only the first 64 KiB are shown]`
+    : result;
+  return {
+    content: [{ type: "text", text }],
+    details: { applied: true, hunks, written: false, bytes, truncated },
+  };
+}
+
+function parseSingle(patch: string): StructuredPatch {
+  if (typeof patch !== "string" || patch.trim() === "") throw new Error('patch: "patch" is empty');
+  let parsed: StructuredPatch[];
+  try {
+    parsed = parsePatch(patch);
+  } catch (err) {
+    throw new Error(`patch: cannot parse the patch: ${(err as Error).message}`);
+  }
+  const withHunks = parsed.filter((p) => p.hunks.length > 0);
+  if (withHunks.length === 0) throw new Error("patch: the patch has no hunks (no @@ ... @@ lines)");
+  if (withHunks.length > 1) {
+    throw new Error(`patch: the patch changes ${withHunks.length} files; give the patch of one file at a time`);
+  }
+  return withHunks[0]!;
+}
+
+async function readTarget(path: string): Promise<string> {
+  try {
+    const info = await stat(path);
+    if (info.isDirectory()) throw new Error(`patch: ${path} is a directory, not a file`);
+    if (info.size > PATCH_MAX_FILE_BYTES) {
+      throw new Error(`patch: ${path} is ${info.size} bytes, over the ${PATCH_MAX_FILE_BYTES}-byte limit`);
+    }
+    return await readFile(path, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`patch: file not found: ${path}`);
+    if (code === undefined) throw err;
+    throw new Error(`patch: cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * applyPatch only says "false"; applying growing prefixes of the hunk list
+ * finds the first hunk that cannot be placed, so the message can name it.
+ * This costs extra work only on the failure path.
+ */
+function notApplying(
+  source: string,
+  patch: StructuredPatch,
+  options: ApplyPatchOptions,
+  path: string | undefined,
+  fuzzFactor: number,
+): Error {
+  const total = patch.hunks.length;
+  let failing = total;
+  for (let k = 1; k < total; k++) {
+    if (applyPatch(source, { ...patch, hunks: patch.hunks.slice(0, k) }, options) === false) {
+      failing = k;
+      break;
+    }
+  }
+  const hunk = patch.hunks[failing - 1]!;
+  const target = path === undefined ? "the text" : path;
+  return new Error(
+    `patch: hunk ${failing} of ${total} (${hunkHeader(hunk)}) does not apply to ${target}: ` +
+      `its context and removed lines were not found${failing > 1 ? " after the previous hunks" : ""} ` +
+      `(fuzzFactor ${fuzzFactor}); nothing was changed`,
+  );
+}
+
+function hunkHeader(hunk: StructuredPatchHunk): string {
+  return `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`;
+}
+
+/** Cuts at `maxBytes` UTF-8 bytes without leaving half a character behind. */
+function cutUtf8(text: string, maxBytes: number): string {
+  const cut = Buffer.from(text, "utf8").subarray(0, maxBytes).toString("utf8");
+  return cut.endsWith("\uFFFD") && !text.startsWith(cut) ? cut.slice(0, -1) : cut;
+}

@@ -1,0 +1,178 @@
+/**
+ * Public types of toolpool. The message, tool and hook shapes are pi's
+ * (`@mariozechner/pi-agent-core` 0.73.1), declared structurally so that pi's
+ * own values can be passed in and toolpool's values can be handed to pi.
+ *
+ * @module
+ */
+
+/** Plain text content of a message or tool result. */
+export interface TextContent {
+  type: "text";
+  text: string;
+  textSignature?: string;
+}
+
+/** Base64 image content of a message or tool result. */
+export interface ImageContent {
+  type: "image";
+  data: string;
+  mimeType: string;
+}
+
+/** Reasoning content of an assistant message; ignored by the executor. */
+export interface ThinkingContent {
+  type: "thinking";
+  thinking: string;
+  thinkingSignature?: string;
+  redacted?: boolean;
+}
+
+/** One tool call block of an assistant message. */
+export interface ToolCall {
+  type: "toolCall";
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  thoughtSignature?: string;
+}
+
+/**
+ * The assistant message whose tool calls form a batch. Only `content` is read;
+ * the other fields of pi's `AssistantMessage` pass through to hooks untouched.
+ */
+export interface AssistantMessage {
+  role: "assistant";
+  content: (TextContent | ThinkingContent | ToolCall)[];
+  [field: string]: unknown;
+}
+
+/** What a tool returns: pi's `AgentToolResult`. */
+export interface AgentToolResult<TDetails = unknown> {
+  /** Text or image content returned to the model. */
+  content: (TextContent | ImageContent)[];
+  /** Structured details for logs or UI rendering. */
+  details: TDetails;
+  /** Hint that the agent should stop after this batch (only when every call sets it). */
+  terminate?: boolean;
+}
+
+/** Callback through which a tool streams partial results. */
+export type AgentToolUpdateCallback<TDetails = unknown> = (partialResult: AgentToolResult<TDetails>) => void;
+
+/** Per-call execution mode override, as in pi. */
+export type ToolExecutionMode = "sequential" | "parallel";
+
+/** A JSON Schema object describing a tool's arguments (TypeBox schemas qualify). */
+export type JsonSchema = Record<string, unknown>;
+
+/**
+ * A tool that runs on the main thread, exactly as in pi: pi's `AgentTool`.
+ */
+export interface AgentTool<TArgs = any, TDetails = any> {
+  name: string;
+  label: string;
+  description: string;
+  parameters: JsonSchema;
+  /** Compatibility shim applied to raw arguments before validation. */
+  prepareArguments?: (args: unknown) => TArgs;
+  /** Execute the call. Throw on failure instead of encoding errors in `content`. */
+  execute: (
+    toolCallId: string,
+    params: TArgs,
+    signal?: AbortSignal,
+    onUpdate?: AgentToolUpdateCallback<TDetails>,
+  ) => Promise<AgentToolResult<TDetails>>;
+  executionMode?: ToolExecutionMode;
+}
+
+/** The `ctx` a worker tool's execute function receives inside a worker thread. */
+export interface WorkerToolContext<TDetails = unknown> {
+  /** The id of the tool call being executed. */
+  toolCallId: string;
+  /**
+   * Aborted when the batch is aborted. Its `aborted` flag is backed by shared
+   * memory, so a synchronous loop that polls `signal.aborted` (or calls
+   * `signal.throwIfAborted()`) sees an abort without yielding to the event loop.
+   */
+  signal: AbortSignal;
+  /** Streams a partial result to the coordinator; never throws. */
+  onUpdate: AgentToolUpdateCallback<TDetails>;
+}
+
+/**
+ * The function a worker tool module exports: runs inside a worker thread.
+ */
+export type WorkerToolExecute<TArgs = any, TDetails = any> = (
+  args: TArgs,
+  ctx: WorkerToolContext<TDetails>,
+) => Promise<AgentToolResult<TDetails>> | AgentToolResult<TDetails>;
+
+/** Context of the agent handed to hooks (pi's `AgentContext`). */
+export interface AgentContext {
+  systemPrompt: string;
+  messages: unknown[];
+  tools?: AgentTool[];
+}
+
+/** Result of `beforeToolCall`: `{ block: true }` prevents execution. */
+export interface BeforeToolCallResult {
+  block?: boolean;
+  reason?: string;
+}
+
+/** Field-by-field override returned by `afterToolCall`; no deep merge. */
+export interface AfterToolCallResult {
+  content?: (TextContent | ImageContent)[];
+  details?: unknown;
+  isError?: boolean;
+  terminate?: boolean;
+}
+
+/** What `beforeToolCall` receives. */
+export interface BeforeToolCallContext {
+  assistantMessage: AssistantMessage;
+  /** The raw tool call block from `assistantMessage.content`. */
+  toolCall: ToolCall;
+  /** Validated (and coerced) arguments. */
+  args: unknown;
+  context: AgentContext;
+}
+
+/** What `afterToolCall` receives. */
+export interface AfterToolCallContext extends BeforeToolCallContext {
+  /** The executed result before any override. */
+  result: AgentToolResult<any>;
+  isError: boolean;
+}
+
+/** pi's `beforeToolCall` hook. */
+export type BeforeToolCallHook = (
+  context: BeforeToolCallContext,
+  signal?: AbortSignal,
+) => Promise<BeforeToolCallResult | undefined> | BeforeToolCallResult | undefined;
+
+/** pi's `afterToolCall` hook. */
+export type AfterToolCallHook = (
+  context: AfterToolCallContext,
+  signal?: AbortSignal,
+) => Promise<AfterToolCallResult | undefined> | AfterToolCallResult | undefined;
+
+/** A tool result message, built once per call. */
+export interface ToolResultMessage<TDetails = any> {
+  role: "toolResult";
+  toolCallId: string;
+  toolName: string;
+  content: (TextContent | ImageContent)[];
+  details: TDetails;
+  isError: boolean;
+  timestamp: number;
+}
+
+/** The outcome of one batch. */
+export interface BatchOutcome {
+  /** One tool result message per tool call, in the assistant's order. */
+  messages: ToolResultMessage[];
+  /** True when the batch is non-empty and every finalized result set `terminate: true`. */
+  terminate: boolean;
+}

@@ -1,0 +1,62 @@
+/**
+ * The thread-crossing protocol between the pool (main thread) and the worker
+ * entry. Internal: none of these types is exported from the package.
+ *
+ * Channels, chosen so that an ordinary call costs no message beyond Piscina's
+ * own task and result:
+ * - task and result: Piscina's port (one message each way);
+ * - partial results, worker → main: `parentPort.postMessage`, which Piscina
+ *   re-emits as the pool's `message` event; sent only when a tool calls
+ *   `onUpdate`. The result carries how many were sent, so the pool waits for
+ *   every partial before it settles the call, whatever order the two ports
+ *   deliver in;
+ * - abort, main → worker: a flag in shared memory (read synchronously, so a
+ *   busy loop polling `signal.aborted` sees it) plus one `BroadcastChannel`
+ *   message that fires the signal's `abort` event in a worker that is awaiting.
+ */
+
+/** A call as posted to a worker. */
+export interface WorkerTask {
+  /** The call's sequence number in its pool; keys the abort flag and partials. */
+  seq: number;
+  moduleUrl: string;
+  exportName: string;
+  toolName: string;
+  toolCallId: string;
+  args: unknown;
+}
+
+/** What the worker entry returns for a task; never thrown, always a value. */
+export type WorkerReply =
+  | { kind: "ok"; result: unknown; updates: number }
+  | { kind: "error"; message: string; updates: number }
+  | { kind: "fault"; code: "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE"; message: string; updates: number };
+
+/** A partial result posted by a worker through `parentPort`. */
+export interface UpdateMessage {
+  [updateTag]: true;
+  seq: number;
+  partial: unknown;
+}
+
+/** Marks toolpool's partial-result messages among whatever else arrives on the pool's `message` event. */
+export const updateTag = "__toolpoolUpdate";
+
+/** Data every worker gets at start-up. */
+export interface WorkerBootData {
+  /** `abortFlags[seq & abortSlotMask] === seq` once call `seq` is aborted. */
+  abortFlags: Int32Array;
+  /** Name of the BroadcastChannel carrying `{ abort: seq }` messages. */
+  controlChannel: string;
+}
+
+/** Number of abort-flag slots; a power of two. Calls 65,536 apart share a slot, which only delays a flag read. */
+export const abortSlotCount = 65_536;
+export const abortSlotMask = abortSlotCount - 1;
+
+/** Sequence numbers wrap within the positive int32 range so they fit the flag array. */
+export const maxSeq = 0x7fff_ffff;
+
+export function isUpdateMessage(message: unknown): message is UpdateMessage {
+  return typeof message === "object" && message !== null && (message as Record<string, unknown>)[updateTag] === true;
+}

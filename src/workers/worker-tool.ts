@@ -1,0 +1,126 @@
+import { isAbsolute, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { describeValue, ToolpoolError } from "../errors.js";
+import type { JsonSchema, ToolExecutionMode } from "../types.js";
+
+/** What {@link workerTool} takes. */
+export interface WorkerToolOptions<TArgs = any> {
+  /** The name the model calls the tool by; unique within a runtime. */
+  name: string;
+  /** Human-readable label. @default name */
+  label?: string;
+  description: string;
+  /** JSON Schema of the arguments (TypeBox schemas qualify). */
+  parameters: JsonSchema;
+  /**
+   * The ES module holding the execute function: a `file:` URL (string or
+   * `URL`), or a path (relative paths resolve against `process.cwd()`).
+   * Prefer `new URL("./my-tool.js", import.meta.url)`.
+   */
+  module: string | URL;
+  /** The module's export to call, `async (args, ctx) => AgentToolResult`. @default "execute" */
+  exportName?: string;
+  /** `"sequential"` forces the whole batch to run sequentially, as in pi. */
+  executionMode?: ToolExecutionMode;
+  /** Compatibility shim for raw arguments; runs in the coordinator, before validation. */
+  prepareArguments?: (args: unknown) => TArgs;
+  /**
+   * Time limit in milliseconds, counted from when the call starts running in a
+   * worker (never while it waits in the queue). Past it the worker is
+   * terminated and the call ends with a `TP_ERR_TIMEOUT` error result.
+   * @default undefined (no limit)
+   */
+  timeoutMs?: number;
+}
+
+const workerToolBrand = Symbol.for("toolpool.workerTool");
+
+/** A worker tool definition, as returned by {@link workerTool}. Frozen. */
+export interface WorkerTool<TArgs = any> {
+  readonly [workerToolBrand]: true;
+  readonly name: string;
+  readonly label: string;
+  readonly description: string;
+  readonly parameters: JsonSchema;
+  /** The module as an absolute `file:` URL string. */
+  readonly moduleUrl: string;
+  readonly exportName: string;
+  readonly executionMode?: ToolExecutionMode;
+  readonly prepareArguments?: (args: unknown) => TArgs;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Defines a tool whose execute function runs on a worker thread of the pool.
+ * Throws a `ToolpoolError` (`TP_ERR_INVALID_TOOL`) for an invalid definition.
+ *
+ * @example
+ * ```ts
+ * const wordCount = workerTool({
+ *   name: "word_count",
+ *   description: "Counts the words of a text",
+ *   parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+ *   module: new URL("./word-count.js", import.meta.url),
+ * });
+ * ```
+ */
+export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): WorkerTool<TArgs> {
+  if (typeof options !== "object" || options === null) {
+    throw invalidTool("workerTool expects an options object", options);
+  }
+  const { name, description, parameters, module, exportName = "execute", executionMode, prepareArguments, timeoutMs } =
+    options;
+  if (typeof name !== "string" || name.length === 0) throw invalidTool("Expected `name` to be a non-empty string", name);
+  const where = `worker tool "${name}"`;
+  if (typeof description !== "string") throw invalidTool(`Expected \`description\` of ${where} to be a string`, description);
+  if (typeof parameters !== "object" || parameters === null || Array.isArray(parameters)) {
+    throw invalidTool(`Expected \`parameters\` of ${where} to be a JSON Schema object`, parameters);
+  }
+  if (typeof exportName !== "string" || exportName.length === 0) {
+    throw invalidTool(`Expected \`exportName\` of ${where} to be a non-empty string`, exportName);
+  }
+  if (executionMode !== undefined && executionMode !== "sequential" && executionMode !== "parallel") {
+    throw invalidTool(`Expected \`executionMode\` of ${where} to be "sequential" or "parallel"`, executionMode);
+  }
+  if (prepareArguments !== undefined && typeof prepareArguments !== "function") {
+    throw invalidTool(`Expected \`prepareArguments\` of ${where} to be a function`, prepareArguments);
+  }
+  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw invalidTool(`Expected \`timeoutMs\` of ${where} to be a number > 0`, timeoutMs);
+  }
+  const tool: WorkerTool<TArgs> = {
+    [workerToolBrand]: true,
+    name,
+    label: options.label ?? name,
+    description,
+    parameters,
+    moduleUrl: toModuleUrl(module, where),
+    exportName,
+    ...(executionMode === undefined ? {} : { executionMode }),
+    ...(prepareArguments === undefined ? {} : { prepareArguments }),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  };
+  return Object.freeze(tool);
+}
+
+/** True for a definition made by {@link workerTool}. */
+export function isWorkerTool(value: unknown): value is WorkerTool {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[workerToolBrand] === true;
+}
+
+function toModuleUrl(module: unknown, where: string): string {
+  if (module instanceof URL) {
+    if (module.protocol !== "file:") throw invalidTool(`Expected \`module\` of ${where} to be a file: URL`, module.href);
+    return module.href;
+  }
+  if (typeof module !== "string" || module.length === 0) {
+    throw invalidTool(`Expected \`module\` of ${where} to be a path or a file: URL`, module);
+  }
+  if (module.startsWith("file:")) return new URL(module).href;
+  return pathToFileURL(isAbsolute(module) ? module : resolve(module)).href;
+}
+
+function invalidTool(expectation: string, received: unknown): ToolpoolError {
+  return new ToolpoolError("TP_ERR_INVALID_TOOL", `${expectation}, got ${describeValue(received)}`);
+}
