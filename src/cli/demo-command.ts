@@ -1,0 +1,43 @@
+/**
+ * `toolpool demo` (what `npm start` runs): a real batch of the built-in tools
+ * over the toolpool repository, shown like `run` shows one.
+ *
+ * @module
+ */
+import { Command } from "commander";
+
+import { builtinTools } from "../index.js";
+import { ndjsonOption, threadsOption, type BatchCliOptions } from "./cli-options.js";
+import { createDemoBatch, describeDemo } from "./demo-batch.js";
+import { executeBatch } from "./execute-batch.js";
+import { processStreams } from "./output-streams.js";
+import { locateRepoRoot } from "./repo-root.js";
+
+/** Runs the demo batch in parallel mode. */
+export async function runDemo(options: BatchCliOptions): Promise<void> {
+  const root = locateRepoRoot();
+  const assistantMessage = createDemoBatch(root);
+  const streams = processStreams();
+  const isNdjson = options.ndjson === true;
+  // With --ndjson, stdout carries JSON lines only; the explanation goes to stderr.
+  (isNdjson ? streams.stderr : streams.stdout).write(`${describeDemo(assistantMessage, root, options.threads)}\n`);
+  await executeBatch({
+    batch: { assistantMessage },
+    tools: builtinTools(),
+    hooks: {},
+    toolExecution: "parallel",
+    ...(options.threads === undefined ? {} : { threads: options.threads }),
+    isNdjson,
+    streams,
+  });
+}
+
+/** Adds the `demo` command to `program`. */
+export function addDemoCommand(program: Command): Command {
+  return program
+    .command("demo")
+    .description("run a real batch of the built-in tools over the toolpool repository")
+    .addOption(threadsOption())
+    .addOption(ndjsonOption())
+    .action((options: BatchCliOptions) => runDemo(options));
+}

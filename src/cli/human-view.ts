@@ -1,0 +1,96 @@
+/**
+ * The view for people: progress and one line per ended call (completion
+ * order) on stderr while the batch runs, then the results in call order and a
+ * summary on stdout.
+ *
+ * @module
+ */
+import type { BatchEvent, BatchOutcome, EmitFunction, ToolResultMessage } from "../index.js";
+import type { BatchView } from "./batch-view.js";
+import { writeText, type CliStreams } from "./output-streams.js";
+import { createProgressDisplay, type ProgressDisplay } from "./progress-display.js";
+
+/** Result lines shown per call; the rest is counted, not shown. */
+const RESULT_PREVIEW_LINES = 4;
+/** Result lines longer than this are cut and end with "…". */
+const RESULT_LINE_CHARS = 160;
+
+/** Shows a batch to a person. One instance per batch. */
+export class HumanView implements BatchView {
+  readonly #streams: CliStreams;
+  readonly #progress: ProgressDisplay;
+  readonly #now: () => number;
+  readonly #startedAt = new Map<string, number>();
+
+  /**
+   * @param total The number of tool calls in the batch, for the progress display.
+   * @param now Clock in milliseconds, for the durations of calls.
+   */
+  constructor(streams: CliStreams, total: number, now: () => number = () => performance.now()) {
+    this.#streams = streams;
+    this.#now = now;
+    this.#progress = createProgressDisplay(streams.stderr, total);
+  }
+
+  readonly emit: EmitFunction = (event: BatchEvent) => {
+    if (event.type === "tool_execution_start") {
+      this.#startedAt.set(event.toolCallId, this.#now());
+    } else if (event.type === "tool_execution_end") {
+      const startedAt = this.#startedAt.get(event.toolCallId);
+      const duration = startedAt === undefined ? "" : `  ${formatMs(this.#now() - startedAt)}`;
+      this.#progress.callEnded(`${statusMark(event.isError)} ${event.toolName}  ${event.toolCallId}${duration}`);
+    }
+  };
+
+  async finish(outcome: BatchOutcome, wallMs: number): Promise<void> {
+    this.#progress.stop();
+    const { messages, terminate } = outcome;
+    const errors = messages.filter((message) => message.isError).length;
+    const blocks = messages.map(formatResult);
+    const summary =
+      `${plural(messages.length, "call")}, ${plural(errors, "error")}, ` +
+      `terminate: ${String(terminate)}, wall time ${formatMs(wallMs)}`;
+    const text = messages.length === 0 ? `${summary}\n` : `\nResults (call order):\n${blocks.join("")}\n${summary}\n`;
+    await writeText(this.#streams.stdout, text);
+  }
+
+  dispose(): void {
+    this.#progress.stop();
+  }
+}
+
+/** A result as a header line and the first lines of its text, indented. */
+function formatResult(message: ToolResultMessage, index: number): string {
+  const header = `${String(index + 1).padStart(3)}. ${statusMark(message.isError)} ${message.toolName}  ${message.toolCallId}`;
+  const lines = previewLines(message);
+  return `${header}\n${lines.map((line) => `       ${line}\n`).join("")}`;
+}
+
+function previewLines(message: ToolResultMessage): string[] {
+  const text = message.content
+    .map((block) => (block.type === "text" ? block.text : `[image ${block.mimeType}]`))
+    .join("\n");
+  const lines = text.split(/\r?\n/).map((line) => line.trimEnd());
+  while (lines.length > 0 && lines[0] === "") lines.shift();
+  while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
+  if (lines.length === 0) return ["(no output)"];
+  const shown = lines.slice(0, RESULT_PREVIEW_LINES).map(clip);
+  const hidden = lines.length - shown.length;
+  return hidden > 0 ? [...shown, `… ${plural(hidden, "more line")}`] : shown;
+}
+
+function clip(line: string): string {
+  return line.length <= RESULT_LINE_CHARS ? line : `${line.slice(0, RESULT_LINE_CHARS - 1)}…`;
+}
+
+function statusMark(isError: boolean): string {
+  return isError ? "✗" : "✓";
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+function formatMs(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(2)} s`;
+}

@@ -1,0 +1,84 @@
+/**
+ * Loads the user modules named on the command line: `--tools` modules (default
+ * export: an array of tools) and the `--hooks` module (named exports
+ * `beforeToolCall` / `afterToolCall`).
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import type { AfterToolCallHook, BeforeToolCallHook, ToolDefinition } from "../index.js";
+import { messageOf, UsageError } from "./usage-error.js";
+
+/** The hooks a `--hooks` module provides. */
+export interface LoadedHooks {
+  beforeToolCall?: BeforeToolCallHook;
+  afterToolCall?: AfterToolCallHook;
+}
+
+/**
+ * Imports each `--tools` module and concatenates their default exports, in
+ * the order given. The tools themselves are checked by `createRuntime`
+ * (`TP_ERR_INVALID_TOOL`). Throws a {@link UsageError} for a module that fails
+ * to import or whose default export is not an array.
+ */
+export async function loadToolModules(paths: readonly string[]): Promise<ToolDefinition[]> {
+  const tools: ToolDefinition[] = [];
+  for (const path of paths) {
+    const module = await importUserModule(path, "--tools");
+    if (!Array.isArray(module.default)) {
+      throw new UsageError(
+        `--tools module ${path}: expected its default export to be an array of tools, got ${kindOf(module.default)}`,
+      );
+    }
+    tools.push(...(module.default as ToolDefinition[]));
+  }
+  return tools;
+}
+
+/**
+ * Imports the `--hooks` module. Throws a {@link UsageError} when it fails to
+ * import, exports neither hook, or exports a hook that is not a function.
+ */
+export async function loadHooksModule(path: string): Promise<LoadedHooks> {
+  const module = await importUserModule(path, "--hooks");
+  const beforeToolCall = pickHook(module, "beforeToolCall", path) as BeforeToolCallHook | undefined;
+  const afterToolCall = pickHook(module, "afterToolCall", path) as AfterToolCallHook | undefined;
+  if (beforeToolCall === undefined && afterToolCall === undefined) {
+    throw new UsageError(`--hooks module ${path}: expected a named export "beforeToolCall" and/or "afterToolCall"`);
+  }
+  return {
+    ...(beforeToolCall === undefined ? {} : { beforeToolCall }),
+    ...(afterToolCall === undefined ? {} : { afterToolCall }),
+  };
+}
+
+function pickHook(module: Record<string, unknown>, name: keyof LoadedHooks, path: string): Function | undefined {
+  const hook = module[name];
+  if (hook === undefined || typeof hook === "function") return hook;
+  throw new UsageError(`--hooks module ${path}: expected export "${name}" to be a function, got ${kindOf(hook)}`);
+}
+
+/** Imports a module given as a path relative to the working directory, as users type it. */
+async function importUserModule(path: string, flag: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(resolve(path)).href;
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === "ERR_MODULE_NOT_FOUND" && isMissingModule(error, url) ? "no such file" : messageOf(error);
+    throw new UsageError(`cannot import ${flag} module ${path}: ${reason}`, { cause: error });
+  }
+}
+
+/** True when the module itself is missing, not one of its own imports. */
+function isMissingModule(error: unknown, url: string): boolean {
+  return messageOf(error).includes(new URL(url).pathname);
+}
+
+function kindOf(value: unknown): string {
+  if (value === undefined) return "undefined (no default export)";
+  if (value === null) return "null";
+  return Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : `a ${typeof value}`;
+}

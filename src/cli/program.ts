@@ -1,0 +1,42 @@
+/**
+ * The commander program: its commands, and how commander reports usage
+ * errors (one `toolpool: …` line, exit code 2).
+ *
+ * @module
+ */
+import { readFileSync } from "node:fs";
+
+import { Command } from "commander";
+
+import { addDemoCommand } from "./demo-command.js";
+import { addRunCommand } from "./run-command.js";
+import { toOneLine } from "./usage-error.js";
+
+/**
+ * Creates the `toolpool` program. It never exits the process: with
+ * `exitOverride`, commander throws a `CommanderError` instead (exit code 0 for
+ * help and version, 1 for usage errors, which `main` turns into 2).
+ */
+export function createProgram(version: string = readPackageVersion()): Command {
+  const program = new Command("toolpool")
+    .description("Execute the tool calls of an LLM agent's assistant message with pi's semantics, on a worker-thread pool.")
+    .version(version)
+    // Both settings are inherited by the commands added below, so they must come first.
+    .exitOverride()
+    .configureOutput({
+      outputError: (message, write) => write(`toolpool: ${toOneLine(message.replace(/^error: /, ""))}\n`),
+    });
+  addRunCommand(program);
+  addDemoCommand(program);
+  return program;
+}
+
+/** The version in toolpool's package.json, two levels up from `dist/cli/`. */
+function readPackageVersion(): string {
+  try {
+    const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+    return typeof manifest.version === "string" ? manifest.version : "unknown";
+  } catch {
+    return "unknown";
+  }
+}

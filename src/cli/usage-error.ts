@@ -1,0 +1,48 @@
+/**
+ * The error of the command line's second channel: bad usage or unreadable /
+ * invalid input. It exits with code 2 and one line on stderr, where any other
+ * failure is a bug or an environment problem (exit 1).
+ *
+ * @module
+ */
+
+/** Exit code of a batch that ran, error results included. */
+export const EXIT_OK = 0;
+/** Exit code of an unexpected failure (a bug, a broken pipe, …). */
+export const EXIT_FAILURE = 1;
+/** Exit code of bad usage or unreadable / invalid input. */
+export const EXIT_USAGE = 2;
+
+/**
+ * Thrown for bad usage or invalid input; `main` prints `toolpool: <message>`
+ * on one line and exits with {@link EXIT_USAGE}.
+ *
+ * @example
+ * ```ts
+ * throw new UsageError(`cannot read batch file ${path}: no such file`);
+ * ```
+ */
+export class UsageError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "UsageError";
+  }
+}
+
+/**
+ * Folds a message onto one line: the contract promises exactly one line on
+ * stderr, and messages from Node (a `SyntaxError` in an imported module) or
+ * commander (a "Did you mean" hint) may span several.
+ */
+export function toOneLine(message: string): string {
+  return message
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== "")
+    .join(" ");
+}
+
+/** The message of any thrown value, for a one-line report. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

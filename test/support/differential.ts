@@ -1,0 +1,253 @@
+import {
+  createRuntime,
+  workerTool,
+  type AfterToolCallContext,
+  type AfterToolCallResult,
+  type AgentTool,
+  type AssistantMessage,
+  type BatchEvent,
+  type BatchOutcome,
+  type BeforeToolCallContext,
+  type BeforeToolCallResult,
+  type ToolDefinition,
+} from "toolpool";
+
+import * as scripted from "../fixtures/tools/scripted.mjs";
+import { deferred, GateController } from "./gates.js";
+import { runPiBatch } from "./pi-oracle.js";
+
+const scriptedModule = new URL("../fixtures/tools/scripted.mjs", import.meta.url);
+
+/** Where toolpool runs the scripted tools: on the main thread or in the pool. pi always runs them in process. */
+export type Flavor = "inline" | "worker";
+export type Mode = "parallel" | "sequential";
+
+export interface ScenarioCall {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** One batch and the hooks around it, run identically through pi and toolpool. */
+export interface Scenario {
+  calls: ScenarioCall[];
+  beforeToolCall?: (context: BeforeToolCallContext) => BeforeToolCallResult | undefined;
+  afterToolCall?: (context: AfterToolCallContext) => AfterToolCallResult | undefined;
+  /** In a parallel batch, the order in which gated calls are let finish. @default call order */
+  releaseOrder?: string[];
+  /** Abort the batch right after this (gated) call has ended. */
+  abortAfter?: string;
+}
+
+/** Everything observable of one run, normalized for comparison. */
+export interface Trace {
+  events: unknown[];
+  messages: unknown[];
+  terminate: boolean;
+  hooks: unknown[];
+}
+
+const systemPrompt = "You are a test.";
+const history = [{ role: "user", content: "go", timestamp: 1 }];
+
+function scriptedTool(flavor: Flavor, name: string, extra: Partial<AgentTool> = {}): ToolDefinition {
+  const isLegacy = name === "legacy";
+  const parameters = isLegacy ? scripted.legacyParameters : scripted.workParameters;
+  const run = isLegacy ? scripted.executeLegacy : scripted.execute;
+  const prepareArguments = isLegacy ? scripted.prepareLegacyArguments : undefined;
+  if (flavor === "worker") {
+    return workerTool({
+      name,
+      description: `scripted ${name}`,
+      parameters,
+      module: scriptedModule,
+      exportName: isLegacy ? "executeLegacy" : "execute",
+      ...(prepareArguments ? { prepareArguments } : {}),
+      ...(extra.executionMode ? { executionMode: extra.executionMode } : {}),
+    });
+  }
+  return {
+    name,
+    label: name,
+    description: `scripted ${name}`,
+    parameters,
+    ...(prepareArguments ? { prepareArguments } : {}),
+    ...extra,
+    execute: (toolCallId, args, signal, onUpdate) =>
+      run(args as Record<string, unknown>, { toolCallId, signal: signal as AbortSignal, onUpdate: onUpdate ?? (() => {}) }),
+  };
+}
+
+/** The scripted tools: `work` (gates, failures, updates), `legacy` (prepareArguments), `serial` (sequential). */
+export function scriptedTools(flavor: Flavor): ToolDefinition[] {
+  return [
+    scriptedTool(flavor, "work"),
+    scriptedTool(flavor, "legacy"),
+    scriptedTool(flavor, "serial", { executionMode: "sequential" }),
+  ];
+}
+
+export function assistantMessageOf(calls: ScenarioCall[]): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [{ type: "text", text: "calling tools" }, ...calls.map((call) => ({ type: "toolCall" as const, ...call }))],
+    stopReason: "toolUse",
+    timestamp: 2,
+  };
+}
+
+/**
+ * Runs a scenario through pi (`executor: "pi"`) or toolpool, driving the gates
+ * so that completion order is the same in both, and records the trace.
+ */
+export async function runScenario(
+  scenario: Scenario,
+  executor: "pi" | "toolpool",
+  flavor: Flavor,
+  mode: Mode,
+  gates: GateController,
+): Promise<Trace> {
+  gates.reset();
+  // Every call of a scripted tool waits at a gate named after it, so the test
+  // alone decides the completion order, whatever the threads do. Gate names
+  // are unique to the run (a late message of an earlier run must not open a
+  // gate of this one); the prefix is stripped from the trace.
+  const prefix = `${runPrefix}${++runCount}:`;
+  const calls = scenario.calls.map((call) =>
+    call.name === "nope" ? call : { ...call, arguments: { ...call.arguments, gate: prefix + call.id } },
+  );
+  const assistantMessage = assistantMessageOf(calls);
+  const events: BatchEvent[] = [];
+  const hooks: unknown[] = [];
+  const ended = new Map(calls.map((call) => [call.id, deferred()]));
+  const controller = new AbortController();
+  let abortIndex = { events: Infinity, hooks: Infinity };
+
+  const emit = async (event: BatchEvent): Promise<void> => {
+    events.push(structuredCloneJson(event));
+    if (event.type === "tool_execution_end") ended.get(event.toolCallId)?.resolve();
+  };
+  const beforeToolCall = scenario.beforeToolCall
+    ? async (context: BeforeToolCallContext) => {
+        hooks.push({ hook: "before", ...snapshotHookContext(context, assistantMessage) });
+        return scenario.beforeToolCall!(context);
+      }
+    : undefined;
+  const afterToolCall = scenario.afterToolCall
+    ? async (context: AfterToolCallContext) => {
+        hooks.push({
+          hook: "after",
+          ...snapshotHookContext(context, assistantMessage),
+          result: structuredCloneJson(context.result),
+          isError: context.isError,
+        });
+        return scenario.afterToolCall!(context);
+      }
+    : undefined;
+
+  const isSequential = mode === "sequential" || calls.some((call) => call.name === "serial");
+  const gated = calls.filter((call) => typeof call.arguments.gate === "string").map((call) => call.id);
+  const preferred = scenario.releaseOrder ?? [];
+  const order = isSequential ? gated : [...preferred, ...gated.filter((id) => !preferred.includes(id))];
+  // Resolves true once the call waits at its gate, false if it ended without waiting (not found, invalid, blocked).
+  const settles = (id: string) =>
+    Promise.race([gates.whenWaiting(prefix + id).then(() => true), ended.get(id)!.promise.then(() => false)]);
+  const drive = (async () => {
+    for (const [index, id] of order.entries()) {
+      if (!(await settles(id))) continue;
+      gates.open(prefix + id);
+      await ended.get(id)!.promise;
+      if (scenario.abortAfter === id) {
+        // In a parallel batch every other call is running by now: abort once
+        // all of them wait, so that each one is stopped at its gate.
+        if (!isSequential) await Promise.all(order.slice(index + 1).map(settles));
+        abortIndex = { events: events.length, hooks: hooks.length };
+        controller.abort();
+        return;
+      }
+    }
+  })();
+
+  let outcome: BatchOutcome;
+  if (executor === "pi") {
+    outcome = await runPiBatch({
+      tools: scriptedTools("inline") as AgentTool[],
+      assistantMessage,
+      toolExecution: mode,
+      beforeToolCall: beforeToolCall as never,
+      afterToolCall: afterToolCall as never,
+      signal: controller.signal,
+      systemPrompt,
+      history,
+      emit,
+    });
+  } else {
+    const runtime = createRuntime({
+      tools: scriptedTools(flavor),
+      toolExecution: mode,
+      ...(beforeToolCall ? { beforeToolCall } : {}),
+      ...(afterToolCall ? { afterToolCall } : {}),
+      pool: { maxThreads: 4, minThreads: 1 },
+    });
+    try {
+      outcome = await runtime.executeToolCalls(assistantMessage, {
+        context: { systemPrompt, messages: [...history, assistantMessage] },
+        signal: controller.signal,
+        emit,
+      });
+    } finally {
+      await runtime.close();
+    }
+  }
+  await drive;
+  return {
+    // After an abort, the calls it stops end in a race between threads: their
+    // relative order is not part of the contract.
+    events: sortTail(events.map(normalize), abortIndex.events, (event) => (event as BatchEvent).type === "tool_execution_end"),
+    messages: outcome.messages.map(normalize),
+    terminate: outcome.terminate,
+    hooks: sortTail(hooks.map(normalize), abortIndex.hooks, () => true),
+  };
+}
+
+function snapshotHookContext(context: BeforeToolCallContext, assistantMessage: AssistantMessage) {
+  return {
+    toolCall: structuredCloneJson(context.toolCall),
+    args: structuredCloneJson(context.args),
+    isSameAssistantMessage: context.assistantMessage === assistantMessage,
+    systemPrompt: context.context.systemPrompt,
+    messages: structuredCloneJson(context.context.messages),
+    tools: (context.context.tools ?? []).map((tool) => tool.name),
+  };
+}
+
+/** A JSON round trip: what a transcript would keep (drops `undefined` fields). */
+function structuredCloneJson<T>(value: T): T {
+  return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
+}
+
+const runPrefix = "run";
+let runCount = 0;
+
+/** Timestamps aside, validation texts only up to their first line, and gate names without their run prefix. */
+function normalize(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value), (key, field: unknown) => {
+    if (key === "timestamp" && typeof field === "number") return 0;
+    if (typeof field === "string") field = field.replace(/\brun\d+:/g, "");
+    if (key === "text" && typeof field === "string" && field.startsWith("Validation failed for tool")) {
+      return field.split("\n")[0];
+    }
+    return field;
+  });
+}
+
+/** Sorts the entries from index `from` on that match `isRacy`, leaving every other entry in place. */
+function sortTail(list: unknown[], from: number, isRacy: (item: unknown) => boolean): unknown[] {
+  if (!Number.isFinite(from)) return list;
+  const key = (item: unknown) => JSON.stringify(item);
+  const positions = list.map((item, index) => index).filter((index) => index >= from && isRacy(list[index]));
+  const sorted = positions.map((index) => list[index]).sort((a, b) => key(a).localeCompare(key(b)));
+  const result = [...list];
+  positions.forEach((position, i) => (result[position] = sorted[i]));
+  return result;
+}

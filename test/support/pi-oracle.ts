@@ -1,0 +1,84 @@
+import { runAgentLoopContinue, type AgentLoopConfig, type AgentTool as PiAgentTool } from "@mariozechner/pi-agent-core";
+
+import type { AgentTool, AssistantMessage, BatchEvent, BatchOutcome } from "toolpool";
+
+/** What the oracle needs to run one batch through pi's real agent loop. */
+export interface PiBatchInput {
+  tools: AgentTool[];
+  assistantMessage: AssistantMessage;
+  toolExecution: "parallel" | "sequential";
+  beforeToolCall?: AgentLoopConfig["beforeToolCall"];
+  afterToolCall?: AgentLoopConfig["afterToolCall"];
+  signal?: AbortSignal;
+  systemPrompt: string;
+  /** Messages before the assistant message; pi's context holds these plus the assistant message. */
+  history: unknown[];
+  emit: (event: BatchEvent) => void | Promise<void>;
+}
+
+const model = { id: "oracle", name: "oracle", api: "oracle", provider: "oracle" };
+
+/**
+ * Runs one batch through pi 0.73.1's own loop (`runAgentLoopContinue`): a fake
+ * model answers first with the assistant message, then (unless the batch
+ * terminated) with a plain stop. The events between the assistant message's
+ * `message_end` and `turn_end` are the batch's; `terminate` is read off
+ * whether pi asked the model again.
+ */
+export async function runPiBatch(input: PiBatchInput): Promise<BatchOutcome> {
+  let modelCalls = 0;
+  let isInBatch = false;
+  let outcome: BatchOutcome | undefined;
+  const streamFn = () => {
+    modelCalls += 1;
+    const message =
+      modelCalls === 1
+        ? input.assistantMessage
+        : { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop", timestamp: 0 };
+    return fakeStream(message);
+  };
+  const context = {
+    systemPrompt: input.systemPrompt,
+    messages: [...(input.history as never[])],
+    tools: input.tools as unknown as PiAgentTool[],
+  };
+  const config = {
+    model,
+    convertToLlm: (messages: unknown[]) => messages,
+    toolExecution: input.toolExecution,
+    beforeToolCall: input.beforeToolCall,
+    afterToolCall: input.afterToolCall,
+  } as unknown as AgentLoopConfig;
+  await runAgentLoopContinue(
+    context as never,
+    config,
+    async (event) => {
+      const e = event as { type: string; message?: { role?: string }; toolResults?: unknown[] };
+      if (!isInBatch && outcome === undefined && e.type === "message_end" && e.message?.role === "assistant") {
+        isInBatch = true;
+        return;
+      }
+      if (isInBatch && e.type === "turn_end") {
+        isInBatch = false;
+        outcome = { messages: e.toolResults as BatchOutcome["messages"], terminate: false };
+        return;
+      }
+      if (isInBatch) await input.emit(event as BatchEvent);
+    },
+    input.signal,
+    streamFn as never,
+  );
+  if (outcome === undefined) throw new Error("pi's loop ended without a turn_end");
+  const hasToolCalls = input.assistantMessage.content.some((block) => block.type === "toolCall");
+  return { messages: outcome.messages, terminate: hasToolCalls && modelCalls === 1 };
+}
+
+function fakeStream(message: unknown) {
+  const done = { type: "done", reason: "stop", message };
+  return {
+    async *[Symbol.asyncIterator]() {
+      yield done;
+    },
+    result: async () => message,
+  };
+}

@@ -1,0 +1,216 @@
+import { afterEach, describe, expect, it } from "vitest";
+
+import {
+  createRuntime,
+  workerTool,
+  type AssistantMessage,
+  type BatchEvent,
+  type Runtime,
+  type RuntimeOptions,
+  type ToolExecutionEndEvent,
+} from "toolpool";
+
+import { FakeClock } from "./support/fake-clock.js";
+import { deferred, GateController } from "./support/gates.js";
+
+const behaviours = new URL("./fixtures/tools/behaviours.mjs", import.meta.url);
+const scripted = new URL("./fixtures/tools/scripted.mjs", import.meta.url);
+const barrier = new URL("./fixtures/tools/barrier.mjs", import.meta.url);
+const anyArgs = { type: "object" };
+
+const tool = (name: string, module: URL, exportName: string, extra: { timeoutMs?: number } = {}) =>
+  workerTool({ name, description: name, parameters: anyArgs, module, exportName, ...extra });
+
+const batch = (...calls: [id: string, name: string, args?: Record<string, unknown>][]): AssistantMessage => ({
+  role: "assistant",
+  content: calls.map(([id, name, args = {}]) => ({ type: "toolCall", id, name, arguments: args })),
+});
+
+let runtimes: Runtime[] = [];
+const open = (options: RuntimeOptions) => {
+  const runtime = createRuntime(options);
+  runtimes.push(runtime);
+  return runtime;
+};
+afterEach(async () => {
+  await Promise.all(runtimes.map((runtime) => runtime.close()));
+  runtimes = [];
+});
+
+/** Collects a batch's events and lets a test wait for one. */
+function recorder() {
+  const events: BatchEvent[] = [];
+  const waiters: { match: (event: BatchEvent) => boolean; resolve: () => void }[] = [];
+  const emit = (event: BatchEvent) => {
+    events.push(event);
+    for (const waiter of waiters.filter((w) => w.match(event))) waiter.resolve();
+  };
+  const when = (match: (event: BatchEvent) => boolean) => {
+    if (events.some(match)) return Promise.resolve();
+    const { promise, resolve } = deferred();
+    waiters.push({ match, resolve });
+    return promise;
+  };
+  const update = (id: string) => when((e) => e.type === "tool_execution_update" && e.toolCallId === id);
+  return { events, emit, when, update };
+}
+
+describe("WorkerPool", () => {
+  it("runs CPU-bound calls at the same time while the main event loop keeps turning", async () => {
+    const runtime = open({ tools: [tool("spin", barrier, "execute")], pool: { maxThreads: 2 } });
+    const shared = new Int32Array(new SharedArrayBuffer(12));
+    // The main thread ticks slot 1 from its event loop; each call spins, never
+    // yielding, until both calls have joined and the loop has ticked 20 times.
+    let isDone = false;
+    const tick = () => {
+      Atomics.add(shared, 1, 1);
+      if (!isDone) setTimeout(tick, 1);
+    };
+    tick();
+    const args = { shared, parties: 2, ticks: 20, maxSpins: 5_000_000 };
+    const { messages } = await runtime.executeToolCalls(batch(["a", "spin", args], ["b", "spin", args]));
+    isDone = true;
+    const [a, b] = messages.map((message) => message.details as { met: boolean; startedAt: number; endedAt: number });
+    expect(messages.map((message) => message.isError)).toEqual([false, false]);
+    expect([a!.met, b!.met]).toEqual([true, true]);
+    expect(Atomics.load(shared, 2)).toBe(2);
+    // Each started before the other ended: their execution windows overlap.
+    expect(a!.startedAt).toBeLessThan(b!.endedAt);
+    expect(b!.startedAt).toBeLessThan(a!.endedAt);
+  });
+
+  it("delivers partial results while the tool still runs", async () => {
+    const gates = new GateController();
+    try {
+      const runtime = open({ tools: [tool("work", scripted, "execute")], pool: { maxThreads: 1 } });
+      const rec = recorder();
+      const done = runtime.executeToolCalls(batch(["u", "work", { updates: ["first", "second"], gate: "partials:u" }]), {
+        emit: rec.emit,
+      });
+      await gates.whenWaiting("partials:u");
+      await rec.when((e) => e.type === "tool_execution_update" && e.partialResult.content[0]?.type === "text" && e.partialResult.content[0].text === "second");
+      // Both partials arrived and the call has not ended: it is still waiting at its gate.
+      expect(rec.events.map((e) => e.type)).toEqual(["tool_execution_start", "tool_execution_update", "tool_execution_update"]);
+      gates.open("partials:u");
+      const { messages } = await done;
+      expect(messages[0]!.isError).toBe(false);
+      expect(rec.events.map((e) => e.type).slice(3)).toEqual(["tool_execution_end", "message_start", "message_end"]);
+    } finally {
+      gates.close();
+    }
+  });
+
+  it("lets a busy loop see an abort through ctx.signal.aborted, without terminating it", async () => {
+    const clock = new FakeClock();
+    const runtime = open({ tools: [tool("poll", behaviours, "spinUntilAborted")], pool: { maxThreads: 1 }, clock });
+    const controller = new AbortController();
+    const rec = recorder();
+    const done = runtime.executeToolCalls(batch(["p", "poll"]), { signal: controller.signal, emit: rec.emit });
+    await rec.update("p");
+    controller.abort();
+    const { messages } = await done;
+    expect(messages[0]!.content).toEqual([{ type: "text", text: "stopped after abort (AbortError)" }]);
+    expect(messages[0]!.details).toEqual({});
+  });
+
+  it("fires the abort event of a call that awaits", async () => {
+    const runtime = open({ tools: [tool("wait", behaviours, "awaitAbort")], pool: { maxThreads: 1 } });
+    const controller = new AbortController();
+    const rec = recorder();
+    const done = runtime.executeToolCalls(batch(["w", "wait"]), { signal: controller.signal, emit: rec.emit });
+    await rec.update("w");
+    controller.abort();
+    const { messages } = await done;
+    expect(messages[0]!.content).toEqual([{ type: "text", text: "abort event (AbortError)" }]);
+  });
+
+  it("terminates a call that ignores the abort once the grace period has passed; finished siblings keep their results", async () => {
+    const clock = new FakeClock();
+    const runtime = open({
+      tools: [tool("stubborn", behaviours, "spinForever"), tool("quick", behaviours, "quick")],
+      pool: { maxThreads: 2, abortGraceMs: 300 },
+      clock,
+    });
+    const controller = new AbortController();
+    const rec = recorder();
+    const done = runtime.executeToolCalls(batch(["q", "quick"], ["s", "stubborn"]), { signal: controller.signal, emit: rec.emit });
+    await rec.update("s");
+    await rec.when((e) => e.type === "tool_execution_end" && e.toolCallId === "q");
+    controller.abort();
+    clock.advance(299);
+    expect(rec.events.some((e) => e.type === "tool_execution_end" && e.toolCallId === "s")).toBe(false);
+    clock.advance(1);
+    const { messages } = await done;
+    expect(messages.map((m) => [m.toolCallId, m.isError, m.details])).toEqual([
+      ["q", false, { value: null }],
+      ["s", true, { code: "TP_ERR_ABORTED" }],
+    ]);
+    expect(messages[1]!.content[0]).toMatchObject({ text: expect.stringContaining("did not stop within 300 ms") });
+    // The pool replaced the terminated worker and serves the next batch.
+    const next = await runtime.executeToolCalls(batch(["n", "quick"]));
+    expect(next.messages[0]!.isError).toBe(false);
+  });
+
+  it("counts timeoutMs from the start of execution, never from the queue", async () => {
+    const gates = new GateController();
+    try {
+      const clock = new FakeClock();
+      const runtime = open({
+        tools: [tool("gated", scripted, "execute", { timeoutMs: 300 }), tool("stubborn", behaviours, "spinForever", { timeoutMs: 300 })],
+        pool: { maxThreads: 1 },
+        clock,
+      });
+      const rec = recorder();
+      // One thread: `s` waits in the queue while `g` runs.
+      const done = runtime.executeToolCalls(batch(["g", "gated", { gate: "timeout:g" }], ["s", "stubborn"]), { emit: rec.emit });
+      await gates.whenWaiting("timeout:g");
+      clock.advance(250);
+      gates.open("timeout:g");
+      await rec.update("s");
+      // `s` has been queued for 250 ms of clock time and has just started.
+      clock.advance(250);
+      expect(rec.events.some((e) => e.type === "tool_execution_end" && e.toolCallId === "s")).toBe(false);
+      clock.advance(50);
+      const { messages } = await done;
+      expect(messages.map((m) => [m.isError, m.details])).toEqual([
+        [false, expect.objectContaining({ toolCallId: "g" })],
+        [true, { code: "TP_ERR_TIMEOUT" }],
+      ]);
+      expect((rec.events.find((e) => e.type === "tool_execution_end" && e.toolCallId === "s") as ToolExecutionEndEvent).result.content[0])
+        .toEqual({ type: "text", text: 'Tool "stubborn" timed out after 300 ms; its worker was terminated' });
+    } finally {
+      gates.close();
+    }
+  });
+
+  it("reports a missing export as TP_ERR_TOOL_LOAD for each call", async () => {
+    const runtime = open({ tools: [tool("missing", behaviours, "doesNotExist"), tool("quick", behaviours, "quick")] });
+    const { messages } = await runtime.executeToolCalls(batch(["m1", "missing"], ["q", "quick"], ["m2", "missing"]));
+    expect(messages.map((m) => [m.isError, (m.details as { code?: string }).code])).toEqual([
+      [true, "TP_ERR_TOOL_LOAD"],
+      [false, undefined],
+      [true, "TP_ERR_TOOL_LOAD"],
+    ]);
+    expect(messages[0]!.content[0]).toMatchObject({ text: expect.stringContaining('no function export "doesNotExist"') });
+  });
+
+  it("answers a full queue at once with TP_ERR_QUEUE_FULL", async () => {
+    const gates = new GateController();
+    try {
+      const runtime = open({ tools: [tool("work", scripted, "execute")], pool: { maxThreads: 1, maxQueue: 1 } });
+      const done = runtime.executeToolCalls(
+        batch(["a", "work", { gate: "queue:a" }], ["b", "work", { text: "queued" }], ["c", "work", { text: "rejected" }]),
+      );
+      await gates.whenWaiting("queue:a");
+      gates.open("queue:a");
+      const { messages } = await done;
+      expect(messages.map((m) => [m.toolCallId, m.isError, (m.details as { code?: string }).code])).toEqual([
+        ["a", false, undefined],
+        ["b", false, undefined],
+        ["c", true, "TP_ERR_QUEUE_FULL"],
+      ]);
+    } finally {
+      gates.close();
+    }
+  });
+});
