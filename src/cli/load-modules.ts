@@ -54,7 +54,7 @@ export async function loadHooksModule(path: string): Promise<LoadedHooks> {
   };
 }
 
-function pickHook(module: Record<string, unknown>, name: keyof LoadedHooks, path: string): Function | undefined {
+function pickHook(module: Record<string, unknown>, name: keyof LoadedHooks, path: string): unknown {
   const hook = module[name];
   if (hook === undefined || typeof hook === "function") return hook;
   throw new UsageError(`--hooks module ${path}: expected export "${name}" to be a function, got ${kindOf(hook)}`);

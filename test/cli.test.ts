@@ -1,0 +1,227 @@
+import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+// The CLI runs for real, from the build (`npm run build` comes first): its
+// worker threads cannot load TypeScript, and the bin is what users run.
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const CLI = join(ROOT, "dist", "cli", "main.js");
+const FIXTURES = "test/fixtures/cli";
+const fixture = (name: string): string => `${FIXTURES}/${name}`;
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+interface JsonEvent {
+  type: string;
+  toolCallId?: string;
+  toolName?: string;
+  isError?: boolean;
+  message?: ToolResult;
+  messages?: ToolResult[];
+  terminate?: boolean;
+}
+
+interface ToolResult {
+  toolCallId: string;
+  toolName: string;
+  content: { type: string; text?: string }[];
+  isError: boolean;
+}
+
+function runCli(args: readonly string[], input?: string): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { cwd: ROOT, encoding: "utf8", timeout: 15_000 },
+      (error, stdout, stderr) => {
+        if (error !== null && typeof error.code !== "number") return reject(error);
+        resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+      },
+    );
+    child.stdin?.end(input);
+  });
+}
+
+/** Parses `--ndjson` output, failing on any line that is not one JSON object. */
+function parseNdjson(stdout: string): JsonEvent[] {
+  expect(stdout.endsWith("\n")).toBe(true);
+  return stdout
+    .slice(0, -1)
+    .split("\n")
+    .map((line) => {
+      const event = JSON.parse(line) as unknown;
+      expect(typeof event === "object" && event !== null && !Array.isArray(event)).toBe(true);
+      return event as JsonEvent;
+    });
+}
+
+function textOf(result: ToolResult | undefined): string {
+  return (result?.content ?? []).map((block) => block.text ?? "").join("\n");
+}
+
+function batchEnd(events: JsonEvent[]): JsonEvent {
+  const last = events.at(-1);
+  expect(last?.type).toBe("batch_end");
+  return last!;
+}
+
+describe("toolpool run --ndjson", () => {
+  it("prints each event as one JSON line: starts before ends, messages in call order, batch_end last", async () => {
+    const { code, stdout, stderr } = await runCli(["run", fixture("builtin-batch.json"), "--threads", "2", "--ndjson"]);
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    const events = parseNdjson(stdout);
+    const callOrder = ["call_hash", "call_diff", "call_grep", "call_missing"];
+    const indexOf = (type: string, id: string): number =>
+      events.findIndex((event) => event.type === type && (event.toolCallId ?? event.message?.toolCallId) === id);
+
+    for (const id of callOrder) {
+      expect(indexOf("tool_execution_start", id)).toBeGreaterThanOrEqual(0);
+      expect(indexOf("tool_execution_start", id)).toBeLessThan(indexOf("tool_execution_end", id));
+      expect(indexOf("tool_execution_end", id)).toBeLessThan(indexOf("message_start", id));
+      expect(indexOf("message_start", id) + 1).toBe(indexOf("message_end", id));
+    }
+    const messageEvents = events.filter((event) => event.type === "message_start" || event.type === "message_end");
+    expect(messageEvents.map((event) => `${event.type}:${event.message?.toolCallId}`)).toEqual(
+      callOrder.flatMap((id) => [`message_start:${id}`, `message_end:${id}`]),
+    );
+    expect(events.filter((event) => event.type === "batch_end")).toHaveLength(1);
+    const end = batchEnd(events);
+    expect(end.messages?.map((message) => message.toolCallId)).toEqual(callOrder);
+    expect(end.terminate).toBe(false);
+  });
+
+  it("has the built-in tools without --tools: hash of a text is node:crypto's digest", async () => {
+    const { code, stdout } = await runCli(["run", fixture("builtin-batch.json"), "--threads", "2", "--ndjson"]);
+    expect(code).toBe(0);
+    const messages = batchEnd(parseNdjson(stdout)).messages ?? [];
+    const hash = messages.find((message) => message.toolCallId === "call_hash");
+    expect(hash?.isError).toBe(false);
+    expect(textOf(hash)).toContain(createHash("sha256").update("toolpool").digest("hex"));
+    const grep = messages.find((message) => message.toolCallId === "call_grep");
+    expect(textOf(grep)).toContain("block-hash-hooks.mjs");
+    const missing = messages.find((message) => message.toolCallId === "call_missing");
+    expect(missing?.isError).toBe(true);
+  });
+
+  it("shows a call blocked by the --hooks module as an error result with the hook's reason", async () => {
+    const { code, stdout } = await runCli([
+      "run", fixture("builtin-batch.json"), "--hooks", fixture("block-hash-hooks.mjs"), "--threads", "2", "--ndjson",
+    ]);
+    expect(code).toBe(0);
+    const events = parseNdjson(stdout);
+    const hashEnd = events.find((event) => event.type === "tool_execution_end" && event.toolCallId === "call_hash");
+    expect(hashEnd?.isError).toBe(true);
+    const hash = batchEnd(events).messages?.find((message) => message.toolCallId === "call_hash");
+    expect(hash?.isError).toBe(true);
+    expect(textOf(hash)).toBe("hashing is disabled by policy");
+    const diff = batchEnd(events).messages?.find((message) => message.toolCallId === "call_diff");
+    expect(diff?.isError).toBe(false);
+  });
+
+  it("runs the inline and worker tools of a --tools module instead of the built-in ones", async () => {
+    const { code, stdout } = await runCli([
+      "run", fixture("custom-batch.json"), "--tools", fixture("tools.mjs"), "--threads", "2", "--ndjson",
+    ]);
+    expect(code).toBe(0);
+    const messages = batchEnd(parseNdjson(stdout)).messages ?? [];
+    expect(messages.map((message) => [message.toolCallId, message.isError, textOf(message)])).toEqual([
+      ["call_shout", false, "HELLO POOL"],
+      ["call_count", false, "4 words"],
+    ]);
+
+    const withoutBuiltins = await runCli(["run", fixture("builtin-batch.json"), "--tools", fixture("tools.mjs"), "--ndjson"]);
+    const hash = batchEnd(parseNdjson(withoutBuiltins.stdout)).messages?.[0];
+    expect(hash?.isError).toBe(true);
+  });
+
+  it("runs calls one after another with --mode sequential", async () => {
+    const { code, stdout } = await runCli(["run", fixture("builtin-batch.json"), "--mode", "sequential", "--threads", "2", "--ndjson"]);
+    expect(code).toBe(0);
+    const executionEvents = parseNdjson(stdout).filter((event) => event.type.startsWith("tool_execution_"));
+    expect(executionEvents.map((event) => `${event.type.slice("tool_execution_".length)}:${event.toolCallId}`)).toEqual([
+      "start:call_hash", "end:call_hash",
+      "start:call_diff", "end:call_diff",
+      "start:call_grep", "end:call_grep",
+      "start:call_missing", "end:call_missing",
+    ]);
+  });
+
+  it('reads { "assistantMessage", "context" } from standard input with "-"', async () => {
+    const { code, stdout } = await runCli(["run", "-", "--threads", "1", "--ndjson"], await readFile(join(ROOT, fixture("wrapped-batch.json")), "utf8"));
+    expect(code).toBe(0);
+    const result = batchEnd(parseNdjson(stdout)).messages?.[0];
+    expect(textOf(result)).toContain(createHash("md5").update("a").digest("hex"));
+  });
+});
+
+describe("toolpool run (view for people)", () => {
+  it("shows each call as it ends, the results in call order and a summary", async () => {
+    const { code, stdout, stderr } = await runCli(["run", fixture("builtin-batch.json"), "--threads", "2"]);
+    expect(code).toBe(0);
+    for (const name of ["hash", "diff", "grep", "no_such_tool"]) {
+      expect(stdout).toContain(name);
+      expect(stderr).toContain(name);
+    }
+    // Not a TTY under test: plain progress lines, one per ended call.
+    expect(stderr.trimEnd().split("\n")).toHaveLength(4);
+    expect(stderr).toMatch(/^\[1\/4\] [✓✗] /m);
+    expect(stderr).toMatch(/^\[4\/4\] [✓✗] /m);
+    const positions = ["call_hash", "call_diff", "call_grep", "call_missing"].map((id) => stdout.indexOf(id));
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
+    expect(stdout).toContain("Tool no_such_tool not found");
+    expect(stdout).toMatch(/^4 calls, 1 error, terminate: false, wall time \d/m);
+  });
+});
+
+describe("toolpool usage errors", () => {
+  it.each([
+    ["a missing batch file", ["run", fixture("missing.json")], /no such file/],
+    ["invalid JSON", ["run", fixture("invalid.json")], /invalid JSON/],
+    ["JSON that is not an assistant message", ["run", fixture("user-message.json")], /not an assistant message/],
+    ["a bad --mode", ["run", fixture("builtin-batch.json"), "--mode", "eager"], /--mode/],
+    ["--threads 0", ["run", fixture("builtin-batch.json"), "--threads", "0"], /--threads/],
+    ['--threads "x"', ["run", fixture("builtin-batch.json"), "--threads", "x"], /--threads/],
+    ["a --tools module whose default export is not an array", ["run", fixture("builtin-batch.json"), "--tools", fixture("not-array-tools.mjs")], /not-array-tools\.mjs.*array/],
+    ["a --tools module that fails to import", ["run", fixture("builtin-batch.json"), "--tools", fixture("broken-tools.mjs")], /broken on purpose/],
+    ["tools the runtime rejects (two tools share a name)", ["run", fixture("custom-batch.json"), "--tools", fixture("tools.mjs"), "--tools", fixture("tools.mjs")], /shout/],
+    ["an unknown option", ["run", fixture("builtin-batch.json"), "--fast"], /unknown option '--fast'/],
+    ["a missing batch argument", ["run"], /missing required argument/],
+    ["no command", [], /missing command/],
+  ])("exits 2 with one line on stderr for %s", async (_case, args, message) => {
+    const { code, stdout, stderr } = await runCli(args);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr).toMatch(/^toolpool: [^\n]+\n$/);
+    expect(stderr).toMatch(message);
+  });
+
+  it("exits 0 for --help and --version", async () => {
+    const help = await runCli(["run", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("--tools <module>");
+    const version = await runCli(["--version"]);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe("toolpool demo", () => {
+  it("runs the built-in tools over the repository, with exactly one error result", async () => {
+    const { code, stdout, stderr } = await runCli(["demo", "--ndjson", "--threads", "2"]);
+    expect(code).toBe(0);
+    expect(stderr).toMatch(/^toolpool demo: /);
+    const events = parseNdjson(stdout);
+    expect(events.filter((event) => event.type === "tool_execution_end").length).toBeGreaterThanOrEqual(6);
+    const messages = batchEnd(events).messages ?? [];
+    expect(messages.filter((message) => message.isError)).toHaveLength(1);
+  });
+});

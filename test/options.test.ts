@@ -1,0 +1,94 @@
+import { availableParallelism } from "node:os";
+
+import { describe, expect, it } from "vitest";
+
+import { createRuntime, ToolpoolError, workerTool, type RuntimeOptions } from "toolpool";
+
+const echo = {
+  name: "echo",
+  label: "echo",
+  description: "echo",
+  parameters: { type: "object" },
+  execute: async () => ({ content: [], details: {} }),
+};
+
+function creationError(options: unknown): ToolpoolError {
+  try {
+    createRuntime(options as RuntimeOptions);
+  } catch (error) {
+    if (error instanceof ToolpoolError) return error;
+    throw error;
+  }
+  throw new Error("createRuntime did not throw");
+}
+
+describe("resolveRuntimeOptions", () => {
+  it("applies documented defaults once and freezes them, leaving the caller's object alone", async () => {
+    const options: RuntimeOptions = { tools: [echo], pool: { maxQueue: 10 } };
+    const runtime = createRuntime(options);
+    expect(runtime.options.toolExecution).toBe("parallel");
+    expect(runtime.options.pool).toEqual({
+      maxThreads: availableParallelism(),
+      minThreads: availableParallelism(),
+      idleTimeout: 30_000,
+      maxQueue: 10,
+      resourceLimits: undefined,
+      abortGraceMs: 500,
+      env: undefined,
+    });
+    expect(Object.isFrozen(runtime.options)).toBe(true);
+    expect(Object.isFrozen(runtime.options.pool)).toBe(true);
+    expect(options).toEqual({ tools: [echo], pool: { maxQueue: 10 } });
+    await runtime.close();
+  });
+
+  it.each([
+    [{ pool: { maxThreads: 0 } }, "Expected `pool.maxThreads` to be a number >= 1, got `0` (number)"],
+    [{ pool: { maxThreads: 1.5 } }, "Expected `pool.maxThreads` to be an integer, got `1.5` (number)"],
+    [{ pool: { maxThreads: 2, minThreads: 3 } }, "Expected `pool.minThreads` to be an integer <= pool.maxThreads (2), got `3` (number)"],
+    [{ toolExecution: "fast" }, 'Expected `toolExecution` to be one of "parallel", "sequential", got `"fast"` (string)'],
+    [{ pool: { threads: 4 } }, "Unknown option `pool.threads`"],
+    [{ pool: { env: { A: 1 } } }, "Expected `pool.env.A` to be a string, got `1` (number)"],
+    [{ pool: { resourceLimits: { maxOldGenerationSizeMb: -1 } } }, "Expected `pool.resourceLimits.maxOldGenerationSizeMb` to be a number > 0, got `-1` (number)"],
+    [{ beforeToolCall: "yes" }, 'Expected `beforeToolCall` to be a function, got `"yes"` (string)'],
+    [{ tools: {} }, "Expected `tools` to be an array of tools, got `{}` (object)"],
+    ["fast", 'Expected `options` to be an object, got `"fast"` (string)'],
+  ])("rejects %j with a message naming the option", (options, message) => {
+    const error = creationError(options);
+    expect(error.code).toBe("TP_ERR_INVALID_OPTION");
+    expect(error.message).toBe(message);
+  });
+
+  it.each([
+    [[{ ...echo, name: "" }], "Expected `tools[0].name` to be a non-empty string"],
+    [[echo, { ...echo }], 'Two tools are named "echo"'],
+    [[{ ...echo, execute: 1 }], 'Expected `tools[0].execute` of tool "echo" to be a function'],
+    [[{ ...echo, parameters: { type: "nonsense" } }], 'The parameters schema of tool "echo" does not compile'],
+  ])("rejects invalid tools with TP_ERR_INVALID_TOOL (%#)", (tools, message) => {
+    const error = creationError({ tools });
+    expect(error.code).toBe("TP_ERR_INVALID_TOOL");
+    expect(error.message).toContain(message);
+  });
+});
+
+describe("workerTool", () => {
+  const base = { name: "t", description: "d", parameters: { type: "object" }, module: "./tool.js" };
+
+  it("resolves the module to a file: URL and freezes the definition", () => {
+    const tool = workerTool(base);
+    expect(tool.moduleUrl).toMatch(/^file:\/\/.*\/tool\.js$/);
+    expect(tool.exportName).toBe("execute");
+    expect(tool.label).toBe("t");
+    expect(Object.isFrozen(tool)).toBe(true);
+  });
+
+  it.each([
+    [{ ...base, module: "" }, "Expected `module` of worker tool \"t\" to be a path or a file: URL"],
+    [{ ...base, module: new URL("https://example.com/x.js") }, "to be a file: URL"],
+    [{ ...base, timeoutMs: 0 }, "Expected `timeoutMs` of worker tool \"t\" to be a number > 0, got `0` (number)"],
+    [{ ...base, executionMode: "later" }, "to be \"sequential\" or \"parallel\""],
+    [{ ...base, parameters: [] }, "to be a JSON Schema object"],
+  ])("rejects an invalid definition with TP_ERR_INVALID_TOOL (%#)", (options, message) => {
+    expect(() => workerTool(options as never)).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message: expect.stringContaining(message) }));
+  });
+});
