@@ -38,6 +38,8 @@ export const errorCodes = {
   TP_ERR_ABORTED: "the call ignored the batch's abort past the grace period and its worker was terminated",
   /** The call's result (or a partial result) cannot be structured-cloned across threads. Result. */
   TP_ERR_RESULT_NOT_CLONEABLE: "the call's result cannot be structured-cloned",
+  /** The call's result holds more bytes than `maxResultBytes`. Result. */
+  TP_ERR_RESULT_TOO_LARGE: "the call's result is larger than maxResultBytes",
   /** The pool's queue is full (`pool.maxQueue`). Result. */
   TP_ERR_QUEUE_FULL: "the pool's queue is full",
 } as const;
@@ -76,4 +78,18 @@ export function describeValue(value: unknown): string {
   if (shown.length > 80) shown = `${shown.slice(0, 77)}...`;
   const kind = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
   return `\`${shown}\` (${kind})`;
+}
+
+/**
+ * pi's rule for the text of a thrown value (`message` of an Error, else
+ * `String(value)`), made total: `String` itself throws for an object without
+ * a prototype, which must not break a batch.
+ */
+export function describeThrown(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  try {
+    return String(error);
+  } catch {
+    return Object.prototype.toString.call(error);
+  }
 }

@@ -57,6 +57,20 @@ export interface PoolOptions {
    */
   abortGraceMs?: number;
   /**
+   * Most bytes a worker call's result may hold: every string (as UTF-8) and
+   * binary buffer in it. A larger result ends with `TP_ERR_RESULT_TOO_LARGE`,
+   * checked in the worker before anything is copied. A tool may set its own.
+   * @default 1048576 (1 MiB)
+   */
+  maxResultBytes?: number;
+  /**
+   * Milliseconds a call's leftover work (timers, I/O it did not await) may
+   * take to finish after the tool returned. Work still pending then gets the
+   * worker retired, so it can never run, or throw, during an unrelated call.
+   * @default 20
+   */
+  leftoverGraceMs?: number;
+  /**
    * The environment of the worker threads. By default they share the host's
    * `process.env`; pass an object to give tools only what they need.
    * @default undefined (the host's environment)
@@ -88,6 +102,8 @@ export interface ResolvedPoolOptions {
   readonly maxQueue: number | undefined;
   readonly resourceLimits: Readonly<WorkerResourceLimits> | undefined;
   readonly abortGraceMs: number;
+  readonly maxResultBytes: number;
+  readonly leftoverGraceMs: number;
   readonly env: Readonly<Record<string, string>> | undefined;
 }
 
@@ -102,6 +118,18 @@ export interface ResolvedRuntimeOptions {
 }
 
 const positiveMb = { type: "number", exclusiveMinimum: 0 };
+
+/** The schema of `resourceLimits`, for the pool and for a worker tool. */
+export const resourceLimitsSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    maxOldGenerationSizeMb: positiveMb,
+    maxYoungGenerationSizeMb: positiveMb,
+    codeRangeSizeMb: positiveMb,
+    stackSizeMb: positiveMb,
+  },
+} as const;
 
 /** The schema of the options that are data; defaults live here and nowhere else. */
 const dataOptionsSchema = {
@@ -119,16 +147,9 @@ const dataOptionsSchema = {
         idleTimeout: { type: "number", minimum: 0, default: 30_000 },
         maxQueue: { type: "integer", minimum: 0 },
         abortGraceMs: { type: "number", minimum: 0, default: 500 },
-        resourceLimits: {
-          type: "object",
-          additionalProperties: false,
-          properties: {
-            maxOldGenerationSizeMb: positiveMb,
-            maxYoungGenerationSizeMb: positiveMb,
-            codeRangeSizeMb: positiveMb,
-            stackSizeMb: positiveMb,
-          },
-        },
+        maxResultBytes: { type: "integer", minimum: 1, default: 1_048_576 },
+        leftoverGraceMs: { type: "number", minimum: 0, default: 20 },
+        resourceLimits: resourceLimitsSchema,
         env: { type: "object", additionalProperties: { type: "string" } },
       },
     },
@@ -166,7 +187,10 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     const [error] = validateDataOptions.errors as ErrorObject[];
     throw invalidOptionFromSchema(error!, { toolExecution, pool });
   }
-  const resolvedPool = data.pool as Required<Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs">> & PoolOptions;
+  const resolvedPool = data.pool as Required<
+    Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs" | "maxResultBytes" | "leftoverGraceMs">
+  > &
+    PoolOptions;
   const minThreads = resolvedPool.minThreads ?? resolvedPool.maxThreads;
   if (minThreads > resolvedPool.maxThreads) {
     throw invalidOption("pool.minThreads", `an integer <= pool.maxThreads (${resolvedPool.maxThreads})`, minThreads);
@@ -184,6 +208,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
       maxQueue: resolvedPool.maxQueue,
       resourceLimits: resolvedPool.resourceLimits && Object.freeze({ ...resolvedPool.resourceLimits }),
       abortGraceMs: resolvedPool.abortGraceMs,
+      maxResultBytes: resolvedPool.maxResultBytes,
+      leftoverGraceMs: resolvedPool.leftoverGraceMs,
       env: resolvedPool.env && Object.freeze({ ...resolvedPool.env }),
     }),
   });

@@ -2,6 +2,7 @@ import { EventEmitter } from "eventemitter3";
 
 import { BatchCoordinator } from "./coordinator/batch-coordinator.js";
 import { createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
+import { createDeferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import type { BatchEvent, EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
@@ -29,8 +30,10 @@ export interface ExecuteOptions {
 export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #options: ResolvedRuntimeOptions;
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
-  readonly #pool: WorkerPool | undefined;
+  /** The shared pool, and one pool per worker tool with resource limits of its own. */
+  readonly #pools = new Map<WorkerTool | "shared", WorkerPool>();
   readonly #activeBatches = new Set<Promise<unknown>>();
+  readonly #forceClosed = createDeferred();
   #agentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
@@ -39,10 +42,19 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     super();
     this.#options = resolveRuntimeOptions(options);
     this.#registry = createToolRegistry(this.#options.tools);
-    const hasWorkerTools = [...this.#registry.values()].some((entry) => entry.kind === "worker");
-    this.#pool = hasWorkerTools
-      ? new WorkerPool(this.#options.pool, this.#options.clock, (error) => this.#publish("pool_error", error))
-      : undefined;
+    const onPoolError = (error: unknown) => this.#publish("pool_error", error);
+    for (const entry of this.#registry.values()) {
+      if (entry.kind !== "worker") continue;
+      const { resourceLimits } = entry.tool;
+      if (resourceLimits === undefined) {
+        if (!this.#pools.has("shared")) this.#pools.set("shared", new WorkerPool(this.#options.pool, this.#options.clock, onPoolError));
+      } else {
+        // Limits are a property of a worker, hence a pool of its own; it keeps
+        // no idle thread, as such tools are usually the rare heavy ones.
+        const options = Object.freeze({ ...this.#options.pool, resourceLimits, minThreads: 0 });
+        this.#pools.set(entry.tool, new WorkerPool(options, this.#options.clock, onPoolError));
+      }
+    }
   }
 
   /** The validated options, defaults applied; frozen. */
@@ -55,9 +67,21 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     return this.#closing !== undefined;
   }
 
-  /** The pool's state, or `undefined` when the runtime has no worker tools. */
+  /**
+   * The state of the worker pools (the shared one and any a tool with its own
+   * resource limits has), added up; `undefined` when the runtime has no worker tools.
+   */
   get poolStats(): PoolStats | undefined {
-    return this.#pool?.stats;
+    const all = [...this.#pools.values()].map((pool) => pool.stats);
+    if (all.length === 0) return undefined;
+    const sum = (pick: (stats: PoolStats) => number) => all.reduce((total, stats) => total + pick(stats), 0);
+    return {
+      threads: sum((stats) => stats.threads),
+      running: sum((stats) => stats.running),
+      queued: sum((stats) => stats.queued),
+      completed: sum((stats) => stats.completed),
+      utilization: sum((stats) => stats.utilization) / all.length,
+    };
   }
 
   /**
@@ -96,7 +120,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         afterToolCall: this.#options.afterToolCall,
         signal: options.signal,
         toolExecution: this.#options.toolExecution,
-        pool: this.#pool,
+        poolFor: (tool) => this.#poolFor(tool),
+        stopped: this.#forceClosed.promise,
         emit: options.emit,
         publish: (event: BatchEvent) => this.#publish(event.type, event, meta),
         isObserved: options.emit !== undefined || this.#hasBatchListeners(),
@@ -131,19 +156,32 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   }
 
   /**
-   * Stops accepting batches, lets the running ones finish, then stops every
-   * worker thread. Idempotent.
+   * Stops accepting batches (`executeToolCalls` then rejects with
+   * `TP_ERR_CLOSED`), lets the running ones finish, then stops every worker
+   * thread. With `force: true`, every call still executing ends at once with a
+   * `TP_ERR_CLOSED` error result (worker threads are terminated; an inline
+   * tool's promise is no longer awaited), and its batch goes on to deliver
+   * its end events and messages. Safe to call again, also to force a close
+   * already under way.
    */
-  close(): Promise<void> {
-    this.#closing ??= (async () => {
+  close(options: { force?: boolean } = {}): Promise<void> {
+    if (options.force) this.#forceClosed.resolve();
+    const pools = [...this.#pools.values()];
+    const closing = (async () => {
+      if (options.force) await Promise.all(pools.map((pool) => pool.close({ force: true })));
       await Promise.all(this.#activeBatches);
-      await this.#pool?.close();
+      await Promise.all(pools.map((pool) => pool.close()));
     })();
-    return this.#closing;
+    this.#closing ??= closing;
+    return options.force ? closing : this.#closing;
+  }
+
+  #poolFor(tool: WorkerTool): WorkerPool {
+    return this.#pools.get(tool) ?? this.#pools.get("shared")!;
   }
 
   #createPoolAgentTool(tool: WorkerTool): AgentTool {
-    const pool = this.#pool!;
+    const pool = this.#poolFor(tool);
     return {
       name: tool.name,
       label: tool.label,

@@ -34,6 +34,8 @@ describe("resolveRuntimeOptions", () => {
       maxQueue: 10,
       resourceLimits: undefined,
       abortGraceMs: 500,
+      maxResultBytes: 1_048_576,
+      leftoverGraceMs: 20,
       env: undefined,
     });
     expect(Object.isFrozen(runtime.options)).toBe(true);

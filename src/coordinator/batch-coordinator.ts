@@ -1,3 +1,4 @@
+import { describeThrown } from "../errors.js";
 import type { BatchEvent, EmitFunction } from "../events.js";
 import type {
   AfterToolCallHook,
@@ -8,12 +9,12 @@ import type {
   ToolResultMessage,
 } from "../types.js";
 import type { WorkerPool } from "../workers/worker-pool.js";
+import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
 import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
 import {
   createErrorToolResult,
   createToolResultMessage,
-  describeError,
   shouldTerminateBatch,
   type FinalizedCall,
 } from "./tool-results.js";
@@ -22,8 +23,10 @@ import {
 export interface BatchScope extends PrepareScope {
   toolExecution: ToolExecutionMode;
   afterToolCall: AfterToolCallHook | undefined;
-  /** Absent when the runtime has no worker tools. */
-  pool: WorkerPool | undefined;
+  /** The pool a worker tool runs on. */
+  poolFor: (tool: WorkerTool) => WorkerPool;
+  /** Resolves when the runtime is closed by force: running inline calls are then no longer awaited. */
+  stopped: Promise<void>;
   emit: EmitFunction | undefined;
   /** Hands an event to the runtime's listeners; never throws. */
   publish: (event: BatchEvent) => void;
@@ -152,7 +155,7 @@ export class BatchCoordinator {
         }
       : (): void => {};
     if (entry.kind === "worker") {
-      const outcome = await this.#scope.pool!.run({
+      const outcome = await this.#scope.poolFor(entry.tool).run({
         tool: entry.tool,
         toolCallId: toolCall.id,
         args,
@@ -165,12 +168,18 @@ export class BatchCoordinator {
         : { result: createErrorToolResult(outcome.message, outcome.code), isError: true };
     }
     try {
-      const result = await entry.tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
+      const execution = entry.tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
+      const result = await Promise.race([execution, this.#scope.stopped.then((): typeof stoppedByForce => stoppedByForce)]);
+      if (result === stoppedByForce) {
+        execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
+        const message = `Tool "${toolCall.name}" was stopped: the runtime was closed by force`;
+        return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true };
+      }
       await Promise.all(deliveries);
       return { result, isError: false };
     } catch (error) {
       await Promise.all(deliveries);
-      return { result: createErrorToolResult(describeError(error)), isError: true };
+      return { result: createErrorToolResult(describeThrown(error)), isError: true };
     }
   }
 
@@ -193,7 +202,7 @@ export class BatchCoordinator {
           isError = override.isError ?? isError;
         }
       } catch (error) {
-        result = createErrorToolResult(describeError(error));
+        result = createErrorToolResult(describeThrown(error));
         isError = true;
       }
     }
@@ -225,6 +234,8 @@ export class BatchCoordinator {
     return this.#scope.emit?.(event);
   }
 }
+
+const stoppedByForce = Symbol("stoppedByForce");
 
 function isPrepared(entry: PreparedCall | FinalizedCall): entry is PreparedCall {
   return "kind" in entry && entry.kind === "prepared";

@@ -6,7 +6,8 @@ import type {
   ToolCall,
 } from "../types.js";
 import type { RegisteredTool } from "./tool-registry.js";
-import { createErrorToolResult, describeError } from "./tool-results.js";
+import { describeThrown } from "../errors.js";
+import { createErrorToolResult } from "./tool-results.js";
 import { validateToolArguments } from "./validate-arguments.js";
 
 /** The outcome of stage 1: ready to execute, or an immediate error result. */
@@ -49,7 +50,7 @@ export async function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): 
     }
     return { kind: "prepared", toolCall, entry, args };
   } catch (error) {
-    return immediate(toolCall, describeError(error));
+    return immediate(toolCall, describeThrown(error));
   }
 }
 

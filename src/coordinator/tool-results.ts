@@ -16,11 +16,6 @@ export function createErrorToolResult(message: string, code?: ErrorCode): AgentT
   return { content: [{ type: "text", text: message }], details: code === undefined ? {} : { code } };
 }
 
-/** pi's rule for the text of a thrown value. */
-export function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 export function createToolResultMessage(finalized: FinalizedCall): ToolResultMessage {
   return {
     role: "toolResult",

@@ -24,13 +24,23 @@ export interface WorkerTask {
   toolName: string;
   toolCallId: string;
   args: unknown;
+  /** A result whose strings and buffers add up to more bytes fails with `TP_ERR_RESULT_TOO_LARGE`. */
+  maxResultBytes: number;
 }
 
-/** What the worker entry returns for a task; never thrown, always a value. */
-export type WorkerReply =
-  | { kind: "ok"; result: unknown; updates: number }
-  | { kind: "error"; message: string; updates: number }
-  | { kind: "fault"; code: "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE"; message: string; updates: number };
+/** Faults the worker entry detects itself, the worker surviving them. */
+export type WorkerFaultCode = "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_ERR_RESULT_TOO_LARGE";
+
+/**
+ * What the worker entry returns for a task; never thrown, always a value.
+ * `updates` counts the partials sent; `retiredThreadId` is set when the task
+ * left work behind (timers, open handles) and its worker must not serve again.
+ */
+export type WorkerReply = (
+  | { kind: "ok"; result: unknown }
+  | { kind: "error"; message: string }
+  | { kind: "fault"; code: WorkerFaultCode; message: string }
+) & { updates: number; retiredThreadId?: number };
 
 /** A partial result posted by a worker through `parentPort`. */
 export interface UpdateMessage {
@@ -44,15 +54,24 @@ export const updateTag = "__toolpoolUpdate";
 
 /** Data every worker gets at start-up. */
 export interface WorkerBootData {
-  /** `abortFlags[seq & abortSlotMask] === seq` once call `seq` is aborted. */
+  /** `abortFlags[seq & flagSlotMask] === seq` once call `seq` is aborted. */
   abortFlags: Int32Array;
   /** Name of the BroadcastChannel carrying `{ abort: seq }` messages. */
   controlChannel: string;
+  /**
+   * `retireFlags[threadId & flagSlotMask] === threadId` once that worker's
+   * task left work behind: the balancer never gives it another call. Set
+   * before the reply is posted, so it is visible before Piscina can reuse the
+   * worker.
+   */
+  retireFlags: Int32Array;
+  /** Milliseconds a task's leftover work may take to settle before its worker is retired. */
+  leftoverGraceMs: number;
 }
 
-/** Number of abort-flag slots; a power of two. Calls 65,536 apart share a slot, which only delays a flag read. */
-export const abortSlotCount = 65_536;
-export const abortSlotMask = abortSlotCount - 1;
+/** Slots of the shared flag arrays; a power of two. Keys 65,536 apart share a slot, which only delays a flag read. */
+export const flagSlotCount = 65_536;
+export const flagSlotMask = flagSlotCount - 1;
 
 /** Sequence numbers wrap within the positive int32 range so they fit the flag array. */
 export const maxSeq = 0x7fff_ffff;

@@ -3,12 +3,18 @@
  * its default export once per call. It imports each tool module once per
  * thread, runs the tool's execute with `ctx = { toolCallId, signal, onUpdate }`
  * and always returns a {@link WorkerReply} value: a tool's throw is pi's error
- * message computed here, in the realm where `instanceof Error` is meaningful.
+ * message computed here, in the realm where `instanceof Error` is meaningful,
+ * and a result that could not cross the thread boundary is caught here, where
+ * the worker survives it.
  */
-import { BroadcastChannel, parentPort, workerData } from "node:worker_threads";
+import { BroadcastChannel, parentPort, threadId, workerData } from "node:worker_threads";
 
+import { Piscina } from "piscina";
+
+import { describeThrown } from "../errors.js";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
-import { abortSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
+import { inspectResult } from "./inspect-result.js";
+import { flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 
 const boot = workerData as WorkerBootData;
 const running = new Map<number, AbortController>();
@@ -27,9 +33,13 @@ control.unref();
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
 const reasonGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "reason")!.get!;
 
-export default async function runWorkerTask(task: WorkerTask): Promise<WorkerReply> {
+export default async function runWorkerTask(task: WorkerTask): Promise<unknown> {
+  const loaded = await loadExecute(task);
+  if (typeof loaded !== "function") return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message: loaded, updates: 0 } satisfies WorkerReply;
+  // What was pending before the call (a module's own start-up work included);
+  // anything more afterwards is work the call left behind.
+  const resourcesBefore = process.getActiveResourcesInfo().length;
   const controller = new AbortController();
-  const signal = createCallSignal(controller, task.seq);
   running.set(task.seq, controller);
   let updates = 0;
   let unclonedUpdate: string | undefined;
@@ -40,48 +50,89 @@ export default async function runWorkerTask(task: WorkerTask): Promise<WorkerRep
     } catch (error) {
       // onUpdate never throws into the tool (pi's does not either); the call
       // fails once the tool returns.
-      unclonedUpdate ??= errorMessage(error);
+      unclonedUpdate ??= describeThrown(error);
     }
   };
+  let reply: WorkerReply;
+  let transferables: ArrayBuffer[] = [];
   try {
-    let execute: unknown;
-    try {
-      execute = (await loadModule(task.moduleUrl))[task.exportName];
-    } catch (error) {
-      return {
-        kind: "fault",
-        code: "TP_ERR_TOOL_LOAD",
-        message: `Tool "${task.toolName}" could not be loaded from ${task.moduleUrl}: ${errorMessage(error)}`,
-        updates,
-      };
+    const ctx: WorkerToolContext<unknown> = { toolCallId: task.toolCallId, signal: createCallSignal(controller, task.seq), onUpdate };
+    const outcome = await runTool(loaded, task, ctx);
+    if (outcome.kind !== "ok") {
+      reply = { ...outcome, updates };
+    } else if (unclonedUpdate !== undefined) {
+      reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${task.toolName}" sent a partial result that cannot be cloned across threads: ${unclonedUpdate}`, updates);
+    } else {
+      const inspection = inspectResult(outcome.result);
+      if (inspection.uncloneable !== undefined) {
+        reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${task.toolName}" returned a result that cannot be cloned across threads: ${inspection.uncloneable}`, updates);
+      } else if (inspection.bytes > task.maxResultBytes) {
+        reply = fault("TP_ERR_RESULT_TOO_LARGE", `Tool "${task.toolName}" returned ${inspection.bytes} bytes, more than maxResultBytes (${task.maxResultBytes})`, updates);
+      } else {
+        reply = { kind: "ok", result: outcome.result, updates };
+        transferables = inspection.transferables;
+      }
     }
-    if (typeof execute !== "function") {
-      return {
-        kind: "fault",
-        code: "TP_ERR_TOOL_LOAD",
-        message: `Tool "${task.toolName}": module ${task.moduleUrl} has no function export "${task.exportName}"`,
-        updates,
-      };
-    }
-    const ctx: WorkerToolContext<unknown> = { toolCallId: task.toolCallId, signal, onUpdate };
-    let result: unknown;
-    try {
-      result = await (execute as (args: unknown, ctx: WorkerToolContext<unknown>) => unknown)(task.args, ctx);
-    } catch (error) {
-      return { kind: "error", message: errorMessage(error), updates };
-    }
-    if (unclonedUpdate !== undefined) {
-      return {
-        kind: "fault",
-        code: "TP_ERR_RESULT_NOT_CLONEABLE",
-        message: `Tool "${task.toolName}" sent a partial result that cannot be cloned across threads: ${unclonedUpdate}`,
-        updates,
-      };
-    }
-    return { kind: "ok", result, updates };
   } finally {
     running.delete(task.seq);
   }
+  if (process.getActiveResourcesInfo().length > resourcesBefore && !(await leftoverWorkSettles(resourcesBefore))) {
+    // The worker must not serve another call: the leftover work would run, and
+    // could throw, during an unrelated call. The flag is set before the reply
+    // is posted, so the pool's balancer sees it before it could reuse us.
+    Atomics.store(boot.retireFlags, threadId & flagSlotMask, threadId);
+    reply.retiredThreadId = threadId;
+  }
+  if (transferables.length === 0) return reply;
+  return Piscina.move({ [Piscina.transferableSymbol]: transferables, [Piscina.valueSymbol]: reply } as never);
+}
+
+type ToolExecute = (args: unknown, ctx: WorkerToolContext<unknown>) => unknown;
+
+/** The tool's execute function, or why it cannot be had. A failed import is cached: every call fails alike, at once. */
+async function loadExecute(task: WorkerTask): Promise<ToolExecute | string> {
+  let execute: unknown;
+  try {
+    execute = (await loadModule(task.moduleUrl))[task.exportName];
+  } catch (error) {
+    return `Tool "${task.toolName}" could not be loaded from ${task.moduleUrl}: ${describeThrown(error)}`;
+  }
+  if (typeof execute !== "function") {
+    return `Tool "${task.toolName}": module ${task.moduleUrl} has no function export "${task.exportName}"`;
+  }
+  return execute as ToolExecute;
+}
+
+async function runTool(
+  execute: ToolExecute,
+  task: WorkerTask,
+  ctx: WorkerToolContext<unknown>,
+): Promise<{ kind: "ok"; result: unknown } | { kind: "error"; message: string }> {
+  try {
+    return { kind: "ok", result: await execute(task.args, ctx) };
+  } catch (error) {
+    return { kind: "error", message: describeThrown(error) };
+  }
+}
+
+function fault(code: "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_ERR_RESULT_TOO_LARGE", message: string, updates: number): WorkerReply {
+  return { kind: "fault", code, message, updates };
+}
+
+/**
+ * Gives a call's leftover work (un-awaited timers, I/O) `leftoverGraceMs` to
+ * finish, so that fire-and-forget work does not cost a worker each time. An
+ * uncaught error meanwhile crashes the worker while the call is still in
+ * flight, so it is charged to the call it belongs to.
+ */
+async function leftoverWorkSettles(resourcesBefore: number): Promise<boolean> {
+  const deadline = performance.now() + boot.leftoverGraceMs;
+  while (performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    // The timer that woke us is gone by now, so the counts compare directly.
+    if (process.getActiveResourcesInfo().length <= resourcesBefore) return true;
+  }
+  return false;
 }
 
 function loadModule(url: string): Promise<Record<string, unknown>> {
@@ -101,7 +152,7 @@ function loadModule(url: string): Promise<Record<string, unknown>> {
 function createCallSignal(controller: AbortController, seq: number): AbortSignal {
   const signal = controller.signal;
   const sync = (): void => {
-    if (!abortedGetter.call(signal) && Atomics.load(boot.abortFlags, seq & abortSlotMask) === seq) {
+    if (!abortedGetter.call(signal) && Atomics.load(boot.abortFlags, seq & flagSlotMask) === seq) {
       controller.abort(createAbortReason());
     }
   };
@@ -117,9 +168,4 @@ function createCallSignal(controller: AbortController, seq: number): AbortSignal
 /** The reason of an aborted call's signal: what `AbortController.abort()` gives by default. */
 function createAbortReason(): DOMException {
   return new DOMException("This operation was aborted", "AbortError");
-}
-
-/** pi's rule for the text of a thrown value. */
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

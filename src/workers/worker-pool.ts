@@ -4,12 +4,13 @@ import { BroadcastChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 
 import type { Clock } from "../clock.js";
+import { createDeferred, type Deferred } from "../deferred.js";
 import type { ErrorCode } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import {
-  abortSlotCount,
-  abortSlotMask,
+  flagSlotCount,
+  flagSlotMask,
   isUpdateMessage,
   maxSeq,
   type WorkerBootData,
@@ -83,12 +84,16 @@ export class WorkerPool {
   readonly #clock: Clock;
   readonly #piscina: Piscina<WorkerTask, WorkerReply>;
   readonly #calls = new Map<number, CallState>();
-  readonly #abortFlags = new Int32Array(new SharedArrayBuffer(abortSlotCount * Int32Array.BYTES_PER_ELEMENT));
+  readonly #abortFlags = new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
+  readonly #retireFlags = new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
   readonly #control: BroadcastChannel;
   readonly #onPoolError: (error: unknown) => void;
   #seq = 0;
   #queued = 0;
   #isClosed = false;
+  /** Resolved when the last call settles after close() began. */
+  #drained: Deferred<void> | undefined;
+  #destroyed: Promise<void> | undefined;
 
   constructor(options: ResolvedPoolOptions, clock: Clock, onPoolError: (error: unknown) => void) {
     this.#options = options;
@@ -97,7 +102,12 @@ export class WorkerPool {
     const controlChannel = `toolpool:${randomUUID()}`;
     this.#control = new BroadcastChannel(controlChannel);
     this.#control.unref();
-    const workerData: WorkerBootData = { abortFlags: this.#abortFlags, controlChannel };
+    const workerData: WorkerBootData = {
+      abortFlags: this.#abortFlags,
+      controlChannel,
+      retireFlags: this.#retireFlags,
+      leftoverGraceMs: options.leftoverGraceMs,
+    };
     this.#piscina = new Piscina<WorkerTask, WorkerReply>({
       filename: workerEntryUrl.href,
       minThreads: options.minThreads,
@@ -112,7 +122,7 @@ export class WorkerPool {
       // started" event (and `AbortSignal.timeout` would count queue time).
       loadBalancer: (task, workers) => {
         for (const worker of workers) {
-          if (worker.currentUsage === 0) {
+          if (worker.currentUsage === 0 && !this.#isRetired(worker.id)) {
             this.#onDispatch((task as unknown as Record<symbol, number>)[Piscina.queueOptionsSymbol]);
             return worker;
           }
@@ -183,6 +193,7 @@ export class WorkerPool {
         toolName,
         toolCallId: request.toolCallId,
         args: request.args,
+        maxResultBytes: request.tool.maxResultBytes ?? this.#options.maxResultBytes,
         // Symbol-keyed, so it stays on this thread: the balancer reads it.
         [Piscina.queueOptionsSymbol]: seq,
       };
@@ -202,17 +213,27 @@ export class WorkerPool {
   }
 
   /**
-   * Stops the pool. Calls already submitted finish first (Piscina's `close`
-   * runs queued tasks too); calls submitted afterwards end with `TP_ERR_CLOSED`.
+   * Stops the pool; calls submitted afterwards end with `TP_ERR_CLOSED`.
+   * Calls already submitted, queued ones included, finish first, unless
+   * `force` is set: then every running or queued call ends at once with
+   * `TP_ERR_CLOSED`. Then the threads are terminated.
    */
-  async close(): Promise<void> {
-    if (this.#isClosed) return;
+  async close(options: { force?: boolean } = {}): Promise<void> {
     this.#isClosed = true;
-    try {
-      await this.#piscina.close();
-    } finally {
-      this.#control.close();
+    if (options.force) {
+      for (const call of [...this.#calls.values()]) {
+        this.#settle(call, {
+          kind: "error",
+          code: "TP_ERR_CLOSED",
+          message: `Tool "${call.request.tool.name}" was stopped: the runtime was closed by force`,
+        });
+      }
     }
+    // Piscina's own close() waits for tasks through events that a forced
+    // destroy() never sends, so the drain is tracked here, on our own calls.
+    if (this.#calls.size > 0) await (this.#drained ??= createDeferred()).promise;
+    this.#destroyed ??= this.#piscina.destroy().finally(() => this.#control.close());
+    await this.#destroyed;
   }
 
   #nextSeq(): number {
@@ -243,7 +264,7 @@ export class WorkerPool {
   #abort(call: CallState): void {
     if (call.isAborted || call.isSettled) return;
     call.isAborted = true;
-    Atomics.store(this.#abortFlags, call.seq & abortSlotMask, call.seq);
+    Atomics.store(this.#abortFlags, call.seq & flagSlotMask, call.seq);
     this.#control.postMessage({ abort: call.seq });
     if (call.isDispatched) this.#startGracePeriod(call);
   }
@@ -268,10 +289,25 @@ export class WorkerPool {
   }
 
   #onReply(call: CallState, reply: WorkerReply): void {
+    if (reply.retiredThreadId !== undefined) this.#retire(reply.retiredThreadId);
     if (call.isSettled) return;
     // Partials travel on another port than the reply: wait for the last one.
     if (call.updatesSeen >= reply.updates) this.#settle(call, toOutcome(reply));
     else call.reply = reply;
+  }
+
+  #isRetired(threadId: number): boolean {
+    return Atomics.load(this.#retireFlags, threadId & flagSlotMask) === threadId;
+  }
+
+  /**
+   * Terminates a worker whose call left work behind. The worker flagged itself
+   * before replying, so the balancer has not given it another call; Piscina
+   * sees the exit and starts a replacement.
+   */
+  #retire(threadId: number): void {
+    const worker = this.#piscina.threads.find((thread) => thread.threadId === threadId);
+    void worker?.terminate();
   }
 
   #classifyFailure(call: CallState, error: unknown): WorkerCallOutcome {
@@ -304,6 +340,9 @@ export class WorkerPool {
     if (exit !== null) {
       return { kind: "error", code: "TP_ERR_WORKER_EXIT", message: `Tool "${name}" ended its worker with exit code ${exit[1]}` };
     }
+    if ((error as { name?: unknown } | null)?.name === "DataCloneError") {
+      return { kind: "error", code: "TP_ERR_RESULT_NOT_CLONEABLE", message: `Tool "${name}" returned a result that cannot be cloned across threads: ${message}` };
+    }
     if (this.#isClosed) {
       return { kind: "error", code: "TP_ERR_CLOSED", message: `Tool "${name}" was stopped: the pool was closed` };
     }
@@ -322,6 +361,7 @@ export class WorkerPool {
     if (call.graceTimer !== undefined) this.#clock.clearTimeout(call.graceTimer);
     if (call.onAbort !== undefined) call.request.signal?.removeEventListener("abort", call.onAbort);
     this.#calls.delete(call.seq);
+    if (this.#calls.size === 0) this.#drained?.resolve();
     call.resolve(outcome);
   }
 }

@@ -1,8 +1,13 @@
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { Ajv } from "ajv";
+
 import { describeValue, ToolpoolError } from "../errors.js";
+import { resourceLimitsSchema, type WorkerResourceLimits } from "../options.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
+
+const validateResourceLimits = new Ajv({ strict: true }).compile(resourceLimitsSchema);
 
 /** What {@link workerTool} takes. */
 export interface WorkerToolOptions<TArgs = any> {
@@ -32,6 +37,15 @@ export interface WorkerToolOptions<TArgs = any> {
    * @default undefined (no limit)
    */
   timeoutMs?: number;
+  /**
+   * JS heap limits for this tool's calls. A tool that sets them runs on a
+   * pool of its own, so that its limits cannot tighten (or loosen) anyone
+   * else's; past them the call ends with `TP_ERR_OUT_OF_MEMORY`.
+   * @default the runtime's `pool.resourceLimits`
+   */
+  resourceLimits?: WorkerResourceLimits;
+  /** Overrides the runtime's `pool.maxResultBytes` for this tool. @default the runtime's */
+  maxResultBytes?: number;
 }
 
 const workerToolBrand = Symbol.for("toolpool.workerTool");
@@ -49,6 +63,8 @@ export interface WorkerTool<TArgs = any> {
   readonly executionMode?: ToolExecutionMode;
   readonly prepareArguments?: (args: unknown) => TArgs;
   readonly timeoutMs?: number;
+  readonly resourceLimits?: Readonly<WorkerResourceLimits>;
+  readonly maxResultBytes?: number;
 }
 
 /**
@@ -69,8 +85,18 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (typeof options !== "object" || options === null) {
     throw invalidTool("workerTool expects an options object", options);
   }
-  const { name, description, parameters, module, exportName = "execute", executionMode, prepareArguments, timeoutMs } =
-    options;
+  const {
+    name,
+    description,
+    parameters,
+    module,
+    exportName = "execute",
+    executionMode,
+    prepareArguments,
+    timeoutMs,
+    resourceLimits,
+    maxResultBytes,
+  } = options;
   if (typeof name !== "string" || name.length === 0) throw invalidTool("Expected `name` to be a non-empty string", name);
   const where = `worker tool "${name}"`;
   if (typeof description !== "string") throw invalidTool(`Expected \`description\` of ${where} to be a string`, description);
@@ -89,6 +115,15 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw invalidTool(`Expected \`timeoutMs\` of ${where} to be a number > 0`, timeoutMs);
   }
+  if (maxResultBytes !== undefined && !(Number.isInteger(maxResultBytes) && maxResultBytes >= 1)) {
+    throw invalidTool(`Expected \`maxResultBytes\` of ${where} to be an integer >= 1`, maxResultBytes);
+  }
+  if (resourceLimits !== undefined && !validateResourceLimits(resourceLimits)) {
+    throw invalidTool(
+      `Expected \`resourceLimits\` of ${where} to hold only positive maxOldGenerationSizeMb, maxYoungGenerationSizeMb, codeRangeSizeMb, stackSizeMb`,
+      resourceLimits,
+    );
+  }
   const tool: WorkerTool<TArgs> = {
     [workerToolBrand]: true,
     name,
@@ -100,6 +135,8 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     ...(executionMode === undefined ? {} : { executionMode }),
     ...(prepareArguments === undefined ? {} : { prepareArguments }),
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    ...(resourceLimits === undefined ? {} : { resourceLimits: Object.freeze({ ...resourceLimits }) }),
+    ...(maxResultBytes === undefined ? {} : { maxResultBytes }),
   };
   return Object.freeze(tool);
 }
