@@ -1,0 +1,98 @@
+/**
+ * Drives pi's real agent loop (`runAgentLoopContinue` of
+ * @mariozechner/pi-agent-core) over one tool batch, with a fake model: the
+ * first model call answers with the batch's tool calls, the second with a
+ * plain "stop" message. What runs in between is pi's own prepare → execute →
+ * finalize pipeline, exactly as in production.
+ */
+import { runAgentLoopContinue, type AgentContext, type AgentLoopConfig, type AgentTool, type StreamFn } from "@mariozechner/pi-agent-core";
+// pi-ai is pi-agent-core's own dependency (hoisted); the bench uses it only to build the fake stream.
+import { createAssistantMessageEventStream, type AssistantMessage, type Message, type Model, type ToolCall } from "@mariozechner/pi-ai";
+
+const fakeModel: Model<"bench-fake"> = {
+  id: "bench-fake",
+  name: "bench fake model",
+  api: "bench-fake",
+  provider: "bench",
+  baseUrl: "http://127.0.0.1:0",
+  reasoning: false,
+  input: ["text"],
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+  contextWindow: 1_000_000,
+  maxTokens: 1_000_000,
+};
+
+function createAssistantMessage(content: AssistantMessage["content"], stopReason: AssistantMessage["stopReason"]): AssistantMessage {
+  return {
+    role: "assistant",
+    content,
+    api: fakeModel.api,
+    provider: fakeModel.provider,
+    model: fakeModel.id,
+    usage: {
+      input: 0,
+      output: 0,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 0,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    },
+    stopReason,
+    timestamp: Date.now(),
+  };
+}
+
+/** A stream function that answers `toolCalls` once, then "stop". */
+function createFakeStreamFn(toolCalls: ToolCall[]): StreamFn {
+  let turn = 0;
+  return () => {
+    const stream = createAssistantMessageEventStream();
+    const isFirstTurn = turn++ === 0;
+    const message = isFirstTurn
+      ? createAssistantMessage(toolCalls, "toolUse")
+      : createAssistantMessage([{ type: "text", text: "done" }], "stop");
+    stream.push({ type: "start", partial: message });
+    stream.push({ type: "done", reason: isFirstTurn ? "toolUse" : "stop", message });
+    return stream;
+  };
+}
+
+/** The outcome of one pi loop run. */
+export interface PiLoopRun {
+  /** Tool result messages the loop produced, in call order. */
+  toolResults: { toolCallId: string; isError: boolean; content: unknown; details: unknown }[];
+  /** Number of events pi emitted. */
+  eventCount: number;
+}
+
+/**
+ * Runs pi's loop over one batch of `toolCalls` with `tools` and resolves once
+ * the loop ends (agent_end). Throws if pi's loop throws.
+ */
+export async function runPiBatch(tools: AgentTool[], toolCalls: ToolCall[]): Promise<PiLoopRun> {
+  const context: AgentContext = {
+    systemPrompt: "",
+    messages: [{ role: "user", content: "run the tools", timestamp: Date.now() }],
+    tools,
+  };
+  const config: AgentLoopConfig = {
+    model: fakeModel,
+    // The context holds only LLM messages (no custom ones), so they pass through as they are.
+    convertToLlm: (messages) => messages as Message[],
+    toolExecution: "parallel",
+  };
+  let eventCount = 0;
+  const emit = async (): Promise<void> => {
+    eventCount += 1;
+  };
+  const newMessages = await runAgentLoopContinue(context, config, emit, undefined, createFakeStreamFn(toolCalls));
+  const toolResults = newMessages
+    .filter((message): message is Extract<typeof message, { role: "toolResult" }> => "role" in message && message.role === "toolResult")
+    .map((message) => ({
+      toolCallId: message.toolCallId,
+      isError: message.isError,
+      content: message.content,
+      details: message.details as unknown,
+    }));
+  return { toolResults, eventCount };
+}
