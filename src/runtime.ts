@@ -110,7 +110,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         systemPrompt: "",
         messages: [],
         ...options.context,
-        tools: this.agentTools(),
+        tools: this.#frozenAgentTools(),
       };
       coordinator = new BatchCoordinator({
         registry: this.#registry,
@@ -124,12 +124,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         stopped: this.#forceClosed.promise,
         emit: options.emit,
         publish: (event: BatchEvent) => this.#publish(event.type, event, meta),
-        isObserved: options.emit !== undefined || this.#hasBatchListeners(),
+        hasAudience: options.emit === undefined ? () => this.#hasBatchListeners() : () => true,
       });
-      this.#publish("batch_start", {
-        type: "batch_start",
-        toolCallCount: assistantMessage.content.filter((block) => block.type === "toolCall").length,
-      }, meta);
+      if (this.listenerCount("batch_start") > 0) {
+        this.#publish("batch_start", {
+          type: "batch_start",
+          toolCallCount: assistantMessage.content.filter((block) => block.type === "toolCall").length,
+        }, meta);
+      }
     } catch (error) {
       return Promise.reject(error);
     }
@@ -149,10 +151,15 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * toolpool's faults).
    */
   agentTools(): AgentTool[] {
-    this.#agentTools ??= [...this.#registry.values()].map((entry) =>
-      entry.kind === "inline" ? entry.tool : this.#createPoolAgentTool(entry.tool),
-    );
-    return [...this.#agentTools];
+    return [...this.#frozenAgentTools()];
+  }
+
+  /** One frozen list for every batch's `context.tools`: a hook cannot change another batch's tools. */
+  #frozenAgentTools(): AgentTool[] {
+    this.#agentTools ??= Object.freeze(
+      [...this.#registry.values()].map((entry) => (entry.kind === "inline" ? entry.tool : this.#createPoolAgentTool(entry.tool))),
+    ) as AgentTool[];
+    return this.#agentTools;
   }
 
   /**

@@ -1,3 +1,5 @@
+import { BroadcastChannel } from "node:worker_threads";
+
 import { afterEach, describe, expect, it } from "vitest";
 
 import {
@@ -122,6 +124,24 @@ describe("WorkerPool", () => {
     controller.abort();
     const { messages } = await done;
     expect(messages[0]!.content).toEqual([{ type: "text", text: "abort event (AbortError)" }]);
+  });
+
+  it("fires the abort event for a signal first taken after the abort", async () => {
+    const runtime = open({ tools: [tool("late", behaviours, "listenLate")], pool: { maxThreads: 1 } });
+    const channelName = `late-${process.pid}`;
+    const go = new BroadcastChannel(channelName);
+    try {
+      const controller = new AbortController();
+      const rec = recorder();
+      const done = runtime.executeToolCalls(batch(["l", "late", { channel: channelName }]), { signal: controller.signal, emit: rec.emit });
+      await rec.update("l");
+      controller.abort();
+      go.postMessage("go");
+      const { messages } = await done;
+      expect(messages[0]!.content).toEqual([{ type: "text", text: "heard the abort late" }]);
+    } finally {
+      go.close();
+    }
   });
 
   it("terminates a call that ignores the abort once the grace period has passed; finished siblings keep their results", async () => {

@@ -30,8 +30,8 @@ export interface BatchScope extends PrepareScope {
   emit: EmitFunction | undefined;
   /** Hands an event to the runtime's listeners; never throws. */
   publish: (event: BatchEvent) => void;
-  /** Whether anyone (the sink or a runtime listener) receives events. */
-  isObserved: boolean;
+  /** Whether anyone (the sink or a runtime listener) receives events now. */
+  hasAudience: () => boolean;
 }
 
 type PreparedCall = Extract<Preparation, { kind: "prepared" }>;
@@ -56,8 +56,18 @@ export class BatchCoordinator {
   readonly #scope: BatchScope;
   readonly #mailbox = new Mailbox();
 
+  /** With no hook and nobody listening, nothing user-visible runs in a job: it needs no mailbox. */
+  readonly #hasHooks: boolean;
+
   constructor(scope: BatchScope) {
     this.#scope = scope;
+    this.#hasHooks = scope.beforeToolCall !== undefined || scope.afterToolCall !== undefined;
+  }
+
+  /** Runs a coordinator job: through the mailbox whenever user code may run in it. */
+  #serialize<T>(job: () => T | PromiseLike<T>): Promise<T> {
+    if (this.#hasHooks || this.#scope.hasAudience()) return this.#mailbox.post(job);
+    return (async () => job())();
   }
 
   /** Runs the batch. Rejects only when the event sink throws, as pi's loop does. */
@@ -73,9 +83,9 @@ export class BatchCoordinator {
     const finalizedCalls: FinalizedCall[] = [];
     const messages: ToolResultMessage[] = [];
     for (const toolCall of toolCalls) {
-      const preparation = await this.#mailbox.post(() => this.#startAndPrepare(toolCall));
+      const preparation = await this.#serialize(() => this.#startAndPrepare(toolCall));
       const executed = preparation.kind === "immediate" ? preparation : await this.#execute(preparation);
-      const [finalized, message] = await this.#mailbox.post(async () => {
+      const [finalized, message] = await this.#serialize(async () => {
         const finalized = preparation.kind === "immediate" ? preparation : await this.#finalize(preparation, executed);
         await this.#deliverEnd(finalized);
         return [finalized, await this.#deliverMessage(finalized)] as const;
@@ -91,7 +101,7 @@ export class BatchCoordinator {
     const entries: (PreparedCall | FinalizedCall)[] = [];
     for (const toolCall of toolCalls) {
       entries.push(
-        await this.#mailbox.post(async () => {
+        await this.#serialize(async () => {
           const preparation = await this.#startAndPrepare(toolCall);
           if (preparation.kind === "prepared") return preparation;
           await this.#deliverEnd(preparation);
@@ -104,7 +114,7 @@ export class BatchCoordinator {
       entries.map((entry) => (isPrepared(entry) ? this.#executeAndFinalize(entry) : entry)),
     );
     // Stage 5 in the assistant's order, once all have finished.
-    const messages = await this.#mailbox.post(async () => {
+    const messages = await this.#serialize(async () => {
       const messages: ToolResultMessage[] = [];
       for (const finalized of finalizedCalls) messages.push(await this.#deliverMessage(finalized));
       return messages;
@@ -114,7 +124,7 @@ export class BatchCoordinator {
 
   async #executeAndFinalize(prepared: PreparedCall): Promise<FinalizedCall> {
     const executed = await this.#execute(prepared);
-    return this.#mailbox.post(async () => {
+    return this.#serialize(async () => {
       const finalized = await this.#finalize(prepared, executed);
       await this.#deliverEnd(finalized);
       return finalized;
@@ -123,12 +133,14 @@ export class BatchCoordinator {
 
   /** Mailbox job: the start event, then stage 1. */
   async #startAndPrepare(toolCall: ToolCall): Promise<Preparation> {
-    await this.#deliver({
-      type: "tool_execution_start",
-      toolCallId: toolCall.id,
-      toolName: toolCall.name,
-      args: toolCall.arguments,
-    });
+    if (this.#scope.hasAudience()) {
+      await this.#deliver({
+        type: "tool_execution_start",
+        toolCallId: toolCall.id,
+        toolName: toolCall.name,
+        args: toolCall.arguments,
+      });
+    }
     return prepareToolCall(this.#scope, toolCall);
   }
 
@@ -139,21 +151,20 @@ export class BatchCoordinator {
   async #execute(prepared: PreparedCall): Promise<ExecutedCall> {
     const { toolCall, entry, args } = prepared;
     const deliveries: Promise<void>[] = [];
-    const onUpdate = this.#scope.isObserved
-      ? (partialResult: AgentToolResult<unknown>): void => {
-          deliveries.push(
-            this.#mailbox.post(() =>
-              this.#deliver({
-                type: "tool_execution_update",
-                toolCallId: toolCall.id,
-                toolName: toolCall.name,
-                args: toolCall.arguments,
-                partialResult,
-              }),
-            ),
-          );
-        }
-      : (): void => {};
+    const onUpdate = (partialResult: AgentToolResult<unknown>): void => {
+      if (!this.#scope.hasAudience()) return;
+      deliveries.push(
+        this.#mailbox.post(() =>
+          this.#deliver({
+            type: "tool_execution_update",
+            toolCallId: toolCall.id,
+            toolName: toolCall.name,
+            args: toolCall.arguments,
+            partialResult,
+          }),
+        ),
+      );
+    };
     if (entry.kind === "worker") {
       const outcome = await this.#scope.poolFor(entry.tool).run({
         tool: entry.tool,
@@ -211,6 +222,7 @@ export class BatchCoordinator {
 
   /** Stage 4. */
   #deliverEnd(finalized: FinalizedCall): void | Promise<void> {
+    if (!this.#scope.hasAudience()) return;
     return this.#deliver({
       type: "tool_execution_end",
       toolCallId: finalized.toolCall.id,
@@ -223,8 +235,10 @@ export class BatchCoordinator {
   /** Stage 5. */
   async #deliverMessage(finalized: FinalizedCall): Promise<ToolResultMessage> {
     const message = createToolResultMessage(finalized);
-    await this.#deliver({ type: "message_start", message });
-    await this.#deliver({ type: "message_end", message });
+    if (this.#scope.hasAudience()) {
+      await this.#deliver({ type: "message_start", message });
+      await this.#deliver({ type: "message_end", message });
+    }
     return message;
   }
 

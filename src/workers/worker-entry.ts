@@ -39,8 +39,6 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
   // What was pending before the call (a module's own start-up work included);
   // anything more afterwards is work the call left behind.
   const resourcesBefore = process.getActiveResourcesInfo().length;
-  const controller = new AbortController();
-  running.set(task.seq, controller);
   let updates = 0;
   let unclonedUpdate: string | undefined;
   const onUpdate = (partialResult: AgentToolResult<unknown>): void => {
@@ -56,8 +54,7 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
   let reply: WorkerReply;
   let transferables: ArrayBuffer[] = [];
   try {
-    const ctx: WorkerToolContext<unknown> = { toolCallId: task.toolCallId, signal: createCallSignal(controller, task.seq), onUpdate };
-    const outcome = await runTool(loaded, task, ctx);
+    const outcome = await runTool(loaded, task, createContext(task, onUpdate));
     if (outcome.kind !== "ok") {
       reply = { ...outcome, updates };
     } else if (unclonedUpdate !== undefined) {
@@ -145,6 +142,27 @@ function loadModule(url: string): Promise<Record<string, unknown>> {
 }
 
 /**
+ * The tool's `ctx`. Its signal is made on first use: most calls never look,
+ * and a signal costs a few microseconds (a controller and three accessors).
+ * An abort that came before is not missed: the shared flag still says so.
+ */
+function createContext(task: WorkerTask, onUpdate: WorkerToolContext<unknown>["onUpdate"]): WorkerToolContext<unknown> {
+  let signal: AbortSignal | undefined;
+  return {
+    toolCallId: task.toolCallId,
+    onUpdate,
+    get signal() {
+      if (signal === undefined) {
+        const controller = new AbortController();
+        running.set(task.seq, controller);
+        signal = createCallSignal(controller, task.seq);
+      }
+      return signal;
+    },
+  };
+}
+
+/**
  * The call's signal: a real AbortSignal whose `aborted`, `reason` and
  * `throwIfAborted` also consult the shared abort flag, so a tool that never
  * yields still observes an abort.
@@ -156,7 +174,10 @@ function createCallSignal(controller: AbortController, seq: number): AbortSignal
       controller.abort(createAbortReason());
     }
   };
-  sync();
+  // Made after an abort whose message this thread has already seen (or never
+  // will): fire the event on the next turn, as that message would have, so a
+  // tool that takes the signal and then listens still hears it.
+  if (Atomics.load(boot.abortFlags, seq & flagSlotMask) === seq) setImmediate(sync);
   Object.defineProperties(signal, {
     aborted: { configurable: true, get: () => (sync(), abortedGetter.call(signal) as boolean) },
     reason: { configurable: true, get: () => (sync(), reasonGetter.call(signal) as unknown) },
