@@ -18,6 +18,7 @@ import { describeMachine } from "./lib/machine.js";
 import { logStep } from "./lib/progress.js";
 import { formatSummary } from "./lib/stats.js";
 import { runCpuBatchSuite, type CpuBatchResult } from "./suites/cpu-batch.js";
+import { runFaultRecoverySuite, type FaultRecoveryResult } from "./suites/fault-recovery.js";
 import {
   createDispatchSetup,
   dispatchContenders,
@@ -27,7 +28,7 @@ import {
   type DispatchOverheadResult,
 } from "./suites/dispatch-overhead.js";
 
-const usage = `Usage: node dist-bench/main.js [--quick] [--suite cpu|dispatch|all] [--profile-dispatch toolpool-batch|toolpool-agent-tool|piscina]`;
+const usage = `Usage: node dist-bench/main.js [--quick] [--suite cpu|dispatch|faults|all] [--profile-dispatch toolpool-batch|toolpool-agent-tool|piscina]`;
 
 const profileTargets = {
   "toolpool-batch": dispatchContenders.batch,
@@ -50,8 +51,8 @@ async function main(): Promise<void> {
     return;
   }
   const suite = values.suite;
-  if (suite !== "all" && suite !== "cpu" && suite !== "dispatch") {
-    throw new Error(`Expected --suite to be cpu, dispatch or all, got ${JSON.stringify(suite)}\n${usage}`);
+  if (suite !== "all" && suite !== "cpu" && suite !== "dispatch" && suite !== "faults") {
+    throw new Error(`Expected --suite to be cpu, dispatch, faults or all, got ${JSON.stringify(suite)}\n${usage}`);
   }
   const machine = describeMachine();
   const threads = machine.cores;
@@ -75,11 +76,12 @@ async function main(): Promise<void> {
 
   logStep(`${quick ? "quick" : "full"} run on ${machine.cores} cores (${machine.cpuModel}), Node ${machine.nodeVersion}`);
   const started = Date.now();
-  const cpu =
-    suite === "dispatch"
-      ? undefined
-      : await runCpuBatchSuite({ calls: 8, targetMs: 100, warmups: 1, reps: quick ? 5 : 15, threads });
-  const dispatch = suite === "cpu" ? undefined : await runDispatchOverheadSuite(dispatchOptions);
+  const isSelected = (name: string) => suite === "all" || suite === name;
+  const cpu = isSelected("cpu")
+    ? await runCpuBatchSuite({ calls: 8, targetMs: 100, warmups: 1, reps: quick ? 5 : 15, threads })
+    : undefined;
+  const dispatch = isSelected("dispatch") ? await runDispatchOverheadSuite(dispatchOptions) : undefined;
+  const faults = isSelected("faults") ? await runFaultRecoverySuite({ reps: quick ? 10 : 40, timeoutMs: 100 }) : undefined;
 
   const report = {
     date: new Date().toISOString(),
@@ -88,11 +90,12 @@ async function main(): Promise<void> {
     machine: { ...machine, loadAvg1mAtEnd: loadavg()[0] ?? 0 },
     cpuBatch: cpu,
     dispatchOverhead: dispatch,
+    faultRecovery: faults,
   };
   const outDir = new URL("../bench-results/", import.meta.url);
   mkdirSync(outDir, { recursive: true });
   writeFileSync(new URL("latest.json", outDir), `${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(renderMarkdown(report, cpu, dispatch));
+  process.stdout.write(renderMarkdown(report, cpu, dispatch, faults));
   logStep(`done in ${report.durationS.toFixed(1)} s; raw figures in bench-results/latest.json`);
 }
 
@@ -130,6 +133,7 @@ function renderMarkdown(
   report: { date: string; mode: string; durationS: number; machine: ReturnType<typeof describeMachine> & { loadAvg1mAtEnd: number } },
   cpu: CpuBatchResult | undefined,
   dispatch: DispatchOverheadResult | undefined,
+  faults: FaultRecoveryResult | undefined,
 ): string {
   const m = report.machine;
   const lines: string[] = [
@@ -193,6 +197,25 @@ function renderMarkdown(
       lines.push(`| ${contender} | ${cell("serial")} | ${fastRatio.toFixed(2)}× | ${cell("inFlight")} |`);
     }
     lines.push("");
+  }
+  if (faults !== undefined) {
+    const f = (value: number) => value.toFixed(1);
+    lines.push(
+      `## 3. Fault recovery, pool of 1 thread, ${faults.options.reps} reps each`,
+      "",
+      "From the faulty call's result to the next healthy result on the same pool, whose only worker was lost.",
+      "",
+      "| fault | code | recovery p50, ms | recovery p99, ms | min–max, ms |",
+      "|---|---|---:|---:|---:|",
+      ...faults.figures.map(
+        (figure) =>
+          `| ${figure.fault} | ${figure.code} | ${f(figure.summary.median)} | ${f(figure.summary.p99)} | ${f(figure.summary.min)}–${f(figure.summary.max)} |`,
+      ),
+      "",
+      `A runaway call (timeoutMs ${faults.options.timeoutMs}) ended ${f(faults.timeoutOvershoot.median)} ms past its limit at p50, ` +
+        `${f(faults.timeoutOvershoot.p99)} ms at p99.`,
+      "",
+    );
   }
   return `${lines.join("\n")}\n`;
 }
