@@ -40,6 +40,8 @@ export const errorCodes = {
   TP_ERR_RESULT_NOT_CLONEABLE: "the call's result cannot be structured-cloned",
   /** The call's result holds more bytes than `maxResultBytes`. Result. */
   TP_ERR_RESULT_TOO_LARGE: "the call's result is larger than maxResultBytes",
+  /** An HTTP request lacked the server's bearer token (401). */
+  TP_ERR_UNAUTHORIZED: "an HTTP request lacked the server's bearer token",
   /** The pool's queue is full (`pool.maxQueue`). Result. */
   TP_ERR_QUEUE_FULL: "the pool's queue is full",
 } as const;

@@ -119,6 +119,9 @@ export interface ResolvedRuntimeOptions {
 
 const positiveMb = { type: "number", exclusiveMinimum: 0 };
 
+/** Node fires a timer set past this many milliseconds after 1 ms instead. */
+export const maxTimerMs = 2_147_483_647;
+
 /** The schema of `resourceLimits`, for the pool and for a worker tool. */
 export const resourceLimitsSchema = {
   type: "object",
@@ -144,11 +147,11 @@ const dataOptionsSchema = {
       properties: {
         maxThreads: { type: "integer", minimum: 1, default: availableParallelism() },
         minThreads: { type: "integer", minimum: 0 },
-        idleTimeout: { type: "number", minimum: 0, default: 30_000 },
+        idleTimeout: { type: "number", minimum: 0, maximum: maxTimerMs, default: 30_000 },
         maxQueue: { type: "integer", minimum: 0 },
-        abortGraceMs: { type: "number", minimum: 0, default: 500 },
+        abortGraceMs: { type: "number", minimum: 0, maximum: maxTimerMs, default: 500 },
         maxResultBytes: { type: "integer", minimum: 1, default: 1_048_576 },
-        leftoverGraceMs: { type: "number", minimum: 0, default: 20 },
+        leftoverGraceMs: { type: "number", minimum: 0, maximum: maxTimerMs, default: 20 },
         resourceLimits: resourceLimitsSchema,
         env: { type: "object", additionalProperties: { type: "string" } },
       },
@@ -247,6 +250,8 @@ function describeSchemaExpectation(error: ErrorObject): string {
       return `${params.type === "integer" ? "an integer" : `a ${String(params.type)}`}`;
     case "minimum":
       return `a number >= ${String(params.limit)}`;
+    case "maximum":
+      return `a number <= ${String(params.limit)}`;
     case "exclusiveMinimum":
       return `a number > ${String(params.limit)}`;
     default:

@@ -50,6 +50,7 @@ describe("resolveRuntimeOptions", () => {
     [{ pool: { maxThreads: 2, minThreads: 3 } }, "Expected `pool.minThreads` to be an integer <= pool.maxThreads (2), got `3` (number)"],
     [{ toolExecution: "fast" }, 'Expected `toolExecution` to be one of "parallel", "sequential", got `"fast"` (string)'],
     [{ pool: { threads: 4 } }, "Unknown option `pool.threads`"],
+    [{ pool: { abortGraceMs: 2 ** 31 } }, "Expected `pool.abortGraceMs` to be a number <= 2147483647, got `2147483648` (number)"],
     [{ pool: { env: { A: 1 } } }, "Expected `pool.env.A` to be a string, got `1` (number)"],
     [{ pool: { resourceLimits: { maxOldGenerationSizeMb: -1 } } }, "Expected `pool.resourceLimits.maxOldGenerationSizeMb` to be a number > 0, got `-1` (number)"],
     [{ beforeToolCall: "yes" }, 'Expected `beforeToolCall` to be a function, got `"yes"` (string)'],
@@ -87,7 +88,7 @@ describe("workerTool", () => {
   it.each([
     [{ ...base, module: "" }, "Expected `module` of worker tool \"t\" to be a path or a file: URL"],
     [{ ...base, module: new URL("https://example.com/x.js") }, "to be a file: URL"],
-    [{ ...base, timeoutMs: 0 }, "Expected `timeoutMs` of worker tool \"t\" to be a number > 0, got `0` (number)"],
+    [{ ...base, timeoutMs: 0 }, "Expected `timeoutMs` of worker tool \"t\" to be a number > 0 and <= 2147483647, got `0` (number)"],
     [{ ...base, executionMode: "later" }, "to be \"sequential\" or \"parallel\""],
     [{ ...base, parameters: [] }, "to be a JSON Schema object"],
   ])("rejects an invalid definition with TP_ERR_INVALID_TOOL (%#)", (options, message) => {

@@ -116,7 +116,8 @@ describe("WorkerPool", () => {
   });
 
   it("fires the abort event of a call that awaits", async () => {
-    const runtime = open({ tools: [tool("wait", behaviours, "awaitAbort")], pool: { maxThreads: 1 } });
+    // A fake clock: the grace period never runs out on a busy machine.
+    const runtime = open({ tools: [tool("wait", behaviours, "awaitAbort")], pool: { maxThreads: 1 }, clock: new FakeClock() });
     const controller = new AbortController();
     const rec = recorder();
     const done = runtime.executeToolCalls(batch(["w", "wait"]), { signal: controller.signal, emit: rec.emit });
@@ -127,7 +128,7 @@ describe("WorkerPool", () => {
   });
 
   it("fires the abort event for a signal first taken after the abort", async () => {
-    const runtime = open({ tools: [tool("late", behaviours, "listenLate")], pool: { maxThreads: 1 } });
+    const runtime = open({ tools: [tool("late", behaviours, "listenLate")], pool: { maxThreads: 1 }, clock: new FakeClock() });
     const channelName = `late-${process.pid}`;
     const go = new BroadcastChannel(channelName);
     try {

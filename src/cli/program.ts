@@ -10,6 +10,7 @@ import { Command } from "commander";
 
 import { addDemoCommand } from "./demo-command.js";
 import { addRunCommand } from "./run-command.js";
+import { addServeCommand } from "./serve-command.js";
 import { toOneLine } from "./usage-error.js";
 
 /**
@@ -28,6 +29,7 @@ export function createProgram(version: string = readPackageVersion()): Command {
     });
   addRunCommand(program);
   addDemoCommand(program);
+  addServeCommand(program);
   return program;
 }
 

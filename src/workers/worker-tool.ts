@@ -4,7 +4,7 @@ import { pathToFileURL } from "node:url";
 import { Ajv } from "ajv";
 
 import { describeValue, ToolpoolError } from "../errors.js";
-import { resourceLimitsSchema, type WorkerResourceLimits } from "../options.js";
+import { maxTimerMs, resourceLimitsSchema, type WorkerResourceLimits } from "../options.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
 
 const validateResourceLimits = new Ajv({ strict: true }).compile(resourceLimitsSchema);
@@ -112,8 +112,8 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (prepareArguments !== undefined && typeof prepareArguments !== "function") {
     throw invalidTool(`Expected \`prepareArguments\` of ${where} to be a function`, prepareArguments);
   }
-  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw invalidTool(`Expected \`timeoutMs\` of ${where} to be a number > 0`, timeoutMs);
+  if (timeoutMs !== undefined && !(typeof timeoutMs === "number" && timeoutMs > 0 && timeoutMs <= maxTimerMs)) {
+    throw invalidTool(`Expected \`timeoutMs\` of ${where} to be a number > 0 and <= ${maxTimerMs}`, timeoutMs);
   }
   if (maxResultBytes !== undefined && !(Number.isInteger(maxResultBytes) && maxResultBytes >= 1)) {
     throw invalidTool(`Expected \`maxResultBytes\` of ${where} to be an integer >= 1`, maxResultBytes);

@@ -1,0 +1,239 @@
+/**
+ * `toolpool serve`: runs the HTTP server in front of a runtime until SIGTERM
+ * or SIGINT, then shuts it down gracefully.
+ *
+ * @module
+ */
+import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+
+import { Ajv, type ErrorObject } from "ajv";
+import { Command, InvalidArgumentError, Option } from "commander";
+
+import {
+  builtinTools,
+  createRuntime,
+  createServer,
+  ToolpoolError,
+  type PoolOptions,
+  type ServerOptions,
+  type ToolExecutionMode,
+  type ToolpoolServer,
+} from "../index.js";
+import { isLoopbackHost } from "../server/server-options.js";
+import { hooksOption, modeOption, threadsOption, toolsOption } from "./cli-options.js";
+import { loadHooksModule, loadToolModules } from "./load-modules.js";
+import { messageOf, UsageError } from "./usage-error.js";
+
+/** The environment variable that may hold the bearer token. */
+export const TOKEN_ENV = "TOOLPOOL_TOKEN";
+
+/** The options of `serve`, as commander hands them over. */
+export interface ServeCliOptions {
+  host?: string;
+  port?: number;
+  token?: string;
+  tools: string[];
+  hooks?: string;
+  maxBody?: number;
+  threads?: number;
+  mode?: ToolExecutionMode;
+  config?: string;
+}
+
+/**
+ * A `--config` file (JSON). Module paths are relative to the file's folder.
+ * The command line wins over the file; `TOOLPOOL_TOKEN` wins over the file's token.
+ */
+export interface ServeConfig {
+  host?: string;
+  port?: number;
+  token?: string;
+  tools?: string[];
+  hooks?: string;
+  maxBodyBytes?: number;
+  requestTimeoutMs?: number;
+  shutdownGraceMs?: number;
+  retryAfterSeconds?: number;
+  threads?: number;
+  toolExecution?: ToolExecutionMode;
+  /** The runtime's pool options (`maxQueue`, `abortGraceMs`, …); `threads` overrides the thread counts. */
+  pool?: PoolOptions;
+}
+
+// Only the shape is checked here; the values are checked once, by
+// createRuntime and createServer, whose messages name the option.
+const configSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    host: { type: "string" },
+    port: { type: "integer" },
+    token: { type: "string" },
+    tools: { type: "array", items: { type: "string" } },
+    hooks: { type: "string" },
+    maxBodyBytes: { type: "integer" },
+    requestTimeoutMs: { type: "integer" },
+    shutdownGraceMs: { type: "integer" },
+    retryAfterSeconds: { type: "integer" },
+    threads: { type: "integer", minimum: 1 },
+    toolExecution: { enum: ["parallel", "sequential"] },
+    pool: { type: "object" },
+  },
+} as const;
+
+const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(configSchema);
+
+/**
+ * Starts the server, prints `listening on http://HOST:PORT` on stdout, and
+ * resolves once a SIGTERM or SIGINT has shut it down (a second signal aborts
+ * the in-flight batches at once instead of waiting for the grace period).
+ */
+export async function serve(options: ServeCliOptions): Promise<void> {
+  const config = options.config === undefined ? {} : await loadServeConfig(options.config);
+  const toolPaths = options.tools.length > 0 ? options.tools : (config.tools ?? []);
+  const tools = toolPaths.length === 0 ? builtinTools() : await loadToolModules(toolPaths);
+  const hooksPath = options.hooks ?? config.hooks;
+  const hooks = hooksPath === undefined ? {} : await loadHooksModule(hooksPath);
+  const threads = options.threads ?? config.threads;
+  const toolExecution = options.mode ?? config.toolExecution;
+  const pool: PoolOptions = { ...config.pool, ...(threads === undefined ? {} : { maxThreads: threads, minThreads: threads }) };
+  const serverOptions = resolveServerCliOptions(options, config);
+
+  const runtime = inputErrors(() =>
+    createRuntime({ tools, ...hooks, ...(toolExecution === undefined ? {} : { toolExecution }), pool }),
+  );
+  let server: ToolpoolServer;
+  try {
+    server = inputErrors(() => createServer(runtime, serverOptions));
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
+  // Listening for signals before `listen`: a SIGTERM during start-up must
+  // shut down gracefully too, not kill the process.
+  const signals = watchSignals(server);
+  try {
+    const url = await server.listen();
+    process.stdout.write(`listening on ${url}\n`);
+    const signal = await signals.first;
+    process.stderr.write(
+      `toolpool serve: ${signal}: answering new requests 503, in-flight batches have ${server.options.shutdownGraceMs} ms\n`,
+    );
+  } finally {
+    try {
+      await server.close();
+    } finally {
+      signals.dispose();
+    }
+  }
+}
+
+/** Adds the `serve` command to `program`. */
+export function addServeCommand(program: Command): Command {
+  return program
+    .command("serve")
+    .description("serve batches over HTTP (Server-Sent Events or JSON) until SIGTERM or SIGINT")
+    .addOption(new Option("--host <host>", "address to listen on; beyond loopback a token is required (default: 127.0.0.1)"))
+    .addOption(new Option("--port <port>", "TCP port; 0 picks a free one (default: 8080)").argParser(parsePort))
+    .addOption(new Option("--token <token>", `bearer token clients must send (default: $${TOKEN_ENV})`))
+    .addOption(toolsOption())
+    .addOption(hooksOption())
+    .addOption(new Option("--max-body <bytes>", "largest request body, in bytes (default: 1048576)").argParser(parseMaxBody))
+    .addOption(threadsOption())
+    .addOption(modeOption())
+    .addOption(new Option("--config <file>", "JSON file with any of these settings; the command line wins"))
+    .action((options: ServeCliOptions) => serve(options));
+}
+
+/** Merges the command line, the environment and the config file into `createServer`'s options. */
+function resolveServerCliOptions(options: ServeCliOptions, config: ServeConfig): ServerOptions {
+  const envToken = process.env[TOKEN_ENV];
+  const token = options.token ?? (envToken === undefined || envToken === "" ? undefined : envToken) ?? config.token;
+  const host = options.host ?? config.host;
+  if (host !== undefined && token === undefined && !isLoopbackHost(host)) {
+    throw new UsageError(`--host ${host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
+  }
+  const picked: ServerOptions = {
+    host,
+    port: options.port ?? config.port,
+    token,
+    maxBodyBytes: options.maxBody ?? config.maxBodyBytes,
+    requestTimeoutMs: config.requestTimeoutMs,
+    shutdownGraceMs: config.shutdownGraceMs,
+    retryAfterSeconds: config.retryAfterSeconds,
+  };
+  return Object.fromEntries(Object.entries(picked).filter(([, value]) => value !== undefined)) as ServerOptions;
+}
+
+/** Reads and checks a `--config` file; its module paths become absolute. */
+async function loadServeConfig(path: string): Promise<ServeConfig> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(path, "utf8"));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(`cannot read config file ${path}: ${code === "ENOENT" ? "no such file" : messageOf(error)}`, {
+      cause: error,
+    });
+  }
+  if (!validateConfig(json)) {
+    const problems = (validateConfig.errors as ErrorObject[]).map((error) =>
+      error.keyword === "additionalProperties"
+        ? `unknown setting "${(error.params as { additionalProperty: string }).additionalProperty}"`
+        : `${error.instancePath.slice(1) || "the file"} ${error.message ?? "is invalid"}`,
+    );
+    throw new UsageError(`invalid config file ${path}: ${problems.join("; ")}`);
+  }
+  const config = json as ServeConfig;
+  const base = dirname(resolve(path));
+  return {
+    ...config,
+    ...(config.tools === undefined ? {} : { tools: config.tools.map((tool) => resolve(base, tool)) }),
+    ...(config.hooks === undefined ? {} : { hooks: resolve(base, config.hooks) }),
+  };
+}
+
+/** The first SIGTERM or SIGINT; any later one ends in-flight batches at once. */
+function watchSignals(server: ToolpoolServer): { first: Promise<NodeJS.Signals>; dispose(): void } {
+  let resolveFirst!: (signal: NodeJS.Signals) => void;
+  const first = new Promise<NodeJS.Signals>((resolve) => (resolveFirst = resolve));
+  let count = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    count += 1;
+    if (count === 1) resolveFirst(signal);
+    else void server.close({ graceMs: 0 }).catch(() => {});
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  return {
+    first,
+    dispose: () => {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+    },
+  };
+}
+
+/** Runs `create`; the runtime's and the server's option errors are, seen from the command line, invalid input. */
+function inputErrors<T>(create: () => T): T {
+  try {
+    return create();
+  } catch (error) {
+    const isInputError =
+      error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
+    throw isInputError ? new UsageError(error.message, { cause: error }) : error;
+  }
+}
+
+function parsePort(value: string): number {
+  const port = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!(port >= 0 && port <= 65_535)) throw new InvalidArgumentError("Expected an integer from 0 to 65535.");
+  return port;
+}
+
+function parseMaxBody(value: string): number {
+  const bytes = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new InvalidArgumentError("Expected an integer >= 1.");
+  return bytes;
+}

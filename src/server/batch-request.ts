@@ -1,0 +1,71 @@
+/**
+ * The body of `POST /v1/batches`, its JSON Schema (Fastify validates it
+ * before the handler runs), and how the client asked to be answered.
+ *
+ * @module
+ */
+import type { ExecuteOptions } from "../runtime.js";
+import type { AssistantMessage, ToolExecutionMode } from "../types.js";
+
+/** What a client posts to `/v1/batches`. */
+export interface BatchRequestBody {
+  /** The assistant message whose tool calls form the batch. */
+  assistantMessage: AssistantMessage;
+  /** Handed to hooks as `context` (`systemPrompt`, `messages`). */
+  context?: ExecuteOptions["context"];
+  /** Must equal the runtime's mode when given: a runtime's mode is fixed when it is created. */
+  toolExecution?: ToolExecutionMode;
+}
+
+/**
+ * The body's schema. It checks what `executeToolCalls` would otherwise reject
+ * (`TP_ERR_INVALID_BATCH`), so that a client learns every problem at once in
+ * a 400; tool arguments are left to each tool's own validation, whose
+ * failures are error results as in pi.
+ */
+export const batchRequestSchema = {
+  type: "object",
+  required: ["assistantMessage"],
+  additionalProperties: false,
+  properties: {
+    assistantMessage: {
+      type: "object",
+      required: ["role", "content"],
+      properties: {
+        role: { const: "assistant" },
+        content: {
+          type: "array",
+          items: {
+            type: "object",
+            required: ["type"],
+            properties: { type: { type: "string" } },
+            if: { properties: { type: { const: "toolCall" } } },
+            then: {
+              required: ["id", "name"],
+              properties: { id: { type: "string" }, name: { type: "string" }, arguments: { type: "object" } },
+            },
+          },
+        },
+      },
+    },
+    context: {
+      type: "object",
+      properties: { systemPrompt: { type: "string" }, messages: { type: "array" } },
+    },
+    toolExecution: { enum: ["parallel", "sequential"] },
+  },
+} as const;
+
+/** How the outcome goes back: a Server-Sent Events stream, or one JSON body. */
+export type ResponseMode = "sse" | "json";
+
+/**
+ * `json` when the client accepts `application/json` and not
+ * `text/event-stream`; the event stream otherwise (also for no `Accept`
+ * header or `*\/*`), since it carries the outcome too.
+ */
+export function chooseResponseMode(accept: string | undefined): ResponseMode {
+  if (accept === undefined) return "sse";
+  const types = accept.split(",").map((part) => part.split(";")[0]!.trim().toLowerCase());
+  return types.includes("application/json") && !types.includes("text/event-stream") ? "json" : "sse";
+}

@@ -1,0 +1,110 @@
+/**
+ * `POST /v1/batches`: runs one batch and answers with its events as
+ * Server-Sent Events, or with its outcome as one JSON body.
+ *
+ * @module
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+import { ToolpoolError } from "../errors.js";
+import type { BatchEvent } from "../events.js";
+import type { Runtime } from "../runtime.js";
+import { batchRequestSchema, chooseResponseMode, type BatchRequestBody } from "./batch-request.js";
+import { sendError } from "./http-errors.js";
+import type { InFlightBatches } from "./in-flight-batches.js";
+import { toJsonText } from "./json-text.js";
+import type { ResolvedServerOptions } from "./server-options.js";
+import { SseStream } from "./sse-stream.js";
+
+/** What the batch route needs from its server. */
+export interface BatchRouteContext {
+  readonly runtime: Runtime;
+  readonly options: ResolvedServerOptions;
+  readonly batches: InFlightBatches;
+  /** True once the server is shutting down: no batch may start then. */
+  isDraining(): boolean;
+}
+
+/** Adds `POST /v1/batches` to `app`. */
+export function addBatchRoute(app: FastifyInstance, context: BatchRouteContext): void {
+  app.post<{ Body: BatchRequestBody }>("/v1/batches", { schema: { body: batchRequestSchema } }, (request, reply) =>
+    runBatch(request, reply, context),
+  );
+}
+
+async function runBatch(
+  request: FastifyRequest<{ Body: BatchRequestBody }>,
+  reply: FastifyReply,
+  { runtime, options, batches, isDraining }: BatchRouteContext,
+): Promise<FastifyReply | undefined> {
+  const { assistantMessage, context, toolExecution } = request.body;
+  if (toolExecution !== undefined && toolExecution !== runtime.options.toolExecution) {
+    return sendError(
+      reply,
+      400,
+      "TP_ERR_INVALID_BATCH",
+      `This server runs every batch in "${runtime.options.toolExecution}" mode (its runtime's toolExecution); ` +
+        `got toolExecution "${toolExecution}". Leave it out, or use a server started in that mode.`,
+    );
+  }
+  // Checked here as well as in the onRequest hook: a shutdown may have begun
+  // while the body arrived, and the check and `track` below happen in one
+  // synchronous step, so no batch can slip past a shutdown's wait.
+  if (isDraining()) return sendDraining(reply);
+  if (isQueueFull(runtime)) {
+    reply.header("retry-after", String(options.retryAfterSeconds));
+    return sendError(
+      reply,
+      429,
+      "TP_ERR_QUEUE_FULL",
+      `The pool's queue is full (maxQueue ${runtime.options.pool.maxQueue}); retry later`,
+    );
+  }
+  const batch = batches.track(reply.raw);
+  const mode = chooseResponseMode(request.headers.accept);
+  const stream = mode === "sse" ? new SseStream(reply) : undefined;
+  try {
+    const outcome = await runtime.executeToolCalls(assistantMessage, {
+      ...(context === undefined ? {} : { context }),
+      signal: batch.signal,
+      ...(stream === undefined ? {} : { emit: (event: BatchEvent) => stream.send(event.type, event) }),
+    });
+    batch.settle();
+    if (stream === undefined) {
+      return reply.type("application/json; charset=utf-8").send(toJsonText(outcome));
+    }
+    await stream.send("batch_end", { type: "batch_end", messages: outcome.messages, terminate: outcome.terminate });
+    await stream.end();
+    return reply;
+  } catch (error) {
+    batch.settle();
+    // Before the stream opened, Fastify's error handler answers (400, 503, …).
+    if (stream === undefined || !stream.isOpen) throw error;
+    // Afterwards only a frame can say so. The runtime rejects only for misuse
+    // or a throwing `emit`, and this `emit` never throws, so this is a bug.
+    request.log.error({ err: error }, "toolpool server: batch failed after its stream opened");
+    const code = error instanceof ToolpoolError ? error.code : undefined;
+    await stream.send("error", { type: "error", ...(code === undefined ? {} : { code }), message: "The batch failed" });
+    await stream.end();
+    return reply;
+  }
+}
+
+/** 503 with `Connection: close`, so that clients go to another instance. */
+export function sendDraining(reply: FastifyReply): FastifyReply {
+  reply.header("connection", "close");
+  return sendError(reply, 503, "TP_ERR_CLOSED", "The server is shutting down");
+}
+
+/**
+ * Whether the pool would refuse the next worker call: every thread busy and
+ * `maxQueue` calls waiting (the pool's own rule). A batch that passes may
+ * still see some calls refused when others arrive at the same time; those
+ * become ordinary `TP_ERR_QUEUE_FULL` error results inside it.
+ */
+function isQueueFull(runtime: Runtime): boolean {
+  const stats = runtime.poolStats;
+  const { maxQueue, maxThreads } = runtime.options.pool;
+  if (stats === undefined || maxQueue === undefined) return false;
+  return stats.running + stats.queued >= maxThreads + maxQueue;
+}

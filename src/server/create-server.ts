@@ -1,0 +1,188 @@
+/**
+ * `createServer(runtime, options)`: an HTTP server (Fastify) in front of a
+ * runtime, with graceful shutdown.
+ *
+ * @module
+ */
+import type { AddressInfo } from "node:net";
+import { isIP } from "node:net";
+
+import { fastify, type FastifyInstance } from "fastify";
+
+import { describeValue, ToolpoolError } from "../errors.js";
+import { Runtime } from "../runtime.js";
+import { BearerAuth } from "./bearer-auth.js";
+import { addBatchRoute, sendDraining } from "./batch-route.js";
+import { handleError, sendError } from "./http-errors.js";
+import { InFlightBatches } from "./in-flight-batches.js";
+import { addInfoRoutes } from "./info-routes.js";
+import { ServerMetrics } from "./server-metrics.js";
+import { SocketTracker } from "./socket-tracker.js";
+import { MAX_TIMER_MS, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+
+// The public types of the server, re-exported so that the package index names one module.
+export type { BatchRequestBody } from "./batch-request.js";
+export type { ErrorBody } from "./http-errors.js";
+export type { ToolsResponse } from "./info-routes.js";
+export type { ResolvedServerOptions, ServerOptions } from "./server-options.js";
+
+/** Options of {@link ToolpoolServer.close}. */
+export interface CloseServerOptions {
+  /**
+   * Milliseconds in-flight batches may take to finish before they are
+   * aborted. A second `close` with a shorter grace shortens the wait.
+   * @default the server's `shutdownGraceMs` (10000)
+   */
+  graceMs?: number;
+}
+
+/**
+ * An HTTP server in front of a runtime. Create it with {@link createServer},
+ * start it with `listen()`, stop it with `close()`.
+ *
+ * Every batch of the server runs in its runtime's `toolExecution` mode: a
+ * runtime's mode is fixed when it is created, so a request that asks for the
+ * other one is answered 400.
+ */
+export class ToolpoolServer {
+  readonly #app: FastifyInstance;
+  readonly #runtime: Runtime;
+  readonly #options: ResolvedServerOptions;
+  readonly #batches: InFlightBatches;
+  readonly #metrics: ServerMetrics;
+  readonly #sockets: SocketTracker;
+  readonly #graceTimers: unknown[] = [];
+  #isDraining = false;
+  #closing: Promise<void> | undefined;
+  #url: string | undefined;
+
+  constructor(runtime: Runtime, options?: ServerOptions) {
+    if (!(runtime instanceof Runtime) || runtime.isClosed) {
+      throw new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`runtime\` to be an open Runtime, got ${describeValue(runtime)}`);
+    }
+    this.#runtime = runtime;
+    this.#options = resolveServerOptions(options);
+    this.#batches = new InFlightBatches(runtime.options.clock, this.#options.requestTimeoutMs);
+    this.#metrics = new ServerMetrics(runtime, () => this.#batches.size);
+    this.#app = fastify({
+      logger: false,
+      bodyLimit: this.#options.maxBodyBytes,
+      requestTimeout: this.#options.requestTimeoutMs,
+      // Report every problem of a body at once, and never alter it: Fastify's
+      // defaults coerce types and drop unknown properties silently.
+      ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
+    });
+    this.#sockets = new SocketTracker(this.#app.server);
+    this.#app.setErrorHandler(handleError);
+    this.#app.setNotFoundHandler((request, reply) =>
+      sendError(reply, 404, "FST_ERR_NOT_FOUND", `Route ${request.method}:${request.url} not found`),
+    );
+    const auth = this.#options.token === undefined ? undefined : new BearerAuth(this.#options.token);
+    this.#app.addHook("onRequest", async (request, reply) => {
+      if (this.#isDraining) return sendDraining(reply);
+      // Health checks come from load balancers, which hold no token.
+      if (auth !== undefined && request.routeOptions.url !== "/healthz" && !auth.isAuthorized(request.headers.authorization)) {
+        reply.header("www-authenticate", 'Bearer realm="toolpool"');
+        return sendError(reply, 401, "TP_ERR_UNAUTHORIZED", "Missing or invalid bearer token (Authorization: Bearer TOKEN)");
+      }
+      return undefined;
+    });
+    addBatchRoute(this.#app, {
+      runtime,
+      options: this.#options,
+      batches: this.#batches,
+      isDraining: () => this.#isDraining,
+    });
+    addInfoRoutes(this.#app, { runtime, metrics: this.#metrics });
+  }
+
+  /** The Fastify instance, for `inject()` or extra routes (add them before `listen()`). */
+  get fastify(): FastifyInstance {
+    return this.#app;
+  }
+
+  /** The validated options, defaults applied; frozen. */
+  get options(): ResolvedServerOptions {
+    return this.#options;
+  }
+
+  /** `http://HOST:PORT` once listening (the real port when `port` is 0). */
+  get url(): string | undefined {
+    return this.#url;
+  }
+
+  /** Whether `close()` has been called: new requests are answered 503. */
+  get isDraining(): boolean {
+    return this.#isDraining;
+  }
+
+  /** Starts listening on `host` and `port`; resolves to the server's URL. */
+  async listen(): Promise<string> {
+    if (this.#closing !== undefined) throw new ToolpoolError("TP_ERR_CLOSED", "listen() was called after close()");
+    await this.#app.listen({ host: this.#options.host, port: this.#options.port });
+    const address = this.#app.server.address() as AddressInfo;
+    // A name (`localhost`) may be bound to several addresses: show it as given.
+    const host = isIP(this.#options.host) === 0 ? this.#options.host : address.address;
+    this.#url = `http://${isIP(host) === 6 ? `[${host}]` : host}:${address.port}`;
+    return this.#url;
+  }
+
+  /**
+   * Shuts down gracefully: new requests are answered 503 with
+   * `Connection: close` at once; in-flight batches get `graceMs` to finish,
+   * then are aborted (their calls end with error results — a call that
+   * ignores the abort is terminated after the runtime's `abortGraceMs`);
+   * every stream still ends with its `batch_end`. Then the HTTP server
+   * closes, then the runtime. Idempotent; resolves when all is closed.
+   */
+  close(options: CloseServerOptions = {}): Promise<void> {
+    const graceMs = options.graceMs ?? this.#options.shutdownGraceMs;
+    if (typeof graceMs !== "number" || !Number.isInteger(graceMs) || graceMs < 0 || graceMs > MAX_TIMER_MS) {
+      return Promise.reject(
+        new ToolpoolError(
+          "TP_ERR_INVALID_OPTION",
+          `Expected \`graceMs\` to be an integer from 0 to ${MAX_TIMER_MS}, got ${describeValue(graceMs)}`,
+        ),
+      );
+    }
+    this.#isDraining = true;
+    const clock = this.#runtime.options.clock;
+    const reason = new DOMException("The server is shutting down", "AbortError");
+    this.#graceTimers.push(clock.setTimeout(() => this.#batches.abortAll(reason), graceMs));
+    this.#closing ??= this.#shutDown();
+    return this.#closing;
+  }
+
+  async #shutDown(): Promise<void> {
+    await this.#batches.whenIdle();
+    const clock = this.#runtime.options.clock;
+    for (const timer of this.#graceTimers.splice(0)) clock.clearTimeout(timer);
+    try {
+      const closed = this.#app.close();
+      this.#sockets.closeIdle();
+      await closed;
+    } finally {
+      this.#metrics.dispose();
+      await this.#runtime.close();
+    }
+  }
+}
+
+/**
+ * Creates an HTTP server for `runtime` (not yet listening). From then on the
+ * server owns the runtime: its `close()` closes the runtime last. Throws
+ * `TP_ERR_INVALID_OPTION` for invalid options, and when `host` is not a
+ * loopback address and no `token` is set.
+ *
+ * @example
+ * ```ts
+ * import { builtinTools, createRuntime, createServer } from "toolpool";
+ *
+ * const server = createServer(createRuntime({ tools: builtinTools() }), { port: 0 });
+ * console.log(`listening on ${await server.listen()}`);
+ * process.once("SIGTERM", () => void server.close());
+ * ```
+ */
+export function createServer(runtime: Runtime, options?: ServerOptions): ToolpoolServer {
+  return new ToolpoolServer(runtime, options);
+}

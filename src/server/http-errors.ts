@@ -1,0 +1,93 @@
+/**
+ * The server's error answers: one JSON shape for all of them, and the
+ * mapping of Fastify's and the runtime's errors onto HTTP statuses.
+ *
+ * @module
+ */
+import { STATUS_CODES } from "node:http";
+
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+
+import { ToolpoolError } from "../errors.js";
+
+/** One failing part of a request body, as ajv reports it. */
+export interface RequestBodyError {
+  /** JSON Pointer into the body (`""` is the body itself). */
+  path: string;
+  /** What is wrong there. */
+  message: string;
+}
+
+/**
+ * The body of every error answer. `code` is stable: a toolpool code
+ * (`TP_ERR_INVALID_BATCH` for a 400, `TP_ERR_QUEUE_FULL` for a 429,
+ * `TP_ERR_CLOSED` for a 503, `TP_ERR_UNAUTHORIZED` for a 401), and
+ * Fastify's own for the errors Fastify raises (`FST_ERR_CTP_BODY_TOO_LARGE`
+ * for a 413).
+ */
+export interface ErrorBody {
+  statusCode: number;
+  error: string;
+  code?: string;
+  message: string;
+  /** Every problem of an invalid body (400). */
+  errors?: RequestBodyError[];
+}
+
+/** Answers `statusCode` with an {@link ErrorBody}. */
+export function sendError(
+  reply: FastifyReply,
+  statusCode: number,
+  code: string | undefined,
+  message: string,
+  errors?: RequestBodyError[],
+): FastifyReply {
+  const body: ErrorBody = {
+    statusCode,
+    error: STATUS_CODES[statusCode] ?? "Error",
+    ...(code === undefined ? {} : { code }),
+    message,
+    ...(errors === undefined ? {} : { errors }),
+  };
+  return reply.code(statusCode).type("application/json; charset=utf-8").send(body);
+}
+
+/**
+ * Fastify's error handler: an invalid body is a 400 listing every problem;
+ * the runtime's misuse errors map to 400 (`TP_ERR_INVALID_BATCH`) or 503
+ * (`TP_ERR_CLOSED`); Fastify's client errors (413, 415, 408, …) keep their
+ * status and code; anything else is a 500 that reveals nothing.
+ */
+export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error.validation !== undefined) {
+    // An `if`/`then` failure is also reported as the `then` branch's own
+    // errors; the extra "must match \"then\" schema" line says nothing more.
+    const errors = error.validation.filter((issue) => issue.keyword !== "if").map((issue) => ({
+      path: issue.instancePath,
+      message: describeIssue(issue),
+    }));
+    const summary = errors.map((issue) => `${issue.path || "body"} ${issue.message}`).join("; ");
+    return sendError(reply, 400, "TP_ERR_INVALID_BATCH", `Invalid request body: ${summary}`, errors);
+  }
+  if (error instanceof ToolpoolError) {
+    if (error.code === "TP_ERR_INVALID_BATCH") return sendError(reply, 400, error.code, error.message);
+    if (error.code === "TP_ERR_CLOSED") return sendError(reply, 503, error.code, error.message);
+  }
+  const status = error.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return sendError(reply, status, error.code, error.message);
+  }
+  request.log.error({ err: error }, "toolpool server: request failed");
+  return sendError(reply, 500, undefined, "Internal server error");
+}
+
+/** ajv's message, plus the value it expected where that helps (`const`, `enum`, extra properties). */
+function describeIssue(issue: NonNullable<FastifyError["validation"]>[number]): string {
+  const params = issue.params as Record<string, unknown>;
+  if (issue.keyword === "const") return `must be ${JSON.stringify(params.allowedValue)}`;
+  if (issue.keyword === "enum") {
+    return `must be one of ${(params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(", ")}`;
+  }
+  if (issue.keyword === "additionalProperties") return `must not have property "${String(params.additionalProperty)}"`;
+  return issue.message ?? "is invalid";
+}

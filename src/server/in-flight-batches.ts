@@ -1,0 +1,99 @@
+/**
+ * The batches a server is answering, with what may end them early: the
+ * client going away, the request deadline, the server shutting down.
+ *
+ * @module
+ */
+import type { ServerResponse } from "node:http";
+
+import type { Clock } from "../clock.js";
+
+/** One tracked batch, as the route that runs it sees it. */
+export interface TrackedBatch {
+  /** Hand it to `executeToolCalls`: it aborts the batch for any of the reasons above. */
+  readonly signal: AbortSignal;
+  /**
+   * The batch's outcome is known (or it failed): a later disconnect or
+   * deadline no longer aborts it. The entry stays tracked until its response
+   * has closed too, so that a shutdown waits for the last bytes to go out.
+   */
+  settle(): void;
+}
+
+interface Entry {
+  readonly controller: AbortController;
+  isSettled: boolean;
+}
+
+/**
+ * Tracks in-flight batches for graceful shutdown. Time comes from the
+ * runtime's clock, so that tests drive deadlines without sleeping.
+ */
+export class InFlightBatches {
+  readonly #clock: Clock;
+  readonly #timeoutMs: number;
+  readonly #entries = new Set<Entry>();
+  readonly #idleWaiters: (() => void)[] = [];
+
+  /** @param timeoutMs Deadline of each batch, from `track`. */
+  constructor(clock: Clock, timeoutMs: number) {
+    this.#clock = clock;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** How many batches are tracked. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Starts tracking a batch answered on `response`. */
+  track(response: ServerResponse): TrackedBatch {
+    const entry: Entry = { controller: new AbortController(), isSettled: false };
+    this.#entries.add(entry);
+    const abort = (reason: DOMException): void => {
+      if (!entry.isSettled) entry.controller.abort(reason);
+    };
+    const timer = this.#clock.setTimeout(
+      () => abort(new DOMException(`The request ran past its ${this.#timeoutMs} ms deadline`, "TimeoutError")),
+      this.#timeoutMs,
+    );
+    let markSettled!: () => void;
+    const settled = new Promise<void>((resolve) => (markSettled = resolve));
+    // `close` comes both when the response is done and when the client goes
+    // away first; only the second finds the batch unsettled.
+    const closed = new Promise<void>((resolve) => {
+      response.once("close", () => {
+        abort(new DOMException("The client disconnected", "AbortError"));
+        resolve();
+      });
+      if (response.destroyed) {
+        abort(new DOMException("The client disconnected", "AbortError"));
+        resolve();
+      }
+    });
+    void Promise.all([settled, closed]).then(() => {
+      this.#entries.delete(entry);
+      if (this.#entries.size === 0) this.#idleWaiters.splice(0).forEach((wake) => wake());
+    });
+    return {
+      signal: entry.controller.signal,
+      settle: () => {
+        if (entry.isSettled) return;
+        entry.isSettled = true;
+        this.#clock.clearTimeout(timer);
+        markSettled();
+      },
+    };
+  }
+
+  /** Aborts every batch still running; each still ends with its results. */
+  abortAll(reason: unknown): void {
+    for (const entry of this.#entries) if (!entry.isSettled) entry.controller.abort(reason);
+  }
+
+  /** Resolves once no batch is tracked. */
+  whenIdle(): Promise<void> {
+    if (this.#entries.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * The server's Prometheus metrics (prom-client), on a registry of its own so
+ * that two servers in one process, or the host application's metrics, never
+ * collide.
+ *
+ * @module
+ */
+import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
+
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+import { errorCodes } from "../errors.js";
+import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
+import type { Runtime } from "../runtime.js";
+
+/** The `tool` label of a call to a tool the runtime does not have: model-chosen names must not grow the label set without bound. */
+export const UNKNOWN_TOOL_LABEL = "(unknown)";
+
+/** Sampling interval of the event-loop delay, in milliseconds. */
+const EVENT_LOOP_RESOLUTION_MS = 10;
+
+const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/**
+ * Collects the pool's state on each scrape, and counts and times tool calls
+ * through the runtime's events (`meta.batchId` tells calls of concurrent
+ * batches apart). Every batch of the runtime is counted, also those that do
+ * not come through the server.
+ */
+export class ServerMetrics {
+  readonly #registry = new Registry();
+  readonly #runtime: Runtime;
+  readonly #toolNames: ReadonlySet<string>;
+  readonly #startedAt = new Map<string, number>();
+  readonly #eventLoopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
+  readonly #calls: Counter<"tool" | "outcome">;
+  readonly #durations: Histogram<"tool">;
+
+  /** @param countBatches The server's in-flight batches, read on each scrape. */
+  constructor(runtime: Runtime, countBatches: () => number) {
+    this.#runtime = runtime;
+    this.#toolNames = new Set(runtime.agentTools().map((tool) => tool.name));
+    const registers = [this.#registry];
+    const stats = (): Runtime["poolStats"] => runtime.poolStats;
+    new Gauge({
+      name: "toolpool_pool_threads",
+      help: "Worker threads alive in the pool.",
+      registers,
+      collect() {
+        this.set(stats()?.threads ?? 0);
+      },
+    });
+    new Gauge({
+      name: "toolpool_pool_utilization",
+      help: "Share of the pool's capacity spent running calls since it started (0..1).",
+      registers,
+      collect() {
+        this.set(stats()?.utilization ?? 0);
+      },
+    });
+    new Gauge({
+      name: "toolpool_pool_queue_depth",
+      help: "Worker calls waiting for a thread.",
+      registers,
+      collect() {
+        this.set(stats()?.queued ?? 0);
+      },
+    });
+    new Gauge({
+      name: "toolpool_pool_running",
+      help: "Worker calls running on a thread.",
+      registers,
+      collect() {
+        this.set(stats()?.running ?? 0);
+      },
+    });
+    new Gauge({
+      name: "toolpool_batches_in_flight",
+      help: "Batches the server is answering.",
+      registers,
+      collect() {
+        this.set(countBatches());
+      },
+    });
+    const eventLoopDelay = this.#eventLoopDelay;
+    new Gauge({
+      name: "toolpool_event_loop_delay_seconds",
+      help: "Event loop delay of the server's thread since the previous scrape; quantile 1 is the maximum.",
+      labelNames: ["quantile"] as const,
+      registers,
+      collect() {
+        // An empty histogram reports its initial extremes, not zero. Node
+        // records the whole time between two samples, the sampling interval
+        // included, so an idle loop would read 10 ms: take the interval off.
+        const hasSamples = eventLoopDelay.count > 0;
+        const seconds = (nanoseconds: number): number =>
+          hasSamples ? Math.max(0, nanoseconds - EVENT_LOOP_RESOLUTION_MS * 1e6) / 1e9 : 0;
+        this.set({ quantile: "0.5" }, seconds(eventLoopDelay.percentile(50)));
+        this.set({ quantile: "0.99" }, seconds(eventLoopDelay.percentile(99)));
+        this.set({ quantile: "1" }, seconds(eventLoopDelay.max));
+        eventLoopDelay.reset();
+      },
+    });
+    this.#calls = new Counter({
+      name: "toolpool_tool_calls_total",
+      help: "Tool calls ended, by tool and outcome: ok, error, or the lower-cased toolpool code of a fault (tp_err_timeout, ...).",
+      labelNames: ["tool", "outcome"] as const,
+      registers,
+    });
+    this.#durations = new Histogram({
+      name: "toolpool_tool_call_duration_seconds",
+      help: "Time from a call's tool_execution_start to its tool_execution_end event (queueing and hooks included).",
+      labelNames: ["tool"] as const,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#eventLoopDelay.enable();
+    runtime.on("tool_execution_start", this.#onStart);
+    runtime.on("tool_execution_end", this.#onEnd);
+  }
+
+  /** The content type of {@link ServerMetrics.render}'s text. */
+  get contentType(): string {
+    return this.#registry.contentType;
+  }
+
+  /** The metrics in Prometheus' text format. */
+  render(): Promise<string> {
+    return this.#registry.metrics();
+  }
+
+  /** Stops listening to the runtime and sampling the event loop. */
+  dispose(): void {
+    this.#runtime.off("tool_execution_start", this.#onStart);
+    this.#runtime.off("tool_execution_end", this.#onEnd);
+    this.#eventLoopDelay.disable();
+    this.#startedAt.clear();
+  }
+
+  readonly #onStart = (event: ToolExecutionStartEvent, meta: EventMeta): void => {
+    this.#startedAt.set(callKey(event.toolCallId, meta), this.#runtime.options.clock.now());
+  };
+
+  readonly #onEnd = (event: ToolExecutionEndEvent, meta: EventMeta): void => {
+    const tool = this.#toolNames.has(event.toolName) ? event.toolName : UNKNOWN_TOOL_LABEL;
+    this.#calls.inc({ tool, outcome: outcomeOf(event) });
+    const key = callKey(event.toolCallId, meta);
+    const startedAt = this.#startedAt.get(key);
+    if (startedAt === undefined) return;
+    this.#startedAt.delete(key);
+    this.#durations.observe({ tool }, Math.max(0, this.#runtime.options.clock.now() - startedAt) / 1000);
+  };
+}
+
+function callKey(toolCallId: string, meta: EventMeta): string {
+  return `${meta.batchId}\u0000${toolCallId}`;
+}
+
+/** `ok`, `error`, or a toolpool fault's code in lower case; a tool's own codes count as `error`, to bound the label set. */
+function outcomeOf(event: ToolExecutionEndEvent): string {
+  if (!event.isError) return "ok";
+  const code = (event.result.details as { code?: unknown } | null | undefined)?.code;
+  return typeof code === "string" && Object.hasOwn(errorCodes, code) ? code.toLowerCase() : "error";
+}

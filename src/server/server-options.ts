@@ -1,0 +1,169 @@
+/**
+ * The options of {@link createServer}: validated once against a JSON Schema,
+ * defaults applied from the schema, frozen.
+ *
+ * @module
+ */
+import { BlockList, isIP } from "node:net";
+
+import { Ajv, type ErrorObject } from "ajv";
+
+import { describeValue, ToolpoolError } from "../errors.js";
+
+/** Options of `createServer`. */
+export interface ServerOptions {
+  /**
+   * The address to listen on. Anything but a loopback address (`127.0.0.0/8`,
+   * `::1`, `localhost`) requires a `token`.
+   * @default "127.0.0.1"
+   */
+  host?: string;
+  /**
+   * The TCP port to listen on; `0` picks a free one (read it from `listen()`'s URL).
+   * @default 8080
+   */
+  port?: number;
+  /**
+   * Bearer token every request but `GET /healthz` must present
+   * (`Authorization: Bearer TOKEN`). Required when `host` is not loopback.
+   * @default undefined (no authentication, loopback only)
+   */
+  token?: string;
+  /**
+   * Largest request body accepted, in bytes; a larger one is answered 413.
+   * @default 1048576 (1 MiB)
+   */
+  maxBodyBytes?: number;
+  /**
+   * Most milliseconds one request may take: Node answers 408 when the request
+   * itself takes longer to arrive, and a batch still running at this deadline
+   * is aborted (its calls end with error results, which are still delivered).
+   * Counted on the runtime's clock from the batch's start.
+   * @default 300000 (5 minutes)
+   */
+  requestTimeoutMs?: number;
+  /**
+   * Milliseconds `close()` lets in-flight batches finish before it aborts
+   * them; `close({ graceMs })` overrides it per call.
+   * @default 10000
+   */
+  shutdownGraceMs?: number;
+  /**
+   * Seconds sent in the `Retry-After` header of a 429 (the pool's queue is full).
+   * @default 1
+   */
+  retryAfterSeconds?: number;
+}
+
+/** Server options after validation and defaults; frozen. */
+export interface ResolvedServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly token: string | undefined;
+  readonly maxBodyBytes: number;
+  readonly requestTimeoutMs: number;
+  readonly shutdownGraceMs: number;
+  readonly retryAfterSeconds: number;
+}
+
+/**
+ * The longest delay Node's timers honour: a longer one fires after 1 ms
+ * (`TimeoutOverflowWarning`), which would turn a long deadline into none.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+const optionsSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    host: { type: "string", minLength: 1, default: "127.0.0.1" },
+    port: { type: "integer", minimum: 0, maximum: 65_535, default: 8080 },
+    token: { type: "string", minLength: 1 },
+    maxBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
+    requestTimeoutMs: { type: "integer", minimum: 1, maximum: MAX_TIMER_MS, default: 300_000 },
+    shutdownGraceMs: { type: "integer", minimum: 0, maximum: MAX_TIMER_MS, default: 10_000 },
+    retryAfterSeconds: { type: "integer", minimum: 0, default: 1 },
+  },
+} as const;
+
+const validateOptions = new Ajv({ useDefaults: true, allErrors: false, strict: true }).compile(optionsSchema);
+
+/**
+ * Validates `createServer`'s options, applies defaults and freezes the result.
+ * Never mutates the caller's object. Throws `TP_ERR_INVALID_OPTION` naming
+ * the option, what was expected and what arrived — also when `host` is not
+ * loopback and no `token` is set.
+ */
+export function resolveServerOptions(options: ServerOptions | undefined): ResolvedServerOptions {
+  if (options === undefined) options = {};
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw invalidOption("options", "an object", options);
+  }
+  // Copied so that ajv's defaults never land in the caller's object; options
+  // that are `undefined` count as absent.
+  const data: Record<string, unknown> = Object.fromEntries(
+    Object.entries(options).filter(([, value]) => value !== undefined),
+  );
+  if (!validateOptions(data)) {
+    throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>);
+  }
+  const resolved = data as unknown as Omit<ResolvedServerOptions, "token"> & { token?: string };
+  if (resolved.token === undefined && !isLoopbackHost(resolved.host)) {
+    throw new ToolpoolError(
+      "TP_ERR_INVALID_OPTION",
+      `Expected \`token\` to be set when \`host\` is not a loopback address, got host ${describeValue(resolved.host)} and no token`,
+    );
+  }
+  return Object.freeze({
+    host: resolved.host,
+    port: resolved.port,
+    token: resolved.token,
+    maxBodyBytes: resolved.maxBodyBytes,
+    requestTimeoutMs: resolved.requestTimeoutMs,
+    shutdownGraceMs: resolved.shutdownGraceMs,
+    retryAfterSeconds: resolved.retryAfterSeconds,
+  });
+}
+
+/**
+ * Whether `host` names only this machine: `localhost`, `127.0.0.0/8`, `::1`
+ * (or `127.x` written as an IPv4-mapped IPv6 address). `0.0.0.0` and `::`
+ * listen on every interface, so they are not loopback.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
+  if (bare.toLowerCase() === "localhost") return true;
+  const family = isIP(bare);
+  return family !== 0 && loopback.check(bare, family === 4 ? "ipv4" : "ipv6");
+}
+
+/** Node's BlockList matches IPv4-mapped IPv6 addresses (`::ffff:127.0.0.1`) against IPv4 rules too. */
+const loopback = new BlockList();
+loopback.addSubnet("127.0.0.0", 8, "ipv4");
+loopback.addAddress("::1", "ipv6");
+
+function invalidOptionFromSchema(error: ErrorObject, original: Record<string, unknown>): ToolpoolError {
+  const name = error.instancePath.split("/").filter(Boolean).join(".");
+  if (error.keyword === "additionalProperties") {
+    const extra = (error.params as { additionalProperty: string }).additionalProperty;
+    return new ToolpoolError("TP_ERR_INVALID_OPTION", `Unknown server option \`${extra}\``);
+  }
+  const params = error.params as Record<string, unknown>;
+  const expected =
+    error.keyword === "type"
+      ? params.type === "integer"
+        ? "an integer"
+        : `a ${String(params.type)}`
+      : error.keyword === "minimum"
+        ? `a number >= ${String(params.limit)}`
+        : error.keyword === "maximum"
+          ? `a number <= ${String(params.limit)}`
+          : error.keyword === "minLength"
+            ? "a non-empty string"
+            : `a value that ${error.message ?? "is valid"}`;
+  return invalidOption(name, expected, original[name]);
+}
+
+function invalidOption(name: string, expected: string, received: unknown): ToolpoolError {
+  return new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be ${expected}, got ${describeValue(received)}`);
+}
