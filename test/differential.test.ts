@@ -131,6 +131,11 @@ const scenarios: Record<string, Scenario> = {
 
 const recordOnly = { beforeToolCall: () => undefined, afterToolCall: () => undefined };
 
+/** Scenarios whose outcome needs no hook and no observer: toolpool's lean path must give pi's messages. */
+const unobservable = Object.entries(scenarios).filter(
+  ([, scenario]) => !scenario.beforeToolCall && !scenario.afterToolCall && scenario.abortAfter === undefined,
+);
+
 describe("toolpool against pi 0.73.1", () => {
   const gates = new GateController();
   afterAll(() => gates.close());
@@ -146,6 +151,24 @@ describe("toolpool against pi 0.73.1", () => {
             const toolpool = await runScenario(withHooks, "toolpool", flavor, mode, gates);
             expect(toolpool).toEqual(pi);
             expect(toolpool.messages).toHaveLength(scenario.calls.length);
+          });
+        }
+      });
+    }
+  }
+
+  for (const flavor of ["inline", "worker"] satisfies Flavor[]) {
+    for (const mode of ["parallel", "sequential"] satisfies Mode[]) {
+      describe(`unobserved batches (no hook, no sink), ${flavor} tools, ${mode}`, () => {
+        for (const [name, scenario] of unobservable) {
+          it(name, async () => {
+            const pi = await runScenario(scenario, "pi", flavor, mode, gates);
+            const toolpool = await runScenario(scenario, "toolpool", flavor, mode, gates, false);
+            expect(toolpool.events).toEqual([]);
+            expect({ messages: toolpool.messages, terminate: toolpool.terminate }).toEqual({
+              messages: pi.messages,
+              terminate: pi.terminate,
+            });
           });
         }
       });

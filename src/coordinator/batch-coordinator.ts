@@ -11,7 +11,7 @@ import type {
 import type { WorkerPool } from "../workers/worker-pool.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
-import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
+import { prepareArguments, prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
 import {
   createErrorToolResult,
   createToolResultMessage,
@@ -76,7 +76,33 @@ export class BatchCoordinator {
     const toolCalls = assistantMessage.content.filter((block): block is ToolCall => block.type === "toolCall");
     const isSequential =
       toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
+    // With no hook and nobody listening, no user code but the tools runs and
+    // nothing is observable but the outcome: the lean path gives the same one.
+    if (!this.#hasHooks && !this.#scope.hasAudience()) return this.#runUnobserved(toolCalls, isSequential);
     return isSequential ? this.#runSequential(toolCalls) : this.#runParallel(toolCalls);
+  }
+
+  /** A batch nobody observes: the stages in pi's order, without events, hooks or mailbox. */
+  async #runUnobserved(toolCalls: ToolCall[], isSequential: boolean): Promise<BatchOutcome> {
+    let finalizedCalls: FinalizedCall[];
+    if (isSequential) {
+      finalizedCalls = [];
+      for (const toolCall of toolCalls) {
+        const preparation = prepareArguments(this.#scope, toolCall);
+        finalizedCalls.push(preparation.kind === "immediate" ? preparation : { toolCall, ...(await this.#execute(preparation)) });
+      }
+    } else {
+      // Every call is prepared before any executes, as in an observed batch.
+      const preparations = toolCalls.map((toolCall) => prepareArguments(this.#scope, toolCall));
+      finalizedCalls = await Promise.all(
+        preparations.map((preparation) =>
+          preparation.kind === "immediate"
+            ? preparation
+            : this.#execute(preparation).then((executed) => ({ toolCall: preparation.toolCall, ...executed })),
+        ),
+      );
+    }
+    return { messages: finalizedCalls.map(createToolResultMessage), terminate: shouldTerminateBatch(finalizedCalls) };
   }
 
   async #runSequential(toolCalls: ToolCall[]): Promise<BatchOutcome> {
@@ -173,7 +199,7 @@ export class BatchCoordinator {
         signal: this.#scope.signal,
         onUpdate,
       });
-      await Promise.all(deliveries);
+      if (deliveries.length > 0) await Promise.all(deliveries);
       return outcome.kind === "ok"
         ? { result: outcome.result, isError: false }
         : { result: createErrorToolResult(outcome.message, outcome.code), isError: true };

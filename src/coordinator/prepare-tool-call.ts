@@ -30,6 +30,24 @@ export interface PrepareScope {
  * immediate error result with the thrown message.
  */
 export async function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): Promise<Preparation> {
+  const preparation = prepareArguments(scope, toolCall);
+  if (preparation.kind === "immediate" || scope.beforeToolCall === undefined) return preparation;
+  try {
+    const decision = await scope.beforeToolCall(
+      { assistantMessage: scope.assistantMessage, toolCall, args: preparation.args, context: scope.context },
+      scope.signal,
+    );
+    return decision?.block ? immediate(toolCall, decision.reason || "Tool execution was blocked") : preparation;
+  } catch (error) {
+    return immediate(toolCall, describeThrown(error));
+  }
+}
+
+/**
+ * Stage 1 without the hook, synchronous: find the tool, apply its
+ * `prepareArguments`, validate with coercion. Never throws.
+ */
+export function prepareArguments(scope: Pick<PrepareScope, "registry">, toolCall: ToolCall): Preparation {
   const entry = scope.registry.get(toolCall.name);
   if (entry === undefined) {
     return immediate(toolCall, `Tool ${toolCall.name} not found`);
@@ -38,17 +56,7 @@ export async function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): 
     const { tool } = entry;
     // The shim's output is only validated: hooks and events keep the raw call.
     const rawArgs = tool.prepareArguments === undefined ? toolCall.arguments : tool.prepareArguments(toolCall.arguments);
-    const args = validateToolArguments(toolCall.name, tool.parameters, rawArgs);
-    if (scope.beforeToolCall !== undefined) {
-      const decision = await scope.beforeToolCall(
-        { assistantMessage: scope.assistantMessage, toolCall, args, context: scope.context },
-        scope.signal,
-      );
-      if (decision?.block) {
-        return immediate(toolCall, decision.reason || "Tool execution was blocked");
-      }
-    }
-    return { kind: "prepared", toolCall, entry, args };
+    return { kind: "prepared", toolCall, entry, args: validateToolArguments(toolCall.name, tool.parameters, rawArgs) };
   } catch (error) {
     return immediate(toolCall, describeThrown(error));
   }

@@ -28,34 +28,52 @@ const uncloneableKinds: [test: (value: object) => boolean, name: string][] = [
  * Walks a value as structured clone would, without copying it: finds what
  * cannot be cloned (functions, symbols, promises, weak collections), adds up
  * its size, and collects large array buffers to move. Stops at the first
- * uncloneable value.
+ * uncloneable value. An object reached twice (not a cycle) is counted twice:
+ * the size is an upper bound.
  */
 export function inspectResult(value: unknown): ResultInspection {
   const inspection: ResultInspection = { uncloneable: undefined, bytes: 0, transferables: [] };
-  const seen = new Set<object>();
-  const buffers = new Set<ArrayBuffer>();
+  // The objects on the current path (a cycle leads back to one of them) and
+  // the keys that lead there; the path's text is built only for an error.
+  // No Set or string per node: results are small trees, and this runs for
+  // every call.
+  const ancestors: object[] = [];
+  // A number is an index, a string a property name; "\0"-prefixed strings are shown as they are.
+  const keys: (string | number)[] = [];
+  const buffers = inspection.transferables;
+  const fail = (what: string): false => {
+    const path = keys.map((key) => (typeof key === "number" ? `[${key}]` : key.startsWith("\0") ? key.slice(1) : `.${key}`));
+    inspection.uncloneable = `${what} at result${path.join("")}`;
+    return false;
+  };
+  const addBuffer = (buffer: ArrayBuffer): void => {
+    if (!buffers.includes(buffer)) buffers.push(buffer);
+  };
+  const visitAt = (key: string | number, node: unknown): boolean => {
+    keys.push(key);
+    const isCloneable = visit(node);
+    keys.pop();
+    return isCloneable;
+  };
 
-  const visit = (node: unknown, path: string): boolean => {
+  const visit = (node: unknown): boolean => {
     switch (typeof node) {
       case "string":
         inspection.bytes += Buffer.byteLength(node, "utf8");
         return true;
       case "function":
-        inspection.uncloneable = `a function at ${path}`;
-        return false;
+        return fail("a function");
       case "symbol":
-        inspection.uncloneable = `a symbol at ${path}`;
-        return false;
+        return fail("a symbol");
       case "object":
         break;
       default:
         return true;
     }
-    if (node === null || seen.has(node)) return true;
-    seen.add(node);
+    if (node === null || ancestors.includes(node)) return true;
     if (node instanceof ArrayBuffer) {
       inspection.bytes += node.byteLength;
-      if (node.byteLength >= transferThresholdBytes) buffers.add(node);
+      if (node.byteLength >= transferThresholdBytes) addBuffer(node);
       return true;
     }
     if (ArrayBuffer.isView(node)) {
@@ -63,38 +81,41 @@ export function inspectResult(value: unknown): ResultInspection {
       // A view is moved with its whole buffer; only a view that spans it
       // exactly is worth (and safe) to move.
       if (node.buffer instanceof ArrayBuffer && node.byteLength >= transferThresholdBytes && node.byteLength === node.buffer.byteLength) {
-        buffers.add(node.buffer);
+        addBuffer(node.buffer);
       }
       return true;
     }
     for (const [isKind, name] of uncloneableKinds) {
-      if (isKind(node)) {
-        inspection.uncloneable = `${name} at ${path}`;
-        return false;
-      }
+      if (isKind(node)) return fail(name);
     }
+    ancestors.push(node);
+    const isCloneable = visitChildren(node);
+    ancestors.pop();
+    return isCloneable;
+  };
+
+  const visitChildren = (node: object): boolean => {
     if (node instanceof Map) {
       for (const [key, entry] of node) {
-        if (!visit(key, `${path}.<key>`) || !visit(entry, `${path}.get(${String(key)})`)) return false;
+        if (!visitAt("\0.<key>", key) || !visitAt(`\0.get(${String(key)})`, entry)) return false;
       }
       return true;
     }
     if (node instanceof Set) {
-      for (const entry of node) if (!visit(entry, `${path}.<entry>`)) return false;
+      for (const entry of node) if (!visitAt("\0.<entry>", entry)) return false;
       return true;
     }
     if (Array.isArray(node)) {
-      for (let index = 0; index < node.length; index++) if (!visit(node[index], `${path}[${index}]`)) return false;
+      for (let index = 0; index < node.length; index++) if (!visitAt(index, node[index])) return false;
       return true;
     }
     // Plain objects, class instances (cloned as plain objects), errors, dates.
     for (const key of Object.keys(node)) {
-      if (!visit((node as Record<string, unknown>)[key], `${path}.${key}`)) return false;
+      if (!visitAt(key, (node as Record<string, unknown>)[key])) return false;
     }
     return true;
   };
 
-  visit(value, "result");
-  inspection.transferables = [...buffers];
+  visit(value);
   return inspection;
 }

@@ -106,6 +106,11 @@ export async function runScenario(
   flavor: Flavor,
   mode: Mode,
   gates: GateController,
+  /**
+   * With false, toolpool runs the batch with no hook and no event sink (its
+   * lean path); only its messages and terminate flag are then comparable.
+   */
+  isObserved = true,
 ): Promise<Trace> {
   gates.reset();
   // Every call of a scripted tool waits at a gate named after it, so the test
@@ -152,7 +157,15 @@ export async function runScenario(
   // Resolves true once the call waits at its gate, false if it ended without waiting (not found, invalid, blocked).
   const settles = (id: string) =>
     Promise.race([gates.whenWaiting(prefix + id).then(() => true), ended.get(id)!.promise.then(() => false)]);
+  const batchDone = deferred();
+  const driveUnobserved = async () => {
+    // Nothing tells when a call ends: open each gate as soon as its call
+    // waits; the messages come in call order whatever the completion order.
+    const done = batchDone.promise;
+    await Promise.all(order.map((id) => Promise.race([gates.whenWaiting(prefix + id).then(() => gates.open(prefix + id)), done])));
+  };
   const drive = (async () => {
+    if (!isObserved) return driveUnobserved();
     for (const [index, id] of order.entries()) {
       if (!(await settles(id))) continue;
       gates.open(prefix + id);
@@ -185,20 +198,22 @@ export async function runScenario(
     const runtime = createRuntime({
       tools: scriptedTools(flavor),
       toolExecution: mode,
-      ...(beforeToolCall ? { beforeToolCall } : {}),
-      ...(afterToolCall ? { afterToolCall } : {}),
+      ...(beforeToolCall && isObserved ? { beforeToolCall } : {}),
+      ...(afterToolCall && isObserved ? { afterToolCall } : {}),
       pool: { maxThreads: 4, minThreads: 1 },
     });
     try {
       outcome = await runtime.executeToolCalls(assistantMessage, {
         context: { systemPrompt, messages: [...history, assistantMessage] },
         signal: controller.signal,
-        emit,
+        ...(isObserved ? { emit } : {}),
       });
     } finally {
+      batchDone.resolve();
       await runtime.close();
     }
   }
+  batchDone.resolve();
   await drive;
   return {
     // After an abort, the calls it stops end in a race between threads: their
