@@ -226,7 +226,12 @@ function copyData<T>(value: T, name: string): T {
   }
 }
 
-function invalidOptionFromSchema(error: ErrorObject, original: Record<string, unknown>): ToolpoolError {
+/**
+ * The `TP_ERR_INVALID_OPTION` error for ajv's first error on an options
+ * object: names the option (dotted), what was expected and what arrived.
+ * `kind` names the options in the message of an unknown one.
+ */
+export function invalidOptionFromSchema(error: ErrorObject, original: Record<string, unknown>, kind = "option"): ToolpoolError {
   const segments = error.instancePath.split("/").filter(Boolean);
   let received: unknown = original;
   for (const segment of segments) received = (received as Record<string, unknown> | undefined)?.[segment];
@@ -234,7 +239,7 @@ function invalidOptionFromSchema(error: ErrorObject, original: Record<string, un
   if (error.keyword === "additionalProperties") {
     const extra = (error.params as { additionalProperty: string }).additionalProperty;
     const name = path ? `${path}.${extra}` : extra;
-    return new ToolpoolError("TP_ERR_INVALID_OPTION", `Unknown option \`${name}\``);
+    return new ToolpoolError("TP_ERR_INVALID_OPTION", `Unknown ${kind} \`${name}\``);
   }
   const expected =
     error.keyword === "enum"
@@ -254,11 +259,14 @@ function describeSchemaExpectation(error: ErrorObject): string {
       return `a number <= ${String(params.limit)}`;
     case "exclusiveMinimum":
       return `a number > ${String(params.limit)}`;
+    case "minLength":
+      return params.limit === 1 ? "a non-empty string" : `a string of at least ${String(params.limit)} characters`;
     default:
       return `a value that ${error.message ?? "is valid"}`;
   }
 }
 
-function invalidOption(name: string, expected: string, received: unknown): ToolpoolError {
+/** The `TP_ERR_INVALID_OPTION` error: ``Expected `name` to be EXPECTED, got `value` (type)``. */
+export function invalidOption(name: string, expected: string, received: unknown): ToolpoolError {
   return new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be ${expected}, got ${describeValue(received)}`);
 }

@@ -18,7 +18,8 @@ import { InFlightBatches } from "./in-flight-batches.js";
 import { addInfoRoutes } from "./info-routes.js";
 import { ServerMetrics } from "./server-metrics.js";
 import { SocketTracker } from "./socket-tracker.js";
-import { MAX_TIMER_MS, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+import { maxTimerMs } from "../options.js";
+import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 
 // The public types of the server, re-exported so that the package index names one module.
 export type { BatchRequestBody } from "./batch-request.js";
@@ -137,11 +138,11 @@ export class ToolpoolServer {
    */
   close(options: CloseServerOptions = {}): Promise<void> {
     const graceMs = options.graceMs ?? this.#options.shutdownGraceMs;
-    if (typeof graceMs !== "number" || !Number.isInteger(graceMs) || graceMs < 0 || graceMs > MAX_TIMER_MS) {
+    if (typeof graceMs !== "number" || !Number.isInteger(graceMs) || graceMs < 0 || graceMs > maxTimerMs) {
       return Promise.reject(
         new ToolpoolError(
           "TP_ERR_INVALID_OPTION",
-          `Expected \`graceMs\` to be an integer from 0 to ${MAX_TIMER_MS}, got ${describeValue(graceMs)}`,
+          `Expected \`graceMs\` to be an integer from 0 to ${maxTimerMs}, got ${describeValue(graceMs)}`,
         ),
       );
     }

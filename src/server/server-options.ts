@@ -9,6 +9,7 @@ import { BlockList, isIP } from "node:net";
 import { Ajv, type ErrorObject } from "ajv";
 
 import { describeValue, ToolpoolError } from "../errors.js";
+import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../options.js";
 
 /** Options of `createServer`. */
 export interface ServerOptions {
@@ -66,11 +67,6 @@ export interface ResolvedServerOptions {
   readonly retryAfterSeconds: number;
 }
 
-/**
- * The longest delay Node's timers honour: a longer one fires after 1 ms
- * (`TimeoutOverflowWarning`), which would turn a long deadline into none.
- */
-export const MAX_TIMER_MS = 2_147_483_647;
 
 const optionsSchema = {
   type: "object",
@@ -80,8 +76,8 @@ const optionsSchema = {
     port: { type: "integer", minimum: 0, maximum: 65_535, default: 8080 },
     token: { type: "string", minLength: 1 },
     maxBodyBytes: { type: "integer", minimum: 1, default: 1_048_576 },
-    requestTimeoutMs: { type: "integer", minimum: 1, maximum: MAX_TIMER_MS, default: 300_000 },
-    shutdownGraceMs: { type: "integer", minimum: 0, maximum: MAX_TIMER_MS, default: 10_000 },
+    requestTimeoutMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 300_000 },
+    shutdownGraceMs: { type: "integer", minimum: 0, maximum: maxTimerMs, default: 10_000 },
     retryAfterSeconds: { type: "integer", minimum: 0, default: 1 },
   },
 } as const;
@@ -105,7 +101,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     Object.entries(options).filter(([, value]) => value !== undefined),
   );
   if (!validateOptions(data)) {
-    throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>);
+    throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "server option");
   }
   const resolved = data as unknown as Omit<ResolvedServerOptions, "token"> & { token?: string };
   if (resolved.token === undefined && !isLoopbackHost(resolved.host)) {
@@ -142,28 +138,3 @@ const loopback = new BlockList();
 loopback.addSubnet("127.0.0.0", 8, "ipv4");
 loopback.addAddress("::1", "ipv6");
 
-function invalidOptionFromSchema(error: ErrorObject, original: Record<string, unknown>): ToolpoolError {
-  const name = error.instancePath.split("/").filter(Boolean).join(".");
-  if (error.keyword === "additionalProperties") {
-    const extra = (error.params as { additionalProperty: string }).additionalProperty;
-    return new ToolpoolError("TP_ERR_INVALID_OPTION", `Unknown server option \`${extra}\``);
-  }
-  const params = error.params as Record<string, unknown>;
-  const expected =
-    error.keyword === "type"
-      ? params.type === "integer"
-        ? "an integer"
-        : `a ${String(params.type)}`
-      : error.keyword === "minimum"
-        ? `a number >= ${String(params.limit)}`
-        : error.keyword === "maximum"
-          ? `a number <= ${String(params.limit)}`
-          : error.keyword === "minLength"
-            ? "a non-empty string"
-            : `a value that ${error.message ?? "is valid"}`;
-  return invalidOption(name, expected, original[name]);
-}
-
-function invalidOption(name: string, expected: string, received: unknown): ToolpoolError {
-  return new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be ${expected}, got ${describeValue(received)}`);
-}
