@@ -1,7 +1,17 @@
 /**
- * toolpool benchmarks. `npm run bench -- [--quick] [--suite cpu|dispatch|all]`
- * prints a markdown report on stdout, progress on stderr, and writes the raw
- * figures to bench-results/latest.json.
+ * toolpool benchmarks: `npm run bench -- [--quick] [--suite …]`, or
+ * `toolpool bench […]` from a checkout.
+ *
+ * Suites (each measures its contenders side by side, interleaved, repeated):
+ *   cpu       1. CPU-bound batches (8 and 32 calls) and 3. event-loop delay meanwhile
+ *   dispatch  2. per-call overhead of no-op calls, one at a time and 64 in flight
+ *   large     4. 10 MB text and binary results: copy vs transfer
+ *   harness   5. many agent sessions at once over a generated corpus
+ *   scaling   6. suite 1's batch on pools of 1..2×cores threads
+ *   faults    recovery after a crash, an out-of-memory and a timeout
+ *
+ * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
+ * prints the markdown report on stdout and progress on stderr.
  *
  * `--profile-dispatch <contender>` runs only the 64-in-flight loop of one
  * dispatch contender (toolpool-batch, toolpool-agent-tool, piscina) with the
@@ -9,26 +19,44 @@
  * and writes bench-results/profiles/<contender>.cpuprofile; summarize it with
  * `node dist-bench/profile-summary.js <file> --calls 50000`.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 
 import { describeMachine } from "./lib/machine.js";
-import { logStep } from "./lib/progress.js";
-import { formatSummary } from "./lib/stats.js";
-import { runCpuBatchSuite, type CpuBatchResult } from "./suites/cpu-batch.js";
-import { runFaultRecoverySuite, type FaultRecoveryResult } from "./suites/fault-recovery.js";
+import { loadPeers, type Peers } from "./lib/peers.js";
+import { advanceProgress, logStep, startProgress, stopProgress } from "./lib/progress.js";
+import { checkTargets, type BenchReport } from "./lib/report.js";
+import { renderChartSvg } from "./lib/report-chart.js";
+import { renderMarkdown } from "./lib/report-markdown.js";
+import { calibrate, estimateCpuBatchMs, runCpuBatchSuite, type CpuBatchOptions, type SpinCalibration } from "./suites/cpu-batch.js";
 import {
   createDispatchSetup,
   dispatchContenders,
+  estimateDispatchMs,
   measureDispatch,
   runDispatchOverheadSuite,
+  runPinnedSerialMeasurement,
   type DispatchOverheadOptions,
-  type DispatchOverheadResult,
 } from "./suites/dispatch-overhead.js";
+import { estimateFaultRecoveryMs, runFaultRecoverySuite, type FaultRecoveryOptions } from "./suites/fault-recovery.js";
+import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
+import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
+import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, type ScalingOptions } from "./suites/scaling.js";
 
-const usage = `Usage: node dist-bench/main.js [--quick] [--suite cpu|dispatch|faults|all] [--profile-dispatch toolpool-batch|toolpool-agent-tool|piscina]`;
+/** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
+class BenchUsageError extends Error {}
+
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults"] as const;
+type SuiteName = (typeof suiteNames)[number];
+
+const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
+       node dist-bench/main.js --profile-dispatch toolpool-batch|toolpool-agent-tool|piscina
+
+  --quick      the short run (~1 min on 2 cores): 25 ms calls in suites 1 and 6, fewer calls and sessions
+  --suite      a comma-separated list of suites (default all)
+  --threads N  size the pools as for N cores instead of os.availableParallelism() (ideal speedups stay capped at the real cores)`;
 
 const profileTargets = {
   "toolpool-batch": dispatchContenders.batch,
@@ -36,76 +64,194 @@ const profileTargets = {
   piscina: dispatchContenders.piscina,
 } as const;
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      quick: { type: "boolean", default: false },
-      suite: { type: "string", default: "all" },
-      "profile-dispatch": { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
+/** What each suite runs with, in quick and full mode. */
+interface RunPlan {
+  cpu: Omit<CpuBatchOptions, "spin">;
+  spinMs: number;
+  dispatch: DispatchOverheadOptions;
+  large: LargeResultsOptions;
+  harness: HarnessLoadOptions;
+  scaling: Omit<ScalingOptions, "spin">;
+  scalingCallMs: number;
+  faults: FaultRecoveryOptions;
+}
+
+/** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
+function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan {
+  const spinMs = isQuick ? 25 : 100;
+  const scaling = scalingBatch(cores, spinMs);
+  return {
+    spinMs,
+    cpu: {
+      batches: [
+        { calls: 8, reps: isQuick ? 5 : 7 },
+        { calls: 32, reps: 5 },
+      ],
+      warmups: 1,
+      // A thread beyond the largest batch would only idle (and 5 pools of 64 threads cost memory and start-up).
+      threads: Math.min(cores, 32),
+      cores: machineCores,
     },
-    strict: true,
-  });
+    dispatch: {
+      threads: cores,
+      serialCalls: isQuick ? 500 : 2000,
+      serialChunk: 100,
+      inFlightCalls: isQuick ? 5000 : 10_000,
+      concurrency: 64,
+      warmups: 1,
+      reps: isQuick ? 5 : 10,
+    },
+    large: { warmups: isQuick ? 2 : 3, reps: isQuick ? 8 : 20 },
+    harness: {
+      sessions: isQuick ? 25 : 200,
+      turns: 10,
+      callsPerTurn: 4,
+      corpus: { packages: 16, filesPerPackage: 16, linesPerFile: 120, seed: 42 },
+      threads: cores,
+      warmups: 1,
+      warmupSessions: isQuick ? 10 : 25,
+      reps: 5,
+    },
+    scaling: { threadCounts: scalingThreadCounts(cores), calls: scaling.calls, cores: Math.min(cores, machineCores), reps: 5 },
+    scalingCallMs: scaling.callMs,
+    faults: { reps: isQuick ? 5 : 20, timeoutMs: 100 },
+  };
+}
+
+function parseSuites(value: string): Set<SuiteName> {
+  if (value === "all") return new Set(suiteNames);
+  const names = value.split(",").map((name) => name.trim());
+  for (const name of names) {
+    if (!(suiteNames as readonly string[]).includes(name)) {
+      throw new BenchUsageError(`Expected --suite to be all or a comma-separated list of ${suiteNames.join(", ")}, got ${JSON.stringify(name)}`);
+    }
+  }
+  return new Set(names as SuiteName[]);
+}
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        quick: { type: "boolean", default: false },
+        suite: { type: "string", default: "all" },
+        threads: { type: "string" },
+        "profile-dispatch": { type: "string" },
+        // Internal: the dispatch suite's child pinned to one CPU (see runPinnedSerialMeasurement).
+        "pinned-serial": { type: "string" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    throw new BenchUsageError(error instanceof Error ? error.message : String(error));
+  }
   if (values.help) {
     process.stdout.write(`${usage}\n`);
     return;
   }
-  const suite = values.suite;
-  if (suite !== "all" && suite !== "cpu" && suite !== "dispatch" && suite !== "faults") {
-    throw new Error(`Expected --suite to be cpu, dispatch, faults or all, got ${JSON.stringify(suite)}\n${usage}`);
-  }
+  const suites = parseSuites(values.suite);
   const machine = describeMachine();
-  const threads = machine.cores;
-  const quick = values.quick;
+  const cores = values.threads === undefined ? machine.cores : Number(values.threads);
+  if (!Number.isInteger(cores) || cores < 1) throw new BenchUsageError(`Expected --threads to be an integer >= 1, got ${JSON.stringify(values.threads)}`);
+  const isQuick = values.quick;
+  const plan = planRun(isQuick, cores, machine.cores);
+  const peers = await loadPeers();
 
-  const dispatchOptions: DispatchOverheadOptions = {
-    threads,
-    serialCalls: quick ? 500 : 2000,
-    serialChunk: 100,
-    inFlightCalls: quick ? 5000 : 20_000,
-    concurrency: 64,
-    warmups: 1,
-    reps: quick ? 5 : 15,
-  };
-
-  const profileTarget = values["profile-dispatch"];
-  if (profileTarget !== undefined) {
-    await profileDispatch(profileTarget, dispatchOptions);
+  const pinnedSerial = values["pinned-serial"];
+  if (pinnedSerial !== undefined) {
+    const figures = await runPinnedSerialMeasurement(JSON.parse(pinnedSerial) as DispatchOverheadOptions, peers);
+    process.stdout.write(JSON.stringify(figures));
     return;
   }
 
-  logStep(`${quick ? "quick" : "full"} run on ${machine.cores} cores (${machine.cpuModel}), Node ${machine.nodeVersion}`);
-  const started = Date.now();
-  const isSelected = (name: string) => suite === "all" || suite === name;
-  const cpu = isSelected("cpu")
-    ? await runCpuBatchSuite({ calls: 8, targetMs: 100, warmups: 1, reps: quick ? 5 : 15, threads })
-    : undefined;
-  const dispatch = isSelected("dispatch") ? await runDispatchOverheadSuite(dispatchOptions) : undefined;
-  const faults = isSelected("faults") ? await runFaultRecoverySuite({ reps: quick ? 10 : 40, timeoutMs: 100 }) : undefined;
+  const profileTarget = values["profile-dispatch"];
+  if (profileTarget !== undefined) {
+    await profileDispatch(profileTarget, plan.dispatch, peers);
+    return;
+  }
 
-  const report = {
-    date: new Date().toISOString(),
-    mode: quick ? "quick" : "full",
-    durationS: (Date.now() - started) / 1000,
-    machine: { ...machine, loadAvg1mAtEnd: loadavg()[0] ?? 0 },
-    cpuBatch: cpu,
-    dispatchOverhead: dispatch,
-    faultRecovery: faults,
+  logStep(`${isQuick ? "quick" : "full"} run, suites ${[...suites].join(", ")}, pools of ${cores} threads; ${machine.cores} cores (${machine.cpuModel}), Node ${machine.nodeVersion}`);
+  const started = performance.now();
+  const poolPeers = (peers.tinypool === undefined ? 0 : 1) + (peers.workerpool === undefined ? 0 : 1);
+  const calibrationMs = 16 * plan.spinMs;
+  const estimates: Record<SuiteName, number> = {
+    cpu: calibrationMs + estimateCpuBatchMs({ ...plan.cpu, spin: placeholderSpin(plan.spinMs) }, 3 + poolPeers),
+    dispatch: estimateDispatchMs(plan.dispatch, 4 + poolPeers),
+    large: estimateLargeResultsMs(plan.large),
+    harness: estimateHarnessLoadMs(plan.harness),
+    scaling: (plan.scalingCallMs === plan.spinMs ? 0 : 16 * plan.scalingCallMs) + estimateScalingMs({ ...plan.scaling, spin: placeholderSpin(plan.scalingCallMs) }),
+    faults: estimateFaultRecoveryMs(plan.faults),
   };
+  startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
+
+  let spin: SpinCalibration | undefined;
+  const spinFor = (targetMs: number): SpinCalibration => {
+    if (spin?.targetMs === targetMs) return spin;
+    const calibrated = calibrate(targetMs);
+    advanceProgress(16 * targetMs, "calibrated the busy loop");
+    spin ??= calibrated;
+    return calibrated;
+  };
+  const report: Omit<BenchReport, "targets" | "durationS" | "machine"> = {
+    date: new Date().toISOString(),
+    mode: isQuick ? "quick" : "full",
+    notes: [...peers.notes],
+  };
+  if (isQuick) {
+    report.notes.push(`Quick run: CPU calls of ~${plan.spinMs} ms (the full run uses ~100 ms), fewer repetitions, calls and sessions.`);
+  }
+  try {
+    if (suites.has("cpu")) report.cpuBatch = await runCpuBatchSuite({ ...plan.cpu, spin: spinFor(plan.spinMs) }, peers);
+    if (suites.has("dispatch")) report.dispatchOverhead = await runDispatchOverheadSuite(plan.dispatch, peers);
+    if (suites.has("large")) report.largeResults = await runLargeResultsSuite(plan.large);
+    if (suites.has("harness")) report.harnessLoad = await runHarnessLoadSuite(plan.harness);
+    if (suites.has("scaling")) report.scaling = await runScalingSuite({ ...plan.scaling, spin: spinFor(plan.scalingCallMs) });
+    if (suites.has("faults")) report.faultRecovery = await runFaultRecoverySuite(plan.faults);
+  } finally {
+    stopProgress();
+  }
+
+  const withMachine = {
+    ...report,
+    durationS: (performance.now() - started) / 1000,
+    machine: { ...machine, loadAvg1mAtEnd: loadavg()[0] ?? 0, peerVersions: peers.versions },
+  };
+  const full: BenchReport = { ...withMachine, targets: checkTargets(withMachine) };
+  const chart = await renderChartSvg(full);
+  if ("skipped" in chart) {
+    full.notes.push(`No chart: ${chart.skipped}.`);
+    logStep(`chart skipped: ${chart.skipped}`);
+  }
+  const markdown = renderMarkdown(full);
   const outDir = new URL("../bench-results/", import.meta.url);
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(new URL("latest.json", outDir), `${JSON.stringify(report, null, 2)}\n`);
-  process.stdout.write(renderMarkdown(report, cpu, dispatch, faults));
-  logStep(`done in ${report.durationS.toFixed(1)} s; raw figures in bench-results/latest.json`);
+  const written: string[] = [];
+  for (const base of ["latest", full.mode]) {
+    writeFileSync(new URL(`${base}.json`, outDir), `${JSON.stringify(full, null, 2)}\n`);
+    writeFileSync(new URL(`${base}.md`, outDir), markdown);
+    // A chart left from an earlier run would not match these figures.
+    if ("svg" in chart) writeFileSync(new URL(`${base}.svg`, outDir), chart.svg);
+    else rmSync(new URL(`${base}.svg`, outDir), { force: true });
+    written.push(`${base}.{json,md${"svg" in chart ? ",svg" : ""}}`);
+  }
+  process.stdout.write(markdown);
+  logStep(`done in ${full.durationS.toFixed(1)} s; wrote bench-results/${written.join(" and ")}`);
+}
+
+/** A stand-in calibration for estimates made before the real one. */
+function placeholderSpin(targetMs: number): SpinCalibration {
+  return { targetMs, iterations: 0, measuredMs: targetMs, expectedText: "" };
 }
 
 /** Runs one contender's 64-in-flight loop for a CPU profile (after a warm-up). */
-async function profileDispatch(target: string, options: DispatchOverheadOptions): Promise<void> {
+async function profileDispatch(target: string, options: DispatchOverheadOptions, peers: Peers): Promise<void> {
   if (!(target in profileTargets)) {
-    throw new Error(`Expected --profile-dispatch to be one of ${Object.keys(profileTargets).join(", ")}, got ${JSON.stringify(target)}`);
+    throw new BenchUsageError(`Expected --profile-dispatch to be one of ${Object.keys(profileTargets).join(", ")}, got ${JSON.stringify(target)}`);
   }
   const name = profileTargets[target as keyof typeof profileTargets];
-  const setup = createDispatchSetup(options.threads);
+  const setup = createDispatchSetup(options.threads, peers);
   try {
     const contender = setup.contenders.find((c) => c.name === name)!;
     await measureDispatch(contender, "inFlight", { ...options, inFlightCalls: 5000 });
@@ -129,102 +275,17 @@ async function profileDispatch(target: string, options: DispatchOverheadOptions)
   }
 }
 
-function renderMarkdown(
-  report: { date: string; mode: string; durationS: number; machine: ReturnType<typeof describeMachine> & { loadAvg1mAtEnd: number } },
-  cpu: CpuBatchResult | undefined,
-  dispatch: DispatchOverheadResult | undefined,
-  faults: FaultRecoveryResult | undefined,
-): string {
-  const m = report.machine;
-  const lines: string[] = [
-    `# toolpool bench (${report.mode}, ${report.date})`,
-    "",
-    `${m.cores} cores · ${m.cpuModel} · Node ${m.nodeVersion} · piscina ${m.piscinaVersion} · pi-agent-core ${m.piAgentCoreVersion} · ` +
-      `load avg 1m ${m.loadAvg1mAtStart.toFixed(2)} → ${m.loadAvg1mAtEnd.toFixed(2)} · ${report.durationS.toFixed(0)} s · ` +
-      `toolpool at ${m.gitCommit}${m.srcChanges.length === 0 ? "" : ` + uncommitted changes in ${m.srcChanges.length} src file(s)`}`,
-    "",
-    "Figures are `median [min–max]` over interleaved repetitions in one process.",
-    "",
-  ];
-  if (cpu !== undefined) {
-    const o = cpu.options;
-    lines.push(
-      `## 1. CPU-bound batch: ${o.calls} calls × ~${cpu.calibratedCallMs.toFixed(0)} ms (${cpu.iterations} iterations), pool ${o.threads} threads, ${o.reps} reps after ${o.warmups} warm-up`,
-      "",
-      "| contender | batch wall time, ms | event-loop delay p99, ms | event-loop delay max, ms | process CPU / wall | calls running at once | one call, ms |",
-      "|---|---:|---:|---:|---:|---:|---:|",
-      ...cpu.contenders.map(
-        (c) =>
-          `| ${c.name} | ${formatSummary(c.wall, 0)} | ${formatSummary(c.loopDelayP99, 1)} | ${formatSummary(c.loopDelayMax, 1)} | ` +
-          `${formatSummary(c.cpuPerWall, 2)} | ${formatSummary(c.callConcurrency, 2)} | ${formatSummary(c.callMs, 0)} |`,
-      ),
-      "",
-      `**Speedup** (pi median / toolpool median) = **${cpu.speedup.toFixed(2)}×** ` +
-        `(paired per-rep ${formatSummary(cpu.pairedSpeedups, 2)}); ideal = min(${o.calls} calls, ${o.threads} cores) = ${cpu.ideal}; ` +
-        `**efficiency ${(cpu.efficiency * 100).toFixed(0)}%**. Control: bare Piscina on the same runs ${cpu.controlSpeedup.toFixed(2)}×.`,
-      "",
-    );
-  }
-  if (dispatch !== undefined) {
-    const o = dispatch.options;
-    lines.push(
-      `## 2. Per-call overhead, no-op tool, ${o.threads} threads, ${o.reps} reps after ${o.warmups} warm-up`,
-      "",
-      `| contender | one at a time (N=${o.serialCalls}, chunks of ${o.serialChunk} interleaved), µs/call | ` +
-        `one at a time, p10 of chunks (fast placement), µs/call | ${o.concurrency} in flight (N=${o.inFlightCalls}), µs/call |`,
-      "|---|---:|---:|---:|",
-    );
-    const names = [...new Set(dispatch.figures.map((f) => f.name))];
-    for (const name of names) {
-      const serial = dispatch.figures.find((f) => f.name === name && f.mode === "serial")!;
-      const inFlight = dispatch.figures.find((f) => f.name === name && f.mode === "inFlight")!;
-      const decimals = serial.summary.median < 1 ? 2 : 1;
-      const fast = serial.chunkSummary?.p10.toFixed(decimals) ?? "–";
-      lines.push(`| ${name} | ${formatSummary(serial.summary, decimals)} | ${fast} | ${formatSummary(inFlight.summary, decimals)} |`);
-    }
-    const p10 = (name: string): number => dispatch.figures.find((f) => f.name === name && f.mode === "serial")?.chunkSummary?.p10 ?? NaN;
-    lines.push(
-      "",
-      `| ratio to bare Piscina | one at a time | one at a time, p10 of chunks | ${o.concurrency} in flight |`,
-      "|---|---:|---:|---:|",
-    );
-    for (const contender of [dispatchContenders.agentTool, dispatchContenders.batch]) {
-      const cell = (mode: "serial" | "inFlight"): string => {
-        const ratio = dispatch.ratios.find((r) => r.mode === mode && r.contender === contender)!;
-        return `${ratio.ratioOfMedians.toFixed(2)}× (paired ${formatSummary(ratio.paired, 2)})`;
-      };
-      const fastRatio = p10(contender) / p10(dispatchContenders.piscina);
-      lines.push(`| ${contender} | ${cell("serial")} | ${fastRatio.toFixed(2)}× | ${cell("inFlight")} |`);
-    }
-    lines.push("");
-  }
-  if (faults !== undefined) {
-    const f = (value: number) => value.toFixed(1);
-    lines.push(
-      `## 3. Fault recovery, pool of 1 thread, ${faults.options.reps} reps each`,
-      "",
-      "From the faulty call's result to the next healthy result on the same pool, whose only worker was lost.",
-      "",
-      "| fault | code | recovery p50, ms | recovery p99, ms | min–max, ms |",
-      "|---|---|---:|---:|---:|",
-      ...faults.figures.map(
-        (figure) =>
-          `| ${figure.fault} | ${figure.code} | ${f(figure.summary.median)} | ${f(figure.summary.p99)} | ${f(figure.summary.min)}–${f(figure.summary.max)} |`,
-      ),
-      "",
-      `A runaway call (timeoutMs ${faults.options.timeoutMs}) ended ${f(faults.timeoutOvershoot.median)} ms past its limit at p50, ` +
-        `${f(faults.timeoutOvershoot.p99)} ms at p99.`,
-      "",
-    );
-  }
-  return `${lines.join("\n")}\n`;
-}
-
 try {
   await main();
 } catch (error) {
-  process.exitCode = 1;
-  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  stopProgress();
+  if (error instanceof BenchUsageError) {
+    process.exitCode = 2;
+    process.stderr.write(`bench: ${error.message} (see --help)\n`);
+  } else {
+    process.exitCode = 1;
+    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  }
 }
 // Every pool is closed by now; if a handle still keeps the process alive, say which and leave anyway.
 setTimeout(() => {

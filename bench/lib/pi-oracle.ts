@@ -5,7 +5,14 @@
  * plain "stop" message. What runs in between is pi's own prepare → execute →
  * finalize pipeline, exactly as in production.
  */
-import { runAgentLoopContinue, type AgentContext, type AgentLoopConfig, type AgentTool, type StreamFn } from "@mariozechner/pi-agent-core";
+import {
+  runAgentLoopContinue,
+  type AgentContext,
+  type AgentEvent,
+  type AgentLoopConfig,
+  type AgentTool,
+  type StreamFn,
+} from "@mariozechner/pi-agent-core";
 // pi-ai is pi-agent-core's own dependency (hoisted); the bench uses it only to build the fake stream.
 import { createAssistantMessageEventStream, type AssistantMessage, type Message, type Model, type ToolCall } from "@mariozechner/pi-ai";
 
@@ -42,17 +49,18 @@ function createAssistantMessage(content: AssistantMessage["content"], stopReason
   };
 }
 
-/** A stream function that answers `toolCalls` once, then "stop". */
-function createFakeStreamFn(toolCalls: ToolCall[]): StreamFn {
+/** A stream function that answers each batch of `turns` in turn, then "stop". */
+function createFakeStreamFn(turns: readonly ToolCall[][]): StreamFn {
   let turn = 0;
   return () => {
     const stream = createAssistantMessageEventStream();
-    const isFirstTurn = turn++ === 0;
-    const message = isFirstTurn
-      ? createAssistantMessage(toolCalls, "toolUse")
-      : createAssistantMessage([{ type: "text", text: "done" }], "stop");
+    const toolCalls = turns[turn++];
+    const message =
+      toolCalls !== undefined
+        ? createAssistantMessage(toolCalls, "toolUse")
+        : createAssistantMessage([{ type: "text", text: "done" }], "stop");
     stream.push({ type: "start", partial: message });
-    stream.push({ type: "done", reason: isFirstTurn ? "toolUse" : "stop", message });
+    stream.push({ type: "done", reason: toolCalls !== undefined ? "toolUse" : "stop", message });
     return stream;
   };
 }
@@ -70,6 +78,15 @@ export interface PiLoopRun {
  * the loop ends (agent_end). Throws if pi's loop throws.
  */
 export async function runPiBatch(tools: AgentTool[], toolCalls: ToolCall[]): Promise<PiLoopRun> {
+  return runPiSession(tools, [toolCalls]);
+}
+
+/**
+ * Runs pi's loop over a whole session: one model turn per batch of `turns`
+ * (each answered with that batch's tool calls), then a final "stop" turn.
+ * `onEvent` sees every event pi emits, as pi's sink would.
+ */
+export async function runPiSession(tools: AgentTool[], turns: readonly ToolCall[][], onEvent?: (event: AgentEvent) => void): Promise<PiLoopRun> {
   const context: AgentContext = {
     systemPrompt: "",
     messages: [{ role: "user", content: "run the tools", timestamp: Date.now() }],
@@ -82,10 +99,11 @@ export async function runPiBatch(tools: AgentTool[], toolCalls: ToolCall[]): Pro
     toolExecution: "parallel",
   };
   let eventCount = 0;
-  const emit = async (): Promise<void> => {
+  const emit = async (event: AgentEvent): Promise<void> => {
     eventCount += 1;
+    onEvent?.(event);
   };
-  const newMessages = await runAgentLoopContinue(context, config, emit, undefined, createFakeStreamFn(toolCalls));
+  const newMessages = await runAgentLoopContinue(context, config, emit, undefined, createFakeStreamFn(turns));
   const toolResults = newMessages
     .filter((message): message is Extract<typeof message, { role: "toolResult" }> => "role" in message && message.role === "toolResult")
     .map((message) => ({

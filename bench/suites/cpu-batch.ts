@@ -1,38 +1,58 @@
 /**
- * Suite 1: a batch of CPU-bound calls. pi runs them in process (its parallel
- * mode only interleaves awaits, so synchronous work serializes and stalls the
- * event loop); toolpool runs them on the worker pool. Same iteration count,
- * same process, interleaved repetitions. Bare Piscina on the same work is the
- * control: it tells a slow toolpool batch from a machine that was busy.
+ * Suite 1 (and the figures of suite 3): batches of CPU-bound calls. pi runs
+ * them in process (its parallel mode only interleaves awaits, so synchronous
+ * work serializes and stalls the event loop); toolpool runs them on the worker
+ * pool; bare Piscina, tinypool and workerpool run the same function on pools
+ * of the same size. Same iteration count, same process, interleaved
+ * repetitions. Bare Piscina is the control: it tells a slow toolpool batch
+ * from a machine that was busy.
+ *
+ * Around every batch: the main thread's event-loop delay
+ * (`monitorEventLoopDelay`, 1 ms resolution), the process's CPU time, and
+ * each call's own start and end (stamped where it ran).
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
 import type { AgentTool as PiAgentTool } from "@mariozechner/pi-agent-core";
 import type { ToolCall as PiToolCall } from "@mariozechner/pi-ai";
 import { Piscina } from "piscina";
-import { createRuntime, workerTool, type AssistantMessage } from "toolpool";
+import { createRuntime, workerTool, type AssistantMessage, type Runtime } from "toolpool";
 
 import { calibrateSpin, runSpinCall, spin, type SpinResult, type SpinTrace } from "../lib/busy.js";
 import { spinParameters } from "../lib/constants.js";
+import { createTinypool, createWorkerpool, type PeerPool, type Peers } from "../lib/peers.js";
 import { runPiBatch } from "../lib/pi-oracle.js";
-import { logStep } from "../lib/progress.js";
+import { advanceProgress, logStep } from "../lib/progress.js";
 import { rotate } from "../lib/run-loop.js";
 import { summarize, type Summary } from "../lib/stats.js";
 
-export interface CpuBatchOptions {
-  /** Calls in the batch. */
-  calls: number;
-  /** CPU time of one call on the main thread, in ms (calibrated once). */
+/** The spin loop's iteration count for the target call length, found once per run by {@link calibrate}. */
+export interface SpinCalibration {
   targetMs: number;
+  iterations: number;
+  /** What `iterations` took on the main thread when calibrated. */
+  measuredMs: number;
+  /** The text every spin call's result must carry. */
+  expectedText: string;
+}
+
+export interface CpuBatchOptions {
+  /** Batch sizes (calls per batch) and the measured repetitions of each. */
+  batches: { calls: number; reps: number }[];
+  /** The call length: every call runs this many iterations. */
+  spin: SpinCalibration;
+  /** Warm-up repetitions, with the first batch size; every pool is warm after them. */
   warmups: number;
-  reps: number;
   /** Pool size (min = max). */
   threads: number;
+  /** Cores of the machine: the ideal speedup is min(calls, threads, cores). */
+  cores: number;
 }
 
 /** What one measured batch of one contender looked like. */
 export interface BatchSample {
   wallMs: number;
+  loopDelayP50Ms: number;
   loopDelayP99Ms: number;
   loopDelayMaxMs: number;
   /** Process CPU time (all threads) / wall time. */
@@ -50,6 +70,7 @@ export interface ContenderFigures {
   name: string;
   samples: BatchSample[];
   wall: Summary;
+  loopDelayP50: Summary;
   loopDelayP99: Summary;
   loopDelayMax: Summary;
   cpuPerWall: Summary;
@@ -57,30 +78,42 @@ export interface ContenderFigures {
   callMs: Summary;
 }
 
-export interface CpuBatchResult {
-  options: CpuBatchOptions;
-  iterations: number;
-  calibratedCallMs: number;
-  contenders: ContenderFigures[];
-  /** pi median / toolpool median. */
-  speedup: number;
-  /** pi_i / toolpool_i of each repetition (paired, same rep). */
-  pairedSpeedups: Summary;
-  /** pi median / bare Piscina median: what the pool underneath achieves on the same runs. */
-  controlSpeedup: number;
-  ideal: number;
+/** Speedup of one contender over pi's in-process loop. */
+export interface SpeedupFigures {
+  name: string;
+  /** pi median / contender median. */
+  ratioOfMedians: number;
+  /** pi_i / contender_i of each repetition (paired, same rep). */
+  paired: Summary;
+  /** ratioOfMedians / ideal. */
   efficiency: number;
 }
 
-interface BatchResult {
+export interface BatchFigures {
+  calls: number;
+  reps: number;
+  /** min(calls, threads, cores): the best speedup this pool could reach on this machine. */
+  ideal: number;
+  contenders: ContenderFigures[];
+  /** Every contender but pi itself. */
+  speedups: SpeedupFigures[];
+}
+
+export interface CpuBatchResult {
+  options: CpuBatchOptions;
+  batches: BatchFigures[];
+}
+
+export interface BatchResult {
   isError: boolean;
   content: unknown;
   details: unknown;
 }
 
-interface Contender {
+/** A contender: `runBatch(calls)` runs one batch of `calls` spin calls and returns its results in call order. */
+export interface CpuContender {
   name: string;
-  runBatch: () => Promise<readonly BatchResult[]>;
+  runBatch: (calls: number) => Promise<readonly BatchResult[]>;
 }
 
 export const cpuContenders = {
@@ -88,112 +121,168 @@ export const cpuContenders = {
   toolpool: "toolpool executeToolCalls",
   piOverPool: "pi loop + toolpool agentTools()",
   piscina: "bare Piscina 5 (control)",
+  tinypool: "bare tinypool",
+  workerpool: "bare workerpool",
 } as const;
 
-export async function runCpuBatchSuite(options: CpuBatchOptions): Promise<CpuBatchResult> {
-  logStep(`cpu-batch: calibrating the busy loop to ~${options.targetMs} ms`);
-  const { iterations, measuredMs } = calibrateSpin(options.targetMs);
-  const expectedText = String(spin(iterations));
-  logStep(`cpu-batch: ${iterations} iterations ≈ ${measuredMs.toFixed(1)} ms on the main thread`);
+export const spinModule = new URL("../tools/spin.js", import.meta.url);
 
-  const toolCalls: PiToolCall[] = Array.from({ length: options.calls }, (_, index) => ({
-    type: "toolCall",
-    id: `call_${index}`,
-    name: "spin",
-    arguments: { iterations },
-  }));
-  const assistantMessage: AssistantMessage = { role: "assistant", content: toolCalls };
-  const spinModule = new URL("../tools/spin.js", import.meta.url);
+/** The spin tool calls of a batch, as an assistant message carries them. */
+export function createSpinCalls(calls: number, iterations: number): PiToolCall[] {
+  return Array.from({ length: calls }, (_, index) => ({ type: "toolCall", id: `call_${index}`, name: "spin", arguments: { iterations } }));
+}
 
-  const piSpinTool: PiAgentTool = {
+/** pi's tool: the spin loop inline, on the main thread. */
+export function createPiSpinTool(): PiAgentTool {
+  return {
     name: "spin",
     label: "spin",
     description: "Busy CPU loop",
     parameters: spinParameters as unknown as PiAgentTool["parameters"],
     execute: async (_id, args) => runSpinCall((args as { iterations: number }).iterations),
   };
-  const runtime = createRuntime({
+}
+
+/** pi's loop over `calls` inline spin calls. */
+export function createPiContender(iterations: number): CpuContender {
+  const tool = createPiSpinTool();
+  return { name: cpuContenders.pi, runBatch: async (calls) => (await runPiBatch([tool], createSpinCalls(calls, iterations))).toolResults };
+}
+
+/** A toolpool runtime with the spin worker tool on `threads` threads. */
+export function createSpinRuntime(threads: number): Runtime {
+  return createRuntime({
     tools: [workerTool({ name: "spin", description: "Busy CPU loop", parameters: spinParameters, module: spinModule })],
-    pool: { maxThreads: options.threads, minThreads: options.threads },
+    pool: { maxThreads: threads, minThreads: threads },
   });
-  const piscina = new Piscina({
-    filename: spinModule.href,
-    minThreads: options.threads,
-    maxThreads: options.threads,
-    idleTimeout: runtime.options.pool.idleTimeout,
-    concurrentTasksPerWorker: 1,
-  });
+}
+
+export function createToolpoolContender(runtime: Runtime, iterations: number, name: string = cpuContenders.toolpool): CpuContender {
+  return {
+    name,
+    runBatch: async (calls) => (await runtime.executeToolCalls({ role: "assistant", content: createSpinCalls(calls, iterations) } as AssistantMessage)).messages,
+  };
+}
+
+/** Bare Piscina sized like toolpool's pool; `close` it when done. */
+export function createPiscinaContender(threads: number, idleTimeout: number, iterations: number, name: string = cpuContenders.piscina): CpuContender & { close: () => Promise<void> } {
+  const piscina = new Piscina({ filename: spinModule.href, minThreads: threads, maxThreads: threads, idleTimeout, concurrentTasksPerWorker: 1 });
   piscina.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
+  return { ...createPoolContender(name, (task) => piscina.run(task), iterations), close: () => piscina.close() };
+}
+
+function createPoolContender(name: string, run: (task: unknown) => Promise<unknown>, iterations: number): CpuContender {
+  return {
+    name,
+    runBatch: async (calls) => {
+      const results = await Promise.all(Array.from({ length: calls }, () => run({ iterations }) as Promise<SpinResult>));
+      return results.map((result) => ({ isError: false, ...result }));
+    },
+  };
+}
+
+/** Expected ms of one repetition of every contender: pi in process, then each pool with `threads` calls at once. */
+function repetitionMs(calls: number, options: CpuBatchOptions, poolContenders: number): number {
+  return calls * options.spin.targetMs * (1 + poolContenders / Math.min(calls, options.threads, options.cores));
+}
+
+/** Expected duration, for the progress bar. */
+export function estimateCpuBatchMs(options: CpuBatchOptions, poolContenders: number): number {
+  const first = options.batches[0]?.calls ?? 0;
+  return (
+    options.warmups * repetitionMs(first, options, poolContenders) +
+    options.batches.reduce((sum, batch) => sum + batch.reps * repetitionMs(batch.calls, options, poolContenders), 0)
+  );
+}
+
+export async function runCpuBatchSuite(options: CpuBatchOptions, peers: Peers): Promise<CpuBatchResult> {
+  const { iterations, expectedText } = options.spin;
+
+  const runtime = createSpinRuntime(options.threads);
+  const idleTimeout = runtime.options.pool.idleTimeout;
+  const piscina = createPiscinaContender(options.threads, idleTimeout, iterations);
+  const peerPools: (PeerPool & { name: string })[] = [];
+  if (peers.tinypool !== undefined) {
+    peerPools.push({ name: cpuContenders.tinypool, ...createTinypool(peers.tinypool, spinModule, options.threads, idleTimeout) });
+  }
+  if (peers.workerpool !== undefined) {
+    peerPools.push({ name: cpuContenders.workerpool, ...createWorkerpool(peers.workerpool, "spin", options.threads) });
+  }
   const pooledTools = runtime.agentTools() as unknown as PiAgentTool[];
 
-  const contenders: Contender[] = [
-    { name: cpuContenders.pi, runBatch: async () => (await runPiBatch([piSpinTool], toolCalls)).toolResults },
-    { name: cpuContenders.toolpool, runBatch: async () => (await runtime.executeToolCalls(assistantMessage)).messages },
-    { name: cpuContenders.piOverPool, runBatch: async () => (await runPiBatch(pooledTools, toolCalls)).toolResults },
-    {
-      name: cpuContenders.piscina,
-      runBatch: async () => {
-        const results = await Promise.all(toolCalls.map(() => piscina.run({ iterations }) as Promise<SpinResult>));
-        return results.map((result) => ({ isError: false, ...result }));
-      },
-    },
+  const contenders: CpuContender[] = [
+    createPiContender(iterations),
+    createToolpoolContender(runtime, iterations),
+    { name: cpuContenders.piOverPool, runBatch: async (calls) => (await runPiBatch(pooledTools, createSpinCalls(calls, iterations))).toolResults },
+    piscina,
+    ...peerPools.map((pool) => createPoolContender(pool.name, pool.run, iterations)),
   ];
-  const samples = new Map(contenders.map((c) => [c.name, [] as BatchSample[]]));
-
+  const unitMs = (calls: number) => repetitionMs(calls, options, contenders.length - 1);
+  const batches: BatchFigures[] = [];
   try {
-    const total = options.warmups + options.reps;
-    for (let rep = 0; rep < total; rep++) {
-      const isWarmup = rep < options.warmups;
-      for (const contender of rotate(contenders, rep)) {
-        const sample = await measureBatch(contender, options.calls, expectedText);
-        if (!isWarmup) samples.get(contender.name)!.push(sample);
+    for (let rep = 0; rep < options.warmups; rep++) {
+      for (const contender of rotate(contenders, rep)) await measureBatch(contender, options.batches[0]!.calls, expectedText);
+      advanceProgress(unitMs(options.batches[0]!.calls), `cpu-batch: warm-up ${rep + 1}/${options.warmups} done`);
+    }
+    for (const { calls, reps } of options.batches) {
+      const samples = new Map(contenders.map((c) => [c.name, [] as BatchSample[]]));
+      for (let rep = 0; rep < reps; rep++) {
+        for (const contender of rotate(contenders, rep)) samples.get(contender.name)!.push(await measureBatch(contender, calls, expectedText));
+        advanceProgress(unitMs(calls), `cpu-batch: ${calls} calls, rep ${rep + 1}/${reps} done`);
       }
-      logStep(
-        `cpu-batch: ${isWarmup ? `warm-up ${rep + 1}/${options.warmups}` : `rep ${rep - options.warmups + 1}/${options.reps}`} done`,
-      );
+      batches.push(summarizeBatch(calls, reps, Math.min(calls, options.threads, options.cores), contenders, samples));
     }
   } finally {
-    await Promise.all([runtime.close(), piscina.close()]);
+    await Promise.all([runtime.close(), piscina.close(), ...peerPools.map((pool) => pool.close())]);
   }
+  return { options, batches };
+}
 
-  const figures: ContenderFigures[] = contenders.map(({ name }) => {
-    const list = samples.get(name)!;
-    return {
-      name,
-      samples: list,
-      wall: summarize(list.map((s) => s.wallMs)),
-      loopDelayP99: summarize(list.map((s) => s.loopDelayP99Ms)),
-      loopDelayMax: summarize(list.map((s) => s.loopDelayMaxMs)),
-      cpuPerWall: summarize(list.map((s) => s.cpuPerWall)),
-      callConcurrency: summarize(list.map((s) => s.callConcurrency)),
-      callMs: summarize(list.map((s) => s.callMs)),
-    };
-  });
-  const byName = (name: string): ContenderFigures => figures.find((f) => f.name === name)!;
-  const pi = byName(cpuContenders.pi);
-  const toolpool = byName(cpuContenders.toolpool);
-  const speedup = pi.wall.median / toolpool.wall.median;
-  const ideal = Math.min(options.calls, options.threads);
+/** Summaries of every contender, and their speedups over pi. */
+export function summarizeBatch(
+  calls: number,
+  reps: number,
+  ideal: number,
+  contenders: readonly CpuContender[],
+  samples: ReadonlyMap<string, BatchSample[]>,
+): BatchFigures {
+  const figures = contenders.map(({ name }) => summarizeContender(name, samples.get(name)!));
+  const pi = figures.find((f) => f.name === cpuContenders.pi)!;
+  const speedups = figures
+    .filter((f) => f !== pi)
+    .map((f): SpeedupFigures => {
+      const ratioOfMedians = pi.wall.median / f.wall.median;
+      return {
+        name: f.name,
+        ratioOfMedians,
+        paired: summarize(pi.samples.map((s, index) => s.wallMs / f.samples[index]!.wallMs)),
+        efficiency: ratioOfMedians / ideal,
+      };
+    });
+  return { calls, reps, ideal, contenders: figures, speedups };
+}
+
+export function summarizeContender(name: string, list: readonly BatchSample[]): ContenderFigures {
   return {
-    options,
-    iterations,
-    calibratedCallMs: measuredMs,
-    contenders: figures,
-    speedup,
-    pairedSpeedups: summarize(pi.samples.map((s, index) => s.wallMs / toolpool.samples[index]!.wallMs)),
-    controlSpeedup: pi.wall.median / byName(cpuContenders.piscina).wall.median,
-    ideal,
-    efficiency: speedup / ideal,
+    name,
+    samples: [...list],
+    wall: summarize(list.map((s) => s.wallMs)),
+    loopDelayP50: summarize(list.map((s) => s.loopDelayP50Ms)),
+    loopDelayP99: summarize(list.map((s) => s.loopDelayP99Ms)),
+    loopDelayMax: summarize(list.map((s) => s.loopDelayMaxMs)),
+    cpuPerWall: summarize(list.map((s) => s.cpuPerWall)),
+    callConcurrency: summarize(list.map((s) => s.callConcurrency)),
+    callMs: summarize(list.map((s) => s.callMs)),
   };
 }
 
 /** Runs one batch, timing only the batch, with the event-loop delay and CPU time around it. */
-async function measureBatch(contender: Contender, calls: number, expectedText: string): Promise<BatchSample> {
+export async function measureBatch(contender: CpuContender, calls: number, expectedText: string): Promise<BatchSample> {
   const histogram = monitorEventLoopDelay({ resolution: 1 });
   histogram.enable();
   const cpuStart = process.cpuUsage();
   const start = performance.now();
-  const results = await contender.runBatch();
+  const results = await contender.runBatch(calls);
   const wallMs = performance.now() - start;
   const cpu = process.cpuUsage(cpuStart);
   histogram.disable();
@@ -203,6 +292,7 @@ async function measureBatch(contender: Contender, calls: number, expectedText: s
   const hasSamples = histogram.count > 0;
   return {
     wallMs,
+    loopDelayP50Ms: hasSamples ? histogram.percentile(50) / 1e6 : wallMs,
     loopDelayP99Ms: hasSamples ? histogram.percentile(99) / 1e6 : wallMs,
     loopDelayMaxMs: hasSamples ? histogram.max / 1e6 : wallMs,
     cpuPerWall: (cpu.user + cpu.system) / 1000 / wallMs,
@@ -222,4 +312,12 @@ function checkResults(name: string, results: readonly BatchResult[], calls: numb
     }
     return result.details as SpinTrace;
   });
+}
+
+/** Calibrates the spin loop to `targetMs` on the main thread, once for every CPU suite. */
+export function calibrate(targetMs: number): SpinCalibration {
+  logStep(`calibrating the busy loop to ~${targetMs} ms`);
+  const { iterations, measuredMs } = calibrateSpin(targetMs);
+  logStep(`${iterations} iterations ≈ ${measuredMs.toFixed(1)} ms on the main thread`);
+  return { targetMs, iterations, measuredMs, expectedText: String(spin(iterations)) };
 }

@@ -5,11 +5,16 @@
  * batch of one through the coordinator via `executeToolCalls`). Same thread
  * counts, interleaved repetitions.
  */
+import { spawnSync } from "node:child_process";
+import { platform } from "node:os";
+import { fileURLToPath } from "node:url";
+
 import { Piscina } from "piscina";
 import { createRuntime, workerTool, type AgentTool, type Runtime } from "toolpool";
 
 import { noopParameters, noopResult } from "../lib/constants.js";
-import { logStep } from "../lib/progress.js";
+import { createTinypool, createWorkerpool, type PeerPool, type Peers } from "../lib/peers.js";
+import { advanceProgress, logStep } from "../lib/progress.js";
 import { rotate, runInFlight, runSerial } from "../lib/run-loop.js";
 import { percentile, summarize, type Summary } from "../lib/stats.js";
 
@@ -50,12 +55,28 @@ export interface DispatchOverheadResult {
   figures: DispatchFigures[];
   /** Per mode and toolpool contender: median ratio to bare Piscina, and the paired per-rep ratios. */
   ratios: { mode: DispatchMode; contender: string; ratioOfMedians: number; paired: Summary }[];
+  /** One at a time again, in a child process pinned to one CPU; or why that could not run. */
+  pinnedSerial: PinnedSerialResult | { skipped: string };
+}
+
+/**
+ * One-at-a-time figures of a child process pinned to one CPU (`taskset`).
+ * There every thread shares the CPU, so no call waits for another CPU to wake
+ * up: what remains is the work on the call's path, main thread and worker.
+ */
+export interface PinnedSerialResult {
+  cpu: string;
+  figures: { name: string; usPerCall: number[]; summary: Summary }[];
+  /** Every contender but bare Piscina: median ratio, and paired per repetition. */
+  ratios: { contender: string; ratioOfMedians: number; paired: Summary }[];
 }
 
 /** Contender names, used as keys in the JSON output. */
 export const dispatchContenders = {
   inProcess: "in-process async call",
   piscina: "bare Piscina 5",
+  tinypool: "bare tinypool",
+  workerpool: "bare workerpool",
   agentTool: "toolpool agentTools()[0].execute",
   batch: "toolpool executeToolCalls (batch of 1)",
 } as const;
@@ -70,12 +91,14 @@ interface Contender {
 export interface DispatchSetup {
   runtime: Runtime;
   piscina: Piscina;
+  /** The bare pools of every contender, toolpool's included. */
+  pools: { name: string; run: (task: unknown) => Promise<unknown> }[];
   contenders: Contender[];
   close: () => Promise<void>;
 }
 
-/** Builds the four contenders on pools of `threads` threads each. */
-export function createDispatchSetup(threads: number): DispatchSetup {
+/** Builds the contenders (peers that are installed included) on pools of `threads` threads each. */
+export function createDispatchSetup(threads: number, peers: Peers): DispatchSetup {
   const noopModule = new URL("../tools/noop.js", import.meta.url);
   const runtime = createRuntime({
     tools: [workerTool({ name: "noop", description: "Returns a constant", parameters: noopParameters, module: noopModule })],
@@ -90,11 +113,19 @@ export function createDispatchSetup(threads: number): DispatchSetup {
   });
   piscina.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
   const agentTool: AgentTool = runtime.agentTools()[0]!;
+  const peerPools: (PeerPool & { name: string })[] = [];
+  if (peers.tinypool !== undefined) {
+    peerPools.push({ name: dispatchContenders.tinypool, ...createTinypool(peers.tinypool, noopModule, threads, runtime.options.pool.idleTimeout) });
+  }
+  if (peers.workerpool !== undefined) {
+    peerPools.push({ name: dispatchContenders.workerpool, ...createWorkerpool(peers.workerpool, "noop", threads) });
+  }
   const emptyArgs = {};
   const inProcessNoop = async (): Promise<typeof noopResult> => noopResult;
   const contenders: Contender[] = [
     { name: dispatchContenders.inProcess, call: () => inProcessNoop() },
     { name: dispatchContenders.piscina, call: () => piscina.run(emptyArgs) },
+    ...peerPools.map((pool) => ({ name: pool.name, call: () => pool.run(emptyArgs) })),
     { name: dispatchContenders.agentTool, call: (index) => agentTool.execute(`call_${index}`, emptyArgs) },
     {
       name: dispatchContenders.batch,
@@ -110,9 +141,14 @@ export function createDispatchSetup(threads: number): DispatchSetup {
   return {
     runtime,
     piscina,
+    pools: [
+      { name: dispatchContenders.piscina, run: (task) => piscina.run(task) },
+      ...peerPools,
+      { name: dispatchContenders.agentTool, run: (task) => agentTool.execute("boot", task as Record<string, never>) },
+    ],
     contenders,
     close: async () => {
-      await Promise.all([runtime.close(), piscina.close()]);
+      await Promise.all([runtime.close(), piscina.close(), ...peerPools.map((pool) => pool.close())]);
     },
   };
 }
@@ -152,8 +188,65 @@ export async function measureDispatch(contender: Contender, mode: DispatchMode, 
   return ((performance.now() - start) * 1000) / count;
 }
 
-export async function runDispatchOverheadSuite(options: DispatchOverheadOptions): Promise<DispatchOverheadResult> {
-  const setup = createDispatchSetup(options.threads);
+/**
+ * Inside the pinned child: the one-at-a-time measurement alone, every
+ * repetition interleaved chunk by chunk. Returns µs per call of each rep.
+ */
+export async function runPinnedSerialMeasurement(options: DispatchOverheadOptions, peers: Peers): Promise<Record<string, number[]>> {
+  const setup = createDispatchSetup(options.threads, peers);
+  const perRep: Record<string, number[]> = Object.fromEntries(setup.contenders.map((c) => [c.name, []]));
+  try {
+    await Promise.all(Array.from({ length: options.threads * 4 }, () => setup.pools.map((pool) => pool.run({}))).flat());
+    for (const contender of setup.contenders) await runSerial(contender.call, 1000);
+    for (let rep = 0; rep < options.warmups + options.reps; rep++) {
+      const serial = await measureSerialInterleaved(setup.contenders, options, rep);
+      if (rep >= options.warmups) for (const [name, { usPerCall }] of serial) perRep[name]!.push(usPerCall);
+    }
+  } finally {
+    await setup.close();
+  }
+  return perRep;
+}
+
+const benchMain = fileURLToPath(new URL("../main.js", import.meta.url));
+
+/** Runs {@link runPinnedSerialMeasurement} in `taskset -c 0 node dist-bench/main.js --pinned-serial …` (Linux only). */
+function measurePinnedSerial(options: DispatchOverheadOptions): PinnedSerialResult | { skipped: string } {
+  if (platform() !== "linux") return { skipped: `pinning needs Linux's taskset; this is ${platform()}` };
+  const cpu = "0";
+  // Pinned calls take ~20 µs and vary little: more of them cost little and steady the medians.
+  const pinnedOptions = { ...options, serialCalls: Math.max(2000, options.serialCalls) };
+  const child = spawnSync("taskset", ["-c", cpu, process.execPath, benchMain, "--pinned-serial", JSON.stringify(pinnedOptions)], {
+    encoding: "utf8",
+    timeout: 300_000,
+    maxBuffer: 16 << 20,
+  });
+  if (child.error !== undefined) return { skipped: `taskset could not run (${String((child.error as { code?: unknown }).code ?? child.error)})` };
+  if (child.status !== 0) return { skipped: `the pinned run failed (exit ${child.status}): ${child.stderr.trim().split("\n").at(-1) ?? ""}` };
+  const perRep = JSON.parse(child.stdout) as Record<string, number[]>;
+  const figures = Object.entries(perRep).map(([name, usPerCall]) => ({ name, usPerCall, summary: summarize(usPerCall) }));
+  const bare = perRep[dispatchContenders.piscina]!;
+  const ratios = figures
+    .filter((f) => f.name !== dispatchContenders.piscina)
+    .map((f) => ({
+      contender: f.name,
+      ratioOfMedians: f.summary.median / summarize(bare).median,
+      paired: summarize(f.usPerCall.map((us, index) => us / bare[index]!)),
+    }));
+  return { cpu, figures, ratios };
+}
+
+/** Expected ms of the pinned child: start-up, a warm-up and the one-at-a-time reps at ~30 µs a call. */
+function estimatePinnedMs(options: DispatchOverheadOptions, contenders: number): number {
+  return 1500 + contenders * (1000 + (options.warmups + options.reps) * Math.max(2000, options.serialCalls)) * 0.03;
+}
+
+/** Expected duration, for the progress bar: ~100 µs per call one at a time, ~40 µs in flight, ~0.3 s to start the pools. */
+export function estimateDispatchMs(options: DispatchOverheadOptions, contenders: number): number {
+  return estimatePinnedMs(options, contenders) + (options.warmups + options.reps) * (300 + contenders * (options.serialCalls * 0.1 + (options.inFlightCalls + 500) * 0.04));
+}
+
+export async function runDispatchOverheadSuite(options: DispatchOverheadOptions, peers: Peers): Promise<DispatchOverheadResult> {
   const modes: DispatchMode[] = ["serial", "inFlight"];
   const samples = new Map<string, number[]>();
   const chunkSamples = new Map<string, number[]>();
@@ -163,15 +256,21 @@ export async function runDispatchOverheadSuite(options: DispatchOverheadOptions)
     list.push(us);
     samples.set(key(name, mode), list);
   };
-  try {
-    // Threads start in the background; a burst per pool makes sure every one is up before the warm-up.
-    const agentTool = setup.runtime.agentTools()[0]!;
-    await Promise.all(
-      Array.from({ length: options.threads * 4 }, (_, index) => [setup.piscina.run({}), agentTool.execute(`boot_${index}`, {})]).flat(),
-    );
-    const total = options.warmups + options.reps;
-    for (let rep = 0; rep < total; rep++) {
-      const isWarmup = rep < options.warmups;
+  let names: string[] = [];
+  const total = options.warmups + options.reps;
+  for (let rep = 0; rep < total; rep++) {
+    // Fresh pools every repetition. On a VM a pool's thread placement decides
+    // between ~15 and ~90 µs per one-at-a-time call and sticks to its threads
+    // for seconds at a time; new pools draw their placement anew, so no
+    // contender keeps a lucky or an unlucky one for the whole run.
+    const setup = createDispatchSetup(options.threads, peers);
+    names = setup.contenders.map((c) => c.name);
+    const isWarmup = rep < options.warmups;
+    try {
+      // Threads start in the background: a burst per pool starts every one, then a short
+      // in-flight run per contender warms the new threads (module loaded, code optimized).
+      await Promise.all(Array.from({ length: options.threads * 4 }, () => setup.pools.map((pool) => pool.run({}))).flat());
+      for (const contender of setup.contenders) await runInFlight(contender.call, 500, options.concurrency);
       const serial = await measureSerialInterleaved(setup.contenders, options, rep);
       if (!isWarmup) {
         for (const [name, { usPerCall, chunks }] of serial) {
@@ -183,14 +282,17 @@ export async function runDispatchOverheadSuite(options: DispatchOverheadOptions)
         const us = await measureDispatch(contender, "inFlight", options);
         if (!isWarmup) record(contender.name, "inFlight", us);
       }
-      logStep(`dispatch: ${isWarmup ? "warm-up" : "rep"} ${isWarmup ? rep + 1 : rep - options.warmups + 1}/${isWarmup ? options.warmups : options.reps} done`);
+    } finally {
+      await setup.close();
     }
-  } finally {
-    await setup.close();
+    advanceProgress(
+      (estimateDispatchMs(options, names.length) - estimatePinnedMs(options, names.length)) / total,
+      `dispatch: ${isWarmup ? "warm-up" : "rep"} ${isWarmup ? rep + 1 : rep - options.warmups + 1}/${isWarmup ? options.warmups : options.reps} done`,
+    );
   }
 
   const figures: DispatchFigures[] = modes.flatMap((mode) =>
-    setup.contenders.map(({ name }) => {
+    names.map((name) => {
       const usPerCall = samples.get(key(name, mode)) ?? [];
       const figures: DispatchFigures = { name, mode, usPerCall, summary: summarize(usPerCall) };
       const chunks = mode === "serial" ? chunkSamples.get(name) : undefined;
@@ -202,8 +304,9 @@ export async function runDispatchOverheadSuite(options: DispatchOverheadOptions)
     }),
   );
   const find = (name: string, mode: DispatchMode): DispatchFigures => figures.find((f) => f.name === name && f.mode === mode)!;
+  const compared = names.filter((name) => name !== dispatchContenders.piscina);
   const ratios = modes.flatMap((mode) =>
-    [dispatchContenders.agentTool, dispatchContenders.batch].map((contender) => {
+    compared.map((contender) => {
       const ours = find(contender, mode);
       const bare = find(dispatchContenders.piscina, mode);
       return {
@@ -214,5 +317,9 @@ export async function runDispatchOverheadSuite(options: DispatchOverheadOptions)
       };
     }),
   );
-  return { options, figures, ratios };
+  logStep("dispatch: one at a time again, in a child pinned to one CPU");
+  const pinnedSerial = measurePinnedSerial(options);
+  if ("skipped" in pinnedSerial) logStep(`dispatch: no pinned run: ${pinnedSerial.skipped}`);
+  advanceProgress(estimatePinnedMs(options, names.length), "dispatch: pinned run done");
+  return { options, figures, ratios, pinnedSerial };
 }

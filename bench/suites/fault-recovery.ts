@@ -6,7 +6,7 @@
  */
 import { createRuntime, workerTool, type AssistantMessage, type Runtime } from "toolpool";
 
-import { logStep } from "../lib/progress.js";
+import { advanceProgress, logStep } from "../lib/progress.js";
 import { percentile, summarize, type Summary } from "../lib/stats.js";
 
 export interface FaultRecoveryOptions {
@@ -37,6 +37,11 @@ const batchOf = (name: string, fault?: string): AssistantMessage => ({
   role: "assistant",
   content: [{ type: "toolCall", id: "call", name, arguments: fault === undefined ? {} : { fault } }],
 });
+
+/** Expected duration, for the progress bar: a replacement worker (~40 ms) per rep and fault, plus the time limit of each runaway. */
+export function estimateFaultRecoveryMs(options: FaultRecoveryOptions): number {
+  return options.reps * (3 * 50 + options.timeoutMs);
+}
 
 export async function runFaultRecoverySuite(options: FaultRecoveryOptions): Promise<FaultRecoveryResult> {
   const runtime: Runtime = createRuntime({
@@ -76,6 +81,7 @@ export async function runFaultRecoverySuite(options: FaultRecoveryOptions): Prom
         recoveryMs.push(performance.now() - failedAt);
       }
       figures.push({ fault, code, recoveryMs, summary: { ...summarize(recoveryMs), p99: percentile(recoveryMs, 99) } });
+      advanceProgress(options.reps * (50 + (fault === "timeout" ? options.timeoutMs : 0)), `fault recovery: ${fault} done`);
     }
     return {
       options,

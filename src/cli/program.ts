@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 
 import { Command } from "commander";
 
+import { addBenchCommand } from "./bench-command.js";
 import { addDemoCommand } from "./demo-command.js";
 import { addRunCommand } from "./run-command.js";
 import { addServeCommand } from "./serve-command.js";
@@ -30,6 +31,7 @@ export function createProgram(version: string = readPackageVersion()): Command {
   addRunCommand(program);
   addDemoCommand(program);
   addServeCommand(program);
+  addBenchCommand(program);
   return program;
 }
 

@@ -1,0 +1,102 @@
+/**
+ * The report of one bench run: the raw figures of every suite that ran, the
+ * machine, and the issue's targets checked against the figures.
+ */
+import type { CpuBatchResult } from "../suites/cpu-batch.js";
+import { cpuContenders } from "../suites/cpu-batch.js";
+import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
+import type { FaultRecoveryResult } from "../suites/fault-recovery.js";
+import type { HarnessLoadResult } from "../suites/harness-load.js";
+import { largeContenders, type LargeResultsResult } from "../suites/large-results.js";
+import type { ScalingResult } from "../suites/scaling.js";
+import type { MachineInfo } from "./machine.js";
+
+export interface BenchReport {
+  date: string;
+  mode: "quick" | "full";
+  durationS: number;
+  machine: MachineInfo & { loadAvg1mAtEnd: number; peerVersions: Record<string, string> };
+  /** Things the reader should know: missing peers, shortened calls in quick mode. */
+  notes: string[];
+  targets: TargetCheck[];
+  cpuBatch?: CpuBatchResult | undefined;
+  dispatchOverhead?: DispatchOverheadResult | undefined;
+  largeResults?: LargeResultsResult | undefined;
+  harnessLoad?: HarnessLoadResult | undefined;
+  scaling?: ScalingResult | undefined;
+  faultRecovery?: FaultRecoveryResult | undefined;
+}
+
+/** One of the issue's targets, against this run's figure. */
+export interface TargetCheck {
+  target: string;
+  /** The measured figure, in words (`1.93× = 97% of ideal 2`). */
+  figure: string;
+  isMet: boolean;
+}
+
+/** The issue's targets, for the suites that ran. Bench figures, not test assertions. */
+export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  for (const batch of report.cpuBatch?.batches ?? []) {
+    const toolpool = batch.speedups.find((s) => s.name === cpuContenders.toolpool);
+    if (toolpool === undefined) continue;
+    checks.push({
+      target: `speedup over pi ≥ 0.9 × min(calls, cores), ${batch.calls} calls`,
+      figure: `${toolpool.ratioOfMedians.toFixed(2)}× ≥ ${(0.9 * batch.ideal).toFixed(2)}× (${(toolpool.efficiency * 100).toFixed(0)}% of ideal ${batch.ideal})`,
+      isMet: toolpool.efficiency >= 0.9,
+    });
+  }
+  const dispatch = report.dispatchOverhead;
+  if (dispatch !== undefined) {
+    const p10 = (name: string) => dispatch.figures.find((f) => f.name === name && f.mode === "serial")?.chunkSummary?.p10 ?? NaN;
+    const serial = dispatch.ratios.find((r) => r.mode === "serial" && r.contender === dispatchContenders.batch);
+    const pinned = "skipped" in dispatch.pinnedSerial ? undefined : dispatch.pinnedSerial;
+    const pinnedRatio = pinned?.ratios.find((r) => r.contender === dispatchContenders.batch);
+    const pinnedUs = (name: string) => pinned?.figures.find((f) => f.name === name)?.summary.median ?? NaN;
+    if (pinnedRatio !== undefined) {
+      // One at a time and unpinned, a call mostly waits for a CPU to wake up (~15 or ~90 µs by
+      // thread placement, at random); pinned to one CPU, only the code on the call's path remains.
+      checks.push({
+        target: "per-call overhead ≤ 1.25 × bare Piscina, one at a time (executeToolCalls, pinned to 1 CPU)",
+        figure:
+          `${pinnedRatio.ratioOfMedians.toFixed(2)}× (${pinnedUs(dispatchContenders.batch).toFixed(1)} vs ${pinnedUs(dispatchContenders.piscina).toFixed(1)} µs; ` +
+          `unpinned: median ratio ${serial?.ratioOfMedians.toFixed(2) ?? "–"}×, fast placement ${(p10(dispatchContenders.batch) / p10(dispatchContenders.piscina)).toFixed(2)}×)`,
+        isMet: pinnedRatio.ratioOfMedians <= 1.25,
+      });
+    } else if (serial !== undefined) {
+      const fastRatio = p10(dispatchContenders.batch) / p10(dispatchContenders.piscina);
+      checks.push({
+        target: "per-call overhead ≤ 1.25 × bare Piscina, one at a time (executeToolCalls, fast placement)",
+        figure: `${fastRatio.toFixed(2)}× (${p10(dispatchContenders.batch).toFixed(1)} vs ${p10(dispatchContenders.piscina).toFixed(1)} µs; all chunks: median ratio ${serial.ratioOfMedians.toFixed(2)}×)`,
+        isMet: fastRatio <= 1.25,
+      });
+    }
+    const inFlight = dispatch.ratios.find((r) => r.mode === "inFlight" && r.contender === dispatchContenders.batch);
+    if (inFlight !== undefined) {
+      checks.push({
+        target: `per-call overhead ≤ 1.25 × bare Piscina, ${dispatch.options.concurrency} in flight (executeToolCalls)`,
+        figure: `${inFlight.ratioOfMedians.toFixed(2)}× (paired median ${inFlight.paired.median.toFixed(2)}×)`,
+        isMet: inFlight.ratioOfMedians <= 1.25,
+      });
+    }
+  }
+  const saturated = report.cpuBatch?.batches.at(-1);
+  const toolpoolDelay = saturated?.contenders.find((c) => c.name === cpuContenders.toolpool);
+  if (saturated !== undefined && toolpoolDelay !== undefined) {
+    checks.push({
+      target: `event-loop delay p99 ≤ 10 ms, pool saturated (${saturated.calls} calls)`,
+      figure: `${toolpoolDelay.loopDelayP99.median.toFixed(1)} ms (worst rep ${toolpoolDelay.loopDelayP99.max.toFixed(1)} ms)`,
+      isMet: toolpoolDelay.loopDelayP99.median <= 10,
+    });
+  }
+  const binary = report.largeResults?.figures.find((f) => f.name === largeContenders.toolpoolBinary);
+  if (binary !== undefined) {
+    checks.push({
+      target: "10 MB binary result crosses the thread boundary ≤ 5 ms",
+      figure: `${binary.crossing.median.toFixed(2)} ms (whole call ${binary.call.median.toFixed(1)} ms)`,
+      isMet: binary.crossing.median <= 5,
+    });
+  }
+  return checks;
+}
