@@ -2,7 +2,6 @@ import { EventEmitter } from "eventemitter3";
 
 import { BatchCoordinator } from "./coordinator/batch-coordinator.js";
 import { createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
-import { createDeferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import type { BatchEvent, EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
@@ -33,7 +32,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   /** The shared pool, and one pool per worker tool with resource limits of its own. */
   readonly #pools = new Map<WorkerTool | "shared", WorkerPool>();
   readonly #activeBatches = new Set<Promise<unknown>>();
-  readonly #forceClosed = createDeferred();
+  /** Aborted by `close({ force: true })`: inline calls still running are then no longer awaited. */
+  readonly #forceClose = new AbortController();
   #agentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
@@ -121,7 +121,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         signal: options.signal,
         toolExecution: this.#options.toolExecution,
         poolFor: (tool) => this.#poolFor(tool),
-        stopped: this.#forceClosed.promise,
+        stopSignal: this.#forceClose.signal,
         emit: options.emit,
         publish: (event: BatchEvent) => this.#publish(event.type, event, meta),
         hasAudience: options.emit === undefined ? () => this.#hasBatchListeners() : () => true,
@@ -172,7 +172,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * already under way.
    */
   close(options: { force?: boolean } = {}): Promise<void> {
-    if (options.force) this.#forceClosed.resolve();
+    if (options.force) this.#forceClose.abort();
     const pools = [...this.#pools.values()];
     const closing = (async () => {
       if (options.force) await Promise.all(pools.map((pool) => pool.close({ force: true })));

@@ -1,3 +1,6 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+
 import { afterEach, describe, expect, it } from "vitest";
 
 import { createRuntime, type AfterToolCallHook, type BeforeToolCallHook, type Runtime } from "toolpool";
@@ -135,6 +138,23 @@ describe("BatchCoordinator", () => {
     ).rejects.toMatchObject({ code: "TP_ERR_INVALID_BATCH", message: expect.stringContaining("`emit`") });
     await runtime.close();
     await expect(runtime.executeToolCalls(assistantMessageOf(calls))).rejects.toMatchObject({ code: "TP_ERR_CLOSED" });
+  });
+
+  it("holds no memory per finished batch (50,000 inline calls)", async () => {
+    setFlagsFromString("--expose-gc");
+    const collectGarbage = runInNewContext("gc") as () => void;
+    const runtime = createRuntime({ tools: scriptedTools("inline") });
+    runtimes.push(runtime);
+    const message = assistantMessageOf([{ id: "c", name: "work", arguments: {} }]);
+    const heapAfter = async (batches: number) => {
+      for (let i = 0; i < batches; i++) await runtime.executeToolCalls(message);
+      collectGarbage();
+      return process.memoryUsage().heapUsed;
+    };
+    const before = await heapAfter(5_000);
+    const after = await heapAfter(50_000);
+    // A leak of even 200 bytes a call would show as 10 MB here.
+    expect(after - before).toBeLessThan(5 * 1024 * 1024);
   });
 
   it("lets running batches finish when closed", async () => {

@@ -25,8 +25,8 @@ export interface BatchScope extends PrepareScope {
   afterToolCall: AfterToolCallHook | undefined;
   /** The pool a worker tool runs on. */
   poolFor: (tool: WorkerTool) => WorkerPool;
-  /** Resolves when the runtime is closed by force: running inline calls are then no longer awaited. */
-  stopped: Promise<void>;
+  /** Aborted when the runtime is closed by force: running inline calls are then no longer awaited. */
+  stopSignal: AbortSignal;
   emit: EmitFunction | undefined;
   /** Hands an event to the runtime's listeners; never throws. */
   publish: (event: BatchEvent) => void;
@@ -206,7 +206,7 @@ export class BatchCoordinator {
     }
     try {
       const execution = entry.tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
-      const result = await Promise.race([execution, this.#scope.stopped.then((): typeof stoppedByForce => stoppedByForce)]);
+      const result = await untilStopped(execution, this.#scope.stopSignal);
       if (result === stoppedByForce) {
         execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
         const message = `Tool "${toolCall.name}" was stopped: the runtime was closed by force`;
@@ -276,6 +276,29 @@ export class BatchCoordinator {
 }
 
 const stoppedByForce = Symbol("stoppedByForce");
+
+/**
+ * Settles like `execution`, or with {@link stoppedByForce} once `stopSignal`
+ * aborts. Not `Promise.race` against a promise of the runtime's lifetime:
+ * each race would leave a reaction on it that lives as long as the runtime.
+ */
+function untilStopped<T>(execution: Promise<T>, stopSignal: AbortSignal): Promise<T | typeof stoppedByForce> {
+  if (stopSignal.aborted) return Promise.resolve(stoppedByForce);
+  return new Promise((resolve, reject) => {
+    const onStop = (): void => resolve(stoppedByForce);
+    stopSignal.addEventListener("abort", onStop, { once: true });
+    execution.then(
+      (value) => {
+        stopSignal.removeEventListener("abort", onStop);
+        resolve(value);
+      },
+      (error: unknown) => {
+        stopSignal.removeEventListener("abort", onStop);
+        reject(error);
+      },
+    );
+  });
+}
 
 function isPrepared(entry: PreparedCall | FinalizedCall): entry is PreparedCall {
   return "kind" in entry && entry.kind === "prepared";
