@@ -8,7 +8,8 @@
  */
 
 import { createHash } from "node:crypto";
-import { open, type FileHandle } from "node:fs/promises";
+// Synchronous file calls on purpose: see the note in diff.ts.
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
 
 /** Digest algorithms `hash` accepts. */
@@ -94,7 +95,7 @@ export async function execute(
     label = "(text)";
   } else {
     label = args.path!;
-    bytes = await hashFile(label, hash, algorithm, ctx);
+    bytes = hashFile(label, hash, algorithm, ctx);
   }
   signal.throwIfAborted();
 
@@ -105,28 +106,31 @@ export async function execute(
   };
 }
 
-async function hashFile(
+function hashFile(
   path: string,
   hash: ReturnType<typeof createHash>,
   algorithm: HashAlgorithm,
   ctx: WorkerToolContext<HashDetails>,
-): Promise<number> {
-  let handle: FileHandle;
+): number {
+  let fd: number;
   try {
-    handle = await open(path, "r");
+    fd = openSync(path, "r");
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`hash: file not found: ${path}`);
     throw new Error(`hash: cannot open ${path}: ${(err as Error).message}`);
   }
   try {
-    if ((await handle.stat()).isDirectory()) throw new Error(`hash: ${path} is a directory, not a file`);
-    const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    const info = fstatSync(fd);
+    if (info.isDirectory()) throw new Error(`hash: ${path} is a directory, not a file`);
+    // Sized to the file: most are a few KiB, and a 1 MiB buffer per call is garbage.
+    const chunkBytes = Math.max(1, Math.min(CHUNK_BYTES, info.size));
+    const buf = Buffer.allocUnsafe(chunkBytes);
     let total = 0;
     let nextUpdate = performance.now() + PROGRESS_INTERVAL_MS;
     for (;;) {
       ctx.signal.throwIfAborted();
-      const { bytesRead } = await handle.read(buf, 0, CHUNK_BYTES, null);
+      const bytesRead = readSync(fd, buf, 0, chunkBytes, null);
       if (bytesRead === 0) return total;
       hash.update(buf.subarray(0, bytesRead));
       total += bytesRead;
@@ -140,7 +144,7 @@ async function hashFile(
       }
     }
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 

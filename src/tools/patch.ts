@@ -7,7 +7,8 @@
  * @module
  */
 
-import { readFile, stat, writeFile } from "node:fs/promises";
+// Synchronous file calls on purpose: see the note in diff.ts.
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { applyPatch, parsePatch, type ApplyPatchOptions, type StructuredPatch, type StructuredPatchHunk } from "diff";
 import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
 
@@ -135,7 +136,7 @@ export async function execute(
   const hunks = parsed.hunks.length;
   if (write) {
     const path = args.path!;
-    await writeFile(path, result, "utf8");
+    writeFileSync(path, result, "utf8");
     return {
       content: [{ type: "text", text: `patch: applied ${hunks} hunk${hunks === 1 ? "" : "s"} to ${path} (${bytes} bytes written)` }],
       details: { applied: true, hunks, written: true, bytes, truncated: false },
@@ -169,12 +170,12 @@ function parseSingle(patch: string): StructuredPatch {
 
 async function readTarget(path: string): Promise<string> {
   try {
-    const info = await stat(path);
+    const info = statSync(path);
     if (info.isDirectory()) throw new Error(`patch: ${path} is a directory, not a file`);
     if (info.size > PATCH_MAX_FILE_BYTES) {
       throw new Error(`patch: ${path} is ${info.size} bytes, over the ${PATCH_MAX_FILE_BYTES}-byte limit`);
     }
-    return await readFile(path, "utf8");
+    return readFileSync(path, "utf8");
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`patch: file not found: ${path}`);
