@@ -3,9 +3,13 @@ import { describe, expect, it } from "vitest";
 import { inspectResult, transferThresholdBytes } from "../src/workers/inspect-result.js";
 
 describe("inspectResult", () => {
-  it("counts strings as UTF-8 bytes and buffers by their length", () => {
-    const inspection = inspectResult({ content: [{ type: "text", text: "héllo" }], details: { raw: new Uint8Array(10) } });
-    expect(inspection).toEqual({ uncloneable: undefined, bytes: 4 + 6 + 10, transferables: [] });
+  it("bounds the size of strings cheaply, and measures it exactly only near the limit", () => {
+    const result = { content: [{ type: "text", text: "héllo" }], details: { raw: new Uint8Array(10) } };
+    // Under the limit by the upper bound (3 bytes a UTF-16 unit): no exact count needed.
+    expect(inspectResult(result, 100)).toEqual({ uncloneable: undefined, bytes: 3 * (4 + 5) + 10, isTooLarge: false, transferables: [] });
+    // Near it: exact UTF-8 bytes ("é" takes two).
+    expect(inspectResult(result, 20)).toMatchObject({ bytes: 4 + 6 + 10, isTooLarge: false });
+    expect(inspectResult(result, 19)).toMatchObject({ bytes: 20, isTooLarge: true });
   });
 
   it("names the path of the first value structured clone would reject", () => {
@@ -18,7 +22,7 @@ describe("inspectResult", () => {
   it("survives cycles, which structured clone handles", () => {
     const details: Record<string, unknown> = { name: "loop" };
     details.self = details;
-    expect(inspectResult({ details })).toMatchObject({ uncloneable: undefined, bytes: 4 });
+    expect(inspectResult({ details }, 4)).toMatchObject({ uncloneable: undefined, bytes: 4 });
   });
 
   it("moves large buffers once each, and never a view of part of a buffer", () => {
@@ -26,7 +30,7 @@ describe("inspectResult", () => {
     const shared = new ArrayBuffer(transferThresholdBytes * 2);
     const part = new Uint8Array(shared, 0, transferThresholdBytes);
     const small = new Uint8Array(16);
-    const inspection = inspectResult({ details: { whole, again: whole, part, small } });
+    const inspection = inspectResult({ details: { whole, again: whole, part, small } }, Infinity);
     expect(inspection.transferables).toEqual([whole.buffer]);
     expect(inspection.bytes).toBe(transferThresholdBytes * 3 + 16);
   });

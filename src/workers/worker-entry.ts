@@ -60,10 +60,10 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
     } else if (unclonedUpdate !== undefined) {
       reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${task.toolName}" sent a partial result that cannot be cloned across threads: ${unclonedUpdate}`, updates);
     } else {
-      const inspection = inspectResult(outcome.result);
+      const inspection = inspectResult(outcome.result, task.maxResultBytes);
       if (inspection.uncloneable !== undefined) {
         reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${task.toolName}" returned a result that cannot be cloned across threads: ${inspection.uncloneable}`, updates);
-      } else if (inspection.bytes > task.maxResultBytes) {
+      } else if (inspection.isTooLarge) {
         reply = fault("TP_ERR_RESULT_TOO_LARGE", `Tool "${task.toolName}" returned ${inspection.bytes} bytes, more than maxResultBytes (${task.maxResultBytes})`, updates);
       } else {
         reply = { kind: "ok", result: outcome.result, updates };
