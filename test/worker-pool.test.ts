@@ -145,6 +145,39 @@ describe("WorkerPool", () => {
     }
   });
 
+  it("never lets the abort of one call reach a listener an earlier call left on its signal", async () => {
+    const runtime = open({
+      tools: [tool("leave", behaviours, "listenAndLeave"), tool("wait", behaviours, "awaitAbort"), tool("say", behaviours, "say")],
+      // One thread, so all three calls share a worker (and could share a signal).
+      pool: { maxThreads: 1, leftoverGraceMs: 0 },
+      clock: new FakeClock(),
+    });
+    const channelName = `leaked-abort-${process.pid}`;
+    const heard: unknown[] = [];
+    const listener = new BroadcastChannel(channelName);
+    const heardSync = deferred();
+    listener.onmessage = (event) => {
+      heard.push((event as { data: unknown }).data);
+      if ((event as { data: unknown }).data === "sync") heardSync.resolve();
+    };
+    try {
+      await runtime.executeToolCalls(batch(["first", "leave", { channel: channelName }]));
+      const controller = new AbortController();
+      const rec = recorder();
+      const aborted = runtime.executeToolCalls(batch(["second", "wait"]), { signal: controller.signal, emit: rec.emit });
+      await rec.update("second");
+      controller.abort();
+      expect((await aborted).messages[0]!.content).toEqual([{ type: "text", text: "abort event (AbortError)" }]);
+      // Messages from one worker arrive in order: anything the first call's
+      // listener said would come before this.
+      await runtime.executeToolCalls(batch(["third", "say", { channel: channelName, text: "sync" }]));
+      await heardSync.promise;
+      expect(heard).toEqual(["sync"]);
+    } finally {
+      listener.close();
+    }
+  });
+
   it("terminates a call that ignores the abort once the grace period has passed; finished siblings keep their results", async () => {
     const clock = new FakeClock();
     const runtime = open({

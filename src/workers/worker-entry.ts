@@ -7,6 +7,7 @@
  * and a result that could not cross the thread boundary is caught here, where
  * the worker survives it.
  */
+import { getEventListeners } from "node:events";
 import { BroadcastChannel, parentPort, threadId, workerData } from "node:worker_threads";
 
 import { Piscina } from "piscina";
@@ -142,8 +143,7 @@ function loadModule(url: string): Promise<Record<string, unknown>> {
 }
 
 /**
- * The tool's `ctx`. Its signal is made on first use: most calls never look,
- * and a signal costs a few microseconds (a controller and three accessors).
+ * The tool's `ctx`. Its signal is taken on first use: most calls never look.
  * An abort that came before is not missed: the shared flag still says so.
  */
 function createContext(task: WorkerTask, onUpdate: WorkerToolContext<unknown>["onUpdate"]): WorkerToolContext<unknown> {
@@ -152,38 +152,71 @@ function createContext(task: WorkerTask, onUpdate: WorkerToolContext<unknown>["o
     toolCallId: task.toolCallId,
     onUpdate,
     get signal() {
-      if (signal === undefined) {
-        const controller = new AbortController();
-        running.set(task.seq, controller);
-        signal = createCallSignal(controller, task.seq);
-      }
+      signal ??= takeCallSignal(task.seq);
       return signal;
     },
   };
 }
 
+/** A call's abort signal, with the call it currently belongs to. */
+interface CallSignal {
+  readonly controller: AbortController;
+  readonly signal: AbortSignal;
+  /** Reads the shared flag of `seq`; aborts the signal if it is set. */
+  readonly sync: () => void;
+  seq: number;
+}
+
 /**
- * The call's signal: a real AbortSignal whose `aborted`, `reason` and
- * `throwIfAborted` also consult the shared abort flag, so a tool that never
- * yields still observes an abort.
+ * The last call's signal, for the next call to reuse. An AbortController and
+ * its accessors cost microseconds a call, and every built-in tool looks at its
+ * signal. Reuse is safe only while nothing of the last call can tell: the
+ * signal was never aborted and no listener is left on it.
  */
-function createCallSignal(controller: AbortController, seq: number): AbortSignal {
-  const signal = controller.signal;
-  const sync = (): void => {
-    if (!abortedGetter.call(signal) && Atomics.load(boot.abortFlags, seq & flagSlotMask) === seq) {
-      controller.abort(createAbortReason());
-    }
-  };
-  // Made after an abort whose message this thread has already seen (or never
+let spareSignal: CallSignal | undefined;
+
+function takeCallSignal(seq: number): AbortSignal {
+  const spare = spareSignal;
+  const callSignal = spare !== undefined && isUntouched(spare.signal) ? spare : createCallSignal();
+  spareSignal = callSignal;
+  callSignal.seq = seq;
+  running.set(seq, callSignal.controller);
+  // Taken after an abort whose message this thread has already seen (or never
   // will): fire the event on the next turn, as that message would have, so a
   // tool that takes the signal and then listens still hears it.
-  if (Atomics.load(boot.abortFlags, seq & flagSlotMask) === seq) setImmediate(sync);
+  if (Atomics.load(boot.abortFlags, seq & flagSlotMask) === seq) setImmediate(callSignal.sync);
+  return callSignal.signal;
+}
+
+function isUntouched(signal: AbortSignal): boolean {
+  return !abortedGetter.call(signal) && signal.onabort === null && getEventListeners(signal, "abort").length === 0;
+}
+
+/**
+ * A real AbortSignal whose `aborted`, `reason` and `throwIfAborted` also
+ * consult the shared abort flag of the call it belongs to, so a tool that
+ * never yields still observes an abort.
+ */
+function createCallSignal(): CallSignal {
+  const controller = new AbortController();
+  const signal = controller.signal;
+  const callSignal: CallSignal = {
+    controller,
+    signal,
+    seq: 0,
+    sync: () => {
+      if (!abortedGetter.call(signal) && Atomics.load(boot.abortFlags, callSignal.seq & flagSlotMask) === callSignal.seq) {
+        controller.abort(createAbortReason());
+      }
+    },
+  };
+  const { sync } = callSignal;
   Object.defineProperties(signal, {
     aborted: { configurable: true, get: () => (sync(), abortedGetter.call(signal) as boolean) },
     reason: { configurable: true, get: () => (sync(), reasonGetter.call(signal) as unknown) },
     throwIfAborted: { configurable: true, value: () => (sync(), AbortSignal.prototype.throwIfAborted.call(signal)) },
   });
-  return signal;
+  return callSignal;
 }
 
 /** The reason of an aborted call's signal: what `AbortController.abort()` gives by default. */
