@@ -1,9 +1,10 @@
 import { EventEmitter } from "eventemitter3";
 
-import { BatchCoordinator } from "./coordinator/batch-coordinator.js";
+import { BatchCoordinator, type BatchServices } from "./coordinator/batch-coordinator.js";
 import { createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
+import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
-import type { BatchEvent, EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
+import type { EmitFunction, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import type { AgentContext, AgentTool, AgentToolResult, AssistantMessage, BatchOutcome } from "./types.js";
 import { WorkerPool, type PoolStats } from "./workers/worker-pool.js";
@@ -31,9 +32,18 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
   /** The shared pool, and one pool per worker tool with resource limits of its own. */
   readonly #pools = new Map<WorkerTool | "shared", WorkerPool>();
-  readonly #activeBatches = new Set<Promise<unknown>>();
   /** Aborted by `close({ force: true })`: inline calls still running are then no longer awaited. */
   readonly #forceClose = new AbortController();
+  /** Batches under way, and what `close()` waits on until there are none. */
+  #runningBatches = 0;
+  #idle: Deferred<void> | undefined;
+  /** What every batch needs of the runtime; made once, not per batch. */
+  readonly #batchServices: BatchServices = {
+    poolFor: (tool) => this.#poolFor(tool),
+    stopSignal: this.#forceClose.signal,
+    publish: (event, batchId) => this.#publish(event.type, event, { batchId }),
+    hasListeners: () => this.#hasBatchListeners(),
+  };
   #agentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
@@ -101,47 +111,45 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       return Promise.reject(new ToolpoolError("TP_ERR_CLOSED", "executeToolCalls was called after close()"));
     }
     let coordinator: BatchCoordinator;
-    let batchId: string;
+    const batchId = `b${++this.#batchCount}`;
     try {
       checkBatchInput(assistantMessage, options);
-      batchId = `b${++this.#batchCount}`;
-      const meta: EventMeta = { batchId };
-      const context: AgentContext = {
-        systemPrompt: "",
-        messages: [],
-        ...options.context,
-        tools: this.#frozenAgentTools(),
-      };
+      const { beforeToolCall, afterToolCall } = this.#options;
       coordinator = new BatchCoordinator({
+        batchId,
         registry: this.#registry,
         assistantMessage,
-        context,
-        beforeToolCall: this.#options.beforeToolCall,
-        afterToolCall: this.#options.afterToolCall,
+        // Only hooks see the context: no batch without one pays for it.
+        context:
+          beforeToolCall === undefined && afterToolCall === undefined
+            ? emptyContext
+            : { systemPrompt: "", messages: [], ...options.context, tools: this.#frozenAgentTools() },
+        beforeToolCall,
+        afterToolCall,
         signal: options.signal,
         toolExecution: this.#options.toolExecution,
-        poolFor: (tool) => this.#poolFor(tool),
-        stopSignal: this.#forceClose.signal,
         emit: options.emit,
-        publish: (event: BatchEvent) => this.#publish(event.type, event, meta),
-        hasAudience: options.emit === undefined ? () => this.#hasBatchListeners() : () => true,
+        services: this.#batchServices,
       });
       if (this.listenerCount("batch_start") > 0) {
-        this.#publish("batch_start", {
-          type: "batch_start",
-          toolCallCount: assistantMessage.content.filter((block) => block.type === "toolCall").length,
-        }, meta);
+        const toolCallCount = assistantMessage.content.filter((block) => block.type === "toolCall").length;
+        this.#publish("batch_start", { type: "batch_start", toolCallCount }, { batchId });
       }
     } catch (error) {
       return Promise.reject(error);
     }
-    const batch = coordinator.run().then((outcome) => {
-      this.#publish("batch_end", { type: "batch_end", ...outcome }, { batchId });
-      return outcome;
-    });
-    const tracked = batch.finally(() => this.#activeBatches.delete(tracked)).catch(() => {});
-    this.#activeBatches.add(tracked);
-    return batch;
+    this.#runningBatches += 1;
+    return coordinator.run().then(
+      (outcome) => {
+        this.#onBatchSettled();
+        if (this.listenerCount("batch_end") > 0) this.#publish("batch_end", { type: "batch_end", ...outcome }, { batchId });
+        return outcome;
+      },
+      (error: unknown) => {
+        this.#onBatchSettled();
+        throw error;
+      },
+    );
   }
 
   /**
@@ -176,11 +184,16 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     const pools = [...this.#pools.values()];
     const closing = (async () => {
       if (options.force) await Promise.all(pools.map((pool) => pool.close({ force: true })));
-      await Promise.all(this.#activeBatches);
+      if (this.#runningBatches > 0) await (this.#idle ??= createDeferred()).promise;
       await Promise.all(pools.map((pool) => pool.close()));
     })();
     this.#closing ??= closing;
     return options.force ? closing : this.#closing;
+  }
+
+  #onBatchSettled(): void {
+    this.#runningBatches -= 1;
+    if (this.#runningBatches === 0) this.#idle?.resolve();
   }
 
   #poolFor(tool: WorkerTool): WorkerPool {
@@ -249,6 +262,9 @@ export function createRuntime(options?: RuntimeOptions): Runtime {
   return new Runtime(options);
 }
 
+/** The context of batches that have no hook to hand it to. */
+const emptyContext: AgentContext = Object.freeze({ systemPrompt: "", messages: Object.freeze([]) as unknown as unknown[], tools: [] });
+
 function checkBatchInput(assistantMessage: unknown, options: ExecuteOptions): void {
   const content = (assistantMessage as { content?: unknown } | null)?.content;
   if (typeof assistantMessage !== "object" || assistantMessage === null || !Array.isArray(content)) {
@@ -257,7 +273,8 @@ function checkBatchInput(assistantMessage: unknown, options: ExecuteOptions): vo
       `Expected an assistant message with a \`content\` array, got ${describeValue(assistantMessage)}`,
     );
   }
-  content.forEach((block: unknown, index) => {
+  for (let index = 0; index < content.length; index++) {
+    const block: unknown = content[index];
     if (typeof block !== "object" || block === null) {
       throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`content[${index}]\` to be a content block, got ${describeValue(block)}`);
     }
@@ -268,7 +285,7 @@ function checkBatchInput(assistantMessage: unknown, options: ExecuteOptions): vo
         `Expected tool call \`content[${index}]\` to have string \`id\` and \`name\`, got ${describeValue(block)}`,
       );
     }
-  });
+  }
   if (typeof options !== "object" || options === null) {
     throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected executeToolCalls options to be an object, got ${describeValue(options)}`);
   }

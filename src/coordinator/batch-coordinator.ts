@@ -19,19 +19,25 @@ import {
   type FinalizedCall,
 } from "./tool-results.js";
 
-/** Everything one batch needs from its runtime. */
-export interface BatchScope extends PrepareScope {
-  toolExecution: ToolExecutionMode;
-  afterToolCall: AfterToolCallHook | undefined;
+/** What every batch needs of its runtime: made once per runtime. */
+export interface BatchServices {
   /** The pool a worker tool runs on. */
   poolFor: (tool: WorkerTool) => WorkerPool;
   /** Aborted when the runtime is closed by force: running inline calls are then no longer awaited. */
   stopSignal: AbortSignal;
-  emit: EmitFunction | undefined;
   /** Hands an event to the runtime's listeners; never throws. */
-  publish: (event: BatchEvent) => void;
-  /** Whether anyone (the sink or a runtime listener) receives events now. */
-  hasAudience: () => boolean;
+  publish: (event: BatchEvent, batchId: string) => void;
+  /** Whether the runtime has listeners of batch events now. */
+  hasListeners: () => boolean;
+}
+
+/** Everything one batch needs. */
+export interface BatchScope extends PrepareScope {
+  batchId: string;
+  toolExecution: ToolExecutionMode;
+  afterToolCall: AfterToolCallHook | undefined;
+  emit: EmitFunction | undefined;
+  services: BatchServices;
 }
 
 type PreparedCall = Extract<Preparation, { kind: "prepared" }>;
@@ -54,7 +60,8 @@ interface ExecutedCall {
  */
 export class BatchCoordinator {
   readonly #scope: BatchScope;
-  readonly #mailbox = new Mailbox();
+  /** Made on first use: a batch nobody observes never needs one. */
+  #mailbox: Mailbox | undefined;
 
   /** With no hook and nobody listening, nothing user-visible runs in a job: it needs no mailbox. */
   readonly #hasHooks: boolean;
@@ -64,9 +71,18 @@ export class BatchCoordinator {
     this.#hasHooks = scope.beforeToolCall !== undefined || scope.afterToolCall !== undefined;
   }
 
+  #mail(): Mailbox {
+    return (this.#mailbox ??= new Mailbox());
+  }
+
+  /** Whether anyone (the sink or a runtime listener) receives events now. */
+  #hasAudience(): boolean {
+    return this.#scope.emit !== undefined || this.#scope.services.hasListeners();
+  }
+
   /** Runs a coordinator job: through the mailbox whenever user code may run in it. */
   #serialize<T>(job: () => T | PromiseLike<T>): Promise<T> {
-    if (this.#hasHooks || this.#scope.hasAudience()) return this.#mailbox.post(job);
+    if (this.#hasHooks || this.#hasAudience()) return this.#mail().post(job);
     return (async () => job())();
   }
 
@@ -78,22 +94,22 @@ export class BatchCoordinator {
       toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
     // With no hook and nobody listening, no user code but the tools runs and
     // nothing is observable but the outcome: the lean path gives the same one.
-    if (!this.#hasHooks && !this.#scope.hasAudience()) return this.#runUnobserved(toolCalls, isSequential);
+    if (!this.#hasHooks && !this.#hasAudience()) return this.#runUnobserved(toolCalls, isSequential);
     return isSequential ? this.#runSequential(toolCalls) : this.#runParallel(toolCalls);
   }
 
   /** A batch nobody observes: the stages in pi's order, without events, hooks or mailbox. */
   async #runUnobserved(toolCalls: ToolCall[], isSequential: boolean): Promise<BatchOutcome> {
     let finalizedCalls: FinalizedCall[];
-    if (isSequential) {
+    if (isSequential || toolCalls.length === 1) {
       finalizedCalls = [];
       for (const toolCall of toolCalls) {
-        const preparation = prepareArguments(this.#scope, toolCall);
+        const preparation = prepareArguments(this.#scope, toolCall, true);
         finalizedCalls.push(preparation.kind === "immediate" ? preparation : { toolCall, ...(await this.#execute(preparation)) });
       }
     } else {
       // Every call is prepared before any executes, as in an observed batch.
-      const preparations = toolCalls.map((toolCall) => prepareArguments(this.#scope, toolCall));
+      const preparations = toolCalls.map((toolCall) => prepareArguments(this.#scope, toolCall, true));
       finalizedCalls = await Promise.all(
         preparations.map((preparation) =>
           preparation.kind === "immediate"
@@ -159,7 +175,7 @@ export class BatchCoordinator {
 
   /** Mailbox job: the start event, then stage 1. */
   async #startAndPrepare(toolCall: ToolCall): Promise<Preparation> {
-    if (this.#scope.hasAudience()) {
+    if (this.#hasAudience()) {
       await this.#deliver({
         type: "tool_execution_start",
         toolCallId: toolCall.id,
@@ -176,46 +192,50 @@ export class BatchCoordinator {
    */
   async #execute(prepared: PreparedCall): Promise<ExecutedCall> {
     const { toolCall, entry, args } = prepared;
-    const deliveries: Promise<void>[] = [];
-    const onUpdate = (partialResult: AgentToolResult<unknown>): void => {
-      if (!this.#scope.hasAudience()) return;
-      deliveries.push(
-        this.#mailbox.post(() =>
-          this.#deliver({
-            type: "tool_execution_update",
-            toolCallId: toolCall.id,
-            toolName: toolCall.name,
-            args: toolCall.arguments,
-            partialResult,
-          }),
-        ),
-      );
-    };
+    // Partials are delivered only while someone listens; a batch nobody
+    // observes gets one shared no-op (tools may call onUpdate regardless).
+    let deliveries: Promise<void>[] | undefined;
+    const onUpdate = !this.#hasAudience()
+      ? ignoreUpdate
+      : (partialResult: AgentToolResult<unknown>): void => {
+          if (!this.#hasAudience()) return;
+          (deliveries ??= []).push(
+            this.#mail().post(() =>
+              this.#deliver({
+                type: "tool_execution_update",
+                toolCallId: toolCall.id,
+                toolName: toolCall.name,
+                args: toolCall.arguments,
+                partialResult,
+              }),
+            ),
+          );
+        };
     if (entry.kind === "worker") {
-      const outcome = await this.#scope.poolFor(entry.tool).run({
+      const outcome = await this.#scope.services.poolFor(entry.tool).run({
         tool: entry.tool,
         toolCallId: toolCall.id,
         args,
         signal: this.#scope.signal,
         onUpdate,
       });
-      if (deliveries.length > 0) await Promise.all(deliveries);
+      if (deliveries !== undefined) await Promise.all(deliveries);
       return outcome.kind === "ok"
         ? { result: outcome.result, isError: false }
         : { result: createErrorToolResult(outcome.message, outcome.code), isError: true };
     }
     try {
       const execution = entry.tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
-      const result = await untilStopped(execution, this.#scope.stopSignal);
+      const result = await untilStopped(execution, this.#scope.services.stopSignal);
       if (result === stoppedByForce) {
         execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
         const message = `Tool "${toolCall.name}" was stopped: the runtime was closed by force`;
         return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true };
       }
-      await Promise.all(deliveries);
+      if (deliveries !== undefined) await Promise.all(deliveries);
       return { result, isError: false };
     } catch (error) {
-      await Promise.all(deliveries);
+      if (deliveries !== undefined) await Promise.all(deliveries);
       return { result: createErrorToolResult(describeThrown(error)), isError: true };
     }
   }
@@ -248,7 +268,7 @@ export class BatchCoordinator {
 
   /** Stage 4. */
   #deliverEnd(finalized: FinalizedCall): void | Promise<void> {
-    if (!this.#scope.hasAudience()) return;
+    if (!this.#hasAudience()) return;
     return this.#deliver({
       type: "tool_execution_end",
       toolCallId: finalized.toolCall.id,
@@ -261,7 +281,7 @@ export class BatchCoordinator {
   /** Stage 5. */
   async #deliverMessage(finalized: FinalizedCall): Promise<ToolResultMessage> {
     const message = createToolResultMessage(finalized);
-    if (this.#scope.hasAudience()) {
+    if (this.#hasAudience()) {
       await this.#deliver({ type: "message_start", message });
       await this.#deliver({ type: "message_end", message });
     }
@@ -270,12 +290,14 @@ export class BatchCoordinator {
 
   /** Runs only inside mailbox jobs, so deliveries never overlap. */
   #deliver(event: BatchEvent): void | Promise<void> {
-    this.#scope.publish(event);
+    this.#scope.services.publish(event, this.#scope.batchId);
     return this.#scope.emit?.(event);
   }
 }
 
 const stoppedByForce = Symbol("stoppedByForce");
+
+const ignoreUpdate = (): void => {};
 
 /**
  * Settles like `execution`, or with {@link stoppedByForce} once `stopSignal`

@@ -46,8 +46,12 @@ export async function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): 
 /**
  * Stage 1 without the hook, synchronous: find the tool, apply its
  * `prepareArguments`, validate with coercion. Never throws.
+ *
+ * `isUnobserved`: no hook will see the arguments. A worker tool then gets the
+ * call's own arguments object when it is valid as it is: the trip to the
+ * worker copies it anyway, so nobody could tell.
  */
-export function prepareArguments(scope: Pick<PrepareScope, "registry">, toolCall: ToolCall): Preparation {
+export function prepareArguments(scope: Pick<PrepareScope, "registry">, toolCall: ToolCall, isUnobserved = false): Preparation {
   const entry = scope.registry.get(toolCall.name);
   if (entry === undefined) {
     return immediate(toolCall, `Tool ${toolCall.name} not found`);
@@ -56,7 +60,8 @@ export function prepareArguments(scope: Pick<PrepareScope, "registry">, toolCall
     const { tool } = entry;
     // The shim's output is only validated: hooks and events keep the raw call.
     const rawArgs = tool.prepareArguments === undefined ? toolCall.arguments : tool.prepareArguments(toolCall.arguments);
-    return { kind: "prepared", toolCall, entry, args: validateToolArguments(toolCall.name, tool.parameters, rawArgs) };
+    const mayShare = isUnobserved && entry.kind === "worker";
+    return { kind: "prepared", toolCall, entry, args: validateToolArguments(toolCall.name, tool.parameters, rawArgs, mayShare) };
   } catch (error) {
     return immediate(toolCall, describeThrown(error));
   }

@@ -13,6 +13,10 @@ const ajv = new Ajv({ coerceTypes: true, allErrors: true, strict: false, validat
 
 const validators = new WeakMap<object, ValidateFunction>();
 
+/** The same schemas without coercion: a check that never writes into the arguments. */
+const strictAjv = new Ajv({ coerceTypes: false, allErrors: false, strict: false, validateSchema: false });
+const strictValidators = new WeakMap<object, ValidateFunction>();
+
 /**
  * Compiles (once per schema object) and returns the validator of a tool's
  * `parameters`. Throws ajv's compile error for a schema it cannot compile.
@@ -29,11 +33,13 @@ export function compileArgumentValidator(schema: JsonSchema): ValidateFunction {
 /**
  * Validates a call's arguments against its tool's schema, coercing primitives
  * as pi does, and returns the validated arguments: a coerced copy, never the
- * caller's object. Throws an `Error` whose message starts
+ * caller's object — unless `mayShare` says nobody but a copying consumer will
+ * see them and they are valid without coercion. Throws an `Error` whose message starts
  * `Validation failed for tool "NAME":`, lists each failing path, then shows
  * the arguments received, as pi's does.
  */
-export function validateToolArguments(toolName: string, schema: JsonSchema, rawArguments: unknown): unknown {
+export function validateToolArguments(toolName: string, schema: JsonSchema, rawArguments: unknown, mayShare = false): unknown {
+  if (mayShare && compileStrictValidator(schema)(rawArguments)) return rawArguments;
   const validate = compileArgumentValidator(schema);
   // A copy, because ajv coerces in place and the raw arguments are still shown
   // in events; structuredClone also drops anything that would not survive the
@@ -45,6 +51,15 @@ export function validateToolArguments(toolName: string, schema: JsonSchema, rawA
     `Validation failed for tool "${toolName}":\n${lines.join("\n") || "Unknown validation error"}\n\n` +
       `Received arguments:\n${JSON.stringify(rawArguments, null, 2)}`,
   );
+}
+
+function compileStrictValidator(schema: JsonSchema): ValidateFunction {
+  let validate = strictValidators.get(schema);
+  if (validate === undefined) {
+    validate = strictAjv.compile(schema);
+    strictValidators.set(schema, validate);
+  }
+  return validate;
 }
 
 /** The argument path ajv reports, dotted as pi prints it (`root` for the whole object). */
