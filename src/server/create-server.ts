@@ -7,7 +7,7 @@
 import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 
-import { fastify, type FastifyInstance } from "fastify";
+import type { FastifyInstance } from "fastify";
 
 import { describeValue, ToolpoolError } from "../errors.js";
 import { Runtime } from "../runtime.js";
@@ -15,6 +15,7 @@ import { BearerAuth } from "./bearer-auth.js";
 import { addBatchRoute, sendDraining } from "./batch-route.js";
 import { handleError, sendError } from "./http-errors.js";
 import { InFlightBatches } from "./in-flight-batches.js";
+import { loadFastify } from "./lazy-modules.js";
 import { addInfoRoutes } from "./info-routes.js";
 import { ServerMetrics } from "./server-metrics.js";
 import { SocketTracker } from "./socket-tracker.js";
@@ -65,7 +66,7 @@ export class ToolpoolServer {
     this.#options = resolveServerOptions(options);
     this.#batches = new InFlightBatches(runtime.options.clock, this.#options.requestTimeoutMs);
     this.#metrics = new ServerMetrics(runtime, () => this.#batches.size);
-    this.#app = fastify({
+    this.#app = loadFastify().fastify({
       logger: false,
       bodyLimit: this.#options.maxBodyBytes,
       requestTimeout: this.#options.requestTimeoutMs,

@@ -7,7 +7,9 @@
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Counter, Histogram, Registry } from "prom-client";
+
+import { loadPromClient } from "./lazy-modules.js";
 
 import { errorCodes } from "../errors.js";
 import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
@@ -28,7 +30,7 @@ const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
  * not come through the server.
  */
 export class ServerMetrics {
-  readonly #registry = new Registry();
+  readonly #registry: Registry;
   readonly #runtime: Runtime;
   readonly #toolNames: ReadonlySet<string>;
   readonly #startedAt = new Map<string, number>();
@@ -38,6 +40,8 @@ export class ServerMetrics {
 
   /** @param countBatches The server's in-flight batches, read on each scrape. */
   constructor(runtime: Runtime, countBatches: () => number) {
+    const { Counter, Gauge, Histogram, Registry } = loadPromClient();
+    this.#registry = new Registry();
     this.#runtime = runtime;
     this.#toolNames = new Set(runtime.agentTools().map((tool) => tool.name));
     const registers = [this.#registry];

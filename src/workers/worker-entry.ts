@@ -20,6 +20,10 @@ import { flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type Wo
 const boot = workerData as WorkerBootData;
 const running = new Map<number, AbortController>();
 const modules = new Map<string, Promise<Record<string, unknown>>>();
+/** The tool modules loaded so far, by URL, for a synchronous lookup. */
+const loadedTools = new Map<string, Record<string, unknown>>();
+/** Resources pending at the end of the last call that left none behind. */
+let resourceBaseline: number | undefined;
 
 // Fires the `abort` event of a call that is awaiting something. A call in a
 // busy loop never reaches its event loop; it sees the shared flag instead.
@@ -35,11 +39,19 @@ const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "ab
 const reasonGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "reason")!.get!;
 
 export default async function runWorkerTask(task: WorkerTask): Promise<unknown> {
-  const loaded = await loadExecute(task);
-  if (typeof loaded !== "function") return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message: loaded, updates: 0 } satisfies WorkerReply;
-  // What was pending before the call (a module's own start-up work included);
-  // anything more afterwards is work the call left behind.
-  const resourcesBefore = process.getActiveResourcesInfo().length;
+  // A tool already loaded is taken without an await: one microtask less a call.
+  let execute = loadedTools.get(task.moduleUrl)?.[task.exportName];
+  if (typeof execute !== "function") {
+    const loaded = await loadExecute(task);
+    if (typeof loaded !== "function") return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message: loaded, updates: 0 } satisfies WorkerReply;
+    execute = loaded;
+    // A module's start-up work is not the call's leftover: count afresh.
+    resourceBaseline = undefined;
+  }
+  // What was pending before the call; anything more afterwards is work the
+  // call left behind. Between calls the worker sleeps in Atomics.wait, so the
+  // count at the end of the last call still holds.
+  const resourcesBefore = (resourceBaseline ??= process.getActiveResourcesInfo().length);
   let updates = 0;
   let unclonedUpdate: string | undefined;
   const onUpdate = (partialResult: AgentToolResult<unknown>): void => {
@@ -55,7 +67,7 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
   let reply: WorkerReply;
   let transferables: ArrayBuffer[] = [];
   try {
-    const outcome = await runTool(loaded, task, createContext(task, onUpdate));
+    const outcome = await runTool(execute as ToolExecute, task, createContext(task, onUpdate));
     if (outcome.kind !== "ok") {
       reply = { ...outcome, updates };
     } else if (unclonedUpdate !== undefined) {
@@ -74,7 +86,10 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
   } finally {
     running.delete(task.seq);
   }
-  if (process.getActiveResourcesInfo().length > resourcesBefore && !(await leftoverWorkSettles(resourcesBefore))) {
+  const resourcesAfter = process.getActiveResourcesInfo().length;
+  if (resourcesAfter <= resourcesBefore) resourceBaseline = resourcesAfter;
+  else if (await leftoverWorkSettles(resourcesBefore)) resourceBaseline = undefined;
+  else {
     // The worker must not serve another call: the leftover work would run, and
     // could throw, during an unrelated call. The flag is set before the reply
     // is posted, so the pool's balancer sees it before it could reuse us.
@@ -136,7 +151,10 @@ async function leftoverWorkSettles(resourcesBefore: number): Promise<boolean> {
 function loadModule(url: string): Promise<Record<string, unknown>> {
   let loading = modules.get(url);
   if (loading === undefined) {
-    loading = import(url) as Promise<Record<string, unknown>>;
+    loading = (import(url) as Promise<Record<string, unknown>>).then((module) => {
+      loadedTools.set(url, module);
+      return module;
+    });
     modules.set(url, loading);
   }
   return loading;

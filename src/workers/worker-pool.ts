@@ -70,6 +70,9 @@ interface CallState {
 
 const workerEntryUrl = new URL("./worker-entry.js", import.meta.url);
 
+/** Piscina's run options of a call that can never be terminated: one object for all. */
+const noRunOptions = Object.freeze({});
+
 /**
  * The Piscina pool under a runtime, with what Piscina lacks for tool calls:
  * partial results while a call runs, cooperative abort then termination after
@@ -205,7 +208,7 @@ export class WorkerPool {
           signal.addEventListener("abort", call.onAbort, { once: true });
         }
       }
-      this.#piscina.run(task, call.kill === undefined ? {} : { signal: call.kill.signal }).then(
+      this.#piscina.run(task, call.kill === undefined ? noRunOptions : { signal: call.kill.signal }).then(
         (reply) => this.#onReply(call, reply),
         (error: unknown) => this.#settle(call, this.#classifyFailure(call, error)),
       );
