@@ -26,16 +26,13 @@ export function calibrateSpin(targetMs: number): { iterations: number; measuredM
   let iterations = 1_000_000;
   spin(iterations); // warm-up: let the loop reach optimized code
   for (let round = 0; round < 4; round++) {
-    const times: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const start = performance.now();
-      spin(iterations);
-      times.push(performance.now() - start);
-    }
-    times.sort((a, b) => a - b);
-    const ms = times[1] ?? times[0] ?? 1;
-    iterations = Math.max(1000, Math.round((iterations * targetMs) / ms));
+    iterations = Math.max(1000, Math.round((iterations * targetMs) / medianOfThreeSpins(iterations)));
   }
+  return { iterations, measuredMs: medianOfThreeSpins(iterations) };
+}
+
+/** The median wall time of three spins of `iterations`, in ms. */
+function medianOfThreeSpins(iterations: number): number {
   const times: number[] = [];
   for (let i = 0; i < 3; i++) {
     const start = performance.now();
@@ -43,7 +40,7 @@ export function calibrateSpin(targetMs: number): { iterations: number; measuredM
     times.push(performance.now() - start);
   }
   times.sort((a, b) => a - b);
-  return { iterations, measuredMs: times[1] ?? 0 };
+  return times[1]!;
 }
 
 /** Where and when one spin call ran: epoch ms, comparable across threads. */
