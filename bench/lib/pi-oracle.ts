@@ -13,7 +13,7 @@ import {
   type AgentTool,
   type StreamFn,
 } from "@mariozechner/pi-agent-core";
-// pi-ai is pi-agent-core's own dependency (hoisted); the bench uses it only to build the fake stream.
+// pi-ai (pinned beside pi-agent-core, whose own dependency it is) builds the fake model stream.
 import { createAssistantMessageEventStream, type AssistantMessage, type Message, type Model, type ToolCall } from "@mariozechner/pi-ai";
 
 const fakeModel: Model<"bench-fake"> = {
