@@ -51,90 +51,103 @@ export function inspectResult(value: unknown, maxBytes = Infinity): ResultInspec
 type StringSizing = "upper bound" | "exact";
 
 function walk(value: unknown, sizing: StringSizing): ResultInspection {
-  const inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: [] };
-  // The objects on the current path (a cycle leads back to one of them) and
-  // the keys that lead there; the path's text is built only for an error.
-  // No Set or string per node: results are small trees, and this runs for
-  // every call.
-  const ancestors: object[] = [];
-  // A number is an index, a string a property name; "\0"-prefixed strings are shown as they are.
-  const keys: (string | number)[] = [];
-  const buffers = inspection.transferables;
-  const fail = (what: string): false => {
-    const path = keys.map((key) => (typeof key === "number" ? `[${key}]` : key.startsWith("\0") ? key.slice(1) : `.${key}`));
-    inspection.uncloneable = `${what} at result${path.join("")}`;
-    return false;
-  };
-  const addBuffer = (buffer: ArrayBuffer): void => {
-    if (!buffers.includes(buffer)) buffers.push(buffer);
-  };
-  const visitAt = (key: string | number, node: unknown): boolean => {
-    keys.push(key);
-    const isCloneable = visit(node);
-    keys.pop();
-    return isCloneable;
-  };
+  const walker = new ResultWalker(sizing);
+  walker.visit(value);
+  return walker.inspection;
+}
 
-  const visit = (node: unknown): boolean => {
+/**
+ * One walk over a result. A class, not closures: this runs for every call,
+ * and its methods cost no allocation. It keeps the objects on the current
+ * path (a cycle leads back to one of them) and the keys that lead there; the
+ * path's text is built only for an error. No Set or string per node.
+ */
+class ResultWalker {
+  readonly inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: [] };
+  readonly #sizing: StringSizing;
+  readonly #ancestors: object[] = [];
+  /** A number is an index, a string a property name; "\0"-prefixed strings are shown as they are. */
+  readonly #keys: (string | number)[] = [];
+
+  constructor(sizing: StringSizing) {
+    this.#sizing = sizing;
+  }
+
+  visit(node: unknown): boolean {
     switch (typeof node) {
       case "string":
-        inspection.bytes += sizing === "exact" ? Buffer.byteLength(node, "utf8") : node.length * 3;
+        this.inspection.bytes += this.#sizing === "exact" ? Buffer.byteLength(node, "utf8") : node.length * 3;
         return true;
       case "function":
-        return fail("a function");
+        return this.#fail("a function");
       case "symbol":
-        return fail("a symbol");
+        return this.#fail("a symbol");
       case "object":
         break;
       default:
         return true;
     }
-    if (node === null || ancestors.includes(node)) return true;
+    if (node === null || this.#ancestors.includes(node)) return true;
     if (node instanceof ArrayBuffer) {
-      inspection.bytes += node.byteLength;
-      if (node.byteLength >= transferThresholdBytes) addBuffer(node);
+      this.inspection.bytes += node.byteLength;
+      if (node.byteLength >= transferThresholdBytes) this.#addBuffer(node);
       return true;
     }
     if (ArrayBuffer.isView(node)) {
-      inspection.bytes += node.byteLength;
+      this.inspection.bytes += node.byteLength;
       // A view is moved with its whole buffer; only a view that spans it
       // exactly is worth (and safe) to move.
       if (node.buffer instanceof ArrayBuffer && node.byteLength >= transferThresholdBytes && node.byteLength === node.buffer.byteLength) {
-        addBuffer(node.buffer);
+        this.#addBuffer(node.buffer);
       }
       return true;
     }
     for (const [isKind, name] of uncloneableKinds) {
-      if (isKind(node)) return fail(name);
+      if (isKind(node)) return this.#fail(name);
     }
-    ancestors.push(node);
-    const isCloneable = visitChildren(node);
-    ancestors.pop();
+    this.#ancestors.push(node);
+    const isCloneable = this.#visitChildren(node);
+    this.#ancestors.pop();
     return isCloneable;
-  };
+  }
 
-  const visitChildren = (node: object): boolean => {
+  #visitChildren(node: object): boolean {
     if (node instanceof Map) {
       for (const [key, entry] of node) {
-        if (!visitAt("\0.<key>", key) || !visitAt(`\0.get(${String(key)})`, entry)) return false;
+        if (!this.#visitAt("\0.<key>", key) || !this.#visitAt(`\0.get(${String(key)})`, entry)) return false;
       }
       return true;
     }
     if (node instanceof Set) {
-      for (const entry of node) if (!visitAt("\0.<entry>", entry)) return false;
+      for (const entry of node) if (!this.#visitAt("\0.<entry>", entry)) return false;
       return true;
     }
     if (Array.isArray(node)) {
-      for (let index = 0; index < node.length; index++) if (!visitAt(index, node[index])) return false;
+      for (let index = 0; index < node.length; index++) if (!this.#visitAt(index, node[index])) return false;
       return true;
     }
     // Plain objects, class instances (cloned as plain objects), errors, dates.
     for (const key of Object.keys(node)) {
-      if (!visitAt(key, (node as Record<string, unknown>)[key])) return false;
+      if (!this.#visitAt(key, (node as Record<string, unknown>)[key])) return false;
     }
     return true;
-  };
+  }
 
-  visit(value);
-  return inspection;
+  #visitAt(key: string | number, node: unknown): boolean {
+    this.#keys.push(key);
+    const isCloneable = this.visit(node);
+    this.#keys.pop();
+    return isCloneable;
+  }
+
+  #fail(what: string): false {
+    const path = this.#keys.map((key) => (typeof key === "number" ? `[${key}]` : key.startsWith("\0") ? key.slice(1) : `.${key}`));
+    this.inspection.uncloneable = `${what} at result${path.join("")}`;
+    return false;
+  }
+
+  #addBuffer(buffer: ArrayBuffer): void {
+    const buffers = this.inspection.transferables;
+    if (!buffers.includes(buffer)) buffers.push(buffer);
+  }
 }
