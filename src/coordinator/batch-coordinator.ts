@@ -94,8 +94,18 @@ export class BatchCoordinator {
       toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
     // With no hook and nobody listening, no user code but the tools runs and
     // nothing is observable but the outcome: the lean path gives the same one.
-    if (!this.#hasHooks && !this.#hasAudience()) return this.#runUnobserved(toolCalls, isSequential);
+    if (!this.#hasHooks && !this.#hasAudience()) {
+      // The commonest batch of all, one call, in as few promise hops as can be.
+      if (toolCalls.length === 1) return this.#runOneUnobserved(toolCalls[0]!);
+      return this.#runUnobserved(toolCalls, isSequential);
+    }
     return isSequential ? this.#runSequential(toolCalls) : this.#runParallel(toolCalls);
+  }
+
+  #runOneUnobserved(toolCall: ToolCall): Promise<BatchOutcome> {
+    const preparation = prepareArguments(this.#scope, toolCall, true);
+    if (preparation.kind === "immediate") return Promise.resolve(outcomeOf([preparation]));
+    return this.#execute(preparation).then((executed) => outcomeOf([{ toolCall, result: executed.result, isError: executed.isError }]));
   }
 
   /** A batch nobody observes: the stages in pi's order, without events, hooks or mailbox. */
@@ -118,7 +128,7 @@ export class BatchCoordinator {
         ),
       );
     }
-    return { messages: finalizedCalls.map(createToolResultMessage), terminate: shouldTerminateBatch(finalizedCalls) };
+    return outcomeOf(finalizedCalls);
   }
 
   async #runSequential(toolCalls: ToolCall[]): Promise<BatchOutcome> {
@@ -293,6 +303,11 @@ export class BatchCoordinator {
     this.#scope.services.publish(event, this.#scope.batchId);
     return this.#scope.emit?.(event);
   }
+}
+
+/** Stage 5 of a batch nobody observes: the messages in call order, and the terminate flag. */
+function outcomeOf(finalizedCalls: FinalizedCall[]): BatchOutcome {
+  return { messages: finalizedCalls.map(createToolResultMessage), terminate: shouldTerminateBatch(finalizedCalls) };
 }
 
 const stoppedByForce = Symbol("stoppedByForce");
