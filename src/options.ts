@@ -30,9 +30,11 @@ export interface PoolOptions {
    */
   maxThreads?: number;
   /**
-   * Threads kept alive while idle. Equal to `maxThreads` by default so that a
-   * burst never pays a thread's start-up (Piscina's own default lets extra
-   * threads die the moment they idle).
+   * Threads kept alive while idle, at least 1. Equal to `maxThreads` by
+   * default so that a burst never pays a thread's start-up (Piscina's own
+   * default lets extra threads die the moment they idle). Never 0: Piscina
+   * replaces a lost worker only up to `minThreads`, so calls queued behind a
+   * terminated worker would wait forever.
    * @default maxThreads
    */
   minThreads?: number;
@@ -146,7 +148,9 @@ const dataOptionsSchema = {
       additionalProperties: false,
       properties: {
         maxThreads: { type: "integer", minimum: 1, default: availableParallelism() },
-        minThreads: { type: "integer", minimum: 0 },
+        // At least one: Piscina replaces a lost worker only up to minThreads,
+        // so with none kept, calls queued behind a killed worker would wait forever.
+        minThreads: { type: "integer", minimum: 1 },
         idleTimeout: { type: "number", minimum: 0, maximum: maxTimerMs, default: 30_000 },
         maxQueue: { type: "integer", minimum: 0 },
         abortGraceMs: { type: "number", minimum: 0, maximum: maxTimerMs, default: 500 },

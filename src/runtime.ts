@@ -60,8 +60,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         if (!this.#pools.has("shared")) this.#pools.set("shared", new WorkerPool(this.#options.pool, this.#options.clock, onPoolError));
       } else {
         // Limits are a property of a worker, hence a pool of its own; it keeps
-        // no idle thread, as such tools are usually the rare heavy ones.
-        const options = Object.freeze({ ...this.#options.pool, resourceLimits, minThreads: 0 });
+        // one idle thread only, as such tools are usually the rare heavy ones
+        // (and not none: see `minThreads`).
+        const options = Object.freeze({ ...this.#options.pool, resourceLimits, minThreads: 1 });
         this.#pools.set(entry.tool, new WorkerPool(options, this.#options.clock, onPoolError));
       }
     }

@@ -141,6 +141,26 @@ describe("faults become error results", () => {
     expect(runtime.poolStats!.threads).toBeGreaterThanOrEqual(2);
   });
 
+  it("serves a call queued behind a worker that was lost, on a tool's own pool", async () => {
+    // One thread: the second call waits in the queue while the first one
+    // takes its worker down; a replacement must come for it.
+    const runtime = open({
+      tools: [faultTool({ resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 } }), okTool],
+      pool: { maxThreads: 1 },
+    });
+    const { messages } = await runtime.executeToolCalls({
+      role: "assistant",
+      content: [
+        { type: "toolCall", id: "hog", name: "fault", arguments: { fault: "oom" } },
+        { type: "toolCall", id: "queued", name: "fault", arguments: { value: 7 } },
+      ],
+    });
+    expect(messages.map((message) => [message.isError, codeOf(message)])).toEqual([
+      [true, "TP_ERR_OUT_OF_MEMORY"],
+      [false, undefined],
+    ]);
+  });
+
   it("a busy loop past timeoutMs → TP_ERR_TIMEOUT", async () => {
     const runtime = open({ tools: [faultTool({ timeoutMs: 100 }), okTool] });
     const message = await expectContained(runtime, { fault: "spin" });

@@ -50,6 +50,7 @@ describe("resolveRuntimeOptions", () => {
     [{ pool: { maxThreads: 2, minThreads: 3 } }, "Expected `pool.minThreads` to be an integer <= pool.maxThreads (2), got `3` (number)"],
     [{ toolExecution: "fast" }, 'Expected `toolExecution` to be one of "parallel", "sequential", got `"fast"` (string)'],
     [{ pool: { threads: 4 } }, "Unknown option `pool.threads`"],
+    [{ pool: { minThreads: 0 } }, "Expected `pool.minThreads` to be a number >= 1, got `0` (number)"],
     [{ pool: { abortGraceMs: 2 ** 31 } }, "Expected `pool.abortGraceMs` to be a number <= 2147483647, got `2147483648` (number)"],
     [{ pool: { env: { A: 1 } } }, "Expected `pool.env.A` to be a string, got `1` (number)"],
     [{ pool: { resourceLimits: { maxOldGenerationSizeMb: -1 } } }, "Expected `pool.resourceLimits.maxOldGenerationSizeMb` to be a number > 0, got `-1` (number)"],

@@ -104,7 +104,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const random = createRandom(options.seed);
   const killChannelName = `soak-kill-${process.pid}-${options.seed}`;
   const killer = new BroadcastChannel(killChannelName);
-  const runtime = createRuntime({
+  const createSoakRuntime = () => createRuntime({
     tools: [
       workerTool({ name: "ok", description: "healthy", parameters: anyArgs, module: faults }),
       workerTool({ name: "fault", description: "faulty", parameters: anyArgs, module: faults, timeoutMs: 500, maxResultBytes: 50_000 }),
@@ -120,7 +120,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     ],
     pool: { maxThreads: 2, abortGraceMs: 200, leftoverGraceMs: 5 },
   });
-  const report: SoakReport = {
+  let runtime = createSoakRuntime();
+  const freshCounts = () => ({
     calls: 0,
     batches: 0,
     faultsByKind: Object.fromEntries(faultKinds.map((kind) => [kind, 0])),
@@ -128,18 +129,18 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     duplicated: 0,
     misattributed: 0,
     healthyFailed: 0,
-    healthyFailures: [],
+    healthyFailures: [] as string[],
     abortedByBatch: 0,
-    wrongOutcomes: [],
+    wrongOutcomes: [] as string[],
+  });
+  const report: SoakReport = {
+    ...freshCounts(),
     rssStart: 0,
     rssEnd: 0,
     wallMs: 0,
   };
-  // Warm the pool so that the RSS baseline includes its threads.
-  await runtime.executeToolCalls(batchOf([["warm-1", "ok", {}], ["warm-2", "ok", {}]]));
-  report.rssStart = await settledRss();
-  const startedAt = performance.now();
   let nextCall = 0;
+  let limit = 0;
 
   const pickKind = (): CallKind =>
     random() < options.faultRate ? faultKinds[Math.floor(random() * faultKinds.length)]! : "healthy";
@@ -147,7 +148,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const runBatch = async (session: number, batchIndex: number): Promise<void> => {
     const size = 1 + Math.floor(random() * 5);
     const planned: { id: string; kind: CallKind; value: number }[] = [];
-    for (let i = 0; i < size && nextCall < options.calls; i++) {
+    for (let i = 0; i < size && nextCall < limit; i++) {
       const value = nextCall++;
       planned.push({ id: `s${session}b${batchIndex}c${i}`, kind: pickKind(), value });
     }
@@ -163,7 +164,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       }
     };
     const message = batchOf(planned.map((call) => [call.id, ...toolFor(call.kind, call.value, killChannelName)]));
+    const batchKey = planned.map((call) => `${call.id}:${call.kind}`).join(",");
+    inFlight.add(batchKey);
     const { messages } = await runtime.executeToolCalls(message, { emit, signal: controller.signal });
+    inFlight.delete(batchKey);
     report.batches += 1;
     report.calls += planned.length;
     planned.forEach((call, index) => {
@@ -198,13 +202,41 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     if (messages.length !== planned.length) report.lost += Math.max(0, planned.length - messages.length);
   };
 
-  await Promise.all(
-    Array.from({ length: options.sessions }, async (_, session) => {
-      for (let batchIndex = 0; nextCall < options.calls; batchIndex++) await runBatch(session, batchIndex);
-    }),
-  );
-  report.wallMs = performance.now() - startedAt;
+  let batchCount = 0;
+  const runSessions = (calls: number) => {
+    limit = calls;
+    return Promise.all(
+      Array.from({ length: options.sessions }, async (_, session) => {
+        while (nextCall < limit) await runBatch(session, batchCount++);
+      }),
+    );
+  };
+
+  // The RSS baseline: after a warm-up of the same load, faults included, on a
+  // runtime of its own that is then closed. By then V8's heap and the
+  // allocator have grown to what such a load needs, and no worker is alive —
+  // as at the end. What differs then is memory that was kept.
+  let phase = "warm-up";
+  const inFlight = new Set<string>();
+  const watchdog = process.env.SOAK_DEBUG
+    ? setInterval(() => console.log(phase, nextCall, report.calls, runtime.poolStats, [...inFlight].slice(0, 5)), 5_000)
+    : undefined;
+  const warmupCalls = Math.min(options.calls, 300);
+  await runSessions(warmupCalls);
+  phase = "closing warm-up";
   await runtime.close();
+  phase = "baseline";
+  report.rssStart = await settledRss();
+  phase = "soak";
+  Object.assign(report, freshCounts());
+  runtime = createSoakRuntime();
+  nextCall = 0;
+  const startedAt = performance.now();
+  await runSessions(options.calls);
+  report.wallMs = performance.now() - startedAt;
+  phase = "closing";
+  await runtime.close();
+  clearInterval(watchdog);
   killer.close();
   report.rssEnd = await settledRss();
   return report;
