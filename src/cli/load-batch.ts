@@ -7,7 +7,8 @@
 import { readFile } from "node:fs/promises";
 
 import type { AssistantMessage, ExecuteOptions } from "../index.js";
-import { messageOf, UsageError } from "./usage-error.js";
+import { describeThrown } from "../errors.js";
+import { UsageError } from "./usage-error.js";
 
 /** A batch read from a file: the assistant message and the optional hook context. */
 export interface BatchInput {
@@ -30,14 +31,14 @@ export async function loadBatch(path: string): Promise<BatchInput> {
     text = path === STDIN_PATH ? await readStdin() : await readFile(path, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const reason = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : messageOf(error);
+    const reason = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : describeThrown(error);
     throw new UsageError(`cannot read batch file ${source}: ${reason}`, { cause: error });
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new UsageError(`invalid JSON in ${source}: ${messageOf(error)}`, { cause: error });
+    throw new UsageError(`invalid JSON in ${source}: ${describeThrown(error)}`, { cause: error });
   }
   return parseBatch(json, source);
 }

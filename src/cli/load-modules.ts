@@ -9,7 +9,8 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
 import type { AfterToolCallHook, BeforeToolCallHook, ToolDefinition } from "../index.js";
-import { messageOf, UsageError } from "./usage-error.js";
+import { describeThrown } from "../errors.js";
+import { UsageError } from "./usage-error.js";
 
 /** The hooks a `--hooks` module provides. */
 export interface LoadedHooks {
@@ -67,14 +68,14 @@ async function importUserModule(path: string, flag: string): Promise<Record<stri
     return (await import(url)) as Record<string, unknown>;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const reason = code === "ERR_MODULE_NOT_FOUND" && isMissingModule(error, url) ? "no such file" : messageOf(error);
+    const reason = code === "ERR_MODULE_NOT_FOUND" && isMissingModule(error, url) ? "no such file" : describeThrown(error);
     throw new UsageError(`cannot import ${flag} module ${path}: ${reason}`, { cause: error });
   }
 }
 
 /** True when the module itself is missing, not one of its own imports. */
 function isMissingModule(error: unknown, url: string): boolean {
-  return messageOf(error).includes(new URL(url).pathname);
+  return describeThrown(error).includes(new URL(url).pathname);
 }
 
 function kindOf(value: unknown): string {

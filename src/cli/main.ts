@@ -9,7 +9,8 @@
 import { CommanderError } from "commander";
 
 import { createProgram } from "./program.js";
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, messageOf, toOneLine, UsageError } from "./usage-error.js";
+import { describeThrown } from "../errors.js";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, toOneLine, UsageError } from "./usage-error.js";
 
 /** Runs the command line `argv` (as `process.argv`) and resolves to the exit code. */
 async function main(argv: readonly string[]): Promise<number> {
@@ -22,7 +23,7 @@ async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     // Commander has already printed its message (see createProgram's outputError).
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
-    process.stderr.write(`toolpool: ${toOneLine(messageOf(error))}\n`);
+    process.stderr.write(`toolpool: ${toOneLine(describeThrown(error))}\n`);
     return error instanceof UsageError ? EXIT_USAGE : EXIT_FAILURE;
   }
 }

@@ -23,7 +23,8 @@ import {
 import { isLoopbackHost } from "../server/server-options.js";
 import { hooksOption, modeOption, threadsOption, toolsOption } from "./cli-options.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
-import { messageOf, UsageError } from "./usage-error.js";
+import { describeThrown } from "../errors.js";
+import { UsageError } from "./usage-error.js";
 
 /** The environment variable that may hold the bearer token. */
 export const TOKEN_ENV = "TOOLPOOL_TOKEN";
@@ -173,7 +174,7 @@ async function loadServeConfig(path: string): Promise<ServeConfig> {
     json = JSON.parse(await readFile(path, "utf8"));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(`cannot read config file ${path}: ${code === "ENOENT" ? "no such file" : messageOf(error)}`, {
+    throw new UsageError(`cannot read config file ${path}: ${code === "ENOENT" ? "no such file" : describeThrown(error)}`, {
       cause: error,
     });
   }

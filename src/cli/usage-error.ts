@@ -41,8 +41,3 @@ export function toOneLine(message: string): string {
     .filter((line) => line !== "")
     .join(" ");
 }
-
-/** The message of any thrown value, for a one-line report. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

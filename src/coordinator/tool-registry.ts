@@ -1,4 +1,4 @@
-import { describeValue, ToolpoolError } from "../errors.js";
+import { describeThrown, describeValue, ToolpoolError } from "../errors.js";
 import type { ToolDefinition } from "../options.js";
 import type { AgentTool } from "../types.js";
 import { isWorkerTool, type WorkerTool } from "../workers/worker-tool.js";
@@ -53,7 +53,7 @@ function compileSchema(name: string, schema: Record<string, unknown>): void {
   } catch (error) {
     throw new ToolpoolError(
       "TP_ERR_INVALID_TOOL",
-      `The parameters schema of tool "${name}" does not compile: ${error instanceof Error ? error.message : String(error)}`,
+      `The parameters schema of tool "${name}" does not compile: ${describeThrown(error)}`,
       { cause: error },
     );
   }

@@ -7,6 +7,7 @@
 import type { ServerResponse } from "node:http";
 
 import type { Clock } from "../clock.js";
+import { createDeferred } from "../deferred.js";
 
 /** One tracked batch, as the route that runs it sees it. */
 export interface TrackedBatch {
@@ -57,8 +58,7 @@ export class InFlightBatches {
       () => abort(new DOMException(`The request ran past its ${this.#timeoutMs} ms deadline`, "TimeoutError")),
       this.#timeoutMs,
     );
-    let markSettled!: () => void;
-    const settled = new Promise<void>((resolve) => (markSettled = resolve));
+    const settled = createDeferred();
     // `close` comes both when the response is done and when the client goes
     // away first; only the second finds the batch unsettled.
     const closed = new Promise<void>((resolve) => {
@@ -71,7 +71,7 @@ export class InFlightBatches {
         resolve();
       }
     });
-    void Promise.all([settled, closed]).then(() => {
+    void Promise.all([settled.promise, closed]).then(() => {
       this.#entries.delete(entry);
       if (this.#entries.size === 0) this.#idleWaiters.splice(0).forEach((wake) => wake());
     });
@@ -81,7 +81,7 @@ export class InFlightBatches {
         if (entry.isSettled) return;
         entry.isSettled = true;
         this.#clock.clearTimeout(timer);
-        markSettled();
+        settled.resolve();
       },
     };
   }

@@ -5,7 +5,7 @@ import { Piscina } from "piscina";
 
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
-import type { ErrorCode } from "../errors.js";
+import { describeValue, type ErrorCode } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import {
@@ -352,7 +352,7 @@ export class WorkerPool {
     return {
       kind: "error",
       code: "TP_ERR_WORKER_CRASH",
-      message: `Tool "${name}" crashed its worker: ${message || describeThrown(error)}`,
+      message: `Tool "${name}" crashed its worker: ${message || describeValue(error)}`,
     };
   }
 
@@ -377,13 +377,5 @@ function toOutcome(reply: WorkerReply): WorkerCallOutcome {
       return { kind: "error", message: reply.message };
     case "fault":
       return { kind: "error", message: reply.message, code: reply.code };
-  }
-}
-
-function describeThrown(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
   }
 }
