@@ -5,10 +5,10 @@
  * @module
  */
 export { createRuntime, Runtime } from "./runtime.js";
-export type { ExecuteOptions } from "./runtime.js";
+export type { ExecuteOptions, RuntimeDiagnosis } from "./runtime.js";
 export { workerTool, isWorkerTool } from "./workers/worker-tool.js";
 export type { WorkerTool, WorkerToolOptions } from "./workers/worker-tool.js";
-export type { PoolStats } from "./workers/worker-pool.js";
+export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/worker-pool.js";
 export { builtinTools } from "./builtin-tools.js";
 export type { BuiltinToolName } from "./builtin-tools.js";
 export { createServer } from "./server/create-server.js";

@@ -7,7 +7,7 @@ import { describeValue, ToolpoolError } from "./errors.js";
 import type { EmitFunction, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import type { AgentContext, AgentTool, AgentToolResult, AssistantMessage, BatchOutcome } from "./types.js";
-import { WorkerPool, type PoolStats } from "./workers/worker-pool.js";
+import { WorkerPool, type PoolDiagnosis, type PoolStats } from "./workers/worker-pool.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
 
 /** Options of one `executeToolCalls` call. */
@@ -18,6 +18,12 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** Receives every event of the batch, awaited like pi awaits its sink. */
   emit?: EmitFunction;
+}
+
+/** What {@link Runtime.diagnose} returns. */
+export interface RuntimeDiagnosis {
+  /** The shared pool (`"shared"`), then one per worker tool with resource limits of its own (the tool's name). */
+  pools: ({ pool: string } & PoolDiagnosis)[];
 }
 
 /**
@@ -92,6 +98,20 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       queued: sum((stats) => stats.queued),
       completed: sum((stats) => stats.completed),
       utilization: sum((stats) => stats.utilization) / all.length,
+    };
+  }
+
+  /**
+   * The inner state of every worker pool, for diagnosing a stall: its Piscina
+   * instances and threads, and each call not yet settled (waiting or running,
+   * and where). Not for polling on a hot path: it copies everything.
+   */
+  diagnose(): RuntimeDiagnosis {
+    return {
+      pools: [...this.#pools.entries()].map(([key, pool]) => ({
+        pool: key === "shared" ? "shared" : key.name,
+        ...pool.diagnose(),
+      })),
     };
   }
 

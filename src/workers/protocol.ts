@@ -52,6 +52,19 @@ export interface UpdateMessage {
 /** Marks toolpool's partial-result messages among whatever else arrives on the pool's `message` event. */
 export const updateTag = "__toolpoolUpdate";
 
+/**
+ * Posted once by a worker when its entry module has loaded, through
+ * `parentPort`: the pool's evidence that threads do start (Piscina marks its
+ * first workers ready before they have loaded anything).
+ */
+export interface BootMessage {
+  [bootTag]: true;
+  threadId: number;
+}
+
+/** Marks toolpool's boot messages on the pool's `message` event. */
+export const bootTag = "__toolpoolBoot";
+
 /** Data every worker gets at start-up. */
 export interface WorkerBootData {
   /** `abortFlags[seq & flagSlotMask] === seq` once call `seq` is aborted. */
@@ -78,4 +91,8 @@ export const maxSeq = 0x7fff_ffff;
 
 export function isUpdateMessage(message: unknown): message is UpdateMessage {
   return typeof message === "object" && message !== null && (message as Record<string, unknown>)[updateTag] === true;
+}
+
+export function isBootMessage(message: unknown): message is BootMessage {
+  return typeof message === "object" && message !== null && (message as Record<string, unknown>)[bootTag] === true;
 }

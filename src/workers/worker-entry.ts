@@ -15,7 +15,7 @@ import { Piscina } from "piscina";
 import { describeThrown } from "../errors.js";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { inspectResult } from "./inspect-result.js";
-import { flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
+import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 
 const boot = workerData as WorkerBootData;
 const running = new Map<number, AbortController>();
@@ -34,6 +34,10 @@ control.onmessage = (event) => {
 };
 // An idle worker must not be kept alive by the channel.
 control.unref();
+
+// Tells the pool this thread has started: Piscina's own readiness is not
+// evidence of that for its first workers.
+parentPort!.postMessage({ [bootTag]: true, threadId });
 
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
 const reasonGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "reason")!.get!;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { BroadcastChannel } from "node:worker_threads";
+import { BroadcastChannel, type Worker } from "node:worker_threads";
 
 import { Piscina } from "piscina";
 
@@ -8,9 +8,11 @@ import { createDeferred, type Deferred } from "../deferred.js";
 import { describeValue, type ErrorCode } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
+import { CallQueue } from "./call-queue.js";
 import {
   flagSlotCount,
   flagSlotMask,
+  isBootMessage,
   isUpdateMessage,
   maxSeq,
   type WorkerBootData,
@@ -54,8 +56,10 @@ interface CallState {
   readonly seq: number;
   readonly request: WorkerCallRequest;
   readonly resolve: (outcome: WorkerCallOutcome) => void;
-  /** Present when the call may have to be terminated (it has a time limit or an abort signal). */
-  readonly kill: AbortController | undefined;
+  /** The Piscina instance the call was submitted to; changes when a waiting call is moved to a fresh one. */
+  generation: Generation;
+  /** The thread running the call, once dispatched. */
+  threadId: number;
   killReason: "timeout" | "aborted" | undefined;
   isDispatched: boolean;
   isAborted: boolean;
@@ -68,10 +72,72 @@ interface CallState {
   onAbort: (() => void) | undefined;
 }
 
+/**
+ * One Piscina instance with the queue and thread bookkeeping the pool keeps
+ * for it. A pool normally has one for its whole life; it starts another only
+ * when Piscina will no longer replace lost workers (see {@link WorkerPool}).
+ */
+interface Generation {
+  readonly piscina: Piscina<WorkerTask, WorkerReply>;
+  readonly queue: CallQueue;
+  /** Threads Piscina has marked ready (its `workerCreate` event): the only ones the balancer picks. */
+  readonly usable: Set<number>;
+  /** Calls dispatched to one of its threads and not yet settled. */
+  running: number;
+  /** Workers removed this turn, not yet matched against the threads still alive. */
+  unreconciledLosses: number;
+  /**
+   * Set once Piscina will not keep this instance's thread count up: a worker
+   * was lost before it was ready (Piscina's bootstrap latch), or a terminated
+   * thread did not exit. Waiting calls then move to a fresh instance.
+   */
+  isLatched: boolean;
+  /** Replaced by a newer instance: takes no calls, and is destroyed once its running calls end. */
+  isRetired: boolean;
+}
+
+/** A waiting or running call, as {@link WorkerPool.diagnose} shows it. */
+export interface PoolCallDiagnosis {
+  tool: string;
+  toolCallId: string;
+  state: "waiting" | "running";
+  /** The thread running it, for a running call. */
+  threadId?: number;
+  isAborted: boolean;
+}
+
+/** The pool's inner state, for diagnosing a stall (the soak's watchdog prints it). */
+export interface PoolDiagnosis {
+  /** Piscina instances alive, the current one last. */
+  generations: {
+    threads: { threadId: number; isUsable: boolean; isBooted: boolean }[];
+    queued: number;
+    running: number;
+    isLatched: boolean;
+    isRetired: boolean;
+  }[];
+  /** Piscina instances started since the pool was made (1 unless a worker loss needed a fresh one). */
+  generationsStarted: number;
+  /** Workers lost before they finished starting, counted since the last one that did. */
+  bootFailures: number;
+  calls: PoolCallDiagnosis[];
+}
+
 const workerEntryUrl = new URL("./worker-entry.js", import.meta.url);
 
-/** Piscina's run options of a call that can never be terminated: one object for all. */
+/** Piscina's run options: one frozen object for all calls, since termination is the pool's own. */
 const noRunOptions = Object.freeze({});
+
+/** Workers lost in a row before they finished starting, after which waiting calls fail instead of waiting for a thread. */
+const maxBootFailures = 5;
+
+/** Milliseconds a terminated thread may take to exit before its Piscina instance is counted as short of a thread. */
+const exitWatchMs = 2_000;
+
+/** Settles a moved call's old Piscina task; its handlers ignore it. */
+const movedReason = new Error("moved to a fresh Piscina instance");
+/** Settles the Piscina task of a waiting call that was ended before it ran. */
+const endedReason = new Error("ended before it ran");
 
 /**
  * The Piscina pool under a runtime, with what Piscina lacks for tool calls:
@@ -81,18 +147,49 @@ const noRunOptions = Object.freeze({});
  *
  * Each worker runs one call at a time (`concurrentTasksPerWorker: 1`), because
  * terminating a worker must never take an innocent neighbour down with it.
+ *
+ * **Threads are kept up whatever is lost.** Piscina replaces a lost worker
+ * only while no worker has ever been lost before it was ready: after one such
+ * loss it sets a one-way latch (`workerFailsDuringBootstrap`) and every later
+ * loss shrinks the pool for good, down to no thread and calls waiting forever.
+ * Two things keep that from stranding a call:
+ * - the balancer gives calls only to threads Piscina has marked ready, so
+ *   terminating a call's thread (time limit, abort, leftover work) can never
+ *   trip the latch;
+ * - a loss that trips it anyway (a thread killed from outside while starting,
+ *   a thread failing to start) or a terminated thread that does not exit marks
+ *   the instance latched, and the calls waiting on it move to a fresh Piscina
+ *   instance at once (at the next call, if none waits). The old instance
+ *   finishes its running calls and is destroyed. If workers keep failing to
+ *   start, waiting calls end with `TP_ERR_WORKER_CRASH` rather than wait.
+ *
+ * The queue is the pool's own {@link CallQueue}, plugged into Piscina, and
+ * termination is the pool's own (`worker.terminate()`), not Piscina's abort
+ * signal: a task with a signal would go to Piscina's private skip queue, out
+ * of the pool's reach.
  */
 export class WorkerPool {
   readonly #options: ResolvedPoolOptions;
   readonly #clock: Clock;
-  readonly #piscina: Piscina<WorkerTask, WorkerReply>;
+  #current: Generation;
+  /** Instances replaced but still running calls. */
+  readonly #retired = new Set<Generation>();
+  #generationsStarted = 0;
   readonly #calls = new Map<number, CallState>();
   readonly #abortFlags = new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
   readonly #retireFlags = new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
   readonly #control: BroadcastChannel;
+  readonly #controlChannel: string;
   readonly #onPoolError: (error: unknown) => void;
+  /** Threads known to have started: their boot message or a reply arrived. */
+  readonly #booted = new Set<number>();
+  /** Threads the pool terminated, with the timer that watches for their exit. */
+  readonly #terminating = new Map<number, unknown>();
+  #bootFailures = 0;
+  #isRepairScheduled = false;
   #seq = 0;
   #queued = 0;
+  #completed = 0;
   #isClosed = false;
   /** Resolved when the last call settles after close() began. */
   #drained: Deferred<void> | undefined;
@@ -102,42 +199,10 @@ export class WorkerPool {
     this.#options = options;
     this.#clock = clock;
     this.#onPoolError = onPoolError;
-    const controlChannel = `toolpool:${randomUUID()}`;
-    this.#control = new BroadcastChannel(controlChannel);
+    this.#controlChannel = `toolpool:${randomUUID()}`;
+    this.#control = new BroadcastChannel(this.#controlChannel);
     this.#control.unref();
-    const workerData: WorkerBootData = {
-      abortFlags: this.#abortFlags,
-      controlChannel,
-      retireFlags: this.#retireFlags,
-      leftoverGraceMs: options.leftoverGraceMs,
-    };
-    this.#piscina = new Piscina<WorkerTask, WorkerReply>({
-      filename: workerEntryUrl.href,
-      minThreads: options.minThreads,
-      maxThreads: options.maxThreads,
-      idleTimeout: options.idleTimeout,
-      concurrentTasksPerWorker: 1,
-      workerData,
-      ...(options.resourceLimits === undefined ? {} : { resourceLimits: { ...options.resourceLimits } }),
-      ...(options.env === undefined ? {} : { env: { ...options.env } }),
-      // The balancer is the one place that sees a call leave the queue for a
-      // worker: that moment starts its time limit. Piscina has no "task
-      // started" event (and `AbortSignal.timeout` would count queue time).
-      loadBalancer: (task, workers) => {
-        for (const worker of workers) {
-          if (worker.currentUsage === 0 && !this.#isRetired(worker.id)) {
-            this.#onDispatch((task as unknown as Record<symbol, number>)[Piscina.queueOptionsSymbol]);
-            return worker;
-          }
-        }
-        return null;
-      },
-    });
-    this.#piscina.on("message", (message: unknown) => {
-      if (isUpdateMessage(message)) this.#onUpdate(message.seq, message.partial);
-    });
-    // Without a listener, a worker failing while idle would take the host down.
-    this.#piscina.on("error", (error: unknown) => this.#onPoolError(error));
+    this.#current = this.#startGeneration();
   }
 
   /** The pool's resolved options. */
@@ -147,12 +212,46 @@ export class WorkerPool {
 
   /** A snapshot of threads, running and queued calls. */
   get stats(): PoolStats {
+    let threads = this.#current.piscina.threads.length;
+    for (const generation of this.#retired) threads += generation.piscina.threads.length;
     return {
-      threads: this.#piscina.threads.length,
+      threads,
       running: this.#calls.size - this.#queued,
       queued: this.#queued,
-      completed: this.#piscina.completed,
-      utilization: this.#piscina.utilization,
+      completed: this.#completed,
+      utilization: this.#current.piscina.utilization,
+    };
+  }
+
+  /** The live threads of every Piscina instance, for supervision (and tests that kill one from outside). */
+  get workers(): Worker[] {
+    return [...this.#retired, this.#current].flatMap((generation) => generation.piscina.threads);
+  }
+
+  /** The inner state: Piscina instances, threads and every call not yet settled. */
+  diagnose(): PoolDiagnosis {
+    const describe = (generation: Generation) => ({
+      threads: generation.piscina.threads.map(({ threadId }) => ({
+        threadId,
+        isUsable: generation.usable.has(threadId),
+        isBooted: this.#booted.has(threadId),
+      })),
+      queued: generation.queue.size,
+      running: generation.running,
+      isLatched: generation.isLatched,
+      isRetired: generation.isRetired,
+    });
+    return {
+      generations: [...this.#retired, this.#current].map(describe),
+      generationsStarted: this.#generationsStarted,
+      bootFailures: this.#bootFailures,
+      calls: [...this.#calls.values()].map((call) => ({
+        tool: call.request.tool.name,
+        toolCallId: call.request.toolCallId,
+        state: call.isDispatched ? "running" : "waiting",
+        ...(call.isDispatched ? { threadId: call.threadId } : {}),
+        isAborted: call.isAborted,
+      })),
     };
   }
 
@@ -169,14 +268,16 @@ export class WorkerPool {
         message: `Tool "${toolName}" was not run: the pool's queue is full (maxQueue ${this.#options.maxQueue})`,
       });
     }
+    // A latched instance would not keep its threads up: start afresh first.
+    if (this.#current.isLatched) this.#replaceGeneration();
     const seq = this.#nextSeq();
-    const isKillable = request.tool.timeoutMs !== undefined || request.signal !== undefined;
     return new Promise<WorkerCallOutcome>((resolve) => {
       const call: CallState = {
         seq,
         request,
         resolve,
-        kill: isKillable ? new AbortController() : undefined,
+        generation: this.#current,
+        threadId: 0,
         killReason: undefined,
         isDispatched: false,
         isAborted: false,
@@ -189,17 +290,6 @@ export class WorkerPool {
       };
       this.#calls.set(seq, call);
       this.#queued += 1;
-      const task: WorkerTask & { [key: symbol]: number } = {
-        seq,
-        moduleUrl: request.tool.moduleUrl,
-        exportName: request.tool.exportName,
-        toolName,
-        toolCallId: request.toolCallId,
-        args: request.args,
-        maxResultBytes: request.tool.maxResultBytes ?? this.#options.maxResultBytes,
-        // Symbol-keyed, so it stays on this thread: the balancer reads it.
-        [Piscina.queueOptionsSymbol]: seq,
-      };
       const signal = request.signal;
       if (signal !== undefined) {
         if (signal.aborted) this.#abort(call);
@@ -208,10 +298,7 @@ export class WorkerPool {
           signal.addEventListener("abort", call.onAbort, { once: true });
         }
       }
-      this.#piscina.run(task, call.kill === undefined ? noRunOptions : { signal: call.kill.signal }).then(
-        (reply) => this.#onReply(call, reply),
-        (error: unknown) => this.#settle(call, this.#classifyFailure(call, error)),
-      );
+      this.#submit(call);
     });
   }
 
@@ -235,8 +322,188 @@ export class WorkerPool {
     // Piscina's own close() waits for tasks through events that a forced
     // destroy() never sends, so the drain is tracked here, on our own calls.
     if (this.#calls.size > 0) await (this.#drained ??= createDeferred()).promise;
-    this.#destroyed ??= this.#piscina.destroy().finally(() => this.#control.close());
+    for (const timer of this.#terminating.values()) this.#clock.clearTimeout(timer);
+    this.#terminating.clear();
+    this.#destroyed ??= this.#destroyAll().finally(() => this.#control.close());
     await this.#destroyed;
+  }
+
+  /**
+   * Terminates every thread. A thread blocked in native code (a read of a
+   * FIFO, say) cannot be terminated until the call returns; close waits for
+   * it no longer than the exit watch.
+   */
+  async #destroyAll(): Promise<void> {
+    const generations = [...this.#retired, this.#current];
+    const destroyed = Promise.allSettled(generations.map((generation) => generation.piscina.destroy()));
+    let timer: unknown;
+    const watch = new Promise<void>((resolve) => {
+      timer = this.#clock.setTimeout(resolve, exitWatchMs);
+    });
+    await Promise.race([destroyed, watch]);
+    this.#clock.clearTimeout(timer);
+  }
+
+  #startGeneration(): Generation {
+    this.#generationsStarted += 1;
+    const queue = new CallQueue();
+    const workerData: WorkerBootData = {
+      abortFlags: this.#abortFlags,
+      controlChannel: this.#controlChannel,
+      retireFlags: this.#retireFlags,
+      leftoverGraceMs: this.#options.leftoverGraceMs,
+    };
+    const options = this.#options;
+    let generation: Generation | undefined;
+    const piscina = new Piscina<WorkerTask, WorkerReply>({
+      filename: workerEntryUrl.href,
+      minThreads: options.minThreads,
+      maxThreads: options.maxThreads,
+      idleTimeout: options.idleTimeout,
+      concurrentTasksPerWorker: 1,
+      taskQueue: queue,
+      // A task the balancer could not place goes back to the front, not behind later arrivals.
+      stricterFIFO: true,
+      workerData,
+      ...(options.resourceLimits === undefined ? {} : { resourceLimits: { ...options.resourceLimits } }),
+      ...(options.env === undefined ? {} : { env: { ...options.env } }),
+      // The balancer is the one place that sees a call leave the queue for a
+      // worker: that moment starts its time limit. Piscina has no "task
+      // started" event (and `AbortSignal.timeout` would count queue time).
+      // Piscina offers it every worker, ready or not; a call posted to one
+      // still starting could get it terminated before it is ready, which
+      // trips Piscina's bootstrap latch. Only ready threads take calls.
+      loadBalancer: (task, workers) => {
+        const usable = generation!.usable;
+        for (const worker of workers) {
+          if (worker.currentUsage === 0 && usable.has(worker.id) && !this.#isRetired(worker.id)) {
+            this.#onDispatch((task as unknown as Record<symbol, number>)[Piscina.queueOptionsSymbol], worker.id);
+            return worker;
+          }
+        }
+        return null;
+      },
+    });
+    generation = { piscina, queue, usable: new Set(), running: 0, unreconciledLosses: 0, isLatched: false, isRetired: false };
+    const created = generation;
+    piscina.on("workerCreate", (worker: { id: number }) => created.usable.add(worker.id));
+    piscina.on("workerDestroy", () => this.#onWorkerLost(created));
+    piscina.on("message", (message: unknown) => {
+      if (isUpdateMessage(message)) this.#onUpdate(message.seq, message.partial);
+      else if (isBootMessage(message)) this.#onBoot(message.threadId);
+    });
+    // Without a listener, a worker failing while idle would take the host down.
+    piscina.on("error", (error: unknown) => this.#onPoolError(error));
+    return generation;
+  }
+
+  #submit(call: CallState): void {
+    const generation = call.generation;
+    const { request, seq } = call;
+    const task: WorkerTask & { [key: symbol]: number } = {
+      seq,
+      moduleUrl: request.tool.moduleUrl,
+      exportName: request.tool.exportName,
+      toolName: request.tool.name,
+      toolCallId: request.toolCallId,
+      args: request.args,
+      maxResultBytes: request.tool.maxResultBytes ?? this.#options.maxResultBytes,
+      // Symbol-keyed, so it stays on this thread: the queue and the balancer read it.
+      [Piscina.queueOptionsSymbol]: seq,
+    };
+    generation.piscina.run(task, noRunOptions).then(
+      (reply) => {
+        if (call.generation === generation) this.#onReply(call, reply);
+      },
+      (error: unknown) => {
+        if (call.generation === generation) this.#settle(call, this.#classifyFailure(call, error));
+      },
+    );
+  }
+
+  #onBoot(threadId: number): void {
+    this.#booted.add(threadId);
+    this.#bootFailures = 0;
+  }
+
+  /**
+   * Piscina is removing a worker: idle, finished, terminated or crashed. It
+   * has not yet taken it off its list nor started a replacement (that comes
+   * right after, unless latched), and a worker that has exited no longer
+   * knows its thread id; so the loss is reconciled once this turn is over,
+   * against the threads still alive.
+   */
+  #onWorkerLost(generation: Generation): void {
+    generation.unreconciledLosses += 1;
+    if (generation.unreconciledLosses === 1) queueMicrotask(() => this.#reconcile(generation));
+  }
+
+  #reconcile(generation: Generation): void {
+    const live = new Set(generation.piscina.threads.map((thread) => thread.threadId));
+    let usableLost = 0;
+    for (const threadId of generation.usable) {
+      if (live.has(threadId)) continue;
+      usableLost += 1;
+      generation.usable.delete(threadId);
+      // Piscina marks its first workers ready before they have loaded anything.
+      if (!this.#booted.delete(threadId) && !this.#terminating.has(threadId)) this.#bootFailures += 1;
+      const exitWatch = this.#terminating.get(threadId);
+      if (exitWatch !== undefined) {
+        this.#clock.clearTimeout(exitWatch);
+        this.#terminating.delete(threadId);
+      }
+    }
+    const unreadyLost = generation.unreconciledLosses - usableLost;
+    generation.unreconciledLosses = 0;
+    if (unreadyLost <= 0 || this.#isClosed || generation.isRetired) return;
+    // Piscina's bootstrap latch: it will not replace this loss or any later one.
+    this.#bootFailures += unreadyLost;
+    this.#markLatched(generation);
+  }
+
+  #markLatched(generation: Generation): void {
+    generation.isLatched = true;
+    if (this.#isRepairScheduled) return;
+    this.#isRepairScheduled = true;
+    queueMicrotask(() => {
+      this.#isRepairScheduled = false;
+      this.#repair();
+    });
+  }
+
+  /** Moves the calls waiting on a latched instance to a fresh one, or ends them if threads keep failing to start. */
+  #repair(): void {
+    const generation = this.#current;
+    if (this.#isClosed || !generation.isLatched || generation.queue.size === 0) return;
+    if (this.#bootFailures >= maxBootFailures) {
+      const waiting = generation.queue.seqs().map((seq) => this.#calls.get(seq));
+      generation.queue.drain(movedReason);
+      for (const call of waiting) {
+        if (call === undefined) continue;
+        this.#settle(call, {
+          kind: "error",
+          code: "TP_ERR_WORKER_CRASH",
+          message: `Tool "${call.request.tool.name}" was not run: ${this.#bootFailures} worker threads in a row failed to start`,
+        });
+      }
+      // The next call tries a fresh instance; until then none is started.
+      this.#bootFailures = 0;
+      return;
+    }
+    this.#replaceGeneration();
+  }
+
+  /** Starts a fresh Piscina instance and moves every waiting call to it, in order. */
+  #replaceGeneration(): void {
+    const old = this.#current;
+    old.isRetired = true;
+    this.#current = this.#startGeneration();
+    const waiting = old.queue.seqs().map((seq) => this.#calls.get(seq));
+    for (const call of waiting) if (call !== undefined) call.generation = this.#current;
+    old.queue.drain(movedReason);
+    for (const call of waiting) if (call !== undefined && !call.isSettled) this.#submit(call);
+    if (old.running === 0) void old.piscina.destroy();
+    else this.#retired.add(old);
   }
 
   #nextSeq(): number {
@@ -252,10 +519,12 @@ export class WorkerPool {
     return this.#queued + 1 - freeThreads > maxQueue;
   }
 
-  #onDispatch(seq: number | undefined): void {
+  #onDispatch(seq: number | undefined, threadId: number): void {
     const call = seq === undefined ? undefined : this.#calls.get(seq);
     if (call === undefined || call.isDispatched) return;
     call.isDispatched = true;
+    call.threadId = threadId;
+    call.generation.running += 1;
     this.#queued -= 1;
     const { timeoutMs } = call.request.tool;
     if (timeoutMs !== undefined) {
@@ -276,11 +545,35 @@ export class WorkerPool {
     call.graceTimer ??= this.#clock.setTimeout(() => this.#terminate(call, "aborted"), this.#options.abortGraceMs);
   }
 
+  /**
+   * Ends a call that overran its time limit or its abort grace: the outcome is
+   * settled at once (a thread blocked in native code may take long to die, or
+   * never), then its thread is terminated and Piscina replaces it.
+   */
   #terminate(call: CallState, reason: "timeout" | "aborted"): void {
-    if (call.isSettled || call.kill === undefined) return;
+    if (call.isSettled) return;
     call.killReason = reason;
-    // Piscina terminates the worker running an aborted task and replaces it.
-    call.kill.abort();
+    this.#settle(call, this.#classifyFailure(call, undefined));
+    this.#terminateThread(call.generation, call.threadId);
+  }
+
+  /**
+   * Terminates one of a generation's threads. Piscina sees the exit and
+   * replaces the worker; one that does not exit in time (blocked in native
+   * code, where termination cannot reach) leaves its instance a thread short
+   * for good, so the instance counts as latched.
+   */
+  #terminateThread(generation: Generation, threadId: number): void {
+    const thread = generation.piscina.threads.find((candidate) => candidate.threadId === threadId);
+    if (thread === undefined || this.#terminating.has(threadId)) return;
+    this.#terminating.set(
+      threadId,
+      this.#clock.setTimeout(() => {
+        this.#terminating.delete(threadId);
+        if (!generation.isRetired && !this.#isClosed) this.#markLatched(generation);
+      }, exitWatchMs),
+    );
+    void thread.terminate();
   }
 
   #onUpdate(seq: number, partial: unknown): void {
@@ -292,7 +585,9 @@ export class WorkerPool {
   }
 
   #onReply(call: CallState, reply: WorkerReply): void {
-    if (reply.retiredThreadId !== undefined) this.#retire(reply.retiredThreadId);
+    // A reply is proof the thread started, whether or not its boot message came first.
+    this.#onBoot(call.threadId);
+    if (reply.retiredThreadId !== undefined) this.#terminateThread(call.generation, reply.retiredThreadId);
     if (call.isSettled) return;
     // Partials travel on another port than the reply: wait for the last one.
     if (call.updatesSeen >= reply.updates) this.#settle(call, toOutcome(reply));
@@ -301,16 +596,6 @@ export class WorkerPool {
 
   #isRetired(threadId: number): boolean {
     return Atomics.load(this.#retireFlags, threadId & flagSlotMask) === threadId;
-  }
-
-  /**
-   * Terminates a worker whose call left work behind. The worker flagged itself
-   * before replying, so the balancer has not given it another call; Piscina
-   * sees the exit and starts a replacement.
-   */
-  #retire(threadId: number): void {
-    const worker = this.#piscina.threads.find((thread) => thread.threadId === threadId);
-    void worker?.terminate();
   }
 
   #classifyFailure(call: CallState, error: unknown): WorkerCallOutcome {
@@ -359,13 +644,24 @@ export class WorkerPool {
   #settle(call: CallState, outcome: WorkerCallOutcome): void {
     if (call.isSettled) return;
     call.isSettled = true;
-    if (!call.isDispatched) this.#queued -= 1;
+    this.#completed += 1;
+    if (call.isDispatched) this.#onCallLeftThread(call.generation);
+    else {
+      this.#queued -= 1;
+      // A waiting call ended early (closed by force): it must not run later.
+      call.generation.queue.take(call.seq, endedReason);
+    }
     if (call.timeoutTimer !== undefined) this.#clock.clearTimeout(call.timeoutTimer);
     if (call.graceTimer !== undefined) this.#clock.clearTimeout(call.graceTimer);
     if (call.onAbort !== undefined) call.request.signal?.removeEventListener("abort", call.onAbort);
     this.#calls.delete(call.seq);
     if (this.#calls.size === 0) this.#drained?.resolve();
     call.resolve(outcome);
+  }
+
+  #onCallLeftThread(generation: Generation): void {
+    generation.running -= 1;
+    if (generation.isRetired && generation.running === 0 && this.#retired.delete(generation)) void generation.piscina.destroy();
   }
 }
 

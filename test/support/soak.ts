@@ -48,6 +48,12 @@ export interface SoakOptions {
   faultRate: number;
   /** Agent sessions running batches at once. */
   sessions: number;
+  /**
+   * Milliseconds after which the soak prints, on stderr, the pools' inner
+   * state and every batch still in flight, so a stall can be diagnosed from
+   * CI output (set it just under the test's time limit).
+   */
+  watchdogMs?: number;
 }
 
 export interface SoakReport {
@@ -218,9 +224,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   // as at the end. What differs then is memory that was kept.
   let phase = "warm-up";
   const inFlight = new Set<string>();
-  const watchdog = process.env.SOAK_DEBUG
-    ? setInterval(() => console.log(phase, nextCall, report.calls, runtime.poolStats, [...inFlight].slice(0, 5)), 5_000)
-    : undefined;
+  const describeState = () =>
+    JSON.stringify({ seed: options.seed, phase, nextCall, callsAudited: report.calls, stats: runtime.poolStats, inFlight: [...inFlight], ...runtime.diagnose() });
+  const debugTicker = process.env.SOAK_DEBUG ? setInterval(() => console.log(describeState()), 5_000) : undefined;
+  const watchdog =
+    options.watchdogMs === undefined
+      ? undefined
+      : setTimeout(() => console.error(`soak watchdog: no end after ${options.watchdogMs} ms; state: ${describeState()}`), options.watchdogMs);
+  watchdog?.unref();
   const warmupCalls = Math.min(options.calls, 300);
   await runSessions(warmupCalls);
   phase = "closing warm-up";
@@ -236,7 +247,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   report.wallMs = performance.now() - startedAt;
   phase = "closing";
   await runtime.close();
-  clearInterval(watchdog);
+  clearInterval(debugTicker);
+  clearTimeout(watchdog);
   killer.close();
   report.rssEnd = await settledRss();
   return report;

@@ -1,0 +1,146 @@
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, mkdtempSync, openSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterEach, describe, expect, it } from "vitest";
+
+import { workerTool, type PoolOptions } from "toolpool";
+
+// The pool is internal; its recovery is tested on the built module itself.
+import { systemClock } from "../dist/clock.js";
+import { resolveRuntimeOptions } from "../dist/options.js";
+import { WorkerPool, type WorkerCallOutcome } from "../dist/workers/worker-pool.js";
+import { FakeClock } from "./support/fake-clock.js";
+
+const faults = new URL("./fixtures/tools/faults.mjs", import.meta.url);
+const anyArgs = { type: "object" };
+const faultTool = workerTool({ name: "fault", description: "fault", parameters: anyArgs, module: faults });
+const limitedFaultTool = workerTool({ name: "limited", description: "fault", parameters: anyArgs, module: faults, timeoutMs: 50 });
+
+let pools: WorkerPool[] = [];
+const openPool = (pool: PoolOptions, clock = systemClock) => {
+  const options = resolveRuntimeOptions({ tools: [], pool }).pool;
+  const created = new WorkerPool(options, clock, () => {});
+  pools.push(created);
+  return created;
+};
+afterEach(async () => {
+  await Promise.all(pools.map((pool) => pool.close({ force: true })));
+  pools = [];
+});
+
+let callCount = 0;
+const run = (pool: WorkerPool, args: Record<string, unknown>, tool = faultTool) =>
+  pool.run({ tool, toolCallId: `c${++callCount}`, args });
+
+const isOk = (outcome: WorkerCallOutcome) => outcome.kind === "ok";
+const codeOf = (outcome: WorkerCallOutcome) => (outcome.kind === "error" ? outcome.code : undefined);
+
+/** Waits, a bounded number of turns, for a state the pool reaches on its own (a thread picking up a call). */
+async function eventually(predicate: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 2_000 && !predicate(); turn++) await new Promise((resolve) => setTimeout(resolve, 5));
+  expect(predicate()).toBe(true);
+}
+
+/** Terminates, from outside, every thread Piscina has not yet marked ready; returns how many. */
+function killBootingThreads(pool: WorkerPool): number {
+  const booting = pool.diagnose().generations.at(-1)!.threads.filter((thread) => !thread.isUsable);
+  for (const { threadId } of booting) void pool.workers.find((worker) => worker.threadId === threadId)?.terminate();
+  return booting.length;
+}
+
+describe("WorkerPool recovery", () => {
+  it("runs the calls waiting behind a worker that was killed before it was ready", async () => {
+    const pool = openPool({ maxThreads: 1 });
+    const exiting = run(pool, { fault: "exit", code: 3 });
+    const waiting = [run(pool, { value: 1 }), run(pool, { value: 2 })];
+    expect(codeOf(await exiting)).toBe("TP_ERR_WORKER_EXIT");
+    // Piscina started the replacement synchronously when the worker exited;
+    // its ready message cannot have arrived within the same turn.
+    expect(killBootingThreads(pool)).toBe(1);
+    const outcomes = await Promise.all(waiting);
+    expect(outcomes.map(isOk)).toEqual([true, true]);
+    // Piscina would not replace that loss (its bootstrap latch): a fresh instance took the calls.
+    expect(pool.diagnose().generationsStarted).toBe(2);
+    expect(pool.stats).toMatchObject({ queued: 0, running: 0 });
+  });
+
+  it("keeps going through repeated kills of starting workers, with calls queued each time", async () => {
+    const pool = openPool({ maxThreads: 2 });
+    for (let round = 0; round < 6; round++) {
+      const exiting = run(pool, { fault: "exit", code: 1 });
+      const blocker = run(pool, { fault: "exit", code: 2 });
+      const waiting = Array.from({ length: 4 }, (_, value) => run(pool, { value }));
+      await Promise.all([exiting, blocker]);
+      expect(killBootingThreads(pool)).toBeGreaterThan(0);
+      const outcomes = await Promise.all(waiting);
+      expect(outcomes.map(isOk), `round ${round}`).toEqual([true, true, true, true]);
+    }
+    const { generations } = pool.diagnose();
+    // Every latched instance was destroyed once its calls had ended.
+    expect(generations).toHaveLength(1);
+    expect(generations[0]!.isLatched).toBe(false);
+  });
+
+  it("serves queued calls after the last usable worker is retired for leftover work", async () => {
+    const pool = openPool({ maxThreads: 1, leftoverGraceMs: 1 });
+    const leaving = run(pool, { fault: "leftover-listener", channel: `leftover-${process.pid}` });
+    const waiting = [run(pool, { value: 1 }), run(pool, { value: 2 }), run(pool, { value: 3 })];
+    expect(isOk(await leaving)).toBe(true);
+    const outcomes = await Promise.all(waiting);
+    expect(outcomes.map(isOk)).toEqual([true, true, true]);
+    expect(pool.stats.queued).toBe(0);
+  });
+
+  it("serves queued calls after a retired worker's replacement is killed while starting", async () => {
+    const pool = openPool({ maxThreads: 1, leftoverGraceMs: 1 });
+    const exiting = run(pool, { fault: "exit", code: 4 });
+    const waiting = [run(pool, { value: 1 }), run(pool, { fault: "leftover-listener", channel: `left-${process.pid}` }), run(pool, { value: 3 })];
+    await exiting;
+    expect(killBootingThreads(pool)).toBe(1);
+    const outcomes = await Promise.all(waiting);
+    expect(outcomes.map(isOk)).toEqual([true, true, true]);
+  });
+
+  it("ends waiting calls with TP_ERR_WORKER_CRASH when workers keep failing to start, and tries afresh for the next call", async () => {
+    // A heap this small cannot even load the worker entry.
+    const pool = openPool({ maxThreads: 2, resourceLimits: { maxOldGenerationSizeMb: 1, maxYoungGenerationSizeMb: 1 } });
+    const outcomes = await Promise.all(Array.from({ length: 5 }, (_, value) => run(pool, { value })));
+    for (const outcome of outcomes) {
+      expect(outcome.kind).toBe("error");
+      expect(["TP_ERR_WORKER_CRASH", "TP_ERR_OUT_OF_MEMORY"]).toContain(codeOf(outcome));
+    }
+    const later = await run(pool, { value: 9 });
+    expect(later.kind).toBe("error");
+    expect(pool.stats).toMatchObject({ queued: 0, running: 0 });
+  });
+
+  it("moves waiting calls off a thread that cannot be terminated, and still closes", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "toolpool-fifo-"));
+    const fifo = join(directory, "fifo");
+    execFileSync("mkfifo", [fifo]);
+    const clock = new FakeClock();
+    const pool = openPool({ maxThreads: 1 }, clock);
+    try {
+      // Blocks in open(2) until a writer comes: termination cannot reach it.
+      const blocked = run(pool, { fault: "open-fifo", path: fifo }, limitedFaultTool);
+      const waiting = run(pool, { value: 1 });
+      await eventually(() => pool.stats.running === 1);
+      clock.advance(50);
+      expect(codeOf(await blocked)).toBe("TP_ERR_TIMEOUT");
+      // The thread has not exited; after the exit watch the instance counts as a thread short.
+      clock.advance(2_000);
+      expect(isOk(await waiting)).toBe(true);
+      expect(pool.diagnose().generationsStarted).toBe(2);
+    } finally {
+      // Let the blocked thread go, so the process can end.
+      try {
+        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {
+        // No reader left: nothing to release.
+      }
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+});
