@@ -9,6 +9,7 @@
  *   harness   5. many agent sessions at once over a generated corpus
  *   scaling   6. suite 1's batch on pools of 1..2×cores threads
  *   faults    recovery after a crash, an out-of-memory and a timeout
+ *   fairness  a flood session and light sessions on one pool: FIFO vs sessions taking turns
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -40,6 +41,7 @@ import {
   runPinnedSerialMeasurement,
   type DispatchOverheadOptions,
 } from "./suites/dispatch-overhead.js";
+import { estimateFairnessMs, runFairnessSuite, type FairnessOptions } from "./suites/fairness.js";
 import { estimateFaultRecoveryMs, runFaultRecoverySuite, type FaultRecoveryOptions } from "./suites/fault-recovery.js";
 import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
 import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
@@ -48,7 +50,7 @@ import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, 
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults"] as const;
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness"] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -74,6 +76,8 @@ interface RunPlan {
   scaling: Omit<ScalingOptions, "spin">;
   scalingCallMs: number;
   faults: FaultRecoveryOptions;
+  fairness: Omit<FairnessOptions, "spin">;
+  fairnessCallMs: number;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -115,6 +119,19 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
     scaling: { threadCounts: scalingThreadCounts(cores), calls: scaling.calls, cores: Math.min(cores, machineCores), reps: 5 },
     scalingCallMs: scaling.callMs,
     faults: { reps: isQuick ? 5 : 20, timeoutMs: 100 },
+    // The scenario is the same in quick mode (it is the figure asked for), with fewer repetitions.
+    fairness: {
+      threads: 2,
+      floodCalls: 40,
+      lightSessions: 4,
+      lightCalls: 2,
+      lightDelayMs: 10,
+      reps: isQuick ? 3 : 7,
+      dispatchCalls: isQuick ? 5_000 : 10_000,
+      concurrency: 64,
+      dispatchReps: isQuick ? 5 : 10,
+    },
+    fairnessCallMs: 50,
   };
 }
 
@@ -183,6 +200,7 @@ async function main(): Promise<void> {
     harness: estimateHarnessLoadMs(plan.harness),
     scaling: (plan.scalingCallMs === plan.spinMs ? 0 : 16 * plan.scalingCallMs) + estimateScalingMs({ ...plan.scaling, spin: placeholderSpin(plan.scalingCallMs) }),
     faults: estimateFaultRecoveryMs(plan.faults),
+    fairness: 16 * plan.fairnessCallMs + estimateFairnessMs({ ...plan.fairness, spin: placeholderSpin(plan.fairnessCallMs) }),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -209,6 +227,7 @@ async function main(): Promise<void> {
     if (suites.has("harness")) report.harnessLoad = await runHarnessLoadSuite(plan.harness);
     if (suites.has("scaling")) report.scaling = await runScalingSuite({ ...plan.scaling, spin: spinFor(plan.scalingCallMs) });
     if (suites.has("faults")) report.faultRecovery = await runFaultRecoverySuite(plan.faults);
+    if (suites.has("fairness")) report.fairness = await runFairnessSuite({ ...plan.fairness, spin: spinFor(plan.fairnessCallMs) });
   } finally {
     stopProgress();
   }

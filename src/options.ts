@@ -78,6 +78,20 @@ export interface PoolOptions {
    * @default undefined (the host's environment)
    */
   env?: Record<string, string>;
+  /**
+   * Most threads one session may hold at once (see `executeToolCalls`'s
+   * `sessionKey`). Its other calls wait while other sessions' calls take the
+   * free threads; without a cap a session may use every idle thread.
+   * @default undefined (no cap)
+   */
+  maxRunningPerSession?: number;
+  /**
+   * How waiting calls get threads: `"fair"`, sessions take turns (see
+   * `executeToolCalls`'s `sessionKey` and `workerTool`'s `cost`); `"fifo"`,
+   * first come, first served, whatever the session.
+   * @default "fair"
+   */
+  scheduling?: "fair" | "fifo";
 }
 
 /** Options of {@link createRuntime}. */
@@ -107,6 +121,8 @@ export interface ResolvedPoolOptions {
   readonly maxResultBytes: number;
   readonly leftoverGraceMs: number;
   readonly env: Readonly<Record<string, string>> | undefined;
+  readonly maxRunningPerSession: number | undefined;
+  readonly scheduling: "fair" | "fifo";
 }
 
 /** Runtime options after validation and defaults; frozen. */
@@ -158,6 +174,8 @@ const dataOptionsSchema = {
         leftoverGraceMs: { type: "number", minimum: 0, maximum: maxTimerMs, default: 20 },
         resourceLimits: resourceLimitsSchema,
         env: { type: "object", additionalProperties: { type: "string" } },
+        maxRunningPerSession: { type: "integer", minimum: 1 },
+        scheduling: { enum: ["fair", "fifo"], default: "fair" },
       },
     },
   },
@@ -195,7 +213,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     throw invalidOptionFromSchema(error!, { toolExecution, pool });
   }
   const resolvedPool = data.pool as Required<
-    Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs" | "maxResultBytes" | "leftoverGraceMs">
+    Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs" | "maxResultBytes" | "leftoverGraceMs" | "scheduling">
   > &
     PoolOptions;
   const minThreads = resolvedPool.minThreads ?? resolvedPool.maxThreads;
@@ -218,6 +236,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
       maxResultBytes: resolvedPool.maxResultBytes,
       leftoverGraceMs: resolvedPool.leftoverGraceMs,
       env: resolvedPool.env && Object.freeze({ ...resolvedPool.env }),
+      maxRunningPerSession: resolvedPool.maxRunningPerSession,
+      scheduling: resolvedPool.scheduling,
     }),
   });
 }

@@ -18,6 +18,15 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   /** Receives every event of the batch, awaited like pi awaits its sink. */
   emit?: EmitFunction;
+  /**
+   * The agent session the batch belongs to. Worker calls of different
+   * sessions take turns on the pool (round-robin, weighted by each tool's
+   * `cost`), so one session's long batch does not hold up every other
+   * session's next turn; a session's own calls start in their order. A
+   * non-empty string of at most 256 characters.
+   * @default undefined (the batch is a session of its own)
+   */
+  sessionKey?: string;
 }
 
 /** What {@link Runtime.diagnose} returns. */
@@ -98,6 +107,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       queued: sum((stats) => stats.queued),
       completed: sum((stats) => stats.completed),
       utilization: sum((stats) => stats.utilization) / all.length,
+      sessionsWaiting: sum((stats) => stats.sessionsWaiting),
+      longestWaitMs: Math.max(...all.map((stats) => stats.longestWaitMs)),
     };
   }
 
@@ -148,6 +159,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         beforeToolCall,
         afterToolCall,
         signal: options.signal,
+        // Without a key the batch is a session of its own: a value no other batch holds.
+        session: options.sessionKey ?? Symbol(batchId),
         toolExecution: this.#options.toolExecution,
         emit: options.emit,
         services: this.#batchServices,
@@ -315,5 +328,12 @@ function checkBatchInput(assistantMessage: unknown, options: ExecuteOptions): vo
   }
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
     throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`signal\` to be an AbortSignal, got ${describeValue(options.signal)}`);
+  }
+  const { sessionKey } = options;
+  if (sessionKey !== undefined && !(typeof sessionKey === "string" && sessionKey.length > 0 && sessionKey.length <= 256)) {
+    throw new ToolpoolError(
+      "TP_ERR_INVALID_BATCH",
+      `Expected \`sessionKey\` to be a non-empty string of at most 256 characters, got ${describeValue(sessionKey)}`,
+    );
   }
 }

@@ -294,6 +294,30 @@ describe("createServer: POST /v1/batches", () => {
     expect(again.status).toBe(200);
   });
 
+  it("takes a batch's session from the body's sessionKey or the X-Toolpool-Session header, and reports waiting sessions", async () => {
+    const { url, runtime } = await startServer({ pool: { maxThreads: 1, minThreads: 1 } });
+    const key = gateKeys();
+    const first = readSse(await postBatch(url, { assistantMessage: assistantMessage([{ id: "1", name: "work", arguments: { gate: key("1") } }]) }));
+    await gates.whenWaiting(key("1"));
+    const byHeader = postBatch(url, { assistantMessage: assistantMessage([{ id: "2", name: "work" }, { id: "3", name: "work" }]) }, { accept: "application/json", "x-toolpool-session": "agent-7" });
+    const byBody = postBatch(url, { assistantMessage: assistantMessage([{ id: "4", name: "work" }]), sessionKey: "agent-7" }, { accept: "application/json" });
+    for (let turn = 0; turn < 2_000 && runtime.poolStats!.queued < 3; turn++) await new Promise((resolve) => setTimeout(resolve, 5));
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    // Three calls wait, all of one session.
+    expect(metrics).toMatch(/^toolpool_pool_queue_depth 3$/m);
+    expect(metrics).toMatch(/^toolpool_pool_sessions_waiting 1$/m);
+    expect(metrics).toMatch(/^toolpool_pool_longest_wait_seconds [\d.e-]+$/m);
+    gates.open(key("1"));
+    await rest(first);
+    expect((await byHeader).status).toBe(200);
+    expect((await byBody).status).toBe(200);
+    const refused = await postBatch(url, { assistantMessage: assistantMessage([{ id: "5", name: "work" }]), sessionKey: "" }, { accept: "application/json" });
+    expect(refused.status).toBe(400);
+    const longHeader = await postBatch(url, { assistantMessage: assistantMessage([{ id: "6", name: "work" }]) }, { accept: "application/json", "x-toolpool-session": "x".repeat(300) });
+    expect(longHeader.status).toBe(400);
+    expect(((await longHeader.json()) as { code: string }).code).toBe("TP_ERR_INVALID_BATCH");
+  });
+
   it("aborts the batch when the client disconnects: the worker tool's signal fires", async () => {
     const { runtime, url } = await startServer();
     const key = gateKeys();

@@ -4,6 +4,7 @@
  */
 import { cpuContenders, type BatchFigures, type CpuBatchResult } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
+import type { FairnessResult } from "../suites/fairness.js";
 import type { FaultRecoveryResult } from "../suites/fault-recovery.js";
 import { harnessContenders, type HarnessLoadResult } from "../suites/harness-load.js";
 import type { LargeResultsResult } from "../suites/large-results.js";
@@ -41,6 +42,7 @@ export function renderMarkdown(report: BenchReport): string {
   if (report.harnessLoad !== undefined) lines.push(...renderHarnessLoad(report.harnessLoad));
   if (report.scaling !== undefined) lines.push(...renderScaling(report.scaling));
   if (report.faultRecovery !== undefined) lines.push(...renderFaults(report.faultRecovery));
+  if (report.fairness !== undefined) lines.push(...renderFairness(report.fairness));
   return `${lines.join("\n")}\n`;
 }
 
@@ -189,6 +191,31 @@ function renderHarnessLoad(harness: HarnessLoadResult): string[] {
     `toolpool ÷ pi in process, calls/s: **${harness.throughputRatio.toFixed(2)}×** (paired ${formatSummary(harness.pairedThroughputRatios, 2)})` +
       (control === undefined ? "" : `; toolpool ÷ bare Piscina: ${(ours.callsPerSecond.median / control.callsPerSecond.median).toFixed(2)}×`) +
       ".",
+    "",
+  );
+  return lines;
+}
+
+function renderFairness(fairness: FairnessResult): string[] {
+  const o = fairness.options;
+  const lines = [
+    `## Fairness: a flood of ${o.floodCalls} calls × ~${o.callMs.toFixed(0)} ms, then ${o.lightSessions} light sessions × ${o.lightCalls} calls ${o.lightDelayMs} ms later, ${o.threads} threads, ${o.reps} reps`,
+    "",
+    "Batch latency from each session's own start; makespan from the flood's start to the last batch's end. " +
+      `Dispatch: single-call no-op batches, ${o.concurrency} in flight, each batch a session of its own.`,
+    "",
+    "| queue | flood latency, ms | light latency (mean), ms | slowest light, ms | light ÷ flood | makespan, ms | dispatch, µs/call |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const p of fairness.policies) {
+    lines.push(
+      `| ${p.policy === "fair" ? "**fair** (sessions take turns)" : "FIFO"} | ${formatSummary(p.floodLatencyMs, 0)} | ${formatSummary(p.lightLatencyMs, 0)} | ` +
+        `${formatSummary(p.slowestLightMs, 0)} | ${formatSummary(p.lightOverFlood, 2)} | ${formatSummary(p.makespanMs, 0)} | ${formatSummary(p.dispatchUs, 1)} |`,
+    );
+  }
+  lines.push(
+    "",
+    `fair ÷ FIFO: makespan **${fairness.makespanRatio.toFixed(3)}×**, dispatch **${fairness.dispatchRatio.toFixed(3)}×** (paired ${formatSummary(fairness.pairedDispatchRatios, 3)}).`,
     "",
   );
   return lines;

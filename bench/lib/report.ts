@@ -6,6 +6,7 @@ import type { CpuBatchResult } from "../suites/cpu-batch.js";
 import { cpuContenders } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
 import type { FaultRecoveryResult } from "../suites/fault-recovery.js";
+import type { FairnessResult } from "../suites/fairness.js";
 import type { HarnessLoadResult } from "../suites/harness-load.js";
 import { largeContenders, type LargeResultsResult } from "../suites/large-results.js";
 import type { ScalingResult } from "../suites/scaling.js";
@@ -25,6 +26,7 @@ export interface BenchReport {
   harnessLoad?: HarnessLoadResult | undefined;
   scaling?: ScalingResult | undefined;
   faultRecovery?: FaultRecoveryResult | undefined;
+  fairness?: FairnessResult | undefined;
 }
 
 /** One of the issue's targets, against this run's figure. */
@@ -96,6 +98,25 @@ export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[
       target: "10 MB binary result crosses the thread boundary ≤ 5 ms",
       figure: `${binary.crossing.median.toFixed(2)} ms (whole call ${binary.call.median.toFixed(1)} ms)`,
       isMet: binary.crossing.median <= 5,
+    });
+  }
+  const fairness = report.fairness;
+  if (fairness !== undefined) {
+    const [fifo, fair] = fairness.policies;
+    checks.push({
+      target: "fairness: light sessions' latency under a flood ≤ 0.4 × the flood's latency (fair queue)",
+      figure: `${fair!.lightOverFlood.median.toFixed(2)}× (FIFO: ${fifo!.lightOverFlood.median.toFixed(2)}×)`,
+      isMet: fair!.lightOverFlood.median <= 0.4,
+    });
+    checks.push({
+      target: "fairness: makespan within 5% of FIFO",
+      figure: `${fairness.makespanRatio.toFixed(3)}× (${fair!.makespanMs.median.toFixed(0)} vs ${fifo!.makespanMs.median.toFixed(0)} ms)`,
+      isMet: fairness.makespanRatio <= 1.05,
+    });
+    checks.push({
+      target: `fairness: per-call dispatch with the fair queue within 3% of FIFO (${fairness.options.concurrency} in flight)`,
+      figure: `${fairness.dispatchRatio.toFixed(3)}× (${fair!.dispatchUs.median.toFixed(1)} vs ${fifo!.dispatchUs.median.toFixed(1)} µs; paired ${fairness.pairedDispatchRatios.median.toFixed(3)}×)`,
+      isMet: fairness.dispatchRatio <= 1.03,
     });
   }
   return checks;

@@ -6,7 +6,9 @@
  * turn as soon as its batch is done.
  *
  * Contenders, interleaved repetition by repetition:
- * - toolpool: each turn is `runtime.executeToolCalls`;
+ * - toolpool: each turn is `runtime.executeToolCalls` with the session's
+ *   `sessionKey`, sessions taking turns on the pool (`scheduling: "fair"`);
+ * - toolpool FIFO: the same on a runtime with `scheduling: "fifo"`;
  * - pi in process: pi's own loop (`runAgentLoopContinue`, one model turn per
  *   batch from a scripted fake model) with the same tool modules' `execute`
  *   called inline on the main thread;
@@ -88,6 +90,7 @@ export interface HarnessLoadResult {
 
 export const harnessContenders = {
   toolpool: "toolpool executeToolCalls",
+  toolpoolFifo: "toolpool executeToolCalls, FIFO",
   pi: "pi loop, tools in process",
   piOverPool: "pi loop + toolpool agentTools()",
   piscina: "bare Piscina 5 (control)",
@@ -96,14 +99,14 @@ export const harnessContenders = {
 interface Contender {
   name: string;
   /** Runs one session; calls `onBatch(ms)` for each turn's batch latency. */
-  runSession: (turns: readonly CorpusToolCall[][], onBatch: (ms: number) => void) => Promise<void>;
+  runSession: (turns: readonly CorpusToolCall[][], onBatch: (ms: number) => void, session: number) => Promise<void>;
 }
 
 type ToolModule = { execute: (args: unknown, ctx: WorkerToolContext<unknown>) => Promise<{ content: unknown; details: unknown }> };
 
 /** Expected duration, for the progress bar: ~0.25 ms per call in process, ~0.4 ms on a pool of 2 threads. */
 export function estimateHarnessLoadMs(options: HarnessLoadOptions): number {
-  const runMs = (sessions: number) => sessions * options.turns * options.callsPerTurn * (0.25 + 3 * 0.4);
+  const runMs = (sessions: number) => sessions * options.turns * options.callsPerTurn * (0.25 + 4 * 0.4);
   return options.warmups * runMs(options.warmupSessions) + options.reps * runMs(options.sessions);
 }
 
@@ -112,6 +115,7 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
   logStep(`harness: corpus of ${corpus.files.length * 2} files (${(corpus.bytes / 2 ** 20).toFixed(1)} MiB) in ${corpus.root}`);
   const tools = builtinTools();
   const runtime = createRuntime({ tools, pool: { maxThreads: options.threads, minThreads: options.threads } });
+  const fifoRuntime = createRuntime({ tools, pool: { maxThreads: options.threads, minThreads: options.threads, scheduling: "fifo" } });
   const piscina = new Piscina({
     filename: new URL("../tools/builtin-dispatch.js", import.meta.url).href,
     minThreads: options.threads,
@@ -138,7 +142,8 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
     }));
     const pooledTools = runtime.agentTools() as unknown as PiAgentTool[];
     const contenders: Contender[] = [
-      { name: harnessContenders.toolpool, runSession: (turns, onBatch) => runToolpoolSession(runtime, turns, onBatch) },
+      { name: harnessContenders.toolpool, runSession: (turns, onBatch, session) => runToolpoolSession(runtime, turns, onBatch, session) },
+      { name: harnessContenders.toolpoolFifo, runSession: (turns, onBatch, session) => runToolpoolSession(fifoRuntime, turns, onBatch, session) },
       { name: harnessContenders.pi, runSession: (turns, onBatch) => runPiHarnessSession(inlineTools, turns, onBatch) },
       { name: harnessContenders.piOverPool, runSession: (turns, onBatch) => runPiHarnessSession(pooledTools, turns, onBatch) },
       { name: harnessContenders.piscina, runSession: (turns, onBatch) => runPiscinaSession(piscina, moduleUrls, turns, onBatch) },
@@ -170,7 +175,7 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
       pairedThroughputRatios: summarize(ours.samples.map((s, index) => s.callsPerSecond / pi.samples[index]!.callsPerSecond)),
     };
   } finally {
-    await Promise.all([runtime.close(), piscina.close()]);
+    await Promise.all([runtime.close(), fifoRuntime.close(), piscina.close()]);
     corpus.remove();
   }
 }
@@ -178,10 +183,11 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
 const neverAborted = new AbortController().signal;
 const ignoreUpdate = (): void => {};
 
-async function runToolpoolSession(runtime: Runtime, turns: readonly CorpusToolCall[][], onBatch: (ms: number) => void): Promise<void> {
+async function runToolpoolSession(runtime: Runtime, turns: readonly CorpusToolCall[][], onBatch: (ms: number) => void, session: number): Promise<void> {
+  const sessionKey = `session-${session}`;
   for (const calls of turns) {
     const start = performance.now();
-    const { messages } = await runtime.executeToolCalls({ role: "assistant", content: calls });
+    const { messages } = await runtime.executeToolCalls({ role: "assistant", content: calls }, { sessionKey });
     onBatch(performance.now() - start);
     checkMessages(harnessContenders.toolpool, messages);
   }
@@ -230,8 +236,8 @@ async function measureRun(contender: Contender, sessions: readonly CorpusToolCal
   histogram.enable();
   const start = performance.now();
   await Promise.all(
-    sessions.map(async (turns) => {
-      await contender.runSession(turns, (ms) => batchMs.push(ms));
+    sessions.map(async (turns, session) => {
+      await contender.runSession(turns, (ms) => batchMs.push(ms), session);
       sessionMs.push(performance.now() - start);
     }),
   );

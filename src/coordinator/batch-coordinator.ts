@@ -34,6 +34,8 @@ export interface BatchServices {
 /** Everything one batch needs. */
 export interface BatchScope extends PrepareScope {
   batchId: string;
+  /** The session its worker calls take turns as (a string key, or a value of the batch's own). */
+  session: unknown;
   toolExecution: ToolExecutionMode;
   afterToolCall: AfterToolCallHook | undefined;
   emit: EmitFunction | undefined;
@@ -228,6 +230,7 @@ export class BatchCoordinator {
         args,
         signal: this.#scope.signal,
         onUpdate,
+        session: this.#scope.session,
       });
       if (deliveries !== undefined) await Promise.all(deliveries);
       return outcome.kind === "ok"

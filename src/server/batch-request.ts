@@ -15,6 +15,8 @@ export interface BatchRequestBody {
   context?: ExecuteOptions["context"];
   /** Must equal the runtime's mode when given: a runtime's mode is fixed when it is created. */
   toolExecution?: ToolExecutionMode;
+  /** The agent session the batch belongs to (see `executeToolCalls`); the `X-Toolpool-Session` header may carry it instead. */
+  sessionKey?: string;
 }
 
 /**
@@ -53,8 +55,26 @@ export const batchRequestSchema = {
       properties: { systemPrompt: { type: "string" }, messages: { type: "array" } },
     },
     toolExecution: { enum: ["parallel", "sequential"] },
+    sessionKey: { type: "string", minLength: 1, maxLength: 256 },
   },
 } as const;
+
+/** The header that may carry a batch's session key instead of the body. */
+export const sessionHeader = "x-toolpool-session";
+
+/**
+ * The batch's session key: the body's `sessionKey`, else the
+ * `X-Toolpool-Session` header; `undefined` when neither is there. A header
+ * that is not a string of 1 to 256 characters gives an error text.
+ */
+export function readSessionKey(body: BatchRequestBody, header: string | string[] | undefined): string | undefined | { error: string } {
+  if (body.sessionKey !== undefined) return body.sessionKey;
+  if (header === undefined) return undefined;
+  if (typeof header !== "string" || header.length === 0 || header.length > 256) {
+    return { error: "The X-Toolpool-Session header must be given once, with 1 to 256 characters" };
+  }
+  return header;
+}
 
 /** How the outcome goes back: a Server-Sent Events stream, or one JSON body. */
 export type ResponseMode = "sse" | "json";

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ToolpoolError } from "../errors.js";
 import type { BatchEvent } from "../events.js";
 import type { Runtime } from "../runtime.js";
-import { batchRequestSchema, chooseResponseMode, type BatchRequestBody } from "./batch-request.js";
+import { batchRequestSchema, chooseResponseMode, readSessionKey, sessionHeader, type BatchRequestBody } from "./batch-request.js";
 import { sendError } from "./http-errors.js";
 import type { InFlightBatches } from "./in-flight-batches.js";
 import { toJsonText } from "./json-text.js";
@@ -47,6 +47,8 @@ async function runBatch(
         `got toolExecution "${toolExecution}". Leave it out, or use a server started in that mode.`,
     );
   }
+  const sessionKey = readSessionKey(request.body, request.headers[sessionHeader]);
+  if (typeof sessionKey === "object") return sendError(reply, 400, "TP_ERR_INVALID_BATCH", sessionKey.error);
   // Checked here as well as in the onRequest hook: a shutdown may have begun
   // while the body arrived, and the check and `track` below happen in one
   // synchronous step, so no batch can slip past a shutdown's wait.
@@ -67,6 +69,7 @@ async function runBatch(
     const outcome = await runtime.executeToolCalls(assistantMessage, {
       ...(context === undefined ? {} : { context }),
       signal: batch.signal,
+      ...(sessionKey === undefined ? {} : { sessionKey }),
       ...(stream === undefined ? {} : { emit: (event: BatchEvent) => stream.send(event.type, event) }),
     });
     batch.settle();

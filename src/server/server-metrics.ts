@@ -79,6 +79,22 @@ export class ServerMetrics {
       },
     });
     new Gauge({
+      name: "toolpool_pool_sessions_waiting",
+      help: "Sessions with at least one worker call waiting for a thread.",
+      registers,
+      collect() {
+        this.set(stats()?.sessionsWaiting ?? 0);
+      },
+    });
+    new Gauge({
+      name: "toolpool_pool_longest_wait_seconds",
+      help: "How long the longest-waiting worker call has waited so far.",
+      registers,
+      collect() {
+        this.set((stats()?.longestWaitMs ?? 0) / 1_000);
+      },
+    });
+    new Gauge({
       name: "toolpool_batches_in_flight",
       help: "Batches the server is answering.",
       registers,

@@ -1,6 +1,6 @@
 import { Piscina, type TaskQueue } from "piscina";
 
-/** A task as Piscina queues it; the call's sequence number rides under Piscina's queue-options symbol. */
+/** A task as Piscina queues it; the call rides under Piscina's queue-options symbol. */
 type QueuedTask = Parameters<TaskQueue["push"]>[0];
 
 /** Piscina's task record: `done` settles the task's promise (part of its public `TaskInfo` type). */
@@ -8,68 +8,208 @@ interface SettleableTask {
   done(error: Error | null, result?: unknown): void;
 }
 
+/** What the queue needs to know of a waiting call. */
+export interface QueuedCall {
+  readonly seq: number;
+  /** Calls with the same session take turns together; any value usable as a Map key. */
+  readonly session: unknown;
+  /** Turns of its session's share the call uses (a tool's `cost`), at least 1. */
+  readonly cost: number;
+  /** When the call entered the queue, by the pool's clock. */
+  readonly enqueuedAt: number;
+}
+
+/** The turn-taking policy's view of the pool. */
+export interface CallQueueOptions {
+  /** The pool's clock, for the longest wait. */
+  now: () => number;
+  /**
+   * Whether a session may start another call now (its per-session cap);
+   * `undefined` when there is no cap.
+   */
+  canStart?: ((session: unknown) => boolean) | undefined;
+}
+
+/** One session's waiting calls, FIFO, with its deficit-round-robin state. */
+interface SessionLine {
+  readonly session: unknown;
+  tasks: QueuedTask[];
+  /** Index of the first waiting task in `tasks` (the array is compacted now and then). */
+  head: number;
+  /** Turns credited and not yet used. */
+  deficit: number;
+  /** Whether the line has already been credited for the turn it is on. */
+  hasTurn: boolean;
+}
+
+/** The state a shift changed, so that Piscina's "could not place it" can undo it exactly. */
+interface ShiftRecord {
+  task: QueuedTask;
+  line: SessionLine;
+  deficit: number;
+  hasTurn: boolean;
+  turn: number;
+  /** Where the line stood in the rotation if the shift emptied it, else -1. */
+  removedAt: number;
+}
+
 /**
  * The queue of calls waiting for a thread, plugged into Piscina as its
- * `taskQueue`, so the pool's own queue is the only one: there is no second
- * queue in front of Piscina to keep in step with it.
+ * `taskQueue`: the pool's only queue, and where the scheduling policy lives.
  *
- * Owning the queue lets the pool find a waiting call by its sequence number,
- * take it back out (to move it to a fresh Piscina instance after a worker
- * loss Piscina will not repair, or to end it at once), and keep its order:
- * Piscina hands a task it could not place back through `unshift`, which puts
- * it in front again rather than behind later arrivals.
+ * **Sessions take turns** (deficit round-robin): each session with calls
+ * waiting has a FIFO line; when a thread frees up, the line whose turn it is
+ * gets one turn's credit and starts its first call if that call's `cost` is
+ * covered, else the turn passes on. A call of cost 3 thus uses three turns
+ * of its session's share. Work-conserving (a free thread always gets a call
+ * while any may start) and starvation-free (every line is credited once per
+ * round). Within a session, calls start in arrival order.
+ *
+ * Piscina hands a task it could not place back through `unshift`; the queue
+ * then undoes that shift exactly, so the refusal costs no session its turn.
+ * Owning the queue also lets the pool find a waiting call again: to move it
+ * to a fresh Piscina instance, or to end it before it runs.
  */
 export class CallQueue implements TaskQueue {
-  /** Waiting tasks by sequence number, in arrival order (a Map keeps insertion order). */
-  readonly #tasks = new Map<number, QueuedTask>();
-  /** Tasks handed back by Piscina after a shift; they go out first, last returned first. */
-  readonly #returned: QueuedTask[] = [];
+  readonly #options: CallQueueOptions;
+  /** Lines with calls waiting, by session. */
+  readonly #lines = new Map<unknown, SessionLine>();
+  /** The rotation of lines; `#turn` indexes the line whose turn it is. */
+  readonly #rotation: SessionLine[] = [];
+  #turn = 0;
+  #count = 0;
+  #lastShift: ShiftRecord | undefined;
 
+  constructor(options: CallQueueOptions) {
+    this.#options = options;
+  }
+
+  /** Calls that may start now: all waiting calls, less those of sessions at their cap. */
   get size(): number {
-    return this.#tasks.size + this.#returned.length;
+    const { canStart } = this.#options;
+    if (canStart === undefined) return this.#count;
+    let size = 0;
+    for (const line of this.#rotation) if (canStart(line.session)) size += line.tasks.length - line.head;
+    return size;
+  }
+
+  /** Every waiting call, whether or not its session may start one now. */
+  get waiting(): number {
+    return this.#count;
+  }
+
+  /** Sessions with at least one call waiting. */
+  get sessionsWaiting(): number {
+    return this.#rotation.length;
+  }
+
+  /** Milliseconds the longest-waiting call has waited; 0 when none waits. */
+  longestWaitMs(): number {
+    let oldest = Infinity;
+    for (const line of this.#rotation) oldest = Math.min(oldest, callOf(line.tasks[line.head]!).enqueuedAt);
+    return oldest === Infinity ? 0 : Math.max(0, this.#options.now() - oldest);
   }
 
   push(task: QueuedTask): void {
-    this.#tasks.set(seqOf(task), task);
+    const { session } = callOf(task);
+    let line = this.#lines.get(session);
+    if (line === undefined) {
+      line = { session, tasks: [], head: 0, deficit: 0, hasTurn: false };
+      this.#lines.set(session, line);
+      // A new session joins at the end of the round.
+      this.#rotation.push(line);
+    }
+    line.tasks.push(task);
+    this.#count += 1;
   }
 
-  /** Piscina's "could not place it": back to the front, so order is kept. */
+  /** Piscina's "could not place it": the last shift is undone; anything else is a new arrival. */
   unshift(task: QueuedTask): void {
-    this.#returned.push(task);
+    const record = this.#lastShift;
+    this.#lastShift = undefined;
+    if (record === undefined || record.task !== task) {
+      this.push(task);
+      return;
+    }
+    const { line } = record;
+    if (record.removedAt !== -1) {
+      this.#lines.set(line.session, line);
+      this.#rotation.splice(record.removedAt, 0, line);
+    }
+    if (line.head > 0) line.tasks[--line.head] = task;
+    else line.tasks.unshift(task);
+    line.deficit = record.deficit;
+    line.hasTurn = record.hasTurn;
+    this.#turn = record.turn;
+    this.#count += 1;
   }
 
   shift(): QueuedTask | null {
-    const returned = this.#returned.pop();
-    if (returned !== undefined) return returned;
-    for (const [seq, task] of this.#tasks) {
-      this.#tasks.delete(seq);
+    this.#lastShift = undefined;
+    if (this.#count === 0) return null;
+    const { canStart } = this.#options;
+    // Each pass over the rotation credits every line that may start a call,
+    // so the loop ends within (largest cost) passes; with no line able to
+    // start a call it ends after one pass without crediting anyone.
+    let idlePasses = 0;
+    for (let visited = 0; ; visited++) {
+      if (visited === this.#rotation.length) {
+        if (++idlePasses > 1 && !this.#anyLineCanStart()) return null;
+        visited = 0;
+      }
+      const turn = this.#turn;
+      const line = this.#rotation[turn]!;
+      if (canStart !== undefined && !canStart(line.session)) {
+        line.hasTurn = false;
+        this.#turn = (turn + 1) % this.#rotation.length;
+        continue;
+      }
+      const deficitBefore = line.deficit;
+      const hadTurn = line.hasTurn;
+      if (!line.hasTurn) {
+        line.deficit += 1;
+        line.hasTurn = true;
+      }
+      const task = line.tasks[line.head]!;
+      const { cost } = callOf(task);
+      if (line.deficit < cost) {
+        line.hasTurn = false;
+        this.#turn = (turn + 1) % this.#rotation.length;
+        continue;
+      }
+      line.deficit -= cost;
+      line.tasks[line.head++] = undefined as unknown as QueuedTask;
+      this.#count -= 1;
+      let removedAt = -1;
+      if (line.head === line.tasks.length) {
+        removedAt = turn;
+        this.#removeLine(line, turn);
+      } else if (line.head >= 1_024 && line.head * 2 >= line.tasks.length) {
+        line.tasks = line.tasks.slice(line.head);
+        line.head = 0;
+      }
+      this.#lastShift = { task, line, deficit: deficitBefore, hasTurn: hadTurn, turn, removedAt };
       return task;
     }
-    return null;
   }
 
   remove(task: QueuedTask): void {
-    if (!this.#tasks.delete(seqOf(task))) {
-      const index = this.#returned.indexOf(task);
-      if (index !== -1) this.#returned.splice(index, 1);
-    }
+    this.#takeOut(callOf(task).seq, callOf(task).session);
   }
 
   /** Takes one waiting call's task out and settles its Piscina promise with `reason`, so it never runs. */
-  take(seq: number, reason: Error): void {
-    let task = this.#tasks.get(seq);
-    if (task !== undefined) this.#tasks.delete(seq);
-    else {
-      const index = this.#returned.findIndex((candidate) => seqOf(candidate) === seq);
-      if (index === -1) return;
-      task = this.#returned.splice(index, 1)[0]!;
-    }
-    (task as unknown as SettleableTask).done(reason);
+  take(call: QueuedCall, reason: Error): void {
+    this.#takeOut(call.seq, call.session)?.done(reason);
   }
 
-  /** The sequence numbers of every waiting call, front first. */
-  seqs(): number[] {
-    return [...this.#returned].reverse().map(seqOf).concat([...this.#tasks.keys()]);
+  /** Every waiting call, each session's in arrival order, sessions in turn order. */
+  calls(): QueuedCall[] {
+    const calls: QueuedCall[] = [];
+    for (let index = 0; index < this.#rotation.length; index++) {
+      const line = this.#rotation[(this.#turn + index) % this.#rotation.length]!;
+      for (let position = line.head; position < line.tasks.length; position++) calls.push(callOf(line.tasks[position]!));
+    }
+    return calls;
   }
 
   /**
@@ -77,14 +217,45 @@ export class CallQueue implements TaskQueue {
    * `reason`; the pool has already re-homed or ended the calls behind them.
    */
   drain(reason: Error): void {
-    const tasks = [...this.#returned, ...this.#tasks.values()];
-    this.#returned.length = 0;
-    this.#tasks.clear();
+    const tasks = this.#rotation.flatMap((line) => line.tasks.slice(line.head));
+    this.#rotation.length = 0;
+    this.#lines.clear();
+    this.#turn = 0;
+    this.#count = 0;
+    this.#lastShift = undefined;
     for (const task of tasks) (task as unknown as SettleableTask).done(reason);
+  }
+
+  #anyLineCanStart(): boolean {
+    const { canStart } = this.#options;
+    return canStart === undefined || this.#rotation.some((line) => canStart(line.session));
+  }
+
+  #takeOut(seq: number, session: unknown): SettleableTask | undefined {
+    const line = this.#lines.get(session);
+    if (line === undefined) return undefined;
+    for (let position = line.head; position < line.tasks.length; position++) {
+      const task = line.tasks[position]!;
+      if (callOf(task).seq !== seq) continue;
+      line.tasks.splice(position, 1);
+      this.#count -= 1;
+      if (this.#lastShift?.task === task) this.#lastShift = undefined;
+      if (line.head === line.tasks.length) this.#removeLine(line, this.#rotation.indexOf(line));
+      return task as unknown as SettleableTask;
+    }
+    return undefined;
+  }
+
+  #removeLine(line: SessionLine, index: number): void {
+    this.#lines.delete(line.session);
+    this.#rotation.splice(index, 1);
+    // The line after it moves into its place and so has the turn next.
+    if (index < this.#turn) this.#turn -= 1;
+    if (this.#turn >= this.#rotation.length) this.#turn = 0;
   }
 }
 
-/** The call's sequence number, which the pool put under Piscina's queue-options symbol. */
-export function seqOf(task: QueuedTask): number {
-  return (task as unknown as Record<symbol, number>)[Piscina.queueOptionsSymbol]!;
+/** The call behind a queued task, which the pool put under Piscina's queue-options symbol. */
+export function callOf(task: QueuedTask): QueuedCall {
+  return (task as unknown as Record<symbol, QueuedCall>)[Piscina.queueOptionsSymbol]!;
 }

@@ -8,7 +8,7 @@ import { createDeferred, type Deferred } from "../deferred.js";
 import { describeValue, type ErrorCode } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
-import { CallQueue } from "./call-queue.js";
+import { CallQueue, callOf, type QueuedCall } from "./call-queue.js";
 import {
   flagSlotCount,
   flagSlotMask,
@@ -31,6 +31,11 @@ export interface WorkerCallRequest {
   signal?: AbortSignal | undefined;
   /** Receives each partial result on the main thread, in the order the tool sent them. */
   onUpdate?: ((partialResult: AgentToolResult<unknown>) => void) | undefined;
+  /**
+   * The session the call belongs to: sessions take turns on the pool. Any
+   * value usable as a Map key; calls without one form a session of their own.
+   */
+  session?: unknown;
 }
 
 /** How a worker call ended. Never a rejection: faults are outcomes too. */
@@ -50,9 +55,13 @@ export interface PoolStats {
   completed: number;
   /** Share of the pool's capacity spent running tasks since it started (0..1). */
   utilization: number;
+  /** Sessions with at least one call waiting for a thread. */
+  sessionsWaiting: number;
+  /** Milliseconds the longest-waiting call has waited so far; 0 when none waits. */
+  longestWaitMs: number;
 }
 
-interface CallState {
+interface CallState extends QueuedCall {
   readonly seq: number;
   readonly request: WorkerCallRequest;
   readonly resolve: (outcome: WorkerCallOutcome) => void;
@@ -60,6 +69,8 @@ interface CallState {
   generation: Generation;
   /** The thread running the call, once dispatched. */
   threadId: number;
+  /** How the balancer saw that thread: its `currentUsage` drops to 0 the moment the call's task is done. */
+  worker: PiscinaWorker | undefined;
   killReason: "timeout" | "aborted" | undefined;
   isDispatched: boolean;
   isAborted: boolean;
@@ -123,10 +134,16 @@ export interface PoolDiagnosis {
   calls: PoolCallDiagnosis[];
 }
 
+/** A thread as Piscina's balancer sees it. */
+type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"]>>[1][number];
+
 const workerEntryUrl = new URL("./worker-entry.js", import.meta.url);
 
 /** Piscina's run options: one frozen object for all calls, since termination is the pool's own. */
 const noRunOptions = Object.freeze({});
+
+/** The one session of every call when `scheduling` is `"fifo"`. */
+const fifoSession = Symbol("fifo");
 
 /** Workers lost in a row before they finished starting, after which waiting calls fail instead of waiting for a thread. */
 const maxBootFailures = 5;
@@ -186,6 +203,11 @@ export class WorkerPool {
   /** Threads the pool terminated, with the timer that watches for their exit. */
   readonly #terminating = new Map<number, unknown>();
   #bootFailures = 0;
+  /** With `maxRunningPerSession`: each session's calls on a thread, and the call each thread took last. */
+  readonly #running: Map<unknown, Set<CallState>> | undefined;
+  readonly #threadCall = new Map<number, CallState>();
+  /** The per-session cap as the queue asks it; undefined without a cap. */
+  readonly #canStart: ((session: unknown) => boolean) | undefined;
   #isRepairScheduled = false;
   #seq = 0;
   #queued = 0;
@@ -199,6 +221,20 @@ export class WorkerPool {
     this.#options = options;
     this.#clock = clock;
     this.#onPoolError = onPoolError;
+    const cap = options.maxRunningPerSession;
+    if (cap !== undefined) {
+      const running = (this.#running = new Map());
+      this.#canStart = (session) => {
+        const calls = running.get(session);
+        if (calls === undefined || calls.size < cap) return true;
+        // Piscina frees a thread (and asks the queue for the next call) just
+        // before the finished call's result reaches the pool: a call whose
+        // thread is idle, or has moved on, no longer counts.
+        let live = 0;
+        for (const call of calls) if (call.worker!.currentUsage > 0 && this.#threadCall.get(call.threadId) === call) live += 1;
+        return live < cap;
+      };
+    }
     this.#controlChannel = `toolpool:${randomUUID()}`;
     this.#control = new BroadcastChannel(this.#controlChannel);
     this.#control.unref();
@@ -220,6 +256,8 @@ export class WorkerPool {
       queued: this.#queued,
       completed: this.#completed,
       utilization: this.#current.piscina.utilization,
+      sessionsWaiting: this.#current.queue.sessionsWaiting,
+      longestWaitMs: this.#current.queue.longestWaitMs(),
     };
   }
 
@@ -274,10 +312,15 @@ export class WorkerPool {
     return new Promise<WorkerCallOutcome>((resolve) => {
       const call: CallState = {
         seq,
+        // FIFO is one line that every call joins; fair, a line per session.
+        session: this.#options.scheduling === "fifo" ? fifoSession : (request.session ?? Symbol("session")),
+        cost: request.tool.cost,
+        enqueuedAt: this.#clock.now(),
         request,
         resolve,
         generation: this.#current,
         threadId: 0,
+        worker: undefined,
         killReason: undefined,
         isDispatched: false,
         isAborted: false,
@@ -346,7 +389,7 @@ export class WorkerPool {
 
   #startGeneration(): Generation {
     this.#generationsStarted += 1;
-    const queue = new CallQueue();
+    const queue = new CallQueue({ now: () => this.#clock.now(), canStart: this.#canStart });
     const workerData: WorkerBootData = {
       abortFlags: this.#abortFlags,
       controlChannel: this.#controlChannel,
@@ -377,7 +420,7 @@ export class WorkerPool {
         const usable = generation!.usable;
         for (const worker of workers) {
           if (worker.currentUsage === 0 && usable.has(worker.id) && !this.#isRetired(worker.id)) {
-            this.#onDispatch((task as unknown as Record<symbol, number>)[Piscina.queueOptionsSymbol], worker.id);
+            this.#onDispatch(callOf(task) as CallState, worker);
             return worker;
           }
         }
@@ -400,7 +443,7 @@ export class WorkerPool {
   #submit(call: CallState): void {
     const generation = call.generation;
     const { request, seq } = call;
-    const task: WorkerTask & { [key: symbol]: number } = {
+    const task: WorkerTask & { [key: symbol]: CallState } = {
       seq,
       moduleUrl: request.tool.moduleUrl,
       exportName: request.tool.exportName,
@@ -409,7 +452,7 @@ export class WorkerPool {
       args: request.args,
       maxResultBytes: request.tool.maxResultBytes ?? this.#options.maxResultBytes,
       // Symbol-keyed, so it stays on this thread: the queue and the balancer read it.
-      [Piscina.queueOptionsSymbol]: seq,
+      [Piscina.queueOptionsSymbol]: call,
     };
     generation.piscina.run(task, noRunOptions).then(
       (reply) => {
@@ -476,7 +519,7 @@ export class WorkerPool {
     const generation = this.#current;
     if (this.#isClosed || !generation.isLatched || generation.queue.size === 0) return;
     if (this.#bootFailures >= maxBootFailures) {
-      const waiting = generation.queue.seqs().map((seq) => this.#calls.get(seq));
+      const waiting = generation.queue.calls() as CallState[];
       generation.queue.drain(movedReason);
       for (const call of waiting) {
         if (call === undefined) continue;
@@ -498,7 +541,7 @@ export class WorkerPool {
     const old = this.#current;
     old.isRetired = true;
     this.#current = this.#startGeneration();
-    const waiting = old.queue.seqs().map((seq) => this.#calls.get(seq));
+    const waiting = old.queue.calls() as CallState[];
     for (const call of waiting) if (call !== undefined) call.generation = this.#current;
     old.queue.drain(movedReason);
     for (const call of waiting) if (call !== undefined && !call.isSettled) this.#submit(call);
@@ -519,11 +562,12 @@ export class WorkerPool {
     return this.#queued + 1 - freeThreads > maxQueue;
   }
 
-  #onDispatch(seq: number | undefined, threadId: number): void {
-    const call = seq === undefined ? undefined : this.#calls.get(seq);
-    if (call === undefined || call.isDispatched) return;
+  #onDispatch(call: CallState, worker: PiscinaWorker): void {
+    if (call.isDispatched || call.isSettled) return;
     call.isDispatched = true;
-    call.threadId = threadId;
+    call.threadId = worker.id;
+    call.worker = worker;
+    if (this.#running !== undefined) this.#startRunning(call);
     call.generation.running += 1;
     this.#queued -= 1;
     const { timeoutMs } = call.request.tool;
@@ -645,11 +689,14 @@ export class WorkerPool {
     if (call.isSettled) return;
     call.isSettled = true;
     this.#completed += 1;
-    if (call.isDispatched) this.#onCallLeftThread(call.generation);
+    if (call.isDispatched) {
+      if (this.#running !== undefined) this.#stopRunning(call);
+      this.#onCallLeftThread(call.generation);
+    }
     else {
       this.#queued -= 1;
       // A waiting call ended early (closed by force): it must not run later.
-      call.generation.queue.take(call.seq, endedReason);
+      call.generation.queue.take(call, endedReason);
     }
     if (call.timeoutTimer !== undefined) this.#clock.clearTimeout(call.timeoutTimer);
     if (call.graceTimer !== undefined) this.#clock.clearTimeout(call.graceTimer);
@@ -657,6 +704,19 @@ export class WorkerPool {
     this.#calls.delete(call.seq);
     if (this.#calls.size === 0) this.#drained?.resolve();
     call.resolve(outcome);
+  }
+
+  #startRunning(call: CallState): void {
+    let calls = this.#running!.get(call.session);
+    if (calls === undefined) this.#running!.set(call.session, (calls = new Set()));
+    calls.add(call);
+    this.#threadCall.set(call.threadId, call);
+  }
+
+  #stopRunning(call: CallState): void {
+    const calls = this.#running!.get(call.session);
+    if (calls !== undefined && calls.delete(call) && calls.size === 0) this.#running!.delete(call.session);
+    if (this.#threadCall.get(call.threadId) === call) this.#threadCall.delete(call.threadId);
   }
 
   #onCallLeftThread(generation: Generation): void {

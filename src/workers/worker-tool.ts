@@ -46,6 +46,14 @@ export interface WorkerToolOptions<TArgs = any> {
   resourceLimits?: WorkerResourceLimits;
   /** Overrides the runtime's `pool.maxResultBytes` for this tool. @default the runtime's */
   maxResultBytes?: number;
+  /**
+   * How many turns of its session's share one call uses when sessions take
+   * turns on the pool: give a heavy tool a higher cost, so that a session
+   * calling it waits longer between its calls than one calling light tools.
+   * An integer from 1 to 1000.
+   * @default 1
+   */
+  cost?: number;
 }
 
 const workerToolBrand = Symbol.for("toolpool.workerTool");
@@ -65,6 +73,8 @@ export interface WorkerTool<TArgs = any> {
   readonly timeoutMs?: number;
   readonly resourceLimits?: Readonly<WorkerResourceLimits>;
   readonly maxResultBytes?: number;
+  /** Turns of its session's share a call uses (see {@link WorkerToolOptions.cost}). */
+  readonly cost: number;
 }
 
 /**
@@ -96,6 +106,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     timeoutMs,
     resourceLimits,
     maxResultBytes,
+    cost = 1,
   } = options;
   if (typeof name !== "string" || name.length === 0) throw invalidTool("Expected `name` to be a non-empty string", name);
   const where = `worker tool "${name}"`;
@@ -118,6 +129,9 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (maxResultBytes !== undefined && !(Number.isInteger(maxResultBytes) && maxResultBytes >= 1)) {
     throw invalidTool(`Expected \`maxResultBytes\` of ${where} to be an integer >= 1`, maxResultBytes);
   }
+  if (!(Number.isInteger(cost) && cost >= 1 && cost <= 1_000)) {
+    throw invalidTool(`Expected \`cost\` of ${where} to be an integer from 1 to 1000`, cost);
+  }
   if (resourceLimits !== undefined && !validateResourceLimits(resourceLimits)) {
     throw invalidTool(
       `Expected \`resourceLimits\` of ${where} to hold only positive maxOldGenerationSizeMb, maxYoungGenerationSizeMb, codeRangeSizeMb, stackSizeMb`,
@@ -137,6 +151,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(resourceLimits === undefined ? {} : { resourceLimits: Object.freeze({ ...resourceLimits }) }),
     ...(maxResultBytes === undefined ? {} : { maxResultBytes }),
+    cost,
   };
   return Object.freeze(tool);
 }

@@ -1,0 +1,130 @@
+import { Piscina } from "piscina";
+import { describe, expect, it } from "vitest";
+
+import { CallQueue, type QueuedCall } from "../dist/workers/call-queue.js";
+
+type Task = { [key: symbol]: QueuedCall; done: (error: Error | null) => void; ended?: Error | null };
+
+let nextSeq = 0;
+const task = (session: string, cost = 1, enqueuedAt = 0): Task => {
+  const entry: Task = {
+    [Piscina.queueOptionsSymbol]: { seq: ++nextSeq, session, cost, enqueuedAt },
+    done: (error) => {
+      entry.ended = error;
+    },
+  };
+  return entry;
+};
+const labelOf = (entry: unknown) => {
+  const call = (entry as Task)[Piscina.queueOptionsSymbol]!;
+  return `${String(call.session)}${call.seq}`;
+};
+/** Shifts until the queue is empty, as Piscina does while threads are free. */
+const drain = (queue: CallQueue) => {
+  const order: string[] = [];
+  for (let entry = queue.shift(); entry !== null; entry = queue.shift()) order.push(labelOf(entry));
+  return order;
+};
+const newQueue = (canStart?: (session: unknown) => boolean) => new CallQueue({ now: () => 100, canStart });
+
+describe("CallQueue", () => {
+  it("gives sessions turns, one call each, in order of arrival; a session's calls in their order", () => {
+    nextSeq = 0;
+    const queue = newQueue();
+    for (const session of ["a", "a", "a", "a", "b", "b", "c", "c"]) queue.push(task(session) as never);
+    expect(queue.size).toBe(8);
+    expect(queue.sessionsWaiting).toBe(3);
+    expect(drain(queue)).toEqual(["a1", "b5", "c7", "a2", "b6", "c8", "a3", "a4"]);
+    expect(queue.size).toBe(0);
+  });
+
+  it("lets a call of cost 3 use three turns of its session's share", () => {
+    nextSeq = 0;
+    const queue = newQueue();
+    for (let i = 0; i < 3; i++) queue.push(task("h", 3) as never);
+    for (let i = 0; i < 9; i++) queue.push(task("l", 1) as never);
+    const order = drain(queue);
+    // Between two heavy calls the light session starts three calls.
+    const heavyAt = order.flatMap((label, index) => (label.startsWith("h") ? [index] : []));
+    expect(heavyAt).toHaveLength(3);
+    expect(heavyAt[1]! - heavyAt[0]! - 1).toBe(3);
+    expect(heavyAt[2]! - heavyAt[1]! - 1).toBe(3);
+    expect(order.filter((label) => label.startsWith("l"))).toEqual(["l4", "l5", "l6", "l7", "l8", "l9", "l10", "l11", "l12"]);
+  });
+
+  it("never lets a flood starve a session that arrives later", () => {
+    nextSeq = 0;
+    const queue = newQueue();
+    for (let i = 0; i < 1_000; i++) queue.push(task("flood") as never);
+    expect(labelOf(queue.shift())).toBe("flood1");
+    queue.push(task("light") as never);
+    // The flood keeps its turn at most once more, then the light session's call starts.
+    const next = [labelOf(queue.shift()), labelOf(queue.shift())];
+    expect(next).toContain("light1001");
+  });
+
+  it("is work-conserving: while calls may start, a shift always returns one", () => {
+    nextSeq = 0;
+    const queue = newQueue();
+    let state = 7;
+    const random = () => ((state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    let pushed = 0;
+    let shifted = 0;
+    for (let step = 0; step < 5_000; step++) {
+      if (random() < 0.55) {
+        queue.push(task(`s${Math.floor(random() * 7)}`, 1 + Math.floor(random() * 4)) as never);
+        pushed += 1;
+      } else if (queue.size > 0) {
+        expect(queue.shift()).not.toBeNull();
+        shifted += 1;
+      } else {
+        expect(queue.shift()).toBeNull();
+      }
+    }
+    shifted += drain(queue).length;
+    expect(shifted).toBe(pushed);
+  });
+
+  it("undoes a shift Piscina hands back, so a refusal costs no session its turn", () => {
+    nextSeq = 0;
+    const queue = newQueue();
+    for (const session of ["a", "a", "b", "b"]) queue.push(task(session) as never);
+    const first = queue.shift();
+    queue.unshift(first as never);
+    expect(drain(queue)).toEqual(["a1", "b3", "a2", "b4"]);
+    // A task never shifted (Piscina's direct path) counts as a new arrival.
+    queue.push(task("a") as never);
+    const fresh = task("c");
+    queue.unshift(fresh as never);
+    expect(drain(queue)).toEqual(["a5", "c6"]);
+  });
+
+  it("skips sessions at their cap without charging them, and counts only the calls that may start", () => {
+    nextSeq = 0;
+    const capped = new Set(["a"]);
+    const queue = newQueue((session) => !capped.has(session as string));
+    for (const session of ["a", "a", "b"]) queue.push(task(session) as never);
+    expect(queue.size).toBe(1);
+    expect(queue.waiting).toBe(3);
+    expect(drain(queue)).toEqual(["b3"]);
+    capped.clear();
+    expect(queue.size).toBe(2);
+    expect(drain(queue)).toEqual(["a1", "a2"]);
+  });
+
+  it("takes a waiting call out and settles its task, and reports the longest wait", () => {
+    nextSeq = 0;
+    const queue = newQueue();
+    const early = task("a", 1, 40);
+    const late = task("b", 1, 90);
+    queue.push(early as never);
+    queue.push(late as never);
+    expect(queue.longestWaitMs()).toBe(60);
+    const reason = new Error("ended");
+    queue.take(early[Piscina.queueOptionsSymbol]!, reason);
+    expect(early.ended).toBe(reason);
+    expect(queue.longestWaitMs()).toBe(10);
+    expect(drain(queue)).toEqual(["b2"]);
+    expect(queue.longestWaitMs()).toBe(0);
+  });
+});

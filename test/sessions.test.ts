@@ -1,0 +1,111 @@
+import { afterEach, describe, expect, it } from "vitest";
+
+import { createRuntime, workerTool, type AssistantMessage, type Runtime, type RuntimeOptions } from "toolpool";
+
+import { GateController } from "./support/gates.js";
+
+const turns = new URL("./fixtures/tools/turns.mjs", import.meta.url);
+const anyArgs = { type: "object" };
+const turnTool = workerTool({ name: "turn", description: "reports its start order", parameters: anyArgs, module: turns });
+const heavyTool = workerTool({ name: "heavy", description: "reports its start order", parameters: anyArgs, module: turns, cost: 3 });
+
+const batch = (...calls: [id: string, name: string, args?: Record<string, unknown>][]): AssistantMessage => ({
+  role: "assistant",
+  content: calls.map(([id, name, args = {}]) => ({ type: "toolCall", id, name, arguments: args })),
+});
+
+let runtimes: Runtime[] = [];
+let gates: GateController;
+const open = (options: RuntimeOptions) => {
+  const runtime = createRuntime(options);
+  runtimes.push(runtime);
+  return runtime;
+};
+afterEach(async () => {
+  await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
+  runtimes = [];
+  gates?.close();
+});
+
+/** Waits, a bounded number of turns, until the pool reaches a state it gets to by itself. */
+async function until(runtime: Runtime, predicate: (stats: NonNullable<Runtime["poolStats"]>) => boolean): Promise<void> {
+  for (let turn = 0; turn < 2_000 && !predicate(runtime.poolStats!); turn++) await new Promise((resolve) => setTimeout(resolve, 5));
+  expect(predicate(runtime.poolStats!), JSON.stringify(runtime.poolStats)).toBe(true);
+}
+
+/** Start order by call id, from the results. */
+const startOrder = (outcomes: { messages: { toolCallId: string; details: unknown }[] }[]) =>
+  outcomes
+    .flatMap(({ messages }) => messages)
+    .sort((a, b) => (a.details as { order: number }).order - (b.details as { order: number }).order)
+    .map((message) => message.toolCallId);
+
+describe("sessions", () => {
+  it("gives sessions turns on a busy pool: the next call comes from the next session, FIFO within one", async () => {
+    gates = new GateController();
+    const runtime = open({ tools: [turnTool], pool: { maxThreads: 1 } });
+    const a = runtime.executeToolCalls(
+      batch(["a0", "turn", { gate: "a0" }], ["a1", "turn"], ["a2", "turn"], ["a3", "turn"], ["a4", "turn"]),
+      { sessionKey: "A" },
+    );
+    await gates.whenWaiting("a0");
+    await until(runtime, (stats) => stats.queued === 4);
+    const b = runtime.executeToolCalls(batch(["b1", "turn"], ["b2", "turn"]), { sessionKey: "B" });
+    await until(runtime, (stats) => stats.queued === 6);
+    const c = runtime.executeToolCalls(batch(["c1", "turn"], ["c2", "turn"]), { sessionKey: "C" });
+    await until(runtime, (stats) => stats.queued === 8 && stats.sessionsWaiting === 3);
+    gates.open("a0");
+    const outcomes = await Promise.all([a, b, c]);
+    expect(startOrder(outcomes)).toEqual(["a0", "a1", "b1", "c1", "a2", "b2", "c2", "a3", "a4"]);
+    // Per-batch order is untouched: messages in call order.
+    expect(outcomes[0]!.messages.map((message) => message.toolCallId)).toEqual(["a0", "a1", "a2", "a3", "a4"]);
+  });
+
+  it("treats each batch without a sessionKey as a session of its own", async () => {
+    gates = new GateController();
+    const runtime = open({ tools: [turnTool], pool: { maxThreads: 1 } });
+    const first = runtime.executeToolCalls(batch(["x0", "turn", { gate: "x0" }], ["x1", "turn"], ["x2", "turn"]));
+    await gates.whenWaiting("x0");
+    await until(runtime, (stats) => stats.queued === 2);
+    const second = runtime.executeToolCalls(batch(["y1", "turn"], ["y2", "turn"]));
+    await until(runtime, (stats) => stats.queued === 4);
+    gates.open("x0");
+    expect(startOrder(await Promise.all([first, second]))).toEqual(["x0", "x1", "y1", "x2", "y2"]);
+  });
+
+  it("charges a call of a costly tool several turns of its session's share", async () => {
+    gates = new GateController();
+    const runtime = open({ tools: [turnTool, heavyTool], pool: { maxThreads: 1 } });
+    const hold = runtime.executeToolCalls(batch(["g", "turn", { gate: "g" }]), { sessionKey: "G" });
+    await gates.whenWaiting("g");
+    const heavy = runtime.executeToolCalls(batch(["h1", "heavy"], ["h2", "heavy"]), { sessionKey: "H" });
+    await until(runtime, (stats) => stats.queued === 2);
+    const light = runtime.executeToolCalls(batch(["l1", "turn"], ["l2", "turn"], ["l3", "turn"], ["l4", "turn"], ["l5", "turn"], ["l6", "turn"]), { sessionKey: "L" });
+    await until(runtime, (stats) => stats.queued === 8);
+    gates.open("g");
+    const order = startOrder(await Promise.all([hold, heavy, light]));
+    expect(order).toEqual(["g", "l1", "l2", "h1", "l3", "l4", "l5", "h2", "l6"]);
+  });
+
+  it("caps the threads one session holds (maxRunningPerSession), leaving the rest to others", async () => {
+    gates = new GateController();
+    const runtime = open({ tools: [turnTool], pool: { maxThreads: 2, maxRunningPerSession: 1 } });
+    const a = runtime.executeToolCalls(batch(["a1", "turn", { gate: "a1" }], ["a2", "turn"], ["a3", "turn"]), { sessionKey: "A" });
+    await gates.whenWaiting("a1");
+    // A thread is free, but session A holds its one.
+    await until(runtime, (stats) => stats.running === 1 && stats.queued === 2);
+    const b = await runtime.executeToolCalls(batch(["b1", "turn"]), { sessionKey: "B" });
+    expect(b.messages[0]!.isError).toBe(false);
+    expect(runtime.poolStats).toMatchObject({ running: 1, queued: 2, sessionsWaiting: 1 });
+    gates.open("a1");
+    const outcome = await a;
+    expect(outcome.messages.map((message) => message.isError)).toEqual([false, false, false]);
+  });
+
+  it("refuses a sessionKey that is not a short non-empty string", async () => {
+    const runtime = open({ tools: [turnTool], pool: { maxThreads: 1 } });
+    for (const sessionKey of ["", "x".repeat(257), 42]) {
+      await expect(runtime.executeToolCalls(batch(["z", "turn"]), { sessionKey: sessionKey as string })).rejects.toMatchObject({ code: "TP_ERR_INVALID_BATCH" });
+    }
+  });
+});
