@@ -37,6 +37,8 @@ describe("resolveRuntimeOptions", () => {
       maxResultBytes: 1_048_576,
       leftoverGraceMs: 20,
       env: undefined,
+      maxRunningPerSession: undefined,
+      scheduling: "fair",
     });
     expect(Object.isFrozen(runtime.options)).toBe(true);
     expect(Object.isFrozen(runtime.options.pool)).toBe(true);
@@ -45,6 +47,8 @@ describe("resolveRuntimeOptions", () => {
   });
 
   it.each([
+    [{ pool: { scheduling: "lottery" } }, 'Expected `pool.scheduling` to be one of "fair", "fifo", got `"lottery"` (string)'],
+    [{ pool: { maxRunningPerSession: 0 } }, "Expected `pool.maxRunningPerSession` to be a number >= 1, got `0` (number)"],
     [{ pool: { maxThreads: 0 } }, "Expected `pool.maxThreads` to be a number >= 1, got `0` (number)"],
     [{ pool: { maxThreads: 1.5 } }, "Expected `pool.maxThreads` to be an integer, got `1.5` (number)"],
     [{ pool: { maxThreads: 2, minThreads: 3 } }, "Expected `pool.minThreads` to be an integer <= pool.maxThreads (2), got `3` (number)"],
@@ -83,6 +87,7 @@ describe("workerTool", () => {
     expect(tool.moduleUrl).toMatch(/^file:\/\/.*\/tool\.js$/);
     expect(tool.exportName).toBe("execute");
     expect(tool.label).toBe("t");
+    expect(tool.cost).toBe(1);
     expect(Object.isFrozen(tool)).toBe(true);
   });
 
@@ -92,6 +97,8 @@ describe("workerTool", () => {
     [{ ...base, timeoutMs: 0 }, "Expected `timeoutMs` of worker tool \"t\" to be a number > 0 and <= 2147483647, got `0` (number)"],
     [{ ...base, executionMode: "later" }, "to be \"sequential\" or \"parallel\""],
     [{ ...base, parameters: [] }, "to be a JSON Schema object"],
+    [{ ...base, cost: 0 }, "Expected `cost` of worker tool \"t\" to be an integer from 1 to 1000, got `0` (number)"],
+    [{ ...base, cost: 2.5 }, "to be an integer from 1 to 1000"],
   ])("rejects an invalid definition with TP_ERR_INVALID_TOOL (%#)", (options, message) => {
     expect(() => workerTool(options as never)).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message: expect.stringContaining(message) }));
   });
