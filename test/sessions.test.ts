@@ -56,7 +56,8 @@ describe("sessions", () => {
     await until(runtime, (stats) => stats.queued === 8 && stats.sessionsWaiting === 3);
     gates.open("a0");
     const outcomes = await Promise.all([a, b, c]);
-    expect(startOrder(outcomes)).toEqual(["a0", "a1", "b1", "c1", "a2", "b2", "c2", "a3", "a4"]);
+    // a0 was session A's turn in the first round.
+    expect(startOrder(outcomes)).toEqual(["a0", "b1", "c1", "a1", "b2", "c2", "a2", "a3", "a4"]);
     // Per-batch order is untouched: messages in call order.
     expect(outcomes[0]!.messages.map((message) => message.toolCallId)).toEqual(["a0", "a1", "a2", "a3", "a4"]);
   });
@@ -70,7 +71,7 @@ describe("sessions", () => {
     const second = runtime.executeToolCalls(batch(["y1", "turn"], ["y2", "turn"]));
     await until(runtime, (stats) => stats.queued === 4);
     gates.open("x0");
-    expect(startOrder(await Promise.all([first, second]))).toEqual(["x0", "x1", "y1", "x2", "y2"]);
+    expect(startOrder(await Promise.all([first, second]))).toEqual(["x0", "y1", "x1", "y2", "x2"]);
   });
 
   it("charges a call of a costly tool several turns of its session's share", async () => {
@@ -100,6 +101,35 @@ describe("sessions", () => {
     gates.open("a1");
     const outcome = await a;
     expect(outcome.messages.map((message) => message.isError)).toEqual([false, false, false]);
+  });
+
+  it("keeps the cap on a warm pool, where Piscina places calls without queueing them, and keeps a session's order", async () => {
+    gates = new GateController();
+    const runtime = open({ tools: [turnTool], pool: { maxThreads: 2, maxRunningPerSession: 1 } });
+    // Warm: both threads ready, so a call arriving at an idle pool skips Piscina's queue.
+    await runtime.executeToolCalls(batch(["w1", "turn"], ["w2", "turn"]), { sessionKey: "W" });
+    const first = runtime.executeToolCalls(batch(["a1", "turn", { gate: "a1" }]), { sessionKey: "A" });
+    await gates.whenWaiting("a1");
+    const second = runtime.executeToolCalls(batch(["a2", "turn", { gate: "a2" }]), { sessionKey: "A" });
+    await until(runtime, (stats) => stats.queued === 1);
+    const third = runtime.executeToolCalls(batch(["a3", "turn"]), { sessionKey: "A" });
+    await until(runtime, (stats) => stats.queued === 2);
+    // One thread idles: session A holds its one.
+    expect(runtime.poolStats).toMatchObject({ running: 1, queued: 2, sessionsWaiting: 1 });
+    gates.open("a1");
+    await gates.whenWaiting("a2");
+    expect(runtime.poolStats).toMatchObject({ running: 1, queued: 1 });
+    gates.open("a2");
+    const order = startOrder(await Promise.all([first, second, third]));
+    expect(order.slice(-3)).toEqual(["a1", "a2", "a3"]);
+  });
+
+  it("gives a capped session's next call its turn when a running one ends without freeing Piscina's thread (time limit)", async () => {
+    gates = new GateController();
+    const limited = workerTool({ name: "limited", description: "spins", parameters: anyArgs, module: new URL("./fixtures/tools/faults.mjs", import.meta.url), timeoutMs: 100 });
+    const runtime = open({ tools: [turnTool, limited], pool: { maxThreads: 2, minThreads: 1, maxRunningPerSession: 1 } });
+    const outcome = await runtime.executeToolCalls(batch(["s1", "limited", { fault: "spin" }], ["s2", "turn"], ["s3", "turn"]), { sessionKey: "S" });
+    expect(outcome.messages.map((message) => (message.details as { code?: string } | undefined)?.code ?? "ok")).toEqual(["TP_ERR_TIMEOUT", "ok", "ok"]);
   });
 
   it("refuses a sessionKey that is not a short non-empty string", async () => {

@@ -116,7 +116,7 @@ describe("WorkerPool recovery", () => {
     expect(pool.stats).toMatchObject({ queued: 0, running: 0 });
   });
 
-  it("moves waiting calls off a thread that cannot be terminated, and still closes", async () => {
+  it("moves waiting calls off a thread that cannot be terminated, also during a graceful close, and still closes", async () => {
     const directory = mkdtempSync(join(tmpdir(), "toolpool-fifo-"));
     const fifo = join(directory, "fifo");
     execFileSync("mkfifo", [fifo]);
@@ -129,10 +129,13 @@ describe("WorkerPool recovery", () => {
       await eventually(() => pool.stats.running === 1);
       clock.advance(50);
       expect(codeOf(await blocked)).toBe("TP_ERR_TIMEOUT");
+      // A graceful close waits for the waiting call, which a stuck thread must not strand.
+      const closing = pool.close();
       // The thread has not exited; after the exit watch the instance counts as a thread short.
       clock.advance(2_000);
       expect(isOk(await waiting)).toBe(true);
       expect(pool.diagnose().generationsStarted).toBe(2);
+      await closing;
     } finally {
       // Let the blocked thread go, so the process can end.
       try {

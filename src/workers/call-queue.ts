@@ -23,11 +23,6 @@ export interface QueuedCall {
 export interface CallQueueOptions {
   /** The pool's clock, for the longest wait. */
   now: () => number;
-  /**
-   * Whether a session may start another call now (its per-session cap);
-   * `undefined` when there is no cap.
-   */
-  canStart?: ((session: unknown) => boolean) | undefined;
 }
 
 /** One session's waiting calls, FIFO, with its deficit-round-robin state. */
@@ -46,10 +41,11 @@ interface SessionLine {
 interface ShiftRecord {
   task: QueuedTask;
   line: SessionLine;
-  deficit: number;
-  hasTurn: boolean;
+  /** Whose turn it was when the shift began. */
   turn: number;
-  /** Where the line stood in the rotation if the shift emptied it, else -1. */
+  /** Every line the shift credited or passed over, as it was before. */
+  touched: { line: SessionLine; deficit: number; hasTurn: boolean }[];
+  /** Where the served line stood in the rotation if the shift emptied it, else -1. */
   removedAt: number;
 }
 
@@ -84,18 +80,14 @@ export class CallQueue implements TaskQueue {
     this.#options = options;
   }
 
-  /** Calls that may start now: all waiting calls, less those of sessions at their cap. */
+  /** Waiting calls. */
   get size(): number {
-    const { canStart } = this.#options;
-    if (canStart === undefined) return this.#count;
-    let size = 0;
-    for (const line of this.#rotation) if (canStart(line.session)) size += line.tasks.length - line.head;
-    return size;
+    return this.#count;
   }
 
-  /** Every waiting call, whether or not its session may start one now. */
-  get waiting(): number {
-    return this.#count;
+  /** Whether `session` has a call waiting here. */
+  hasSession(session: unknown): boolean {
+    return this.#lines.has(session);
   }
 
   /** Sessions with at least one call waiting. */
@@ -138,8 +130,10 @@ export class CallQueue implements TaskQueue {
     }
     if (line.head > 0) line.tasks[--line.head] = task;
     else line.tasks.unshift(task);
-    line.deficit = record.deficit;
-    line.hasTurn = record.hasTurn;
+    for (const { line: touched, deficit, hasTurn } of record.touched) {
+      touched.deficit = deficit;
+      touched.hasTurn = hasTurn;
+    }
     this.#turn = record.turn;
     this.#count += 1;
   }
@@ -147,25 +141,16 @@ export class CallQueue implements TaskQueue {
   shift(): QueuedTask | null {
     this.#lastShift = undefined;
     if (this.#count === 0) return null;
-    const { canStart } = this.#options;
-    // Each pass over the rotation credits every line that may start a call,
-    // so the loop ends within (largest cost) passes; with no line able to
-    // start a call it ends after one pass without crediting anyone.
-    let idlePasses = 0;
-    for (let visited = 0; ; visited++) {
-      if (visited === this.#rotation.length) {
-        if (++idlePasses > 1 && !this.#anyLineCanStart()) return null;
-        visited = 0;
-      }
+    const startTurn = this.#turn;
+    const touched: ShiftRecord["touched"] = [];
+    // Each pass over the rotation credits every line once, so the loop ends
+    // within (largest cost) passes.
+    for (;;) {
       const turn = this.#turn;
       const line = this.#rotation[turn]!;
-      if (canStart !== undefined && !canStart(line.session)) {
-        line.hasTurn = false;
-        this.#turn = (turn + 1) % this.#rotation.length;
-        continue;
+      if (touched.length < this.#rotation.length && !touched.some((entry) => entry.line === line)) {
+        touched.push({ line, deficit: line.deficit, hasTurn: line.hasTurn });
       }
-      const deficitBefore = line.deficit;
-      const hadTurn = line.hasTurn;
       if (!line.hasTurn) {
         line.deficit += 1;
         line.hasTurn = true;
@@ -188,7 +173,7 @@ export class CallQueue implements TaskQueue {
         line.tasks = line.tasks.slice(line.head);
         line.head = 0;
       }
-      this.#lastShift = { task, line, deficit: deficitBefore, hasTurn: hadTurn, turn, removedAt };
+      this.#lastShift = { task, line, turn: startTurn, touched, removedAt };
       return task;
     }
   }
@@ -224,11 +209,6 @@ export class CallQueue implements TaskQueue {
     this.#count = 0;
     this.#lastShift = undefined;
     for (const task of tasks) (task as unknown as SettleableTask).done(reason);
-  }
-
-  #anyLineCanStart(): boolean {
-    const { canStart } = this.#options;
-    return canStart === undefined || this.#rotation.some((line) => canStart(line.session));
   }
 
   #takeOut(seq: number, session: unknown): SettleableTask | undefined {

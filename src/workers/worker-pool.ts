@@ -203,11 +203,14 @@ export class WorkerPool {
   /** Threads the pool terminated, with the timer that watches for their exit. */
   readonly #terminating = new Map<number, unknown>();
   #bootFailures = 0;
-  /** With `maxRunningPerSession`: each session's calls on a thread, and the call each thread took last. */
-  readonly #running: Map<unknown, Set<CallState>> | undefined;
-  readonly #threadCall = new Map<number, CallState>();
-  /** The per-session cap as the queue asks it; undefined without a cap. */
-  readonly #canStart: ((session: unknown) => boolean) | undefined;
+  /**
+   * With `maxRunningPerSession`: per session, how many of its calls Piscina
+   * holds (waiting in its queue or running), and the calls held back until
+   * one of those settles. A session never has more than the cap in Piscina,
+   * so it can never run more than that at once, and Piscina's queue holds
+   * only calls that may start.
+   */
+  readonly #admission: Map<unknown, { admitted: number; parked: CallState[] }> | undefined;
   #isRepairScheduled = false;
   #seq = 0;
   #queued = 0;
@@ -221,20 +224,7 @@ export class WorkerPool {
     this.#options = options;
     this.#clock = clock;
     this.#onPoolError = onPoolError;
-    const cap = options.maxRunningPerSession;
-    if (cap !== undefined) {
-      const running = (this.#running = new Map());
-      this.#canStart = (session) => {
-        const calls = running.get(session);
-        if (calls === undefined || calls.size < cap) return true;
-        // Piscina frees a thread (and asks the queue for the next call) just
-        // before the finished call's result reaches the pool: a call whose
-        // thread is idle, or has moved on, no longer counts.
-        let live = 0;
-        for (const call of calls) if (call.worker!.currentUsage > 0 && this.#threadCall.get(call.threadId) === call) live += 1;
-        return live < cap;
-      };
-    }
+    this.#admission = options.maxRunningPerSession === undefined ? undefined : new Map();
     this.#controlChannel = `toolpool:${randomUUID()}`;
     this.#control = new BroadcastChannel(this.#controlChannel);
     this.#control.unref();
@@ -256,9 +246,20 @@ export class WorkerPool {
       queued: this.#queued,
       completed: this.#completed,
       utilization: this.#current.piscina.utilization,
-      sessionsWaiting: this.#current.queue.sessionsWaiting,
-      longestWaitMs: this.#current.queue.longestWaitMs(),
+      ...this.#waitingSessions(),
     };
+  }
+
+  #waitingSessions(): { sessionsWaiting: number; longestWaitMs: number } {
+    const queue = this.#current.queue;
+    let sessionsWaiting = queue.sessionsWaiting;
+    let longestWaitMs = queue.longestWaitMs();
+    for (const [session, { parked }] of this.#admission ?? []) {
+      if (parked.length === 0) continue;
+      if (!queue.hasSession(session)) sessionsWaiting += 1;
+      longestWaitMs = Math.max(longestWaitMs, this.#clock.now() - parked[0]!.enqueuedAt);
+    }
+    return { sessionsWaiting, longestWaitMs };
   }
 
   /** The live threads of every Piscina instance, for supervision (and tests that kill one from outside). */
@@ -341,7 +342,7 @@ export class WorkerPool {
           signal.addEventListener("abort", call.onAbort, { once: true });
         }
       }
-      this.#submit(call);
+      if (this.#admission === undefined || this.#admit(call)) this.#submit(call);
     });
   }
 
@@ -387,9 +388,18 @@ export class WorkerPool {
     this.#clock.clearTimeout(timer);
   }
 
+  /**
+   * Once the threads are being destroyed nothing is repaired any more. Until
+   * then (a graceful close too) a stranded queue still moves on, so that the
+   * calls a close waits for can end.
+   */
+  get #isDestroying(): boolean {
+    return this.#destroyed !== undefined;
+  }
+
   #startGeneration(): Generation {
     this.#generationsStarted += 1;
-    const queue = new CallQueue({ now: () => this.#clock.now(), canStart: this.#canStart });
+    const queue = new CallQueue({ now: () => this.#clock.now() });
     const workerData: WorkerBootData = {
       abortFlags: this.#abortFlags,
       controlChannel: this.#controlChannel,
@@ -483,13 +493,14 @@ export class WorkerPool {
 
   #reconcile(generation: Generation): void {
     const live = new Set(generation.piscina.threads.map((thread) => thread.threadId));
+    const isCounted = !generation.isRetired && !this.#isDestroying;
     let usableLost = 0;
     for (const threadId of generation.usable) {
       if (live.has(threadId)) continue;
       usableLost += 1;
       generation.usable.delete(threadId);
       // Piscina marks its first workers ready before they have loaded anything.
-      if (!this.#booted.delete(threadId) && !this.#terminating.has(threadId)) this.#bootFailures += 1;
+      if (!this.#booted.delete(threadId) && !this.#terminating.has(threadId) && isCounted) this.#bootFailures += 1;
       const exitWatch = this.#terminating.get(threadId);
       if (exitWatch !== undefined) {
         this.#clock.clearTimeout(exitWatch);
@@ -498,7 +509,7 @@ export class WorkerPool {
     }
     const unreadyLost = generation.unreconciledLosses - usableLost;
     generation.unreconciledLosses = 0;
-    if (unreadyLost <= 0 || this.#isClosed || generation.isRetired) return;
+    if (unreadyLost <= 0 || this.#isDestroying || generation.isRetired) return;
     // Piscina's bootstrap latch: it will not replace this loss or any later one.
     this.#bootFailures += unreadyLost;
     this.#markLatched(generation);
@@ -517,7 +528,7 @@ export class WorkerPool {
   /** Moves the calls waiting on a latched instance to a fresh one, or ends them if threads keep failing to start. */
   #repair(): void {
     const generation = this.#current;
-    if (this.#isClosed || !generation.isLatched || generation.queue.size === 0) return;
+    if (this.#isDestroying || !generation.isLatched || generation.queue.size === 0) return;
     if (this.#bootFailures >= maxBootFailures) {
       const waiting = generation.queue.calls() as CallState[];
       generation.queue.drain(movedReason);
@@ -567,7 +578,7 @@ export class WorkerPool {
     call.isDispatched = true;
     call.threadId = worker.id;
     call.worker = worker;
-    if (this.#running !== undefined) this.#startRunning(call);
+
     call.generation.running += 1;
     this.#queued -= 1;
     const { timeoutMs } = call.request.tool;
@@ -582,7 +593,7 @@ export class WorkerPool {
     call.isAborted = true;
     Atomics.store(this.#abortFlags, call.seq & flagSlotMask, call.seq);
     this.#control.postMessage({ abort: call.seq });
-    if (call.isDispatched) this.#startGracePeriod(call);
+    if (call.isDispatched && call.reply === undefined) this.#startGracePeriod(call);
   }
 
   #startGracePeriod(call: CallState): void {
@@ -595,7 +606,7 @@ export class WorkerPool {
    * never), then its thread is terminated and Piscina replaces it.
    */
   #terminate(call: CallState, reason: "timeout" | "aborted"): void {
-    if (call.isSettled) return;
+    if (call.isSettled || call.reply !== undefined) return;
     call.killReason = reason;
     this.#settle(call, this.#classifyFailure(call, undefined));
     this.#terminateThread(call.generation, call.threadId);
@@ -614,7 +625,7 @@ export class WorkerPool {
       threadId,
       this.#clock.setTimeout(() => {
         this.#terminating.delete(threadId);
-        if (!generation.isRetired && !this.#isClosed) this.#markLatched(generation);
+        if (!generation.isRetired && !this.#isDestroying) this.#markLatched(generation);
       }, exitWatchMs),
     );
     void thread.terminate();
@@ -635,7 +646,12 @@ export class WorkerPool {
     if (call.isSettled) return;
     // Partials travel on another port than the reply: wait for the last one.
     if (call.updatesSeen >= reply.updates) this.#settle(call, toOutcome(reply));
-    else call.reply = reply;
+    else {
+      call.reply = reply;
+      // The call has left its thread, which may already run another call:
+      // neither its time limit nor an abort may terminate that thread now.
+      this.#clearTimers(call);
+    }
   }
 
   #isRetired(threadId: number): boolean {
@@ -689,34 +705,59 @@ export class WorkerPool {
     if (call.isSettled) return;
     call.isSettled = true;
     this.#completed += 1;
-    if (call.isDispatched) {
-      if (this.#running !== undefined) this.#stopRunning(call);
-      this.#onCallLeftThread(call.generation);
-    }
+    let wasParked = false;
+    if (call.isDispatched) this.#onCallLeftThread(call.generation);
     else {
       this.#queued -= 1;
       // A waiting call ended early (closed by force): it must not run later.
-      call.generation.queue.take(call, endedReason);
+      wasParked = this.#unpark(call);
+      if (!wasParked) call.generation.queue.take(call, endedReason);
     }
-    if (call.timeoutTimer !== undefined) this.#clock.clearTimeout(call.timeoutTimer);
-    if (call.graceTimer !== undefined) this.#clock.clearTimeout(call.graceTimer);
+    this.#clearTimers(call);
     if (call.onAbort !== undefined) call.request.signal?.removeEventListener("abort", call.onAbort);
     this.#calls.delete(call.seq);
+    if (this.#admission !== undefined && !wasParked) this.#releaseAdmission(call);
     if (this.#calls.size === 0) this.#drained?.resolve();
     call.resolve(outcome);
   }
 
-  #startRunning(call: CallState): void {
-    let calls = this.#running!.get(call.session);
-    if (calls === undefined) this.#running!.set(call.session, (calls = new Set()));
-    calls.add(call);
-    this.#threadCall.set(call.threadId, call);
+  /** Whether the call may go to Piscina now (its session is under the cap); else it is parked. */
+  #admit(call: CallState): boolean {
+    let entry = this.#admission!.get(call.session);
+    if (entry === undefined) this.#admission!.set(call.session, (entry = { admitted: 0, parked: [] }));
+    if (entry.admitted < this.#options.maxRunningPerSession!) {
+      entry.admitted += 1;
+      return true;
+    }
+    entry.parked.push(call);
+    return false;
   }
 
-  #stopRunning(call: CallState): void {
-    const calls = this.#running!.get(call.session);
-    if (calls !== undefined && calls.delete(call) && calls.size === 0) this.#running!.delete(call.session);
-    if (this.#threadCall.get(call.threadId) === call) this.#threadCall.delete(call.threadId);
+  /** A settled call frees its session's place in Piscina: the session's next parked call takes it. */
+  #releaseAdmission(call: CallState): void {
+    const entry = this.#admission!.get(call.session);
+    if (entry === undefined) return;
+    const next = entry.parked.shift();
+    if (next !== undefined) {
+      next.generation = this.#current;
+      this.#submit(next);
+    } else if (--entry.admitted === 0) this.#admission!.delete(call.session);
+  }
+
+  /** Takes a parked call out of its session's line; false when it was not parked. */
+  #unpark(call: CallState): boolean {
+    const parked = this.#admission?.get(call.session)?.parked;
+    const index = parked?.indexOf(call) ?? -1;
+    if (index === -1) return false;
+    parked!.splice(index, 1);
+    return true;
+  }
+
+  #clearTimers(call: CallState): void {
+    if (call.timeoutTimer !== undefined) this.#clock.clearTimeout(call.timeoutTimer);
+    if (call.graceTimer !== undefined) this.#clock.clearTimeout(call.graceTimer);
+    call.timeoutTimer = undefined;
+    call.graceTimer = undefined;
   }
 
   #onCallLeftThread(generation: Generation): void {

@@ -113,7 +113,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const createSoakRuntime = () => createRuntime({
     tools: [
       workerTool({ name: "ok", description: "healthy", parameters: anyArgs, module: faults }),
-      workerTool({ name: "fault", description: "faulty", parameters: anyArgs, module: faults, timeoutMs: 500, maxResultBytes: 50_000 }),
+      // Faults that end by themselves get a generous limit: on a loaded machine a
+      // worker's exit can take long to be seen, and must not pass for a timeout.
+      workerTool({ name: "fault", description: "faulty", parameters: anyArgs, module: faults, timeoutMs: 10_000, maxResultBytes: 50_000 }),
+      workerTool({ name: "runaway", description: "never returns", parameters: anyArgs, module: faults, timeoutMs: 500 }),
       workerTool({ name: "stubborn", description: "ignores aborts", parameters: anyArgs, module: faults }),
       workerTool({
         name: "hog",
@@ -261,7 +264,7 @@ function toolFor(kind: CallKind, value: number, channel: string): [name: string,
     case "oom":
       return ["hog", { fault: "oom" }];
     case "timeout":
-      return ["fault", { fault: "spin" }];
+      return ["runaway", { fault: "spin" }];
     case "abort-kill":
       return ["stubborn", { fault: "stubborn" }];
     case "external-kill":
