@@ -46,14 +46,15 @@ const identityOnValid = new WeakMap<object, boolean>();
  * Validates a call's arguments against its tool's schema, coercing as pi
  * does, and returns the validated arguments: a coerced copy, never the
  * caller's object — unless `mayShare` says nobody but a copying consumer will
- * see them, they are valid as they are, and the schema is one on which
- * coercion never changes a valid value. Throws an `Error` with pi's text:
- * `Validation failed for tool "NAME":`, one line per TypeBox error, then the
- * arguments received.
+ * see them and they are valid on a schema whose coercion never changes a
+ * valid value. Throws an `Error` with pi's text: `Validation failed for tool
+ * "NAME":`, one line per TypeBox error, then the arguments received.
  */
 export function validateToolArguments(toolName: string, schema: JsonSchema, rawArguments: unknown, mayShare = false): unknown {
   const validator = compileArgumentValidator(schema);
-  if (mayShare && isIdentityOnValid(schema) && validator.Check(rawArguments)) return rawArguments;
+  // Most calls are valid as sent: on most schemas pi's pipeline then returns
+  // a plain copy of them, which a check and a copy give for less.
+  if (isIdentityOnValid(schema) && validator.Check(rawArguments)) return mayShare ? rawArguments : structuredClone(rawArguments);
   // Convert and the coercion write into objects: work on a copy, because the
   // raw arguments are still shown in events and in the message.
   const args = structuredClone(rawArguments);
@@ -78,33 +79,40 @@ export function validateToolArguments(toolName: string, schema: JsonSchema, rawA
 
 /**
  * Whether valid arguments come out of Convert and the coercion unchanged, so
- * that a valid call may skip both. True for schemas built only of `type` (one
- * name), `properties`, `required`, `additionalProperties`, `items` (one
- * schema), `enum`/`const`, bounds, formats and annotations; false as soon as a
- * union (`anyOf`, `oneOf`, `allOf`, a list of types) or a reference appears
- * anywhere: pi's union step may turn a valid `5` into `"5"` when the string
- * member comes first. Computed once per schema.
+ * that a valid call may skip both. False as soon as the schema holds, anywhere:
+ * a union (`anyOf`, `oneOf`, `allOf`, a list of types; pi's union step may
+ * turn a valid `5` into `"5"` when the string member comes first), a
+ * reference, a tuple, pattern properties, a TypeBox kind whose Convert is not
+ * known to keep valid values, a property name TypeBox's Convert would read as
+ * a regular expression (it matches keys with `^NAME$`), or one that pi's
+ * coercion finds on every object (`constructor`). Computed once per schema.
  */
 function isIdentityOnValid(schema: JsonSchema): boolean {
   let answer = identityOnValid.get(schema);
   if (answer === undefined) {
-    answer = hasNoUnion(schema);
+    answer = keepsValidValues(schema);
     identityOnValid.set(schema, answer);
   }
   return answer;
 }
 
-const unionKeywords = ["anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref", "patternProperties", "prefixItems"];
+const unionKeywords = ["anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref", "$defs", "patternProperties", "prefixItems"];
+/** TypeBox kinds whose `Value.Convert` returns a valid value as it is. */
+const keepingKinds = new Set(["Object", "Array", "String", "Number", "Integer", "Boolean", "Null", "Literal", "Enum", "Any", "Unknown"]);
+const plainPropertyName = /^[\w-]*$/;
 
-function hasNoUnion(node: unknown): boolean {
-  if (Array.isArray(node)) return node.every(hasNoUnion);
+function keepsValidValues(node: unknown): boolean {
+  if (Array.isArray(node)) return node.every(keepsValidValues);
   if (!isRecord(node)) return true;
+  const kind = (node as { "~kind"?: unknown })["~kind"];
+  if (kind !== undefined && !(typeof kind === "string" && keepingKinds.has(kind))) return false;
   if (unionKeywords.some((keyword) => keyword in node)) return false;
   if (Array.isArray(node.type) || Array.isArray(node.items)) return false;
-  // pi's coercion looks properties up with `in`: a declared property named
-  // like an inherited one (`constructor`) is "present" on every object.
-  if (isRecord(node.properties) && Object.keys(node.properties).some((key) => key in Object.prototype)) return false;
-  return Object.values(node).every(hasNoUnion);
+  if (isRecord(node.properties)) {
+    const names = Object.keys(node.properties);
+    if (names.some((name) => name in Object.prototype || !plainPropertyName.test(name))) return false;
+  }
+  return Object.values(node).every(keepsValidValues);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
