@@ -244,14 +244,11 @@ function structuredCloneJson<T>(value: T): T {
 const runPrefix = "run";
 let runCount = 0;
 
-/** Timestamps aside, validation texts only up to their first line, and gate names without their run prefix. */
+/** Timestamps aside, and gate names without their run prefix; validation texts are compared whole. */
 function normalize(value: unknown): unknown {
   return JSON.parse(JSON.stringify(value), (key, field: unknown) => {
     if (key === "timestamp" && typeof field === "number") return 0;
-    if (typeof field === "string") field = field.replace(/\brun\d+:/g, "");
-    if (key === "text" && typeof field === "string" && field.startsWith("Validation failed for tool")) {
-      return field.split("\n")[0];
-    }
+    if (typeof field === "string") return field.replace(/\brun\d+:/g, "");
     return field;
   });
 }
