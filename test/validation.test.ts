@@ -1,3 +1,5 @@
+import { inspect } from "node:util";
+
 import { Type } from "typebox";
 import { describe, expect, it } from "vitest";
 
@@ -80,6 +82,17 @@ describe("validateToolArguments against pi-ai 0.73.1", () => {
     });
     expect(validateWithToolpool("t", typebox, { value: null })).toEqual({ kind: "valid", args: "{ value: 'null' }" });
     expect(validateWithToolpool("t", typebox, { value: "x", count: "3.5" })).toEqual({ kind: "valid", args: "{ value: 'x', count: 3 }" });
+  });
+
+  it.each([
+    ["a property name TypeBox's Convert reads as a pattern", Type.Object({ "x*": Type.String() }), { "x*": "a", xx: 1 }],
+    ["a property named like an inherited one", { type: "object", properties: { constructor: { type: "string" } } }, {}],
+    ["a valid value under a union whose first member coerces it", Type.Object({ n: Type.Union([Type.String(), Type.Number()]) }), { n: 5 }],
+  ] as [string, object, unknown][])("%s: valid arguments take pi's whole pipeline, lean path included", (_name, schema, args) => {
+    const pi = validateWithPi("t", schema, args);
+    expect(pi).not.toEqual({ kind: "valid", args: inspect(args, { depth: Infinity, breakLength: Infinity }) });
+    expect(validateWithToolpool("t", schema, args)).toEqual(pi);
+    expect(validateWithToolpool("t", schema, args, true)).toEqual(pi);
   });
 
   it("never writes into the caller's arguments", () => {

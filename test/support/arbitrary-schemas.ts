@@ -309,7 +309,7 @@ export function objectFor(node: SchemaNode & { kind: "object" }, depth = 0): fc.
   const entries = node.properties.map((property) =>
     fc.option(valueFor(property.schema, depth + 1), { freq: property.isOptional ? 3 : 12, nil: undefined }).map((value) => [property.name, value] as const),
   );
-  const extra = fc.option(fc.tuple(fc.constantFrom("extra", "b", "zz"), anyJson), { freq: 8, nil: undefined });
+  const extra = fc.option(fc.tuple(fc.constantFrom("extra", "b", "zz", "axb", "xx"), anyJson), { freq: 8, nil: undefined });
   return fc.tuple(fc.tuple(...entries), extra).map(([present, extraEntry]) => {
     const object: Record<string, unknown> = {};
     for (const [name, value] of present) if (value !== undefined) object[name] = value;
