@@ -9,6 +9,7 @@ import {
   type BatchOutcome,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
+  type Runtime,
   type ToolDefinition,
 } from "toolpool";
 
@@ -37,6 +38,32 @@ export interface Scenario {
   releaseOrder?: string[];
   /** Abort the batch right after this (gated) call has ended. */
   abortAfter?: string;
+}
+
+/**
+ * A toolpool runtime kept across scenarios (starting worker threads for each
+ * batch would cost most of a run): its hooks call whatever the running
+ * scenario put in `hooks`, so each batch has its own.
+ */
+export interface SharedRuntime {
+  runtime: Runtime;
+  hooks: {
+    beforeToolCall?: ((context: BeforeToolCallContext) => Promise<BeforeToolCallResult | undefined>) | undefined;
+    afterToolCall?: ((context: AfterToolCallContext) => Promise<AfterToolCallResult | undefined>) | undefined;
+  };
+}
+
+/** A runtime of the scripted tools for many scenarios of one flavor and mode, with both hooks routed to the scenario. */
+export function createSharedRuntime(flavor: Flavor, mode: Mode, maxThreads = 4): SharedRuntime {
+  const hooks: SharedRuntime["hooks"] = {};
+  const runtime = createRuntime({
+    tools: scriptedTools(flavor),
+    toolExecution: mode,
+    beforeToolCall: async (context) => hooks.beforeToolCall?.(context),
+    afterToolCall: async (context) => hooks.afterToolCall?.(context),
+    pool: { maxThreads, minThreads: 1 },
+  });
+  return { runtime, hooks };
 }
 
 /** Everything observable of one run, normalized for comparison. */
@@ -111,6 +138,8 @@ export async function runScenario(
    * lean path); only its messages and terminate flag are then comparable.
    */
   isObserved = true,
+  /** Run toolpool's side on this runtime (observed, with its hooks routed to the scenario's) instead of a new one. */
+  shared?: SharedRuntime,
 ): Promise<Trace> {
   gates.reset();
   // Every call of a scripted tool waits at a gate named after it, so the test
@@ -128,8 +157,18 @@ export async function runScenario(
   const controller = new AbortController();
   let abortIndex = { events: Infinity, hooks: Infinity };
 
+  // A call's partials travel to the coordinator apart from its gate's
+  // "waiting" message (from a worker, on another channel): before a gate
+  // opens, the partials of every waiting call are awaited, so that another
+  // call's end cannot overtake them in one run and not in the other.
+  const updates = new Map(calls.map((call) => [call.id, { seen: 0, expected: expectedUpdates(call), delivered: deferred() }]));
+  for (const count of updates.values()) if (count.expected === 0) count.delivered.resolve();
   const emit = async (event: BatchEvent): Promise<void> => {
     events.push(structuredCloneJson(event));
+    if (event.type === "tool_execution_update") {
+      const count = updates.get(event.toolCallId);
+      if (count !== undefined && ++count.seen === count.expected) count.delivered.resolve();
+    }
     if (event.type === "tool_execution_end") ended.get(event.toolCallId)?.resolve();
   };
   const beforeToolCall = scenario.beforeToolCall
@@ -166,6 +205,10 @@ export async function runScenario(
   };
   const drive = (async () => {
     if (!isObserved) return driveUnobserved();
+    if (!isSequential) {
+      const isWaiting = await Promise.all(order.map(settles));
+      await Promise.all(order.filter((_, index) => isWaiting[index]).map((id) => updates.get(id)!.delivered.promise));
+    }
     for (const [index, id] of order.entries()) {
       if (!(await settles(id))) continue;
       gates.open(prefix + id);
@@ -194,6 +237,20 @@ export async function runScenario(
       history,
       emit,
     });
+  } else if (shared !== undefined) {
+    shared.hooks.beforeToolCall = beforeToolCall;
+    shared.hooks.afterToolCall = afterToolCall;
+    try {
+      outcome = await shared.runtime.executeToolCalls(assistantMessage, {
+        context: { systemPrompt, messages: [...history, assistantMessage] },
+        signal: controller.signal,
+        emit,
+      });
+    } finally {
+      shared.hooks.beforeToolCall = undefined;
+      shared.hooks.afterToolCall = undefined;
+      batchDone.resolve();
+    }
   } else {
     const runtime = createRuntime({
       tools: scriptedTools(flavor),
@@ -223,6 +280,12 @@ export async function runScenario(
     terminate: outcome.terminate,
     hooks: sortTail(hooks.map(normalize), abortIndex.hooks, () => true),
   };
+}
+
+/** The partials a scripted `work` call streams before its gate. */
+function expectedUpdates(call: ScenarioCall): number {
+  const streamed = call.arguments.updates;
+  return Array.isArray(streamed) ? streamed.length : 0;
 }
 
 function snapshotHookContext(context: BeforeToolCallContext, assistantMessage: AssistantMessage) {
