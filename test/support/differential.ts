@@ -47,6 +47,8 @@ export interface Scenario {
  */
 export interface SharedRuntime {
   runtime: Runtime;
+  /** The pool's most threads: this many worker calls can wait at their gates at once. */
+  maxThreads: number;
   hooks: {
     beforeToolCall?: ((context: BeforeToolCallContext) => Promise<BeforeToolCallResult | undefined>) | undefined;
     afterToolCall?: ((context: AfterToolCallContext) => Promise<AfterToolCallResult | undefined>) | undefined;
@@ -63,7 +65,7 @@ export function createSharedRuntime(flavor: Flavor, mode: Mode, maxThreads = 4):
     afterToolCall: async (context) => hooks.afterToolCall?.(context),
     pool: { maxThreads, minThreads: 1 },
   });
-  return { runtime, hooks };
+  return { runtime, hooks, maxThreads };
 }
 
 /** Everything observable of one run, normalized for comparison. */
@@ -205,7 +207,10 @@ export async function runScenario(
   };
   const drive = (async () => {
     if (!isObserved) return driveUnobserved();
-    if (!isSequential) {
+    // Only when every gated call can be waiting at once (a worker call
+    // beyond the pool's threads starts only once a gate opens).
+    const capacity = executor === "toolpool" && flavor === "worker" ? (shared?.maxThreads ?? scenarioThreads) : Infinity;
+    if (!isSequential && order.length <= capacity) {
       const isWaiting = await Promise.all(order.map(settles));
       await Promise.all(order.filter((_, index) => isWaiting[index]).map((id) => updates.get(id)!.delivered.promise));
     }
@@ -257,7 +262,7 @@ export async function runScenario(
       toolExecution: mode,
       ...(beforeToolCall && isObserved ? { beforeToolCall } : {}),
       ...(afterToolCall && isObserved ? { afterToolCall } : {}),
-      pool: { maxThreads: 4, minThreads: 1 },
+      pool: { maxThreads: scenarioThreads, minThreads: 1 },
     });
     try {
       outcome = await runtime.executeToolCalls(assistantMessage, {
@@ -303,6 +308,9 @@ function snapshotHookContext(context: BeforeToolCallContext, assistantMessage: A
 function structuredCloneJson<T>(value: T): T {
   return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
 }
+
+/** Threads of the runtime `runScenario` makes itself. */
+const scenarioThreads = 4;
 
 const runPrefix = "run";
 let runCount = 0;
