@@ -33,7 +33,8 @@ const generatedCase = fc.boolean().chain((isPlain) =>
 );
 
 describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
-  it(`gives pi's outcome for ${caseCount} generated schema × arguments cases (seed ${seed})`, () => {
+  // About 4 s alone on 2 cores; the limit is for a machine busy with other suites.
+  it(`gives pi's outcome for ${caseCount} generated schema × arguments cases (seed ${seed})`, { timeout: 300_000 }, () => {
     const tally = { cases: 0, plain: 0, typebox: 0, valid: 0, coerced: 0, errors: 0, thrown: 0, echoSkipped: 0 };
     fc.assert(
       fc.property(generatedCase, ({ isPlain, node, argumentLists }) => {
