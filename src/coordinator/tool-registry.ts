@@ -1,3 +1,5 @@
+import { Ajv } from "ajv";
+
 import { describeThrown, describeValue, ToolpoolError } from "../errors.js";
 import type { ToolDefinition } from "../options.js";
 import type { AgentTool } from "../types.js";
@@ -47,8 +49,16 @@ function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
   return { kind: "inline", tool: tool as AgentTool };
 }
 
+/**
+ * Checks a definition's schema against the JSON Schema meta-schema: TypeBox
+ * compiles nearly anything (`{ type: "nonsense" }` would fail every call with
+ * "Unknown validation error"), and a broken schema is the definition's fault.
+ */
+const metaSchemaCheck = new Ajv({ strict: false, validateSchema: true });
+
 function compileSchema(name: string, schema: Record<string, unknown>): void {
   try {
+    if (!metaSchemaCheck.validateSchema(schema)) throw new Error(metaSchemaCheck.errorsText(metaSchemaCheck.errors));
     compileArgumentValidator(schema);
   } catch (error) {
     throw new ToolpoolError(

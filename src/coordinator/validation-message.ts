@@ -1,0 +1,44 @@
+import type { TLocalizedValidationError } from "typebox/error";
+
+/**
+ * The text of a failed validation, pi-ai 0.73.1's byte for byte:
+ *
+ * ```text
+ * Validation failed for tool "NAME":
+ *   - PATH: MESSAGE
+ *
+ * Received arguments:
+ * ECHO
+ * ```
+ *
+ * One line per TypeBox error, in TypeBox's order (`Unknown validation error`
+ * when there is none). The echo is a step of its own (`formatReceivedArguments`)
+ * so that bounding it composes with the rest.
+ */
+export function formatValidationFailure(toolName: string, errors: readonly TLocalizedValidationError[], received: unknown): string {
+  const lines = errors.map((error) => `  - ${formatErrorPath(error)}: ${error.message}`).join("\n");
+  return `Validation failed for tool "${toolName}":\n${lines || "Unknown validation error"}\n\nReceived arguments:\n${formatReceivedArguments(received)}`;
+}
+
+/**
+ * The "Received arguments" echo: the arguments as the tool got them (after
+ * `prepareArguments`, before coercion), as pretty JSON. `undefined` stays
+ * the text `undefined`, as in pi's template.
+ */
+export function formatReceivedArguments(received: unknown): string {
+  return `${JSON.stringify(received, null, 2)}`;
+}
+
+/**
+ * The failing path, dotted (`a.b.0`), `root` for the arguments themselves; for
+ * a `required` error, the path of the first missing property (TypeBox reports
+ * all of them on one error, at the object).
+ */
+function formatErrorPath(error: TLocalizedValidationError): string {
+  const base = error.instancePath.replace(/^\//, "").replace(/\//g, ".");
+  if (error.keyword === "required") {
+    const missing = (error.params as { requiredProperties?: string[] }).requiredProperties?.[0];
+    if (missing) return base ? `${base}.${missing}` : missing;
+  }
+  return base || "root";
+}

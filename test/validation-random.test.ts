@@ -1,0 +1,78 @@
+import { inspect } from "node:util";
+
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+
+import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
+import { validateWithPi, validateWithToolpool, type ValidationOutcome } from "./support/validation-oracle.js";
+
+/**
+ * The randomized validation differential: generated tool schemas (plain JSON
+ * and TypeBox-built) × generated arguments, each through pi-ai 0.73.1's
+ * `validateToolArguments` and toolpool's (the copying path and the lean path
+ * of an unobserved worker call): the validated arguments or the full error
+ * text must be the same. `RANDOM_SEED` and `RANDOM_VALIDATION_CASES` change the
+ * seed and the number of cases (`npm run test:random` runs many more).
+ */
+const seed = Number(process.env.RANDOM_SEED ?? 20_261_202);
+const caseCount = Number(process.env.RANDOM_VALIDATION_CASES ?? 10_000);
+// Compiling is what costs most (pi's and toolpool's validators, once per
+// schema each): many arguments per schema keep the run to seconds.
+const argumentsPerSchema = 20;
+/** Another part of toolpool bounds the "Received arguments" echo at 4 KiB; generated cases stay below it. */
+const echoLimit = 4096;
+
+const generatedCase = fc.boolean().chain((isPlain) =>
+  toolSchemaNode(isPlain).chain((node) =>
+    fc.record({
+      isPlain: fc.constant(isPlain),
+      node: fc.constant(node),
+      argumentLists: fc.array(argumentsFor(node), { minLength: argumentsPerSchema, maxLength: argumentsPerSchema }),
+    }),
+  ),
+);
+
+describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
+  // About 4 s alone on 2 cores; the limit is for a machine busy with other suites.
+  it(`gives pi's outcome for ${caseCount} generated schema × arguments cases (seed ${seed})`, { timeout: 300_000 }, () => {
+    const tally = { cases: 0, plain: 0, typebox: 0, valid: 0, coerced: 0, errors: 0, thrown: 0, echoSkipped: 0 };
+    fc.assert(
+      fc.property(generatedCase, ({ isPlain, node, argumentLists }) => {
+        const schema = isPlain ? toPlainSchema(node) : toTypeBoxSchema(node);
+        for (const args of argumentLists) {
+          if ((JSON.stringify(args, null, 2)?.length ?? 0) >= echoLimit) {
+            tally.echoSkipped++;
+            continue;
+          }
+          const pi = validateWithPi("generated", schema, args);
+          const context = { schema: JSON.stringify(schema), args: inspect(args, { depth: Infinity }) };
+          expect({ ...context, outcome: validateWithToolpool("generated", schema, args) }).toEqual({ ...context, outcome: pi });
+          expect({ ...context, outcome: validateWithToolpool("generated", schema, args, true) }).toEqual({ ...context, outcome: pi });
+          count(tally, pi, args);
+          tally[isPlain ? "plain" : "typebox"]++;
+        }
+      }),
+      { seed, numRuns: Math.ceil(caseCount / argumentsPerSchema) },
+    );
+    console.info(`validation differential (seed ${seed}):`, tally);
+    expect(tally.cases).toBeGreaterThanOrEqual(caseCount * 0.99);
+    // The generators must keep reaching every kind of outcome.
+    expect(tally.plain).toBeGreaterThan(tally.cases * 0.3);
+    expect(tally.typebox).toBeGreaterThan(tally.cases * 0.3);
+    expect(tally.valid).toBeGreaterThan(tally.cases * 0.1);
+    expect(tally.errors).toBeGreaterThan(tally.cases * 0.1);
+    expect(tally.coerced).toBeGreaterThan(tally.cases * 0.02);
+  });
+});
+
+function count(tally: Record<string, number>, outcome: ValidationOutcome, args: unknown): void {
+  tally.cases!++;
+  if (outcome.kind === "valid") {
+    tally.valid!++;
+    if (outcome.args !== inspect(args, { depth: Infinity, breakLength: Infinity, maxArrayLength: Infinity, maxStringLength: Infinity })) tally.coerced!++;
+  } else if (outcome.text.startsWith("Validation failed")) tally.errors!++;
+  else {
+    tally.thrown!++;
+    if (process.env.RANDOM_SHOW_THROWN) console.info(outcome.text);
+  }
+}
