@@ -26,6 +26,8 @@ export interface WorkerTask {
   args: unknown;
   /** A result whose strings and buffers add up to more bytes fails with `TP_ERR_RESULT_TOO_LARGE`. */
   maxResultBytes: number;
+  /** W3C `traceparent` of the call's span; present only when the call is traced. */
+  traceparent?: string;
 }
 
 /** Faults the worker entry detects itself, the worker surviving them. */

@@ -29,12 +29,33 @@ export interface WorkerCallRequest {
   signal?: AbortSignal | undefined;
   /** Receives each partial result on the main thread, in the order the tool sent them. */
   onUpdate?: ((partialResult: AgentToolResult<unknown>) => void) | undefined;
+  /** W3C `traceparent` of the call's span, handed to the tool as `ctx.traceparent`. */
+  traceparent?: string | undefined;
+}
+
+/**
+ * When a worker call waited and ran, on the pool's clock (milliseconds).
+ * `startedAt` and `threadId` are absent for a call that never reached a
+ * thread; `node` is set by a pool whose calls run on another machine.
+ */
+export interface CallTiming {
+  /** When the call was handed to the pool. */
+  submittedAt: number;
+  /** When a thread was picked for it: the end of its queue wait. */
+  startedAt?: number;
+  /** When its outcome was known. */
+  endedAt: number;
+  /** The thread that ran it. */
+  threadId?: number;
+  /** The node that ran it, for a pool of several machines. */
+  node?: string;
 }
 
 /** How a worker call ended. Never a rejection: faults are outcomes too. */
-export type WorkerCallOutcome =
+export type WorkerCallOutcome = (
   | { kind: "ok"; result: AgentToolResult<unknown> }
-  | { kind: "error"; message: string; code?: ErrorCode };
+  | { kind: "error"; message: string; code?: ErrorCode }
+) & { timing?: CallTiming };
 
 /** Snapshot of the pool's state. */
 export interface PoolStats {
@@ -54,6 +75,9 @@ interface CallState {
   readonly seq: number;
   readonly request: WorkerCallRequest;
   readonly resolve: (outcome: WorkerCallOutcome) => void;
+  readonly submittedAt: number;
+  startedAt: number | undefined;
+  threadId: number | undefined;
   /** Present when the call may have to be terminated (it has a time limit or an abort signal). */
   readonly kill: AbortController | undefined;
   killReason: "timeout" | "aborted" | undefined;
@@ -126,7 +150,7 @@ export class WorkerPool {
       loadBalancer: (task, workers) => {
         for (const worker of workers) {
           if (worker.currentUsage === 0 && !this.#isRetired(worker.id)) {
-            this.#onDispatch((task as unknown as Record<symbol, number>)[Piscina.queueOptionsSymbol]);
+            this.#onDispatch((task as unknown as Record<symbol, number>)[Piscina.queueOptionsSymbol], worker.id);
             return worker;
           }
         }
@@ -176,6 +200,9 @@ export class WorkerPool {
         seq,
         request,
         resolve,
+        submittedAt: this.#clock.now(),
+        startedAt: undefined,
+        threadId: undefined,
         kill: isKillable ? new AbortController() : undefined,
         killReason: undefined,
         isDispatched: false,
@@ -197,6 +224,7 @@ export class WorkerPool {
         toolCallId: request.toolCallId,
         args: request.args,
         maxResultBytes: request.tool.maxResultBytes ?? this.#options.maxResultBytes,
+        ...(request.traceparent === undefined ? {} : { traceparent: request.traceparent }),
         // Symbol-keyed, so it stays on this thread: the balancer reads it.
         [Piscina.queueOptionsSymbol]: seq,
       };
@@ -252,10 +280,12 @@ export class WorkerPool {
     return this.#queued + 1 - freeThreads > maxQueue;
   }
 
-  #onDispatch(seq: number | undefined): void {
+  #onDispatch(seq: number | undefined, threadId: number): void {
     const call = seq === undefined ? undefined : this.#calls.get(seq);
     if (call === undefined || call.isDispatched) return;
     call.isDispatched = true;
+    call.startedAt = this.#clock.now();
+    call.threadId = threadId;
     this.#queued -= 1;
     const { timeoutMs } = call.request.tool;
     if (timeoutMs !== undefined) {
@@ -365,7 +395,10 @@ export class WorkerPool {
     if (call.onAbort !== undefined) call.request.signal?.removeEventListener("abort", call.onAbort);
     this.#calls.delete(call.seq);
     if (this.#calls.size === 0) this.#drained?.resolve();
-    call.resolve(outcome);
+    const timing: CallTiming = { submittedAt: call.submittedAt, endedAt: this.#clock.now() };
+    if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
+    if (call.threadId !== undefined) timing.threadId = call.threadId;
+    call.resolve({ ...outcome, timing });
   }
 }
 
