@@ -4,7 +4,11 @@ import type { CallTiming } from "../workers/worker-pool.js";
 export interface CallDurations {
   /** From submission to the pool until a thread was picked (0 for an inline tool). */
   queueWaitMs: number;
-  /** From then until the outcome was known (0 for a call that never reached a thread). */
+  /**
+   * How long the tool ran: as its thread timed it when it replied, else from
+   * the thread's pick until the outcome was known (a crash, a timeout; 0 for
+   * a call that never reached a thread).
+   */
   runMs: number;
   threadId?: number;
   node?: string;
@@ -15,7 +19,7 @@ export function toCallDurations(timing: CallTiming): CallDurations {
   const startedAt = timing.startedAt ?? timing.endedAt;
   const durations: CallDurations = {
     queueWaitMs: Math.max(0, startedAt - timing.submittedAt),
-    runMs: Math.max(0, timing.endedAt - startedAt),
+    runMs: timing.runMs ?? Math.max(0, timing.endedAt - startedAt),
   };
   if (timing.threadId !== undefined) durations.threadId = timing.threadId;
   if (timing.node !== undefined) durations.node = timing.node;

@@ -36,13 +36,14 @@ export type WorkerFaultCode = "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE"
 /**
  * What the worker entry returns for a task; never thrown, always a value.
  * `updates` counts the partials sent; `retiredThreadId` is set when the task
- * left work behind (timers, open handles) and its worker must not serve again.
+ * left work behind (timers, open handles) and its worker must not serve again;
+ * `runMs` is how long the tool's execute took, timed in the worker.
  */
 export type WorkerReply = (
   | { kind: "ok"; result: unknown }
   | { kind: "error"; message: string }
   | { kind: "fault"; code: WorkerFaultCode; message: string }
-) & { updates: number; retiredThreadId?: number };
+) & { updates: number; retiredThreadId?: number; runMs?: number };
 
 /** A partial result posted by a worker through `parentPort`. */
 export interface UpdateMessage {

@@ -66,12 +66,15 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
     }
   };
   let reply: WorkerReply;
+  let runMs = 0;
   let transferables: ArrayBuffer[] = [];
   try {
     const ctx = createContext(task, onUpdate);
+    const startedAt = performance.now();
     const outcome = await (task.traceparent === undefined
       ? runTool(execute as ToolExecute, task, ctx)
       : runWithRemoteParent(task.traceparent, () => runTool(execute as ToolExecute, task, ctx)));
+    runMs = performance.now() - startedAt;
     if (outcome.kind !== "ok") {
       reply = { ...outcome, updates };
     } else if (unclonedUpdate !== undefined) {
@@ -90,6 +93,7 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
   } finally {
     running.delete(task.seq);
   }
+  reply.runMs = runMs;
   const resourcesAfter = process.getActiveResourcesInfo().length;
   if (resourcesAfter <= resourcesBefore) resourceBaseline = resourcesAfter;
   else if (await leftoverWorkSettles(resourcesBefore)) resourceBaseline = undefined;

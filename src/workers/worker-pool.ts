@@ -49,6 +49,12 @@ export interface CallTiming {
   threadId?: number;
   /** The node that ran it, for a pool of several machines. */
   node?: string;
+  /**
+   * How long the tool's execute took, timed where it ran: `endedAt - startedAt`
+   * also holds the trips of its arguments and result between threads, and
+   * the main thread's own work meanwhile (such as sending the next call).
+   */
+  runMs?: number;
 }
 
 /** How a worker call ended. Never a rejection: faults are outcomes too. */
@@ -78,6 +84,8 @@ interface CallState {
   readonly submittedAt: number;
   startedAt: number | undefined;
   threadId: number | undefined;
+  /** The run time the worker timed, from its reply. */
+  runMs: number | undefined;
   /** Present when the call may have to be terminated (it has a time limit or an abort signal). */
   readonly kill: AbortController | undefined;
   killReason: "timeout" | "aborted" | undefined;
@@ -203,6 +211,7 @@ export class WorkerPool {
         submittedAt: this.#clock.now(),
         startedAt: undefined,
         threadId: undefined,
+        runMs: undefined,
         kill: isKillable ? new AbortController() : undefined,
         killReason: undefined,
         isDispatched: false,
@@ -324,6 +333,7 @@ export class WorkerPool {
   #onReply(call: CallState, reply: WorkerReply): void {
     if (reply.retiredThreadId !== undefined) this.#retire(reply.retiredThreadId);
     if (call.isSettled) return;
+    call.runMs = reply.runMs;
     // Partials travel on another port than the reply: wait for the last one.
     if (call.updatesSeen >= reply.updates) this.#settle(call, toOutcome(reply));
     else call.reply = reply;
@@ -398,6 +408,7 @@ export class WorkerPool {
     const timing: CallTiming = { submittedAt: call.submittedAt, endedAt: this.#clock.now() };
     if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
     if (call.threadId !== undefined) timing.threadId = call.threadId;
+    if (call.runMs !== undefined) timing.runMs = call.runMs;
     call.resolve({ ...outcome, timing });
   }
 }
