@@ -211,14 +211,12 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   /** The batch's span under the caller's active context, or `undefined` when it is not recorded. */
   #startBatchTrace(batchId: string, assistantMessage: AssistantMessage, options: ExecuteOptions): BatchTrace | undefined {
     const { api, tracer } = this.#tracing!;
-    const toolCallCount = assistantMessage.content.filter((block) => block.type === "toolCall").length;
-    const sessionKey = sessionKeyOf(options);
-    return BatchTrace.start(api, tracer, {
+    return BatchTrace.start(api, tracer, () => ({
       batchId,
-      toolCallCount,
+      toolCallCount: assistantMessage.content.filter((block) => block.type === "toolCall").length,
       toolExecution: this.#options.toolExecution,
-      ...(sessionKey === undefined ? {} : { sessionKey }),
-    });
+      sessionKey: sessionKeyOf(options),
+    }));
   }
 
   #onBatchSettled(): void {

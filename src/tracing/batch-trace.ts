@@ -33,6 +33,8 @@ import { formatTraceparent } from "./traceparent.js";
 /** The name of a batch's span. */
 export const BATCH_SPAN_NAME = "toolpool.batch";
 
+const batchSpanOptions = Object.freeze({ kind: SPAN_KIND_INTERNAL });
+
 /** Longest status message a span gets from an error result's text. */
 const maxStatusMessageLength = 512;
 
@@ -75,18 +77,18 @@ export class BatchTrace {
    * not recording (no tracer provider registered, or not sampled), so an
    * untraced batch pays for nothing more.
    */
-  static start(api: OtelApi, tracer: OtelTracer, info: BatchTraceInfo): BatchTrace | undefined {
-    const attributes: Record<string, string | number> = {
-      [ATTR_BATCH_ID]: info.batchId,
-      [ATTR_BATCH_TOOL_CALLS]: info.toolCallCount,
-      [ATTR_TOOL_EXECUTION]: info.toolExecution,
-    };
-    if (info.sessionKey !== undefined) attributes[ATTR_SESSION] = info.sessionKey;
-    const span = tracer.startSpan(BATCH_SPAN_NAME, { kind: SPAN_KIND_INTERNAL, attributes }, api.context.active());
+  static start(api: OtelApi, tracer: OtelTracer, describe: () => BatchTraceInfo): BatchTrace | undefined {
+    const span = tracer.startSpan(BATCH_SPAN_NAME, batchSpanOptions, api.context.active());
     if (!span.isRecording()) {
       span.end();
       return undefined;
     }
+    // Described only once it is known to be recorded: an untraced batch pays for no attributes.
+    const info = describe();
+    span.setAttribute(ATTR_BATCH_ID, info.batchId);
+    span.setAttribute(ATTR_BATCH_TOOL_CALLS, info.toolCallCount);
+    span.setAttribute(ATTR_TOOL_EXECUTION, info.toolExecution);
+    if (info.sessionKey !== undefined) span.setAttribute(ATTR_SESSION, info.sessionKey);
     return new BatchTrace(api, tracer, span, info);
   }
 
