@@ -53,7 +53,7 @@ function watchText(stream: NodeJS.ReadableStream | null): (pattern: RegExp) => P
 
 async function startStdio(args: string[]): Promise<McpSession> {
   const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", ...args], cwd: ROOT, stderr: "pipe" });
-  const untilStderr = watchText(transport.stderr);
+  const untilStderr = watchText(transport.stderr as NodeJS.ReadableStream | null);
   const client = new Client({ name: "toolpool-test", version: "1.0.0" });
   const progressListeners = listenToProgress(client);
   await client.connect(transport);
