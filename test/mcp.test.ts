@@ -345,3 +345,28 @@ describe("McpHttpServer protections", () => {
     }
   });
 });
+
+describe("toolpool mcp: usage errors", () => {
+  const runCli = (args: string[]) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, "mcp", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on("exit", (code) => resolve({ code, stdout, stderr }));
+    });
+
+  it.each([
+    [["--http", "nope"], /--http.*Expected PORT or HOST:PORT/],
+    [["--http", "0.0.0.0:0"], /not a loopback address: set --token or TOOLPOOL_TOKEN/],
+    [["--root", "/tmp"], /--root: this build's built-in tools cannot be confined/],
+    [["--fleet", "redis://localhost"], /--fleet: this build of toolpool has no fleet support/],
+  ])("exits 2 with one line for %j", async (args, message) => {
+    const { code, stdout, stderr } = await runCli(args);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.trimEnd().split("\n")).toHaveLength(1);
+    expect(stderr).toMatch(message);
+  });
+});
