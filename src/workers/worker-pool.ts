@@ -233,10 +233,10 @@ export class WorkerPool {
         toolCallId: request.toolCallId,
         args: request.args,
         maxResultBytes: request.tool.maxResultBytes ?? this.#options.maxResultBytes,
-        ...(request.traceparent === undefined ? {} : { traceparent: request.traceparent }),
         // Symbol-keyed, so it stays on this thread: the balancer reads it.
         [Piscina.queueOptionsSymbol]: seq,
       };
+      if (request.traceparent !== undefined) task.traceparent = request.traceparent;
       const signal = request.signal;
       if (signal !== undefined) {
         if (signal.aborted) this.#abort(call);
@@ -409,7 +409,9 @@ export class WorkerPool {
     if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
     if (call.threadId !== undefined) timing.threadId = call.threadId;
     if (call.runMs !== undefined) timing.runMs = call.runMs;
-    call.resolve({ ...outcome, timing });
+    // Every outcome reaching here is a fresh object of this call's.
+    outcome.timing = timing;
+    call.resolve(outcome);
   }
 }
 
