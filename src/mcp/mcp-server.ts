@@ -15,7 +15,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BatchEvent } from "../events.js";
-import type { Runtime } from "../runtime.js";
+import type { ExecuteOptions, Runtime } from "../runtime.js";
 import type { AssistantMessage } from "../types.js";
 import { textOfPartial, toCallToolResult, toMcpTools, type McpToolAnnotations } from "./mcp-tools.js";
 
@@ -90,10 +90,12 @@ export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}
       role: "assistant",
       content: [{ type: "toolCall", id: toolCallId, name, arguments: args }],
     };
-    const { messages } = await runtime.executeToolCalls(assistantMessage, {
-      signal: extra.signal,
-      ...(emit === undefined ? {} : { emit }),
-    });
+    // An MCP session (Streamable HTTP) is the batch's session: its spans
+    // name it, and a runtime that schedules by session takes turns by it.
+    const executeOptions: ExecuteOptions & { sessionKey?: string } = { signal: extra.signal };
+    if (emit !== undefined) executeOptions.emit = emit;
+    if (extra.sessionId !== undefined) executeOptions.sessionKey = `mcp:${extra.sessionId}`;
+    const { messages } = await runtime.executeToolCalls(assistantMessage, executeOptions);
     const result = toCallToolResult(messages[0]!);
     if (extra.signal.aborted) {
       const code = result.structuredContent?.code;
