@@ -198,6 +198,21 @@ describe.each([
     ]);
   });
 
+  it("cancels a call that honours its signal cooperatively", async () => {
+    const controller = new AbortController();
+    const onProgress = () => controller.abort();
+    session.progressListeners.add(onProgress);
+    // Says it started, then waits at a gate nobody opens, listening to its signal.
+    const cancelled = session.client.callTool({ name: "work", arguments: { updates: ["started"], gate: "never-opened" } }, undefined, {
+      ...withProgress,
+      signal: controller.signal,
+    });
+    await expect(cancelled).rejects.toThrow(/abort/i);
+    session.progressListeners.delete(onProgress);
+    // It stopped by itself (the tool's own error), before any termination.
+    await session.untilStderr(/\(work\) cancelled by the client; it ended with an error\n/);
+  });
+
   it("cancels a CPU-bound call that ignores its signal by terminating its worker", async () => {
     const controller = new AbortController();
     // The tool's first partial says it is spinning: cancel then.
