@@ -44,6 +44,8 @@ export const errorCodes = {
   TP_ERR_UNAUTHORIZED: "an HTTP request lacked the server's bearer token",
   /** The pool's queue is full (`pool.maxQueue`). Result. */
   TP_ERR_QUEUE_FULL: "the pool's queue is full",
+  /** An HTTP request's Host or Origin header is not allowed (403): a browser page's request, refused. */
+  TP_ERR_FORBIDDEN: "an HTTP request's Host or Origin header is not allowed",
 } as const;
 
 /** A stable toolpool error code. */

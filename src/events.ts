@@ -58,6 +58,18 @@ export type EmitFunction = (event: BatchEvent) => void | Promise<void>;
 export interface EventMeta {
   /** Identifies the batch, unique within the runtime (`"b1"`, `"b2"`, …). */
   batchId: string;
+  /**
+   * On `tool_execution_end` of a call that was executed: milliseconds it
+   * waited for a worker thread (0 for an inline tool). Absent for a call that
+   * ended in preparation (unknown tool, invalid arguments, blocked).
+   */
+  queueWaitMs?: number;
+  /** On `tool_execution_end` of a call that was executed: milliseconds it ran. */
+  runMs?: number;
+  /** On `tool_execution_end` of a worker call that reached a thread: that thread's id. */
+  threadId?: number;
+  /** On `tool_execution_end` of a call run by a node of a fleet: that node. */
+  node?: string;
 }
 
 /** A batch started on the runtime. */

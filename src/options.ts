@@ -108,6 +108,14 @@ export interface RuntimeOptions {
   pool?: PoolOptions;
   /** Source of time for timeouts and grace periods. @default the system clock */
   clock?: Clock;
+  /**
+   * Emit OpenTelemetry spans (a batch span, an `execute_tool {name}` span per
+   * call) through `@opentelemetry/api`'s global tracer provider, when that
+   * optional peer dependency is installed. Without it, or with `false`,
+   * nothing is loaded and nothing changes.
+   * @default true
+   */
+  tracing?: boolean;
 }
 
 /** Pool options after defaults; frozen. */
@@ -133,6 +141,7 @@ export interface ResolvedRuntimeOptions {
   readonly afterToolCall: AfterToolCallHook | undefined;
   readonly pool: ResolvedPoolOptions;
   readonly clock: Clock;
+  readonly tracing: boolean;
 }
 
 const positiveMb = { type: "number", exclusiveMinimum: 0 };
@@ -158,6 +167,7 @@ const dataOptionsSchema = {
   additionalProperties: false,
   properties: {
     toolExecution: { enum: ["parallel", "sequential"], default: "parallel" },
+    tracing: { type: "boolean", default: true },
     pool: {
       type: "object",
       default: {},
@@ -193,7 +203,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw invalidOption("options", "an object", options);
   }
-  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, toolExecution, pool } = options;
+  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, toolExecution, pool, tracing } = options;
   if (!Array.isArray(tools)) throw invalidOption("tools", "an array of tools", tools);
   if (beforeToolCall !== undefined && typeof beforeToolCall !== "function") {
     throw invalidOption("beforeToolCall", "a function", beforeToolCall);
@@ -205,12 +215,13 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     throw invalidOption("clock", "an object with now, setTimeout and clearTimeout", clock);
   }
   // The data options are copied before ajv writes defaults into them.
-  const data: { toolExecution?: ToolExecutionMode; pool?: PoolOptions } = {};
+  const data: { toolExecution?: ToolExecutionMode; pool?: PoolOptions; tracing?: boolean } = {};
   if (toolExecution !== undefined) data.toolExecution = toolExecution;
+  if (tracing !== undefined) data.tracing = tracing;
   if (pool !== undefined) data.pool = copyData(pool, "pool");
   if (!validateDataOptions(data)) {
     const [error] = validateDataOptions.errors as ErrorObject[];
-    throw invalidOptionFromSchema(error!, { toolExecution, pool });
+    throw invalidOptionFromSchema(error!, { toolExecution, pool, tracing });
   }
   const resolvedPool = data.pool as Required<
     Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs" | "maxResultBytes" | "leftoverGraceMs" | "scheduling">
@@ -226,6 +237,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     beforeToolCall,
     afterToolCall,
     clock,
+    tracing: data.tracing ?? true,
     pool: Object.freeze({
       maxThreads: resolvedPool.maxThreads,
       minThreads,

@@ -6,6 +6,8 @@ import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import type { EmitFunction, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
+import { BatchTrace } from "./tracing/batch-trace.js";
+import { loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AssistantMessage, BatchOutcome } from "./types.js";
 import { WorkerPool, type PoolDiagnosis, type PoolStats } from "./workers/worker-pool.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
@@ -56,9 +58,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #batchServices: BatchServices = {
     poolFor: (tool) => this.#poolFor(tool),
     stopSignal: this.#forceClose.signal,
-    publish: (event, batchId) => this.#publish(event.type, event, { batchId }),
+    publish: (event, batchId, durations) =>
+      this.#publish(event.type, event, durations === undefined ? { batchId } : { batchId, ...durations }),
     hasListeners: () => this.#hasBatchListeners(),
+    now: () => this.#options.clock.now(),
   };
+  /** `@opentelemetry/api` and toolpool's tracer, when tracing is on and the API is installed. */
+  readonly #tracing: { api: OtelApi; tracer: OtelTracer } | undefined;
   #agentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
@@ -67,6 +73,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     super();
     this.#options = resolveRuntimeOptions(options);
     this.#registry = createToolRegistry(this.#options.tools);
+    const api = this.#options.tracing ? loadOtelApi() : undefined;
+    // The global provider's tracer: a proxy until the application registers
+    // a provider, so one taken now still serves spans registered later.
+    this.#tracing = api === undefined ? undefined : { api, tracer: api.trace.getTracer(tracerName) };
     const onPoolError = (error: unknown) => this.#publish("pool_error", error);
     for (const entry of this.#registry.values()) {
       if (entry.kind !== "worker") continue;
@@ -143,9 +153,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       return Promise.reject(new ToolpoolError("TP_ERR_CLOSED", "executeToolCalls was called after close()"));
     }
     let coordinator: BatchCoordinator;
+    let trace: BatchTrace | undefined;
     const batchId = `b${++this.#batchCount}`;
     try {
       checkBatchInput(assistantMessage, options);
+      if (this.#tracing !== undefined) trace = this.#startBatchTrace(batchId, assistantMessage, options);
       const { beforeToolCall, afterToolCall } = this.#options;
       coordinator = new BatchCoordinator({
         batchId,
@@ -164,22 +176,26 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         toolExecution: this.#options.toolExecution,
         emit: options.emit,
         services: this.#batchServices,
+        trace,
       });
       if (this.listenerCount("batch_start") > 0) {
         const toolCallCount = assistantMessage.content.filter((block) => block.type === "toolCall").length;
         this.#publish("batch_start", { type: "batch_start", toolCallCount }, { batchId });
       }
     } catch (error) {
+      trace?.end({ kind: "error", error });
       return Promise.reject(error);
     }
     this.#runningBatches += 1;
     return coordinator.run().then(
       (outcome) => {
+        trace?.end({ kind: "ok", value: outcome });
         this.#onBatchSettled();
         if (this.listenerCount("batch_end") > 0) this.#publish("batch_end", { type: "batch_end", ...outcome }, { batchId });
         return outcome;
       },
       (error: unknown) => {
+        trace?.end({ kind: "error", error });
         this.#onBatchSettled();
         throw error;
       },
@@ -223,6 +239,17 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     })();
     this.#closing ??= closing;
     return options.force ? closing : this.#closing;
+  }
+
+  /** The batch's span under the caller's active context, or `undefined` when it is not recorded. */
+  #startBatchTrace(batchId: string, assistantMessage: AssistantMessage, options: ExecuteOptions): BatchTrace | undefined {
+    const { api, tracer } = this.#tracing!;
+    return BatchTrace.start(api, tracer, () => ({
+      batchId,
+      toolCallCount: assistantMessage.content.filter((block) => block.type === "toolCall").length,
+      toolExecution: this.#options.toolExecution,
+      sessionKey: options.sessionKey,
+    }));
   }
 
   #onBatchSettled(): void {
@@ -295,6 +322,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
 export function createRuntime(options?: RuntimeOptions): Runtime {
   return new Runtime(options);
 }
+
+/** The instrumentation scope of toolpool's spans. */
+const tracerName = "toolpool";
 
 /** The context of batches that have no hook to hand it to. */
 const emptyContext: AgentContext = Object.freeze({ systemPrompt: "", messages: Object.freeze([]) as unknown as unknown[], tools: [] });

@@ -98,6 +98,13 @@ export interface WorkerToolContext<TDetails = unknown> {
   signal: AbortSignal;
   /** Streams a partial result to the coordinator; never throws. */
   onUpdate: AgentToolUpdateCallback<TDetails>;
+  /**
+   * The W3C `traceparent` of the call's `execute_tool` span, present when the
+   * call is traced. With `@opentelemetry/api` installed, that span context is
+   * also the active context while `execute` runs (in the worker's own
+   * context manager, if the thread registered one).
+   */
+  traceparent?: string;
 }
 
 /**

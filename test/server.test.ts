@@ -419,6 +419,10 @@ describe("createServer: GET endpoints", () => {
     expect(metrics).toContain('toolpool_tool_calls_total{tool="work",outcome="error"} 1');
     expect(metrics).toContain('toolpool_tool_calls_total{tool="(unknown)",outcome="error"} 1');
     expect(metrics).toContain('toolpool_tool_call_duration_seconds_count{tool="work"} 2');
+    // Queue wait and run time of the two executed calls; the unknown tool never ran.
+    expect(metrics).toContain('toolpool_tool_call_queue_wait_seconds_count{tool="work"} 2');
+    expect(metrics).toContain('toolpool_tool_call_run_seconds_count{tool="work"} 2');
+    expect(metrics).not.toContain('toolpool_tool_call_run_seconds_count{tool="(unknown)"}');
     expect(metrics).toMatch(/^toolpool_event_loop_delay_seconds\{quantile="0.99"\} [\d.e-]+$/m);
   });
 });

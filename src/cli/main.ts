@@ -17,7 +17,7 @@ async function main(argv: readonly string[]): Promise<number> {
   try {
     // Commander answers a missing command with its whole help on stderr; the
     // contract is one line for any usage error.
-    if (argv.length <= 2) throw new UsageError("missing command: expected run, demo or serve (see toolpool --help)");
+    if (argv.length <= 2) throw new UsageError("missing command: expected run, demo, serve or mcp (see toolpool --help)");
     await createProgram().parseAsync(argv);
     return EXIT_OK;
   } catch (error) {

@@ -10,6 +10,7 @@ import { Command } from "commander";
 
 import { addBenchCommand } from "./bench-command.js";
 import { addDemoCommand } from "./demo-command.js";
+import { addMcpCommand } from "./mcp-command.js";
 import { addRunCommand } from "./run-command.js";
 import { addServeCommand } from "./serve-command.js";
 import { toOneLine } from "./usage-error.js";
@@ -31,12 +32,13 @@ export function createProgram(version: string = readPackageVersion()): Command {
   addRunCommand(program);
   addDemoCommand(program);
   addServeCommand(program);
+  addMcpCommand(program);
   addBenchCommand(program);
   return program;
 }
 
 /** The version in toolpool's package.json, two levels up from `dist/cli/`. */
-function readPackageVersion(): string {
+export function readPackageVersion(): string {
   try {
     const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
     return typeof manifest.version === "string" ? manifest.version : "unknown";

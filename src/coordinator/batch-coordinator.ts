@@ -8,7 +8,9 @@ import type {
   ToolExecutionMode,
   ToolResultMessage,
 } from "../types.js";
-import type { WorkerPool } from "../workers/worker-pool.js";
+import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
+import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
+import type { CallTiming, WorkerPool } from "../workers/worker-pool.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
 import { prepareArguments, prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
@@ -25,8 +27,10 @@ export interface BatchServices {
   poolFor: (tool: WorkerTool) => WorkerPool;
   /** Aborted when the runtime is closed by force: running inline calls are then no longer awaited. */
   stopSignal: AbortSignal;
-  /** Hands an event to the runtime's listeners; never throws. */
-  publish: (event: BatchEvent, batchId: string) => void;
+  /** Hands an event to the runtime's listeners, with a call's durations on its end event; never throws. */
+  publish: (event: BatchEvent, batchId: string, durations?: CallDurations) => void;
+  /** The runtime's clock: an inline call's run time. */
+  now: () => number;
   /** Whether the runtime has listeners of batch events now. */
   hasListeners: () => boolean;
 }
@@ -40,6 +44,8 @@ export interface BatchScope extends PrepareScope {
   afterToolCall: AfterToolCallHook | undefined;
   emit: EmitFunction | undefined;
   services: BatchServices;
+  /** The batch's spans, when it is traced. */
+  trace: BatchTrace | undefined;
 }
 
 type PreparedCall = Extract<Preparation, { kind: "prepared" }>;
@@ -47,6 +53,8 @@ type PreparedCall = Extract<Preparation, { kind: "prepared" }>;
 interface ExecutedCall {
   result: AgentToolResult<unknown>;
   isError: boolean;
+  /** When the call waited and ran. */
+  timing: CallTiming | undefined;
 }
 
 /**
@@ -67,10 +75,13 @@ export class BatchCoordinator {
 
   /** With no hook and nobody listening, nothing user-visible runs in a job: it needs no mailbox. */
   readonly #hasHooks: boolean;
+  /** The span of each prepared call of a traced batch, until it is finalized. */
+  readonly #callTraces: Map<PreparedCall, CallTrace> | undefined;
 
   constructor(scope: BatchScope) {
     this.#scope = scope;
     this.#hasHooks = scope.beforeToolCall !== undefined || scope.afterToolCall !== undefined;
+    this.#callTraces = scope.trace === undefined ? undefined : new Map();
   }
 
   #mail(): Mailbox {
@@ -105,9 +116,40 @@ export class BatchCoordinator {
   }
 
   #runOneUnobserved(toolCall: ToolCall): Promise<BatchOutcome> {
-    const preparation = prepareArguments(this.#scope, toolCall, true);
+    const preparation = this.#prepareUnobserved(toolCall);
     if (preparation.kind === "immediate") return Promise.resolve(outcomeOf([preparation]));
-    return this.#execute(preparation).then((executed) => outcomeOf([{ toolCall, result: executed.result, isError: executed.isError }]));
+    return this.#execute(preparation).then((executed) => {
+      this.#endCallTrace(preparation, executed, executed.timing);
+      return outcomeOf([{ toolCall, result: executed.result, isError: executed.isError }]);
+    });
+  }
+
+  /** Stage 1 of a batch nobody observes; a traced call's span starts here. */
+  #prepareUnobserved(toolCall: ToolCall): Preparation {
+    const callTrace = this.#startCallTrace(toolCall);
+    const preparation = prepareArguments(this.#scope, toolCall, true);
+    if (callTrace !== undefined) this.#keepCallTrace(preparation, callTrace);
+    return preparation;
+  }
+
+  #startCallTrace(toolCall: ToolCall): CallTrace | undefined {
+    return this.#scope.trace?.startCall(toolCall, this.#scope.registry.get(toolCall.name)?.tool.description);
+  }
+
+  /** Ends the span of a call that ended in preparation, or keeps it for the prepared call. */
+  #keepCallTrace(preparation: Preparation, callTrace: CallTrace): void {
+    if (preparation.kind === "immediate") callTrace.end(preparation.result, true, "none");
+    else this.#callTraces!.set(preparation, callTrace);
+  }
+
+  /** Ends the span of a prepared call with its final result. */
+  #endCallTrace(prepared: PreparedCall, final: { result: AgentToolResult<unknown>; isError: boolean }, timing?: CallTiming): void {
+    const callTraces = this.#callTraces;
+    const callTrace = callTraces?.get(prepared);
+    if (callTrace === undefined) return;
+    callTraces!.delete(prepared);
+    const execution: CallExecution = prepared.entry.kind;
+    callTrace.end(final.result, final.isError, execution, timing === undefined ? undefined : toCallDurations(timing));
   }
 
   /** A batch nobody observes: the stages in pi's order, without events, hooks or mailbox. */
@@ -116,17 +158,26 @@ export class BatchCoordinator {
     if (isSequential || toolCalls.length === 1) {
       finalizedCalls = [];
       for (const toolCall of toolCalls) {
-        const preparation = prepareArguments(this.#scope, toolCall, true);
-        finalizedCalls.push(preparation.kind === "immediate" ? preparation : { toolCall, ...(await this.#execute(preparation)) });
+        const preparation = this.#prepareUnobserved(toolCall);
+        if (preparation.kind === "immediate") {
+          finalizedCalls.push(preparation);
+          continue;
+        }
+        const executed = await this.#execute(preparation);
+        this.#endCallTrace(preparation, executed, executed.timing);
+        finalizedCalls.push({ toolCall, result: executed.result, isError: executed.isError });
       }
     } else {
       // Every call is prepared before any executes, as in an observed batch.
-      const preparations = toolCalls.map((toolCall) => prepareArguments(this.#scope, toolCall, true));
+      const preparations = toolCalls.map((toolCall) => this.#prepareUnobserved(toolCall));
       finalizedCalls = await Promise.all(
         preparations.map((preparation) =>
           preparation.kind === "immediate"
             ? preparation
-            : this.#execute(preparation).then((executed) => ({ toolCall: preparation.toolCall, ...executed })),
+            : this.#execute(preparation).then((executed) => {
+                this.#endCallTrace(preparation, executed, executed.timing);
+                return { toolCall: preparation.toolCall, result: executed.result, isError: executed.isError };
+              }),
         ),
       );
     }
@@ -140,7 +191,12 @@ export class BatchCoordinator {
       const preparation = await this.#serialize(() => this.#startAndPrepare(toolCall));
       const executed = preparation.kind === "immediate" ? preparation : await this.#execute(preparation);
       const [finalized, message] = await this.#serialize(async () => {
-        const finalized = preparation.kind === "immediate" ? preparation : await this.#finalize(preparation, executed);
+        let finalized: FinalizedCall;
+        if (preparation.kind === "immediate") finalized = preparation;
+        else {
+          finalized = await this.#finalize(preparation, executed as ExecutedCall);
+          this.#endCallTrace(preparation, finalized, (executed as ExecutedCall).timing);
+        }
         await this.#deliverEnd(finalized);
         return [finalized, await this.#deliverMessage(finalized)] as const;
       });
@@ -180,6 +236,7 @@ export class BatchCoordinator {
     const executed = await this.#execute(prepared);
     return this.#serialize(async () => {
       const finalized = await this.#finalize(prepared, executed);
+      this.#endCallTrace(prepared, finalized, executed.timing);
       await this.#deliverEnd(finalized);
       return finalized;
     });
@@ -187,6 +244,7 @@ export class BatchCoordinator {
 
   /** Mailbox job: the start event, then stage 1. */
   async #startAndPrepare(toolCall: ToolCall): Promise<Preparation> {
+    const callTrace = this.#startCallTrace(toolCall);
     if (this.#hasAudience()) {
       await this.#deliver({
         type: "tool_execution_start",
@@ -195,7 +253,9 @@ export class BatchCoordinator {
         args: toolCall.arguments,
       });
     }
-    return prepareToolCall(this.#scope, toolCall);
+    const preparation = await prepareToolCall(this.#scope, toolCall);
+    if (callTrace !== undefined) this.#keepCallTrace(preparation, callTrace);
+    return preparation;
   }
 
   /**
@@ -223,6 +283,7 @@ export class BatchCoordinator {
             ),
           );
         };
+    const callTrace = this.#callTraces?.get(prepared);
     if (entry.kind === "worker") {
       const outcome = await this.#scope.services.poolFor(entry.tool).run({
         tool: entry.tool,
@@ -231,25 +292,32 @@ export class BatchCoordinator {
         signal: this.#scope.signal,
         onUpdate,
         session: this.#scope.session,
+        traceparent: callTrace?.traceparent,
       });
       if (deliveries !== undefined) await Promise.all(deliveries);
       return outcome.kind === "ok"
-        ? { result: outcome.result, isError: false }
-        : { result: createErrorToolResult(outcome.message, outcome.code), isError: true };
+        ? { result: outcome.result, isError: false, timing: outcome.timing }
+        : { result: createErrorToolResult(outcome.message, outcome.code), isError: true, timing: outcome.timing };
     }
+    const { now } = this.#scope.services;
+    const startedAt = now();
+    const timingUntilNow = (): CallTiming => ({ submittedAt: startedAt, startedAt, endedAt: now() });
     try {
-      const execution = entry.tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
+      const run = () => entry.tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
+      const execution = callTrace === undefined ? run() : callTrace.runInContext(run);
       const result = await untilStopped(execution, this.#scope.services.stopSignal);
       if (result === stoppedByForce) {
         execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
         const message = `Tool "${toolCall.name}" was stopped: the runtime was closed by force`;
-        return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true };
+        return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true, timing: timingUntilNow() };
       }
+      const timing = timingUntilNow();
       if (deliveries !== undefined) await Promise.all(deliveries);
-      return { result, isError: false };
+      return { result, isError: false, timing };
     } catch (error) {
+      const timing = timingUntilNow();
       if (deliveries !== undefined) await Promise.all(deliveries);
-      return { result: createErrorToolResult(describeThrown(error)), isError: true };
+      return { result: createErrorToolResult(describeThrown(error)), isError: true, timing };
     }
   }
 
@@ -276,19 +344,24 @@ export class BatchCoordinator {
         isError = true;
       }
     }
-    return { toolCall: prepared.toolCall, result, isError };
+    const finalized: FinalizedCall = { toolCall: prepared.toolCall, result, isError };
+    if (executed.timing !== undefined) finalized.timing = executed.timing;
+    return finalized;
   }
 
   /** Stage 4. */
   #deliverEnd(finalized: FinalizedCall): void | Promise<void> {
     if (!this.#hasAudience()) return;
-    return this.#deliver({
-      type: "tool_execution_end",
-      toolCallId: finalized.toolCall.id,
-      toolName: finalized.toolCall.name,
-      result: finalized.result,
-      isError: finalized.isError,
-    });
+    return this.#deliver(
+      {
+        type: "tool_execution_end",
+        toolCallId: finalized.toolCall.id,
+        toolName: finalized.toolCall.name,
+        result: finalized.result,
+        isError: finalized.isError,
+      },
+      finalized.timing === undefined ? undefined : toCallDurations(finalized.timing),
+    );
   }
 
   /** Stage 5. */
@@ -302,8 +375,8 @@ export class BatchCoordinator {
   }
 
   /** Runs only inside mailbox jobs, so deliveries never overlap. */
-  #deliver(event: BatchEvent): void | Promise<void> {
-    this.#scope.services.publish(event, this.#scope.batchId);
+  #deliver(event: BatchEvent, durations?: CallDurations): void | Promise<void> {
+    this.#scope.services.publish(event, this.#scope.batchId, durations);
     return this.#scope.emit?.(event);
   }
 }

@@ -1,4 +1,5 @@
 import type { ErrorCode } from "../errors.js";
+import type { CallTiming } from "../workers/worker-pool.js";
 import type { AgentToolResult, ToolCall, ToolResultMessage } from "../types.js";
 
 /** A call whose result is final: after finalize, or an immediate outcome. */
@@ -6,6 +7,8 @@ export interface FinalizedCall {
   toolCall: ToolCall;
   result: AgentToolResult<unknown>;
   isError: boolean;
+  /** When the call waited and ran; absent for a call that ended in preparation. */
+  timing?: CallTiming;
 }
 
 /**

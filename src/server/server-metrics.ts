@@ -37,6 +37,8 @@ export class ServerMetrics {
   readonly #eventLoopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
   readonly #calls: Counter<"tool" | "outcome">;
   readonly #durations: Histogram<"tool">;
+  readonly #queueWaits: Histogram<"tool">;
+  readonly #runTimes: Histogram<"tool">;
 
   /** @param countBatches The server's in-flight batches, read on each scrape. */
   constructor(runtime: Runtime, countBatches: () => number) {
@@ -134,6 +136,20 @@ export class ServerMetrics {
       buckets: DURATION_BUCKETS,
       registers,
     });
+    this.#queueWaits = new Histogram({
+      name: "toolpool_tool_call_queue_wait_seconds",
+      help: "Time an executed call waited for a worker thread (0 for an inline tool).",
+      labelNames: ["tool"] as const,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#runTimes = new Histogram({
+      name: "toolpool_tool_call_run_seconds",
+      help: "Time an executed call ran: on its worker thread, or inline.",
+      labelNames: ["tool"] as const,
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
     this.#eventLoopDelay.enable();
     runtime.on("tool_execution_start", this.#onStart);
     runtime.on("tool_execution_end", this.#onEnd);
@@ -164,6 +180,8 @@ export class ServerMetrics {
   readonly #onEnd = (event: ToolExecutionEndEvent, meta: EventMeta): void => {
     const tool = this.#toolNames.has(event.toolName) ? event.toolName : UNKNOWN_TOOL_LABEL;
     this.#calls.inc({ tool, outcome: outcomeOf(event) });
+    if (meta.queueWaitMs !== undefined) this.#queueWaits.observe({ tool }, meta.queueWaitMs / 1000);
+    if (meta.runMs !== undefined) this.#runTimes.observe({ tool }, meta.runMs / 1000);
     const key = callKey(event.toolCallId, meta);
     const startedAt = this.#startedAt.get(key);
     if (startedAt === undefined) return;

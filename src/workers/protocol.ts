@@ -26,6 +26,8 @@ export interface WorkerTask {
   args: unknown;
   /** A result whose strings and buffers add up to more bytes fails with `TP_ERR_RESULT_TOO_LARGE`. */
   maxResultBytes: number;
+  /** W3C `traceparent` of the call's span; present only when the call is traced. */
+  traceparent?: string;
 }
 
 /** Faults the worker entry detects itself, the worker surviving them. */
@@ -34,13 +36,14 @@ export type WorkerFaultCode = "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE"
 /**
  * What the worker entry returns for a task; never thrown, always a value.
  * `updates` counts the partials sent; `retiredThreadId` is set when the task
- * left work behind (timers, open handles) and its worker must not serve again.
+ * left work behind (timers, open handles) and its worker must not serve again;
+ * `runMs` is how long the tool's execute took, timed in the worker.
  */
 export type WorkerReply = (
   | { kind: "ok"; result: unknown }
   | { kind: "error"; message: string }
   | { kind: "fault"; code: WorkerFaultCode; message: string }
-) & { updates: number; retiredThreadId?: number };
+) & { updates: number; retiredThreadId?: number; runMs?: number };
 
 /** A partial result posted by a worker through `parentPort`. */
 export interface UpdateMessage {

@@ -13,6 +13,7 @@ import { BroadcastChannel, parentPort, threadId, workerData } from "node:worker_
 import { Piscina } from "piscina";
 
 import { describeThrown } from "../errors.js";
+import { runWithRemoteParent } from "../tracing/remote-parent.js";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { inspectResult } from "./inspect-result.js";
 import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
@@ -69,9 +70,15 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
     }
   };
   let reply: WorkerReply;
+  let runMs = 0;
   let transferables: ArrayBuffer[] = [];
   try {
-    const outcome = await runTool(execute as ToolExecute, task, createContext(task, onUpdate));
+    const ctx = createContext(task, onUpdate);
+    const startedAt = performance.now();
+    const outcome = await (task.traceparent === undefined
+      ? runTool(execute as ToolExecute, task, ctx)
+      : runWithRemoteParent(task.traceparent, () => runTool(execute as ToolExecute, task, ctx)));
+    runMs = performance.now() - startedAt;
     if (outcome.kind !== "ok") {
       reply = { ...outcome, updates };
     } else if (unclonedUpdate !== undefined) {
@@ -90,6 +97,7 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
   } finally {
     running.delete(task.seq);
   }
+  reply.runMs = runMs;
   const resourcesAfter = process.getActiveResourcesInfo().length;
   if (resourcesAfter <= resourcesBefore) resourceBaseline = resourcesAfter;
   else if (await leftoverWorkSettles(resourcesBefore)) resourceBaseline = undefined;
@@ -170,7 +178,7 @@ function loadModule(url: string): Promise<Record<string, unknown>> {
  */
 function createContext(task: WorkerTask, onUpdate: WorkerToolContext<unknown>["onUpdate"]): WorkerToolContext<unknown> {
   let signal: AbortSignal | undefined;
-  return {
+  const ctx: WorkerToolContext<unknown> = {
     toolCallId: task.toolCallId,
     onUpdate,
     get signal() {
@@ -178,6 +186,8 @@ function createContext(task: WorkerTask, onUpdate: WorkerToolContext<unknown>["o
       return signal;
     },
   };
+  if (task.traceparent !== undefined) ctx.traceparent = task.traceparent;
+  return ctx;
 }
 
 /** A call's abort signal, with the call it currently belongs to. */

@@ -36,12 +36,39 @@ export interface WorkerCallRequest {
    * value usable as a Map key; calls without one form a session of their own.
    */
   session?: unknown;
+  /** W3C `traceparent` of the call's span, handed to the tool as `ctx.traceparent`. */
+  traceparent?: string | undefined;
+}
+
+/**
+ * When a worker call waited and ran, on the pool's clock (milliseconds).
+ * `startedAt` and `threadId` are absent for a call that never reached a
+ * thread; `node` is set by a pool whose calls run on another machine.
+ */
+export interface CallTiming {
+  /** When the call was handed to the pool. */
+  submittedAt: number;
+  /** When a thread was picked for it: the end of its queue wait. */
+  startedAt?: number;
+  /** When its outcome was known. */
+  endedAt: number;
+  /** The thread that ran it. */
+  threadId?: number;
+  /** The node that ran it, for a pool of several machines. */
+  node?: string;
+  /**
+   * How long the tool's execute took, timed where it ran: `endedAt - startedAt`
+   * also holds the trips of its arguments and result between threads, and
+   * the main thread's own work meanwhile (such as sending the next call).
+   */
+  runMs?: number;
 }
 
 /** How a worker call ended. Never a rejection: faults are outcomes too. */
-export type WorkerCallOutcome =
+export type WorkerCallOutcome = (
   | { kind: "ok"; result: AgentToolResult<unknown> }
-  | { kind: "error"; message: string; code?: ErrorCode };
+  | { kind: "error"; message: string; code?: ErrorCode }
+) & { timing?: CallTiming };
 
 /** Snapshot of the pool's state. */
 export interface PoolStats {
@@ -71,6 +98,10 @@ interface CallState extends QueuedCall {
   threadId: number;
   /** How the balancer saw that thread: its `currentUsage` drops to 0 the moment the call's task is done. */
   worker: PiscinaWorker | undefined;
+  /** When a thread was picked for it: the end of its queue wait. */
+  startedAt: number | undefined;
+  /** The run time the worker timed, from its reply. */
+  runMs: number | undefined;
   killReason: "timeout" | "aborted" | undefined;
   isDispatched: boolean;
   isAborted: boolean;
@@ -322,6 +353,8 @@ export class WorkerPool {
         generation: this.#current,
         threadId: 0,
         worker: undefined,
+        startedAt: undefined,
+        runMs: undefined,
         killReason: undefined,
         isDispatched: false,
         isAborted: false,
@@ -464,6 +497,7 @@ export class WorkerPool {
       // Symbol-keyed, so it stays on this thread: the queue and the balancer read it.
       [Piscina.queueOptionsSymbol]: call,
     };
+    if (request.traceparent !== undefined) task.traceparent = request.traceparent;
     generation.piscina.run(task, noRunOptions).then(
       (reply) => {
         if (call.generation === generation) this.#onReply(call, reply);
@@ -578,7 +612,7 @@ export class WorkerPool {
     call.isDispatched = true;
     call.threadId = worker.id;
     call.worker = worker;
-
+    call.startedAt = this.#clock.now();
     call.generation.running += 1;
     this.#queued -= 1;
     const { timeoutMs } = call.request.tool;
@@ -644,6 +678,7 @@ export class WorkerPool {
     this.#onBoot(call.threadId);
     if (reply.retiredThreadId !== undefined) this.#terminateThread(call.generation, reply.retiredThreadId);
     if (call.isSettled) return;
+    call.runMs = reply.runMs;
     // Partials travel on another port than the reply: wait for the last one.
     if (call.updatesSeen >= reply.updates) this.#settle(call, toOutcome(reply));
     else {
@@ -718,6 +753,12 @@ export class WorkerPool {
     this.#calls.delete(call.seq);
     if (this.#admission !== undefined && !wasParked) this.#releaseAdmission(call);
     if (this.#calls.size === 0) this.#drained?.resolve();
+    const timing: CallTiming = { submittedAt: call.enqueuedAt, endedAt: this.#clock.now() };
+    if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
+    if (call.isDispatched) timing.threadId = call.threadId;
+    if (call.runMs !== undefined) timing.runMs = call.runMs;
+    // Every outcome reaching here is a fresh object of this call's.
+    outcome.timing = timing;
     call.resolve(outcome);
   }
 

@@ -1,0 +1,69 @@
+/**
+ * `toolpool mcp`: the command's options. The MCP SDK is loaded only when the
+ * command runs (see serve-mcp.ts), so no other command pays for it.
+ *
+ * @module
+ */
+import { Command, InvalidArgumentError, Option } from "commander";
+
+import type { ToolExecutionMode } from "../index.js";
+import { hooksOption, modeOption, threadsOption, toolsOption } from "./cli-options.js";
+
+/** Where `--http` listens. */
+export interface HttpAddress {
+  host: string;
+  port: number;
+}
+
+/** The options of `mcp`, as commander hands them over. */
+export interface McpCliOptions {
+  http?: HttpAddress;
+  token?: string;
+  allowHost: string[];
+  allowOrigin: string[];
+  tools: string[];
+  hooks?: string;
+  threads?: number;
+  mode?: ToolExecutionMode;
+  root?: string;
+  allowWrite?: boolean;
+  fleet?: string;
+}
+
+/** Adds the `mcp` command to `program`. */
+export function addMcpCommand(program: Command): Command {
+  const collect = (value: string, previous: string[]) => [...previous, value];
+  return program
+    .command("mcp")
+    .description("serve the tools over the Model Context Protocol: on stdio, or on Streamable HTTP with --http")
+    .addOption(
+      new Option("--http <[host:]port>", "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default: 127.0.0.1)").argParser(
+        parseHttpAddress,
+      ),
+    )
+    .addOption(new Option("--token <token>", "with --http: bearer token clients must send (default: $TOOLPOOL_TOKEN)"))
+    .addOption(new Option("--allow-host <host>", "with --http and no token: a Host header to accept besides localhost (repeatable)").argParser(collect).default([]))
+    .addOption(new Option("--allow-origin <origin>", "with --http: an Origin header to accept (repeatable; default: none)").argParser(collect).default([]))
+    .addOption(toolsOption())
+    .addOption(hooksOption())
+    .addOption(threadsOption())
+    .addOption(modeOption())
+    .addOption(new Option("--root <dir>", "confine the built-in tools' paths to DIR"))
+    .addOption(new Option("--allow-write", "let the built-in patch tool write files"))
+    .addOption(new Option("--fleet <url>", "run worker calls on a fleet instead of local threads"))
+    .action(async (options: McpCliOptions) => {
+      const { serveMcp } = await import("./serve-mcp.js");
+      await serveMcp(options);
+    });
+}
+
+/** Parses `PORT`, `HOST:PORT` or `[IPV6]:PORT`. */
+export function parseHttpAddress(value: string): HttpAddress {
+  const match = /^(?:(\[[0-9a-fA-F:.]+\]|[^:[\]]+):)?(\d{1,5})$/.exec(value);
+  const port = match === null ? Number.NaN : Number(match[2]);
+  if (match === null || !(port >= 0 && port <= 65_535)) {
+    throw new InvalidArgumentError("Expected PORT or HOST:PORT, with a port from 0 to 65535.");
+  }
+  const host = match[1] ?? "127.0.0.1";
+  return { host: host.startsWith("[") ? host.slice(1, -1) : host, port };
+}

@@ -1,0 +1,100 @@
+/**
+ * `toolpool mcp`'s work: a runtime from the command line's tools and hooks,
+ * served over MCP on stdio until standard input ends, or on Streamable HTTP
+ * until SIGTERM or SIGINT.
+ *
+ * On stdio, standard output belongs to the protocol: everything else toolpool
+ * has to say goes to standard error.
+ *
+ * @module
+ */
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+
+import { builtinTools, createRuntime, ToolpoolError, type PoolOptions, type Runtime } from "../index.js";
+import { McpHttpServer } from "../mcp/mcp-http-server.js";
+import { createMcpServer, type McpServerOptions } from "../mcp/mcp-server.js";
+import { builtinToolAnnotations } from "../mcp/mcp-tools.js";
+import { isLoopbackHost } from "../server/server-options.js";
+import type { McpCliOptions } from "./mcp-command.js";
+import { loadHooksModule, loadToolModules } from "./load-modules.js";
+import { readPackageVersion } from "./program.js";
+import { TOKEN_ENV } from "./serve-command.js";
+import { UsageError } from "./usage-error.js";
+
+/** Largest MCP message read from standard input, in bytes. */
+const maxStdioMessageBytes = 16 * 1024 * 1024;
+
+/** Runs the MCP server until its client goes away (stdio) or a signal stops it (HTTP). */
+export async function serveMcp(options: McpCliOptions): Promise<void> {
+  checkUnsupported(options);
+  const isBuiltin = options.tools.length === 0;
+  const tools = isBuiltin ? builtinTools() : await loadToolModules(options.tools);
+  const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
+  const pool: PoolOptions = options.threads === undefined ? {} : { maxThreads: options.threads, minThreads: options.threads };
+  const token = options.token ?? (process.env[TOKEN_ENV] || undefined);
+  if (options.http !== undefined && token === undefined && !isLoopbackHost(options.http.host)) {
+    throw new UsageError(`--http ${options.http.host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
+  }
+  let runtime: Runtime;
+  try {
+    runtime = createRuntime({ tools, ...hooks, pool, ...(options.mode === undefined ? {} : { toolExecution: options.mode }) });
+  } catch (error) {
+    const isInputError = error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
+    throw isInputError ? new UsageError(error.message, { cause: error }) : error;
+  }
+  const serverOptions: McpServerOptions = {
+    version: readPackageVersion(),
+    // This build's built-in patch writes a file whenever a call asks
+    // (`write: true`): it is announced as destructive.
+    annotations: isBuiltin ? builtinToolAnnotations({ allowWrite: true }) : {},
+    log: (line) => process.stderr.write(`toolpool mcp: ${line}\n`),
+  };
+  try {
+    if (options.http === undefined) await serveStdio(runtime, serverOptions);
+    else await serveHttp(runtime, serverOptions, options, token);
+  } finally {
+    // The client is gone or the server stopped: results are owed to nobody.
+    await runtime.close({ force: true });
+  }
+}
+
+async function serveStdio(runtime: Runtime, serverOptions: McpServerOptions): Promise<void> {
+  const server = createMcpServer(runtime, serverOptions);
+  const ended = new Promise<string>((resolve) => {
+    process.stdin.once("end", () => resolve("end of input"));
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  await server.connect(new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: maxStdioMessageBytes }));
+  await ended;
+  await server.close();
+}
+
+async function serveHttp(runtime: Runtime, serverOptions: McpServerOptions, options: McpCliOptions, token: string | undefined): Promise<void> {
+  const http = new McpHttpServer(() => createMcpServer(runtime, serverOptions), {
+    host: options.http!.host,
+    port: options.http!.port,
+    ...(token === undefined ? {} : { token }),
+    allowedHosts: options.allowHost,
+    allowedOrigins: options.allowOrigin,
+  });
+  const stopped = new Promise<void>((resolve) => {
+    process.once("SIGTERM", () => resolve());
+    process.once("SIGINT", () => resolve());
+  });
+  const url = await http.listen();
+  process.stdout.write(`listening on ${url}\n`);
+  await stopped;
+  await http.close();
+}
+
+/** Flags of `mcp` whose machinery this build does not have: refused, never silently ignored. */
+function checkUnsupported(options: McpCliOptions): void {
+  if (options.root !== undefined) {
+    throw new UsageError("--root: this build's built-in tools cannot be confined to a directory");
+  }
+  if (options.fleet !== undefined) {
+    throw new UsageError("--fleet: this build of toolpool has no fleet support");
+  }
+  // --allow-write needs no check: this build's patch writes whenever a call asks.
+}

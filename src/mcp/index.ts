@@ -1,0 +1,14 @@
+/**
+ * `toolpool/mcp`: a runtime's tools over the Model Context Protocol. A
+ * subpath of its own, so that importing `toolpool` never loads the MCP SDK.
+ *
+ * @module
+ */
+export { createMcpServer, PARTIAL_RESULT_META_KEY } from "./mcp-server.js";
+export type { McpServerOptions } from "./mcp-server.js";
+export { McpHttpServer, MCP_PATH } from "./mcp-http-server.js";
+export type { McpHttpServerOptions } from "./mcp-http-server.js";
+export { builtinToolAnnotations, toCallToolResult, toMcpTools } from "./mcp-tools.js";
+export type { McpToolAnnotations } from "./mcp-tools.js";
+export { checkBrowserGuard } from "../server/browser-guard.js";
+export type { BrowserGuardOptions, BrowserGuardVerdict } from "../server/browser-guard.js";

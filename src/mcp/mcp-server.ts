@@ -1,0 +1,107 @@
+/**
+ * An MCP server (the official SDK's low-level `Server`) in front of a
+ * runtime: `tools/list` from the runtime's tools, `tools/call` as a batch of
+ * one through the runtime, so that every stage, hook and validation of a
+ * batch applies.
+ *
+ * @module
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type ServerNotification,
+} from "@modelcontextprotocol/sdk/types.js";
+
+import type { BatchEvent } from "../events.js";
+import type { ExecuteOptions, Runtime } from "../runtime.js";
+import type { AssistantMessage } from "../types.js";
+import { textOfPartial, toCallToolResult, toMcpTools, type McpToolAnnotations } from "./mcp-tools.js";
+
+/** The `_meta` key of a progress notification that holds the tool's partial result as it sent it. */
+export const PARTIAL_RESULT_META_KEY = "toolpool/partialResult";
+
+/** Options of {@link createMcpServer}. */
+export interface McpServerOptions {
+  /** The server's name in `initialize`. @default "toolpool" */
+  name?: string;
+  /** The server's version in `initialize`. @default "0.0.0" */
+  version?: string;
+  /** Hints per tool name for `tools/list` (see `builtinToolAnnotations`). @default {} */
+  annotations?: McpToolAnnotations;
+  /** Receives one line per notable event (a call cancelled by the client); must not throw. @default none */
+  log?: (line: string) => void;
+}
+
+/**
+ * Creates an MCP server for `runtime`; connect it to a transport with
+ * `server.connect(transport)`. The runtime stays the caller's to close.
+ *
+ * - `tools/call` runs `{ name, arguments }` as an assistant message with one
+ *   tool call: unknown tools, invalid arguments and blocked calls come back as
+ *   `isError` results, as every failure does (the model can correct itself).
+ * - With a `progressToken`, each partial result the tool sends becomes a
+ *   `notifications/progress` (progress 1, 2, …, its text as `message`, the
+ *   partial itself under `_meta["toolpool/partialResult"]`), in order.
+ * - `notifications/cancelled` aborts the batch: the tool's `ctx.signal`
+ *   fires, and a tool that ignores it is terminated after `abortGraceMs`.
+ *
+ * @example
+ * ```ts
+ * import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+ * import { createMcpServer } from "toolpool/mcp";
+ *
+ * await createMcpServer(runtime).connect(new StdioServerTransport());
+ * ```
+ */
+export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}): Server {
+  const server = new Server(
+    { name: options.name ?? "toolpool", version: options.version ?? "0.0.0" },
+    { capabilities: { tools: { listChanged: false } } },
+  );
+  // The tools never change after the runtime is created.
+  const tools = toMcpTools(runtime.agentTools(), options.annotations);
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const { name, arguments: args = {} } = request.params;
+    const toolCallId = `mcp-${String(extra.requestId)}`;
+    const progressToken = request.params._meta?.progressToken;
+    let progress = 0;
+    const emit =
+      progressToken === undefined
+        ? undefined
+        : async (event: BatchEvent): Promise<void> => {
+            if (event.type !== "tool_execution_update") return;
+            progress += 1;
+            const notification: ServerNotification = {
+              method: "notifications/progress",
+              params: {
+                progressToken,
+                progress,
+                message: textOfPartial(event.partialResult),
+                _meta: { [PARTIAL_RESULT_META_KEY]: event.partialResult },
+              },
+            };
+            // A client gone away must not fail the call: its result is owed to nobody, but the batch still ends cleanly.
+            await extra.sendNotification(notification).catch(() => {});
+          };
+    const assistantMessage: AssistantMessage = {
+      role: "assistant",
+      content: [{ type: "toolCall", id: toolCallId, name, arguments: args }],
+    };
+    // An MCP session (Streamable HTTP) is the batch's session: its spans
+    // name it, and a runtime that schedules by session takes turns by it.
+    const executeOptions: ExecuteOptions & { sessionKey?: string } = { signal: extra.signal };
+    if (emit !== undefined) executeOptions.emit = emit;
+    if (extra.sessionId !== undefined) executeOptions.sessionKey = `mcp:${extra.sessionId}`;
+    const { messages } = await runtime.executeToolCalls(assistantMessage, executeOptions);
+    const result = toCallToolResult(messages[0]!);
+    if (extra.signal.aborted) {
+      const code = result.structuredContent?.code;
+      options.log?.(`call ${toolCallId} (${name}) cancelled by the client; it ended ${result.isError ? `with an error${code === undefined ? "" : ` (${String(code)})`}` : "normally"}`);
+    }
+    return result;
+  });
+  return server;
+}

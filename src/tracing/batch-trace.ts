@@ -1,0 +1,179 @@
+/**
+ * The spans of one batch: one span for the batch, one `execute_tool {name}`
+ * span per call as its child, following OpenTelemetry's GenAI semantic
+ * conventions for tool execution.
+ *
+ * @module
+ */
+import { errorCodes } from "../errors.js";
+import type { AgentToolResult, BatchOutcome, ToolCall, ToolExecutionMode } from "../types.js";
+import type { CallDurations } from "./call-durations.js";
+import { SPAN_KIND_INTERNAL, SPAN_STATUS_ERROR, type OtelApi, type OtelContext, type OtelSpan, type OtelTracer } from "./otel-api.js";
+import {
+  ATTR_BATCH_ERRORS,
+  ATTR_BATCH_ID,
+  ATTR_BATCH_TOOL_CALLS,
+  ATTR_ERROR_TYPE,
+  ATTR_EXECUTION,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_TOOL_CALL_ID,
+  ATTR_GEN_AI_TOOL_DESCRIPTION,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_GEN_AI_TOOL_TYPE,
+  ATTR_NODE,
+  ATTR_QUEUE_WAIT_MS,
+  ATTR_RUN_MS,
+  ATTR_SESSION,
+  ATTR_THREAD_ID,
+  ATTR_TOOL_EXECUTION,
+  TOOL_ERROR_TYPE,
+} from "./tool-span-attributes.js";
+import { formatTraceparent } from "./traceparent.js";
+
+/** The name of a batch's span. */
+export const BATCH_SPAN_NAME = "toolpool.batch";
+
+const batchSpanOptions = Object.freeze({ kind: SPAN_KIND_INTERNAL });
+
+/** Longest status message a span gets from an error result's text. */
+const maxStatusMessageLength = 512;
+
+/** What a batch's span says about it. */
+export interface BatchTraceInfo {
+  batchId: string;
+  toolCallCount: number;
+  toolExecution: ToolExecutionMode;
+  /** The session the batch belongs to, if its caller named one. */
+  sessionKey?: string | undefined;
+}
+
+/** Where a call ran, for `toolpool.execution`. */
+export type CallExecution = "worker" | "inline" | "none";
+
+/**
+ * The spans of one batch. Made only when `@opentelemetry/api` is loaded and
+ * the batch span is recording; the call spans follow its sampling decision.
+ */
+export class BatchTrace {
+  readonly #api: OtelApi;
+  readonly #tracer: OtelTracer;
+  readonly #span: OtelSpan;
+  readonly #context: OtelContext;
+  readonly #sessionKey: string | undefined;
+  #errors = 0;
+
+  constructor(api: OtelApi, tracer: OtelTracer, span: OtelSpan, info: BatchTraceInfo) {
+    this.#api = api;
+    this.#tracer = tracer;
+    this.#span = span;
+    this.#sessionKey = info.sessionKey;
+    // The batch span's context, taken from the caller's active context: an
+    // application's agent-turn span becomes the batch's parent.
+    this.#context = api.trace.setSpan(api.context.active(), span);
+  }
+
+  /**
+   * Starts the batch's span under the active context; `undefined` when it is
+   * not recording (no tracer provider registered, or not sampled), so an
+   * untraced batch pays for nothing more.
+   */
+  static start(api: OtelApi, tracer: OtelTracer, describe: () => BatchTraceInfo): BatchTrace | undefined {
+    const span = tracer.startSpan(BATCH_SPAN_NAME, batchSpanOptions, api.context.active());
+    if (!span.isRecording()) {
+      span.end();
+      return undefined;
+    }
+    // Described only once it is known to be recorded: an untraced batch pays for no attributes.
+    const info = describe();
+    span.setAttribute(ATTR_BATCH_ID, info.batchId);
+    span.setAttribute(ATTR_BATCH_TOOL_CALLS, info.toolCallCount);
+    span.setAttribute(ATTR_TOOL_EXECUTION, info.toolExecution);
+    if (info.sessionKey !== undefined) span.setAttribute(ATTR_SESSION, info.sessionKey);
+    return new BatchTrace(api, tracer, span, info);
+  }
+
+  /** Starts the `execute_tool {name}` span of a call entering preparation. */
+  startCall(toolCall: ToolCall, description: string | undefined): CallTrace {
+    const attributes: Record<string, string> = {
+      [ATTR_GEN_AI_OPERATION_NAME]: "execute_tool",
+      [ATTR_GEN_AI_TOOL_NAME]: toolCall.name,
+      [ATTR_GEN_AI_TOOL_CALL_ID]: toolCall.id,
+      [ATTR_GEN_AI_TOOL_TYPE]: "function",
+    };
+    if (description !== undefined) attributes[ATTR_GEN_AI_TOOL_DESCRIPTION] = description;
+    if (this.#sessionKey !== undefined) attributes[ATTR_SESSION] = this.#sessionKey;
+    const span = this.#tracer.startSpan(`execute_tool ${toolCall.name}`, { kind: SPAN_KIND_INTERNAL, attributes }, this.#context);
+    return new CallTrace(this.#api, span, this.#context, () => (this.#errors += 1));
+  }
+
+  /** Ends the batch's span with its outcome, or with the error that rejected it. */
+  end(outcome: { kind: "ok"; value: BatchOutcome } | { kind: "error"; error: unknown }): void {
+    this.#span.setAttribute(ATTR_BATCH_ERRORS, this.#errors);
+    if (outcome.kind === "error") {
+      this.#span.recordException(outcome.error instanceof Error ? outcome.error : String(outcome.error));
+      this.#span.setStatus({ code: SPAN_STATUS_ERROR, message: outcome.error instanceof Error ? outcome.error.message : String(outcome.error) });
+    }
+    this.#span.end();
+  }
+}
+
+/** The span of one call. Ending it twice ends it once. */
+export class CallTrace {
+  readonly #api: OtelApi;
+  readonly #span: OtelSpan;
+  readonly #context: OtelContext;
+  readonly #onError: () => void;
+  #isEnded = false;
+  #traceparent: string | undefined;
+
+  constructor(api: OtelApi, span: OtelSpan, parentContext: OtelContext, onError: () => void) {
+    this.#api = api;
+    this.#span = span;
+    this.#context = api.trace.setSpan(parentContext, span);
+    this.#onError = onError;
+  }
+
+  /** The W3C `traceparent` of this span: what a worker (or a remote node) makes its parent. */
+  get traceparent(): string {
+    return (this.#traceparent ??= formatTraceparent(this.#span.spanContext()));
+  }
+
+  /** Runs `fn` (an inline tool's execute) with this span active, so spans it starts are children of the call's. */
+  runInContext<T>(fn: () => T): T {
+    return this.#api.context.with(this.#context, fn);
+  }
+
+  /**
+   * Ends the span with the call's final result: `error.type` and an error
+   * status for an error result, the queue wait and run time when it ran.
+   */
+  end(result: AgentToolResult<unknown>, isError: boolean, execution: CallExecution, durations?: CallDurations): void {
+    if (this.#isEnded) return;
+    this.#isEnded = true;
+    const span = this.#span;
+    span.setAttribute(ATTR_EXECUTION, execution);
+    if (durations !== undefined) {
+      span.setAttribute(ATTR_QUEUE_WAIT_MS, durations.queueWaitMs);
+      span.setAttribute(ATTR_RUN_MS, durations.runMs);
+      if (durations.threadId !== undefined) span.setAttribute(ATTR_THREAD_ID, durations.threadId);
+      if (durations.node !== undefined) span.setAttribute(ATTR_NODE, durations.node);
+    }
+    if (isError) {
+      this.#onError();
+      span.setAttribute(ATTR_ERROR_TYPE, errorTypeOf(result));
+      span.setStatus({ code: SPAN_STATUS_ERROR, message: statusMessageOf(result) });
+    }
+    span.end();
+  }
+}
+
+/** A toolpool fault's code from `details.code`, else `"tool_error"` (a tool's own codes are not toolpool's). */
+export function errorTypeOf(result: AgentToolResult<unknown>): string {
+  const code = (result.details as { code?: unknown } | null | undefined)?.code;
+  return typeof code === "string" && Object.hasOwn(errorCodes, code) ? code : TOOL_ERROR_TYPE;
+}
+
+function statusMessageOf(result: AgentToolResult<unknown>): string {
+  const text = result.content.find((block) => block.type === "text")?.text ?? "";
+  return text.length > maxStatusMessageLength ? `${text.slice(0, maxStatusMessageLength - 1)}…` : text;
+}
