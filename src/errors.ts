@@ -44,6 +44,12 @@ export const errorCodes = {
   TP_ERR_UNAUTHORIZED: "an HTTP request lacked the server's bearer token",
   /** The pool's queue is full (`pool.maxQueue`). Result. */
   TP_ERR_QUEUE_FULL: "the pool's queue is full",
+  /** The fleet node running the call was lost (died, or cut off from Redis) mid-call; the call may have run partly or fully. Result. */
+  TP_ERR_NODE_LOST: "the fleet node running the call was lost; the call may have run partly or fully",
+  /** Redis is unreachable, or no live node serves the runtime's toolset. Result. */
+  TP_ERR_FLEET_UNAVAILABLE: "Redis is unreachable, or no live fleet node serves the toolset",
+  /** The fleet's nodes serve tools that differ from the coordinator's. Result. */
+  TP_ERR_TOOL_MISMATCH: "the fleet's nodes serve different tools than the coordinator",
 } as const;
 
 /** A stable toolpool error code. */

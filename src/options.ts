@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject } from "ajv";
 
 import { systemClock, type Clock } from "./clock.js";
 import { describeValue, ToolpoolError } from "./errors.js";
+import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from "./fleet/fleet-options.js";
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
 
@@ -94,6 +95,12 @@ export interface RuntimeOptions {
   pool?: PoolOptions;
   /** Source of time for timeouts and grace periods. @default the system clock */
   clock?: Clock;
+  /**
+   * Runs worker calls on a fleet of nodes (`toolpool node`) through Redis
+   * instead of, or beside, the local pool. See the README's "Across machines".
+   * @default undefined (every worker call runs on the local pool)
+   */
+  fleet?: FleetOptions;
 }
 
 /** Pool options after defaults; frozen. */
@@ -117,6 +124,7 @@ export interface ResolvedRuntimeOptions {
   readonly afterToolCall: AfterToolCallHook | undefined;
   readonly pool: ResolvedPoolOptions;
   readonly clock: Clock;
+  readonly fleet: ResolvedFleetOptions | undefined;
 }
 
 const positiveMb = { type: "number", exclusiveMinimum: 0 };
@@ -175,7 +183,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw invalidOption("options", "an object", options);
   }
-  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, toolExecution, pool } = options;
+  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, toolExecution, pool, fleet } = options;
   if (!Array.isArray(tools)) throw invalidOption("tools", "an array of tools", tools);
   if (beforeToolCall !== undefined && typeof beforeToolCall !== "function") {
     throw invalidOption("beforeToolCall", "a function", beforeToolCall);
@@ -198,6 +206,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs" | "maxResultBytes" | "leftoverGraceMs">
   > &
     PoolOptions;
+  const resolvedFleet = fleet === undefined ? undefined : resolveFleetOptions(fleet);
   const minThreads = resolvedPool.minThreads ?? resolvedPool.maxThreads;
   if (minThreads > resolvedPool.maxThreads) {
     throw invalidOption("pool.minThreads", `an integer <= pool.maxThreads (${resolvedPool.maxThreads})`, minThreads);
@@ -208,6 +217,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     beforeToolCall,
     afterToolCall,
     clock,
+    fleet: resolvedFleet,
     pool: Object.freeze({
       maxThreads: resolvedPool.maxThreads,
       minThreads,

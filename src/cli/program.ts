@@ -10,6 +10,7 @@ import { Command } from "commander";
 
 import { addBenchCommand } from "./bench-command.js";
 import { addDemoCommand } from "./demo-command.js";
+import { addNodeCommand } from "./node-command.js";
 import { addRunCommand } from "./run-command.js";
 import { addServeCommand } from "./serve-command.js";
 import { toOneLine } from "./usage-error.js";
@@ -32,6 +33,7 @@ export function createProgram(version: string = readPackageVersion()): Command {
   addDemoCommand(program);
   addServeCommand(program);
   addBenchCommand(program);
+  addNodeCommand(program);
   return program;
 }
 

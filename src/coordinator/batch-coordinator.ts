@@ -8,7 +8,7 @@ import type {
   ToolExecutionMode,
   ToolResultMessage,
 } from "../types.js";
-import type { WorkerPool } from "../workers/worker-pool.js";
+import type { ToolCallPool } from "../workers/worker-pool.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
 import { prepareArguments, prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
@@ -22,7 +22,7 @@ import {
 /** What every batch needs of its runtime: made once per runtime. */
 export interface BatchServices {
   /** The pool a worker tool runs on. */
-  poolFor: (tool: WorkerTool) => WorkerPool;
+  poolFor: (tool: WorkerTool) => ToolCallPool;
   /** Aborted when the runtime is closed by force: running inline calls are then no longer awaited. */
   stopSignal: AbortSignal;
   /** Hands an event to the runtime's listeners; never throws. */

@@ -29,6 +29,22 @@ export interface WorkerCallRequest {
   signal?: AbortSignal | undefined;
   /** Receives each partial result on the main thread, in the order the tool sent them. */
   onUpdate?: ((partialResult: AgentToolResult<unknown>) => void) | undefined;
+  /** The agent session the call belongs to: sessions take turns for the pool's capacity. */
+  sessionKey?: string | undefined;
+}
+
+/**
+ * What the coordinator needs of a pool: the local {@link WorkerPool} and the
+ * fleet's remote pool both have it, so the coordinator never learns where a
+ * call runs.
+ */
+export interface ToolCallPool {
+  /** Runs one call. Resolves with its outcome; never rejects. */
+  run(request: WorkerCallRequest): Promise<WorkerCallOutcome>;
+  /** A snapshot of the pool's state. */
+  readonly stats: PoolStats;
+  /** Stops the pool; with `force`, calls still running end at once with `TP_ERR_CLOSED`. */
+  close(options?: { force?: boolean }): Promise<void>;
 }
 
 /** How a worker call ended. Never a rejection: faults are outcomes too. */
@@ -82,7 +98,7 @@ const noRunOptions = Object.freeze({});
  * Each worker runs one call at a time (`concurrentTasksPerWorker: 1`), because
  * terminating a worker must never take an innocent neighbour down with it.
  */
-export class WorkerPool {
+export class WorkerPool implements ToolCallPool {
   readonly #options: ResolvedPoolOptions;
   readonly #clock: Clock;
   readonly #piscina: Piscina<WorkerTask, WorkerReply>;

@@ -46,6 +46,14 @@ export interface WorkerToolOptions<TArgs = any> {
   resourceLimits?: WorkerResourceLimits;
   /** Overrides the runtime's `pool.maxResultBytes` for this tool. @default the runtime's */
   maxResultBytes?: number;
+  /**
+   * Declares that running a call twice does no harm (a pure function of its
+   * arguments, like `hash`). Only such a tool's remote calls are resubmitted
+   * after their fleet node was lost (`fleet.nodeLossRetries`); any other call
+   * then ends with `TP_ERR_NODE_LOST`, never run a second time.
+   * @default false
+   */
+  idempotent?: boolean;
 }
 
 const workerToolBrand = Symbol.for("toolpool.workerTool");
@@ -65,6 +73,7 @@ export interface WorkerTool<TArgs = any> {
   readonly timeoutMs?: number;
   readonly resourceLimits?: Readonly<WorkerResourceLimits>;
   readonly maxResultBytes?: number;
+  readonly idempotent: boolean;
 }
 
 /**
@@ -96,6 +105,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     timeoutMs,
     resourceLimits,
     maxResultBytes,
+    idempotent = false,
   } = options;
   if (typeof name !== "string" || name.length === 0) throw invalidTool("Expected `name` to be a non-empty string", name);
   const where = `worker tool "${name}"`;
@@ -124,6 +134,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
       resourceLimits,
     );
   }
+  if (typeof idempotent !== "boolean") throw invalidTool(`Expected \`idempotent\` of ${where} to be a boolean`, idempotent);
   const tool: WorkerTool<TArgs> = {
     [workerToolBrand]: true,
     name,
@@ -137,6 +148,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(resourceLimits === undefined ? {} : { resourceLimits: Object.freeze({ ...resourceLimits }) }),
     ...(maxResultBytes === undefined ? {} : { maxResultBytes }),
+    idempotent,
   };
   return Object.freeze(tool);
 }
