@@ -9,6 +9,7 @@ import {
   type BatchOutcome,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
+  type RuntimeOptions,
   type ToolDefinition,
 } from "toolpool";
 
@@ -111,6 +112,8 @@ export async function runScenario(
    * lean path); only its messages and terminate flag are then comparable.
    */
   isObserved = true,
+  /** Added to toolpool's runtime options: a `fleet` runs the worker tools on nodes. */
+  extraOptions: Partial<RuntimeOptions> = {},
 ): Promise<Trace> {
   gates.reset();
   // Every call of a scripted tool waits at a gate named after it, so the test
@@ -201,6 +204,7 @@ export async function runScenario(
       ...(beforeToolCall && isObserved ? { beforeToolCall } : {}),
       ...(afterToolCall && isObserved ? { afterToolCall } : {}),
       pool: { maxThreads: 4, minThreads: 1 },
+      ...extraOptions,
     });
     try {
       outcome = await runtime.executeToolCalls(assistantMessage, {
