@@ -1,6 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
@@ -85,6 +87,34 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }]));
     expect(textOf(messages[0]!)).toBe("done c1");
     expect(node!.readyLine).toContain(runtime.fleetStats!.toolsetHash.slice(0, 16));
+  });
+
+  it("SIGTERM: a node finishes its running call, then exits 0", async () => {
+    const [node] = await spawnNodes(1);
+    const runtime = fleetRuntime();
+    const log = newLog();
+    const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, waitMs: 400 } }]));
+    await until(() => startsIn(log).has("c1"), 15_000, "the call started");
+    node!.kill("SIGTERM");
+    const { messages } = await batch;
+    expect(textOf(messages[0]!)).toBe("done c1");
+    expect(await node!.exited).toBe(0);
+  });
+
+  it("toolpool run --fleet URL --remote all runs the batch's worker calls on the fleet", async () => {
+    await spawnNodes(1);
+    const log = newLog();
+    const batchFile = join(dir, "batch.json");
+    writeFileSync(batchFile, JSON.stringify(batchOf([{ id: "c1", arguments: { log } }, { id: "c2", arguments: { log } }])));
+    const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [cli, "run", batchFile, "--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"], (error, out) =>
+        error ? reject(error) : resolve(out),
+      ),
+    );
+    expect(stdout).toContain("done c1");
+    expect(stdout).toContain("done c2");
+    expect(startsIn(log).get("c1")).toEqual([String(nodes[0]!.process.pid)]);
   });
 
   it("SIGKILL of a node mid-call: one TP_ERR_NODE_LOST, every other call succeeds once, nothing starts twice", async () => {

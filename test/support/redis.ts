@@ -83,7 +83,7 @@ export async function startRedis(): Promise<TestRedis> {
   }
   const stop = async () => {
     const running = child;
-    if (running === undefined || running.exitCode !== null) return;
+    if (running === undefined || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise((resolve) => running.once("exit", resolve));
     running.kill("SIGKILL");
     await exited;
