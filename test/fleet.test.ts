@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type RuntimeOptions, type ToolResultMessage } from "toolpool";
+import { createRuntime, createServer, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type RuntimeOptions, type ToolResultMessage } from "toolpool";
 
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
@@ -87,6 +87,23 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }]));
     expect(textOf(messages[0]!)).toBe("done c1");
     expect(node!.readyLine).toContain(runtime.fleetStats!.toolsetHash.slice(0, 16));
+  });
+
+  it("exposes toolpool_fleet_nodes, remote calls by tool and outcome, and the remote overhead on /metrics", async () => {
+    await spawnNodes(2);
+    const runtime = fleetRuntime();
+    const server = createServer(runtime, { port: 0 });
+    try {
+      const url = await server.listen();
+      await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }, { id: "c2", arguments: { waitMs: 1 } }]));
+      await until(() => runtime.fleetStats!.nodes === 2, 15_000, "both nodes seen");
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      expect(metrics).toMatch(/^toolpool_fleet_nodes 2$/m);
+      expect(metrics).toContain('toolpool_remote_calls_total{tool="task",outcome="ok"} 2');
+      expect(metrics).toMatch(/^toolpool_remote_overhead_seconds_count 2$/m);
+    } finally {
+      await server.close();
+    }
   });
 
   it("SIGTERM: a node finishes its running call, then exits 0", async () => {
