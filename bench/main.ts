@@ -9,6 +9,7 @@
  *   harness   5. many agent sessions at once over a generated corpus
  *   scaling   6. suite 1's batch on pools of 1..2×cores threads
  *   faults    recovery after a crash, an out-of-memory and a timeout
+ *   fleet     remote calls through Redis to `toolpool node`s, beside the local pool
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -41,6 +42,7 @@ import {
   type DispatchOverheadOptions,
 } from "./suites/dispatch-overhead.js";
 import { estimateFaultRecoveryMs, runFaultRecoverySuite, type FaultRecoveryOptions } from "./suites/fault-recovery.js";
+import { estimateFleetMs, runFleetSuite, type FleetOptions } from "./suites/fleet.js";
 import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
 import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
 import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, type ScalingOptions } from "./suites/scaling.js";
@@ -48,7 +50,7 @@ import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, 
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults"] as const;
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fleet"] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -74,6 +76,7 @@ interface RunPlan {
   scaling: Omit<ScalingOptions, "spin">;
   scalingCallMs: number;
   faults: FaultRecoveryOptions;
+  fleet: Omit<FleetOptions, "spin">;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -115,6 +118,15 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
     scaling: { threadCounts: scalingThreadCounts(cores), calls: scaling.calls, cores: Math.min(cores, machineCores), reps: 5 },
     scalingCallMs: scaling.callMs,
     faults: { reps: isQuick ? 5 : 20, timeoutMs: 100 },
+    fleet: {
+      serialCalls: isQuick ? 300 : 1_000,
+      inFlightCalls: isQuick ? 2_000 : 5_000,
+      concurrency: 64,
+      cpuReps: isQuick ? 3 : 7,
+      lossReps: isQuick ? 2 : 3,
+      lockMs: 2_000,
+      stalledMs: 1_000,
+    },
   };
 }
 
@@ -183,6 +195,7 @@ async function main(): Promise<void> {
     harness: estimateHarnessLoadMs(plan.harness),
     scaling: (plan.scalingCallMs === plan.spinMs ? 0 : 16 * plan.scalingCallMs) + estimateScalingMs({ ...plan.scaling, spin: placeholderSpin(plan.scalingCallMs) }),
     faults: estimateFaultRecoveryMs(plan.faults),
+    fleet: estimateFleetMs(plan.fleet),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -209,6 +222,7 @@ async function main(): Promise<void> {
     if (suites.has("harness")) report.harnessLoad = await runHarnessLoadSuite(plan.harness);
     if (suites.has("scaling")) report.scaling = await runScalingSuite({ ...plan.scaling, spin: spinFor(plan.scalingCallMs) });
     if (suites.has("faults")) report.faultRecovery = await runFaultRecoverySuite(plan.faults);
+    if (suites.has("fleet")) report.fleet = await runFleetSuite({ ...plan.fleet, spin: spinFor(plan.spinMs) });
   } finally {
     stopProgress();
   }
