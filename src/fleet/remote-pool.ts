@@ -324,13 +324,16 @@ export class RemotePool implements ToolCallPool {
     this.#events.on("error", () => {});
     this.#events.on("stalled", ({ jobId }) => this.#onStalled(jobId));
     this.#events.on("failed", ({ jobId, failedReason }) => this.#onFailed(jobId, failedReason));
-    // A checker that processes nothing: a lost call is found even when no node survives.
+    // A checker that processes nothing: a lost call is found even when no node
+    // survives. It looks twice per interval: a pass only confirms what the
+    // previous one marked, so this keeps the loss within lock + 2 × interval
+    // even when timers run late on a busy machine.
     this.#stalledChecker = new Worker(this.#queueName, null, {
       connection,
       prefix: this.#keys.prefix,
       autorun: false,
       lockDuration: this.#options.lockDurationMs,
-      stalledInterval: this.#options.stalledIntervalMs,
+      stalledInterval: Math.max(25, Math.floor(this.#options.stalledIntervalMs / 2)),
       maxStalledCount: 0,
     });
     this.#stalledChecker.on("error", () => {});
