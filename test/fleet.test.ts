@@ -8,6 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { createRuntime, createServer, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type RuntimeOptions, type ToolResultMessage } from "toolpool";
 
+import { resolveFleetOptions } from "../dist/fleet/fleet-options.js";
+import { RemotePool } from "../dist/fleet/remote-pool.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
@@ -103,6 +105,31 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       expect(metrics).toMatch(/^toolpool_remote_overhead_seconds_count 2$/m);
     } finally {
       await server.close();
+    }
+  });
+
+  it("sessions take turns across the fleet: a light session's calls pass a flooding session's backlog", async () => {
+    // The remote pool itself, as a runtime's coordinator uses it, with the request's sessionKey.
+    await spawnNodes(1);
+    const log = newLog();
+    const pool = new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs }), fleetTools, {
+      abortGraceMs: 500,
+      clock: { now: () => Date.now(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout) },
+    });
+    try {
+      const run = (id: string, sessionKey: string) =>
+        pool.run({ tool: fleetTools[0]!, toolCallId: id, args: { log, waitMs: 20 }, sessionKey });
+      const flood = Array.from({ length: 12 }, (_, index) => run(`a${index}`, "A"));
+      await until(() => startsIn(log).size > 0, 15_000, "the flood started");
+      const light = [run("b0", "B"), run("b1", "B")];
+      const outcomes = await Promise.all([...flood, ...light]);
+      expect(outcomes.every((outcome) => outcome.kind === "ok")).toBe(true);
+      const order = [...startsIn(log).keys()];
+      // B's calls have priorities 1 and 2; A's backlog 2..12: B's second call starts long before A's last.
+      expect(order.indexOf("b0")).toBeLessThan(order.indexOf("a4"));
+      expect(order.indexOf("b1")).toBeLessThan(order.indexOf("a5"));
+    } finally {
+      await pool.close({ force: true });
     }
   });
 
