@@ -257,11 +257,14 @@ export class FleetNode {
         outcome = { kind: "error", code: "TP_ERR_WORKER_CRASH", message: `Tool "${data.tool}" could not be run on node "${this.#name}": ${describeThrown(error)}` };
       }
     }
-    await updates;
-    const executionMs = performance.now() - startedAt;
-    // The stream expires unless its coordinator keeps reading it (a coordinator that died leaves nothing behind).
-    await this.#commands.multi().xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs)).pexpire(data.replyTo, 600_000).exec();
-    this.#running.delete(jobId);
+    try {
+      await updates;
+      const executionMs = performance.now() - startedAt;
+      // The stream expires unless its coordinator keeps reading it (a coordinator that died leaves nothing behind).
+      await this.#commands.multi().xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs)).pexpire(data.replyTo, 600_000).exec();
+    } finally {
+      this.#running.delete(jobId);
+    }
     return 0;
   }
 
