@@ -133,6 +133,21 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     }
   });
 
+  it("timeoutMs counts from when a node's thread starts the call, never while it waits in the queue", async () => {
+    await spawnNodes(1, { concurrency: 4 });
+    const runtime = fleetRuntime();
+    // One thread: the third call waits ~500 ms for it, longer than its 400 ms limit.
+    const { messages } = await runtime.executeToolCalls(
+      batchOf([
+        { id: "t1", name: "timed", arguments: { waitMs: 250 } },
+        { id: "t2", name: "timed", arguments: { waitMs: 250 } },
+        { id: "t3", name: "timed", arguments: { waitMs: 250 } },
+        { id: "t4", name: "timed", arguments: { waitMs: 5_000 } },
+      ]),
+    );
+    expect(messages.map((message) => codeOf(message) ?? textOf(message))).toEqual(["done t1", "done t2", "done t3", "TP_ERR_TIMEOUT"]);
+  });
+
   it("SIGTERM: a node finishes its running call, then exits 0", async () => {
     const [node] = await spawnNodes(1);
     const runtime = fleetRuntime();
@@ -254,7 +269,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     // Same names, but "task" has a time limit here: another toolset.
     const changed = [
       workerTool({ name: "task", description: "changed", parameters: { type: "object" }, module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url), timeoutMs: 5_000 }),
-      fleetTools[1]!,
+      ...fleetTools.slice(1),
     ];
     const runtime = fleetRuntime({ tools: changed });
     const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log } }]));
