@@ -112,7 +112,8 @@ export class FleetNode {
     }
     const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
     // Every call's end must reach Redis, even across a reconnection: no retry limit.
-    this.#commands = new Redis({ ...redisOptions, maxRetriesPerRequest: null, connectionName: `toolpool-node-${this.#name}` });
+    // Auto-pipelining: the commands of one tick go out in one write (many calls end at once under load).
+    this.#commands = new Redis({ ...redisOptions, maxRetriesPerRequest: null, enableAutoPipelining: true, connectionName: `toolpool-node-${this.#name}` });
     this.#commands.on("error", () => {}); // reconnects on its own; the worker reports the outage
     this.#subscriber = new Redis({ ...redisOptions, maxRetriesPerRequest: null });
     this.#subscriber.on("error", () => {});
@@ -261,7 +262,7 @@ export class FleetNode {
       await updates;
       const executionMs = performance.now() - startedAt;
       // The stream expires unless its coordinator keeps reading it (a coordinator that died leaves nothing behind).
-      await this.#commands.multi().xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs)).pexpire(data.replyTo, 600_000).exec();
+      await this.#commands.pipeline().xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs)).pexpire(data.replyTo, 600_000).exec();
     } finally {
       this.#running.delete(jobId);
     }

@@ -303,7 +303,7 @@ export class RemotePool implements ToolCallPool {
   async #connect(): Promise<boolean> {
     const redisOptions = { ...redisOptionsFromUrl(this.#options.redis), retryStrategy: reconnectDelay };
     // Fail fast: a command while Redis is down rejects at once instead of waiting in a queue.
-    const commands = new Redis({ ...redisOptions, enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, connectionName: "toolpool-coordinator" });
+    const commands = new Redis({ ...redisOptions, enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, enableAutoPipelining: true, connectionName: "toolpool-coordinator" });
     commands.on("error", () => {});
     try {
       await withTimeout(commands.connect(), this.#options.redisTimeoutMs);
