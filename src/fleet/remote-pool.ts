@@ -1,24 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 
-import { Queue, QueueEvents, Worker } from "bullmq";
-import { Redis } from "ioredis";
-
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
 import { describeThrown, type ErrorCode } from "../errors.js";
 import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/worker-pool.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import type { ResolvedFleetOptions } from "./fleet-options.js";
-import {
-  decodeReply,
-  encodeJobData,
-  FleetKeys,
-  reconnectDelay,
-  redisOptionsFromUrl,
-  type NodeRecord,
-  type RemoteJobData,
-} from "./fleet-protocol.js";
+import { CoordinatorClients, withTimeout } from "./coordinator-clients.js";
+import { encodeJobData, FleetKeys, type ReplyEntry } from "./fleet-protocol.js";
+import { NodeDirectory } from "./node-directory.js";
+import { readReplyStream } from "./reply-stream.js";
 import { describeToolset, type Toolset } from "./toolset.js";
 
 /** How one remote call ended, for metrics. */
@@ -67,8 +59,6 @@ interface CallGroup {
 
 /** BullMQ's highest priority number (lowest precedence). */
 const maxPriority = 2_097_151;
-/** Entries consumed between two trims of the reply stream. */
-const trimEvery = 256;
 
 /**
  * The fleet as a pool: the same contract as the local {@link WorkerPool}
@@ -104,20 +94,11 @@ export class RemotePool implements ToolCallPool {
   #groupSeq = 0;
   #completed = 0;
   #started: Promise<boolean> | undefined;
-  #commands: Redis | undefined;
-  #reader: Redis | undefined;
-  #queue: Queue<RemoteJobData> | undefined;
-  #events: QueueEvents | undefined;
-  #stalledChecker: Worker | undefined;
+  #clients: CoordinatorClients | undefined;
   #timers: NodeJS.Timeout[] = [];
   #isRedisUp = false;
   #redisLostTimer: unknown;
-  #liveNodes = 0;
-  #liveThreads = 0;
-  /** Since when no live node serves the toolset (`undefined` while one does). */
-  #noNodeSince: number | undefined;
-  /** Other toolsets' tool names, at the last look: to tell a mismatch from an empty fleet. */
-  #otherTools = new Map<string, string>();
+  readonly #directory: NodeDirectory;
   #isClosed = false;
   #drained: Deferred<void> | undefined;
   #shutdown: Promise<void> | undefined;
@@ -136,16 +117,17 @@ export class RemotePool implements ToolCallPool {
     this.#keys = new FleetKeys(options.prefix);
     this.#queueName = FleetKeys.queueName(this.#toolset.hash);
     this.#replyKey = this.#keys.reply(this.#coordinatorId);
+    this.#directory = new NodeDirectory(this.#keys, this.#toolset.hash);
   }
 
   /** Remote calls in flight; threads are the live nodes' threads. */
   get stats(): PoolStats {
-    return { threads: this.#liveThreads, running: this.#calls.size, queued: 0, completed: this.#completed, utilization: 0 };
+    return { threads: this.#directory.threads, running: this.#calls.size, queued: 0, completed: this.#completed, utilization: 0 };
   }
 
   /** The fleet as this coordinator sees it. */
   get fleetStats(): FleetStats {
-    return { nodes: this.#liveNodes, threads: this.#liveThreads, inFlight: this.#calls.size, toolsetHash: this.#toolset.hash };
+    return { nodes: this.#directory.nodes, threads: this.#directory.threads, inFlight: this.#calls.size, toolsetHash: this.#toolset.hash };
   }
 
   /** Runs one call on a node. Resolves with its outcome; never rejects. */
@@ -158,8 +140,8 @@ export class RemotePool implements ToolCallPool {
     if (!(await this.#start()) || !this.#isRedisUp) {
       return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: Redis at ${this.#redisHost()} is unreachable`);
     }
-    if (this.#liveNodes === 0) await this.#lookAtNodes().catch(() => {});
-    if (this.#liveNodes === 0) return this.#unservedOutcome(name);
+    if (this.#directory.nodes === 0) await this.#lookAtNodes().catch(() => {});
+    if (this.#directory.nodes === 0) return this.#unservedOutcome(name);
     if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
     const outcome = await this.#submit(request, retriesLeft);
     return outcome;
@@ -213,7 +195,7 @@ export class RemotePool implements ToolCallPool {
       if (group?.isAborted) {
         // Starts aborted on its node, as a queued local call of an aborted batch does.
         this.#startAbortBound(call);
-        await this.#commands!.set(this.#keys.abort(this.#coordinatorId, group.id), "1", "PX", 600_000);
+        await this.#clients!.commands.set(this.#keys.abort(this.#coordinatorId, group.id), "1", "PX", 600_000);
       }
       const data = encodeJobData({
         tool: request.tool.name,
@@ -223,7 +205,7 @@ export class RemotePool implements ToolCallPool {
         replyTo: this.#replyKey,
         ...(group === undefined ? {} : { abortKey: this.#keys.abort(this.#coordinatorId, group.id) }),
       });
-      await this.#queue!.add(request.tool.name, data, {
+      await this.#clients!.queue.add(request.tool.name, data, {
         jobId,
         // Every job prioritized (priority 0 would go before all of them): sessions take turns.
         priority: Math.min(maxPriority, outstanding),
@@ -262,8 +244,8 @@ export class RemotePool implements ToolCallPool {
   /** Sets the group's abort key (read by calls that start later), then tells every node (for calls running now). */
   #announceAbort(group: CallGroup): void {
     const key = this.#keys.abort(this.#coordinatorId, group.id);
-    this.#commands
-      ?.multi()
+    this.#clients?.commands
+      .multi()
       .set(key, "1", "PX", 600_000)
       .publish(this.#keys.cancelChannel, key)
       .exec()
@@ -280,7 +262,7 @@ export class RemotePool implements ToolCallPool {
 
   /** No live node for the toolset: a mismatch if nodes serve a tool of that name with other tools, else unavailable. */
   #unservedOutcome(name: string): WorkerCallOutcome {
-    const other = this.#otherTools.get(name);
+    const other = this.#directory.otherToolsetOf(name);
     if (other !== undefined) {
       return fault(
         "TP_ERR_TOOL_MISMATCH",
@@ -301,51 +283,30 @@ export class RemotePool implements ToolCallPool {
   }
 
   async #connect(): Promise<boolean> {
-    const redisOptions = { ...redisOptionsFromUrl(this.#options.redis), retryStrategy: reconnectDelay };
-    // Fail fast: a command while Redis is down rejects at once instead of waiting in a queue.
-    const commands = new Redis({ ...redisOptions, enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true, enableAutoPipelining: true, connectionName: "toolpool-coordinator" });
-    commands.on("error", () => {});
-    try {
-      await withTimeout(commands.connect(), this.#options.redisTimeoutMs);
-    } catch {
-      commands.disconnect();
-      return false;
-    }
-    this.#commands = commands;
-    this.#isRedisUp = true;
-    commands.on("close", () => this.#onRedisLost());
-    commands.on("ready", () => this.#onRedisBack());
-    const connection = { ...redisOptions, maxRetriesPerRequest: null };
-    this.#queue = new Queue<RemoteJobData>(this.#queueName, { connection: commands, prefix: this.#keys.prefix });
-    this.#queue.on("error", () => {});
-    // QueueEvents carries only the loss signals here: `stalled` (a node lost its
-    // call) and `failed` (a node's processor failed). Results take the reply stream.
-    this.#events = new QueueEvents(this.#queueName, { connection, prefix: this.#keys.prefix });
-    this.#events.on("error", () => {});
-    this.#events.on("stalled", ({ jobId }) => this.#onStalled(jobId));
-    this.#events.on("failed", ({ jobId, failedReason }) => this.#onFailed(jobId, failedReason));
-    // A checker that processes nothing: a lost call is found even when no node
-    // survives. It looks twice per interval: a pass only confirms what the
-    // previous one marked, so this keeps the loss within lock + 2 × interval
-    // even when timers run late on a busy machine.
-    this.#stalledChecker = new Worker(this.#queueName, null, {
-      connection,
+    const clients = await CoordinatorClients.connect({
+      redis: this.#options.redis,
       prefix: this.#keys.prefix,
-      autorun: false,
-      lockDuration: this.#options.lockDurationMs,
-      stalledInterval: Math.max(25, Math.floor(this.#options.stalledIntervalMs / 2)),
-      maxStalledCount: 0,
+      queueName: this.#queueName,
+      redisTimeoutMs: this.#options.redisTimeoutMs,
+      lockDurationMs: this.#options.lockDurationMs,
+      stalledIntervalMs: this.#options.stalledIntervalMs,
+      onStalled: (jobId) => this.#onStalled(jobId),
+      onFailed: (jobId, failedReason) => this.#onFailed(jobId, failedReason),
+      onRedisLost: () => this.#onRedisLost(),
+      onRedisBack: () => this.#onRedisBack(),
     });
-    this.#stalledChecker.on("error", () => {});
-    this.#reader = new Redis({ ...redisOptions, maxRetriesPerRequest: null });
-    this.#reader.on("error", () => {});
-    try {
-      await withTimeout(Promise.all([this.#events.waitUntilReady(), this.#lookAtNodes()]), this.#options.redisTimeoutMs);
-    } catch {
-      // Redis went away while we connected: later calls find it down, or back.
-    }
-    void this.#stalledChecker.startStalledCheckTimer().catch(() => {});
-    void this.#readReplies();
+    if (clients === undefined) return false;
+    this.#clients = clients;
+    this.#isRedisUp = clients.commands.status === "ready";
+    await withTimeout(this.#lookAtNodes(), this.#options.redisTimeoutMs).catch(() => {});
+    void readReplyStream({
+      reader: clients.reader,
+      key: this.#replyKey,
+      onEntry: (entry) => this.#onReply(entry),
+      trim: (lastId) => void clients.commands.xtrim(this.#replyKey, "MINID", lastId).catch(() => {}),
+      isDone: () => this.#isClosed && this.#calls.size === 0,
+      isStopped: () => this.#shutdown !== undefined,
+    });
     const every = (ms: number, task: () => void) => {
       const timer = setInterval(task, ms);
       timer.unref();
@@ -356,41 +317,16 @@ export class RemotePool implements ToolCallPool {
     return true;
   }
 
-  /** Reads the reply stream until the pool stops: partials go to their call in order, the end settles it. */
-  async #readReplies(): Promise<void> {
-    let lastId = "0-0";
-    let sinceTrim = 0;
-    const reader = this.#reader!;
-    while (!this.#isClosed || this.#calls.size > 0) {
-      let reply: [Buffer, [Buffer, Buffer[]][]][] | null;
-      try {
-        reply = (await reader.xreadBuffer("COUNT", 1_000, "BLOCK", 0, "STREAMS", this.#replyKey, lastId)) as typeof reply;
-      } catch {
-        if (this.#shutdown !== undefined) return;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        continue;
-      }
-      for (const [, entries] of reply ?? []) {
-        for (const [id, fields] of entries) {
-          lastId = id.toString();
-          sinceTrim += 1;
-          const entry = decodeReply(fields);
-          if (entry === undefined) continue;
-          const call = this.#calls.get(entry.jobId);
-          if (call === undefined || call.isSettled) continue;
-          if (entry.kind === "update") {
-            call.request.onUpdate?.(entry.partial as never);
-            continue;
-          }
-          const overhead = (performance.now() - call.sentAt - entry.executionMs) / 1_000;
-          this.#settle(call, entry.outcome, Math.max(0, overhead));
-        }
-      }
-      if (sinceTrim >= trimEvery) {
-        sinceTrim = 0;
-        this.#commands?.xtrim(this.#replyKey, "MINID", lastId).catch(() => {});
-      }
+  /** A reply stream entry: a partial goes to its call (in stream order), an end settles it. */
+  #onReply(entry: ReplyEntry): void {
+    const call = this.#calls.get(entry.jobId);
+    if (call === undefined || call.isSettled) return; // a call already settled (lost, aborted, closed)
+    if (entry.kind === "update") {
+      call.request.onUpdate?.(entry.partial as never);
+      return;
     }
+    const overhead = (performance.now() - call.sentAt - entry.executionMs) / 1_000;
+    this.#settle(call, entry.outcome, Math.max(0, overhead));
   }
 
   #onStalled(jobId: string): void {
@@ -398,7 +334,7 @@ export class RemotePool implements ToolCallPool {
     if (call === undefined || call.isSettled) return;
     // The stalled job is back in the queue with a deferred failure: remove it
     // so that no node even fetches it (it would not run it anyway).
-    this.#queue?.remove(jobId).catch(() => {});
+    this.#clients?.queue.remove(jobId).catch(() => {});
     this.#onNodeLost(call);
   }
 
@@ -430,7 +366,7 @@ export class RemotePool implements ToolCallPool {
    * was lost with its node.
    */
   async #watch(): Promise<void> {
-    const queue = this.#queue;
+    const queue = this.#clients?.queue;
     if (queue === undefined || !this.#isRedisUp) return;
     const limit = this.#options.lockDurationMs + 2 * this.#options.stalledIntervalMs;
     const now = performance.now();
@@ -444,43 +380,19 @@ export class RemotePool implements ToolCallPool {
     }
   }
 
-  /** Reads the node registry: live nodes of this toolset, and the tools of the others. */
+  /** Reads the node registry, while Redis is up. */
   async #lookAtNodes(): Promise<void> {
-    const commands = this.#commands;
-    if (commands === undefined || !this.#isRedisUp) return;
-    const ids = await commands.smembers(this.#keys.nodes);
-    const records = ids.length === 0 ? [] : await commands.mget(ids.map((id) => this.#keys.node(id)));
-    let nodes = 0;
-    let threads = 0;
-    const otherTools = new Map<string, string>();
-    const gone: string[] = [];
-    records.forEach((text, index) => {
-      if (text === null) {
-        gone.push(ids[index]!);
-        return;
-      }
-      const record = JSON.parse(text) as NodeRecord;
-      if (record.toolsetHash === this.#toolset.hash) {
-        nodes += 1;
-        threads += record.threads;
-      } else for (const tool of record.tools) otherTools.set(tool, record.toolsetHash);
-    });
-    if (gone.length > 0) commands.srem(this.#keys.nodes, ...gone).catch(() => {});
-    this.#liveNodes = nodes;
-    this.#liveThreads = threads;
-    this.#otherTools = otherTools;
-    if (nodes > 0) this.#noNodeSince = undefined;
-    else this.#noNodeSince ??= performance.now();
+    if (this.#clients !== undefined && this.#isRedisUp) await this.#directory.refresh(this.#clients.commands);
   }
 
   /** No node for `noNodeGraceMs`: calls still waiting in the queue are taken back and end unavailable. */
   #dropUnserved(): void {
-    if (this.#noNodeSince === undefined || performance.now() - this.#noNodeSince < this.#options.noNodeGraceMs) return;
+    if (this.#directory.unservedForMs <= this.#options.noNodeGraceMs) return;
     for (const call of [...this.#calls.values()]) {
       if (call.isSettled || !call.isAdded) continue;
       // remove() fails for a job a node holds: that one is left to the stalled check.
-      this.#queue
-        ?.remove(call.jobId)
+      this.#clients?.queue
+        .remove(call.jobId)
         .then((removed) => {
           if (removed === 1) this.#settle(call, this.#unservedOutcome(call.request.tool.name));
         })
@@ -548,24 +460,10 @@ export class RemotePool implements ToolCallPool {
     if (this.#redisLostTimer !== undefined) this.#clock.clearTimeout(this.#redisLostTimer);
     if (this.#started === undefined) return;
     await this.#started;
-    this.#reader?.disconnect();
-    const bounded = (promise: Promise<unknown> | undefined) => withTimeout(Promise.resolve(promise), this.#options.redisTimeoutMs).catch(() => {});
-    await bounded(this.#commands?.del(this.#replyKey));
-    await Promise.all([bounded(this.#events?.close()), bounded(this.#stalledChecker?.close(true)), bounded(this.#queue?.close())]);
-    this.#commands?.disconnect();
+    await this.#clients?.close(this.#replyKey, this.#options.redisTimeoutMs);
   }
 }
 
 function fault(code: ErrorCode, message: string): WorkerCallOutcome {
   return { kind: "error", code, message };
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
