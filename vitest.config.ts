@@ -10,8 +10,10 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ["test/soak.test.ts"] },
+        test: { name: "suite", include: ["test/**/*.test.ts"], exclude: ["test/soak.test.ts", "test/fleet-soak.test.ts"] },
       },
+      // The fleet soak (node kills over minutes) runs under `npm run soak` only.
+      ...(process.env.TOOLPOOL_FLEET_SOAK ? [{ extends: true, test: { name: "fleet-soak", include: ["test/fleet-soak.test.ts"] } }] : []),
       {
         extends: true,
         test: {

@@ -10,6 +10,7 @@
  *   scaling   6. suite 1's batch on pools of 1..2×cores threads
  *   faults    recovery after a crash, an out-of-memory and a timeout
  *   fairness  a flood session and light sessions on one pool: FIFO vs sessions taking turns
+ *   fleet     remote calls through Redis to `toolpool node`s, beside the local pool
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -43,6 +44,7 @@ import {
 } from "./suites/dispatch-overhead.js";
 import { estimateFairnessMs, runFairnessSuite, type FairnessOptions } from "./suites/fairness.js";
 import { estimateFaultRecoveryMs, runFaultRecoverySuite, type FaultRecoveryOptions } from "./suites/fault-recovery.js";
+import { estimateFleetMs, runFleetSuite, type FleetOptions } from "./suites/fleet.js";
 import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
 import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
 import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, type ScalingOptions } from "./suites/scaling.js";
@@ -50,7 +52,7 @@ import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, 
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness"] as const;
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet"] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -78,6 +80,7 @@ interface RunPlan {
   faults: FaultRecoveryOptions;
   fairness: Omit<FairnessOptions, "spin">;
   fairnessCallMs: number;
+  fleet: Omit<FleetOptions, "spin">;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -132,6 +135,15 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       dispatchReps: isQuick ? 5 : 10,
     },
     fairnessCallMs: 50,
+    fleet: {
+      serialCalls: isQuick ? 300 : 1_000,
+      inFlightCalls: isQuick ? 2_000 : 5_000,
+      concurrency: 64,
+      cpuReps: isQuick ? 3 : 7,
+      lossReps: isQuick ? 2 : 3,
+      lockMs: 2_000,
+      stalledMs: 1_000,
+    },
   };
 }
 
@@ -201,6 +213,7 @@ async function main(): Promise<void> {
     scaling: (plan.scalingCallMs === plan.spinMs ? 0 : 16 * plan.scalingCallMs) + estimateScalingMs({ ...plan.scaling, spin: placeholderSpin(plan.scalingCallMs) }),
     faults: estimateFaultRecoveryMs(plan.faults),
     fairness: 16 * plan.fairnessCallMs + estimateFairnessMs({ ...plan.fairness, spin: placeholderSpin(plan.fairnessCallMs) }),
+    fleet: estimateFleetMs(plan.fleet),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -228,6 +241,7 @@ async function main(): Promise<void> {
     if (suites.has("scaling")) report.scaling = await runScalingSuite({ ...plan.scaling, spin: spinFor(plan.scalingCallMs) });
     if (suites.has("faults")) report.faultRecovery = await runFaultRecoverySuite(plan.faults);
     if (suites.has("fairness")) report.fairness = await runFairnessSuite({ ...plan.fairness, spin: spinFor(plan.fairnessCallMs) });
+    if (suites.has("fleet")) report.fleet = await runFleetSuite({ ...plan.fleet, spin: spinFor(plan.spinMs) });
   } finally {
     stopProgress();
   }

@@ -46,6 +46,12 @@ export const errorCodes = {
   TP_ERR_QUEUE_FULL: "the pool's queue is full",
   /** An HTTP request's Host or Origin header is not allowed (403): a browser page's request, refused. */
   TP_ERR_FORBIDDEN: "an HTTP request's Host or Origin header is not allowed",
+  /** The fleet node running the call was lost (died, or cut off from Redis) mid-call; the call may have run partly or fully. Result. */
+  TP_ERR_NODE_LOST: "the fleet node running the call was lost; the call may have run partly or fully",
+  /** Redis is unreachable, or no live node serves the runtime's toolset. Result. */
+  TP_ERR_FLEET_UNAVAILABLE: "Redis is unreachable, or no live fleet node serves the toolset",
+  /** The fleet's nodes serve tools that differ from the coordinator's. Result. */
+  TP_ERR_TOOL_MISMATCH: "the fleet's nodes serve different tools than the coordinator",
 } as const;
 
 /** A stable toolpool error code. */

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { RemoteCallRecord } from "./fleet/remote-pool.js";
 import type { AgentToolResult, BatchOutcome, ToolResultMessage } from "./types.js";
 
 /** Emitted when a call enters preparation; `args` are the raw call arguments. */
@@ -86,7 +87,8 @@ export interface BatchEndEvent extends BatchOutcome {
 /**
  * The events of `runtime.on(...)`. Batch events carry `meta.batchId`.
  * `listener_error` reports a runtime listener that threw (it never breaks a
- * batch); `pool_error` reports a worker failure that belonged to no call.
+ * batch); `pool_error` reports a worker failure that belonged to no call;
+ * `fleet_call` reports each remote call's end (for metrics).
  */
 export interface RuntimeEvents {
   tool_execution_start: (event: ToolExecutionStartEvent, meta: EventMeta) => void;
@@ -98,4 +100,6 @@ export interface RuntimeEvents {
   batch_end: (event: BatchEndEvent, meta: EventMeta) => void;
   listener_error: (error: unknown, eventType: string) => void;
   pool_error: (error: unknown) => void;
+  /** A remote call ended (a runtime with `fleet`): its tool, outcome and the fleet's overhead. */
+  fleet_call: (record: RemoteCallRecord) => void;
 }

@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject } from "ajv";
 
 import { systemClock, type Clock } from "./clock.js";
 import { describeValue, ToolpoolError } from "./errors.js";
+import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from "./fleet/fleet-options.js";
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
 
@@ -116,6 +117,12 @@ export interface RuntimeOptions {
    * @default true
    */
   tracing?: boolean;
+  /**
+   * Runs worker calls on a fleet of nodes (`toolpool node`) through Redis
+   * instead of, or beside, the local pool. See the README's "Across machines".
+   * @default undefined (every worker call runs on the local pool)
+   */
+  fleet?: FleetOptions;
 }
 
 /** Pool options after defaults; frozen. */
@@ -142,6 +149,7 @@ export interface ResolvedRuntimeOptions {
   readonly pool: ResolvedPoolOptions;
   readonly clock: Clock;
   readonly tracing: boolean;
+  readonly fleet: ResolvedFleetOptions | undefined;
 }
 
 const positiveMb = { type: "number", exclusiveMinimum: 0 };
@@ -203,7 +211,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw invalidOption("options", "an object", options);
   }
-  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, toolExecution, pool, tracing } = options;
+  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, toolExecution, pool, tracing, fleet } = options;
   if (!Array.isArray(tools)) throw invalidOption("tools", "an array of tools", tools);
   if (beforeToolCall !== undefined && typeof beforeToolCall !== "function") {
     throw invalidOption("beforeToolCall", "a function", beforeToolCall);
@@ -227,6 +235,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs" | "maxResultBytes" | "leftoverGraceMs" | "scheduling">
   > &
     PoolOptions;
+  const resolvedFleet = fleet === undefined ? undefined : resolveFleetOptions(fleet);
   const minThreads = resolvedPool.minThreads ?? resolvedPool.maxThreads;
   if (minThreads > resolvedPool.maxThreads) {
     throw invalidOption("pool.minThreads", `an integer <= pool.maxThreads (${resolvedPool.maxThreads})`, minThreads);
@@ -238,6 +247,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     afterToolCall,
     clock,
     tracing: data.tracing ?? true,
+    fleet: resolvedFleet,
     pool: Object.freeze({
       maxThreads: resolvedPool.maxThreads,
       minThreads,

@@ -4,12 +4,13 @@ import { BatchCoordinator, type BatchServices } from "./coordinator/batch-coordi
 import { createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
 import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
+import { RemotePool, type FleetStats } from "./fleet/remote-pool.js";
 import type { EmitFunction, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
 import { loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AssistantMessage, BatchOutcome } from "./types.js";
-import { WorkerPool, type PoolDiagnosis, type PoolStats } from "./workers/worker-pool.js";
+import { WorkerPool, type PoolDiagnosis, type PoolStats, type ToolCallPool } from "./workers/worker-pool.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
 
 /** Options of one `executeToolCalls` call. */
@@ -49,6 +50,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
   /** The shared pool, and one pool per worker tool with resource limits of its own. */
   readonly #pools = new Map<WorkerTool | "shared", WorkerPool>();
+  /** The fleet, with the worker tools whose calls run there (`fleet.remote`). */
+  readonly #remotePool: RemotePool | undefined;
+  readonly #remoteTools = new Set<WorkerTool>();
   /** Aborted by `close({ force: true })`: inline calls still running are then no longer awaited. */
   readonly #forceClose = new AbortController();
   /** Batches under way, and what `close()` waits on until there are none. */
@@ -78,8 +82,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     // a provider, so one taken now still serves spans registered later.
     this.#tracing = api === undefined ? undefined : { api, tracer: api.trace.getTracer(tracerName) };
     const onPoolError = (error: unknown) => this.#publish("pool_error", error);
+    this.#remotePool = this.#createRemotePool(onPoolError);
     for (const entry of this.#registry.values()) {
-      if (entry.kind !== "worker") continue;
+      if (entry.kind !== "worker" || this.#remoteTools.has(entry.tool)) continue;
       const { resourceLimits } = entry.tool;
       if (resourceLimits === undefined) {
         if (!this.#pools.has("shared")) this.#pools.set("shared", new WorkerPool(this.#options.pool, this.#options.clock, onPoolError));
@@ -96,6 +101,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   /** The validated options, defaults applied; frozen. */
   get options(): ResolvedRuntimeOptions {
     return this.#options;
+  }
+
+  /** The fleet as this runtime sees it; `undefined` without the `fleet` option. */
+  get fleetStats(): FleetStats | undefined {
+    return this.#remotePool?.fleetStats;
   }
 
   /** Whether `close()` has been called. */
@@ -231,7 +241,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    */
   close(options: { force?: boolean } = {}): Promise<void> {
     if (options.force) this.#forceClose.abort();
-    const pools = [...this.#pools.values()];
+    const pools: ToolCallPool[] = [...this.#pools.values(), ...(this.#remotePool === undefined ? [] : [this.#remotePool])];
     const closing = (async () => {
       if (options.force) await Promise.all(pools.map((pool) => pool.close({ force: true })));
       if (this.#runningBatches > 0) await (this.#idle ??= createDeferred()).promise;
@@ -257,8 +267,28 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     if (this.#runningBatches === 0) this.#idle?.resolve();
   }
 
-  #poolFor(tool: WorkerTool): WorkerPool {
+  #poolFor(tool: WorkerTool): ToolCallPool {
+    if (this.#remoteTools.has(tool)) return this.#remotePool!;
     return this.#pools.get(tool) ?? this.#pools.get("shared")!;
+  }
+
+  /** The fleet's pool, for a runtime with `fleet`; fills in which worker tools go remote. */
+  #createRemotePool(onPoolError: (error: unknown) => void): RemotePool | undefined {
+    const { fleet } = this.#options;
+    if (fleet === undefined) return undefined;
+    const workerTools = [...this.#registry.values()].flatMap((entry) => (entry.kind === "worker" ? [entry.tool] : []));
+    for (const name of fleet.remote === "all" ? [] : fleet.remote) {
+      if (!workerTools.some((tool) => tool.name === name)) {
+        throw new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`fleet.remote\` to name worker tools of the runtime, got "${name}"`);
+      }
+    }
+    for (const tool of workerTools) if (fleet.remote === "all" || fleet.remote.includes(tool.name)) this.#remoteTools.add(tool);
+    return new RemotePool(fleet, workerTools, {
+      abortGraceMs: this.#options.pool.abortGraceMs,
+      clock: this.#options.clock,
+      onCall: (record) => this.#publish("fleet_call", record),
+      onError: onPoolError,
+    });
   }
 
   #createPoolAgentTool(tool: WorkerTool): AgentTool {

@@ -6,6 +6,7 @@ import { cpuContenders, type BatchFigures, type CpuBatchResult } from "../suites
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
 import type { FairnessResult } from "../suites/fairness.js";
 import type { FaultRecoveryResult } from "../suites/fault-recovery.js";
+import type { FleetResult } from "../suites/fleet.js";
 import { harnessContenders, type HarnessLoadResult } from "../suites/harness-load.js";
 import type { LargeResultsResult } from "../suites/large-results.js";
 import type { ScalingResult } from "../suites/scaling.js";
@@ -38,6 +39,7 @@ export function renderMarkdown(report: BenchReport): string {
   }
   if (report.cpuBatch !== undefined) lines.push(...renderCpuBatch(report.cpuBatch), ...renderResponsiveness(report.cpuBatch));
   if (report.dispatchOverhead !== undefined) lines.push(...renderDispatch(report.dispatchOverhead));
+  if (report.fleet !== undefined) lines.push(...renderFleet(report.fleet));
   if (report.largeResults !== undefined) lines.push(...renderLargeResults(report.largeResults));
   if (report.harnessLoad !== undefined) lines.push(...renderHarnessLoad(report.harnessLoad));
   if (report.scaling !== undefined) lines.push(...renderScaling(report.scaling));
@@ -259,4 +261,32 @@ function renderFaults(faults: FaultRecoveryResult): string[] {
       `${f(faults.timeoutOvershoot.p99)} ms at p99.`,
     "",
   ];
+}
+
+function renderFleet(result: FleetResult): string[] {
+  const lines = ["## Fleet: remote calls through Redis (loopback), beside the local pool", ""];
+  if (result.skipped !== undefined) return [...lines, `Skipped: ${result.skipped}.`, ""];
+  const o = result.options;
+  lines.push(
+    `One node (2 threads, ${o.concurrency} calls taken at once) for the no-op figures; 2 nodes × 1 thread for the CPU batch; the local pool has 2 threads.`,
+    "",
+    "| measure | local pool | fleet | fleet / local |",
+    "|---|---|---|---|",
+  );
+  const local = result.roundTrip.find((row) => row.where === "local")!;
+  const remote = result.roundTrip.find((row) => row.where === "remote")!;
+  lines.push(`| no-op round trip, one at a time: p50 / p90 / p99 (ms) | ${local.p50.toFixed(3)} / ${local.p90.toFixed(3)} / ${local.p99.toFixed(3)} | ${remote.p50.toFixed(2)} / ${remote.p90.toFixed(2)} / ${remote.p99.toFixed(2)} | ${(remote.p50 / local.p50).toFixed(1)}× |`);
+  const rate = (where: string) => result.throughput.find((row) => row.where === where)!.callsPerSecond;
+  lines.push(`| no-op calls/s, ${o.concurrency} in flight | ${formatSummary(rate("local"), 0)} | ${formatSummary(rate("remote"), 0)} | ${(rate("remote").median / rate("local").median).toFixed(3)}× |`);
+  lines.push(`| 8 × ${o.spinMs} ms CPU batch (ms) | ${formatSummary(result.cpuBatch.localMs, 0)} | ${formatSummary(result.cpuBatch.remoteMs, 0)} | ${result.cpuBatch.ratio.toFixed(3)}× |`);
+  lines.push(
+    "",
+    `Node loss (SIGKILL of the node running a call → \`TP_ERR_NODE_LOST\`), lock ${o.lockMs} ms / stall ${o.stalledMs} ms: ${result.nodeLoss.detectionMs.map((ms) => ms.toFixed(0)).join(", ")} ms (bound ${result.nodeLoss.boundMs} ms).`,
+    "",
+    "| Redis work per remote call | commands | Redis CPU (µs) |",
+    "|---|---|---|",
+    ...result.redisPerCall.map((row) => `| ${row.mode === "inFlight" ? `${o.concurrency} in flight` : "one at a time"} | ${row.commands.toFixed(1)} | ${row.redisCpuUs.toFixed(0)} |`),
+    "",
+  );
+  return lines;
 }

@@ -7,6 +7,7 @@ import { cpuContenders } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
 import type { FaultRecoveryResult } from "../suites/fault-recovery.js";
 import type { FairnessResult } from "../suites/fairness.js";
+import type { FleetResult } from "../suites/fleet.js";
 import type { HarnessLoadResult } from "../suites/harness-load.js";
 import { largeContenders, type LargeResultsResult } from "../suites/large-results.js";
 import type { ScalingResult } from "../suites/scaling.js";
@@ -27,6 +28,7 @@ export interface BenchReport {
   scaling?: ScalingResult | undefined;
   faultRecovery?: FaultRecoveryResult | undefined;
   fairness?: FairnessResult | undefined;
+  fleet?: FleetResult | undefined;
 }
 
 /** One of the issue's targets, against this run's figure. */
@@ -40,6 +42,24 @@ export interface TargetCheck {
 /** The issue's targets, for the suites that ran. Bench figures, not test assertions. */
 export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[] {
   const checks: TargetCheck[] = [];
+  const fleet = report.fleet;
+  if (fleet !== undefined && fleet.skipped === undefined) {
+    const remoteP50 = fleet.roundTrip.find((row) => row.where === "remote")?.p50 ?? Number.NaN;
+    checks.push({ target: "fleet: remote no-op round trip p50 ≤ 3 ms (loopback)", figure: `${remoteP50.toFixed(2)} ms`, isMet: remoteP50 <= 3 });
+    const rate = fleet.throughput.find((row) => row.where === "remote")?.callsPerSecond.median ?? Number.NaN;
+    checks.push({ target: "fleet: ≥ 1,500 calls/s, 64 in flight, one node", figure: `${rate.toFixed(0)} calls/s`, isMet: rate >= 1_500 });
+    checks.push({
+      target: "fleet: 8 × CPU batch on 2 nodes × 1 thread ≤ 1.08 × the local 2-thread pool",
+      figure: `${fleet.cpuBatch.ratio.toFixed(3)}×`,
+      isMet: fleet.cpuBatch.ratio <= 1.08,
+    });
+    const worst = Math.max(...fleet.nodeLoss.detectionMs);
+    checks.push({
+      target: `fleet: node loss noticed within lock + 2 × stall + 1 s (${fleet.nodeLoss.boundMs} ms)`,
+      figure: `${worst.toFixed(0)} ms (worst of ${fleet.nodeLoss.detectionMs.length})`,
+      isMet: worst <= fleet.nodeLoss.boundMs,
+    });
+  }
   for (const batch of report.cpuBatch?.batches ?? []) {
     const toolpool = batch.speedups.find((s) => s.name === cpuContenders.toolpool);
     if (toolpool === undefined) continue;

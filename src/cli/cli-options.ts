@@ -14,7 +14,7 @@ export interface BatchCliOptions {
 }
 
 /** The options of `run`, as commander hands them over. */
-export interface RunCliOptions extends BatchCliOptions {
+export interface RunCliOptions extends BatchCliOptions, FleetCliOptions {
   tools: string[];
   hooks?: string;
   mode?: ToolExecutionMode;
@@ -61,4 +61,28 @@ export function toolsOption(): Option {
 /** `--hooks MODULE`. */
 export function hooksOption(): Option {
   return new Option("--hooks <module>", "ES module exporting beforeToolCall and/or afterToolCall");
+}
+
+/** The fleet options of `run` and `serve`, as commander hands them over. */
+export interface FleetCliOptions {
+  fleet?: string;
+  remote?: "all" | string[];
+}
+
+/** `--fleet URL`: run worker calls on the fleet behind this Redis. */
+export function fleetOption(): Option {
+  return new Option("--fleet <url>", "run worker calls on the fleet of `toolpool node`s behind this Redis (redis://host:port)");
+}
+
+/** `--remote all|NAME,...`: which worker tools go to the fleet. */
+export function remoteOption(): Option {
+  return new Option("--remote <tools>", "with --fleet: all, or a comma-separated list of worker tool names (default: all)").argParser(
+    (value: string) => (value === "all" ? "all" : value.split(",").map((name) => name.trim()).filter((name) => name.length > 0)),
+  );
+}
+
+/** The runtime's `fleet` option from `--fleet` and `--remote`; undefined without `--fleet`. */
+export function fleetFromCli(options: FleetCliOptions): { redis: string; remote: "all" | string[] } | undefined {
+  if (options.fleet === undefined) return undefined;
+  return { redis: options.fleet, remote: options.remote ?? "all" };
 }

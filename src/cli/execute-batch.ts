@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { createRuntime, ToolpoolError, type Runtime, type ToolDefinition, type ToolExecutionMode } from "../index.js";
+import { createRuntime, ToolpoolError, type FleetOptions, type Runtime, type ToolDefinition, type ToolExecutionMode } from "../index.js";
 import type { BatchView } from "./batch-view.js";
 import { HumanView } from "./human-view.js";
 import type { BatchInput } from "./load-batch.js";
@@ -22,6 +22,8 @@ export interface BatchRequest {
   toolExecution?: ToolExecutionMode;
   /** Fixed pool size (`maxThreads` = `minThreads`); the runtime's default when absent. */
   threads?: number;
+  /** Runs worker calls on a fleet (`--fleet`, `--remote`). */
+  fleet?: FleetOptions;
   /** One JSON line per event instead of the view for people. */
   isNdjson: boolean;
   streams: CliStreams;
@@ -71,6 +73,7 @@ function createBatchRuntime(request: BatchRequest): Runtime {
       ...request.hooks,
       ...(request.toolExecution === undefined ? {} : { toolExecution: request.toolExecution }),
       ...(request.threads === undefined ? {} : { pool: { maxThreads: request.threads, minThreads: request.threads } }),
+      ...(request.fleet === undefined ? {} : { fleet: request.fleet }),
     });
   } catch (error) {
     throw toUsageError(error) ?? error;

@@ -11,6 +11,7 @@ import { Command } from "commander";
 import { addBenchCommand } from "./bench-command.js";
 import { addDemoCommand } from "./demo-command.js";
 import { addMcpCommand } from "./mcp-command.js";
+import { addNodeCommand } from "./node-command.js";
 import { addRunCommand } from "./run-command.js";
 import { addServeCommand } from "./serve-command.js";
 import { toOneLine } from "./usage-error.js";
@@ -34,6 +35,7 @@ export function createProgram(version: string = readPackageVersion()): Command {
   addServeCommand(program);
   addMcpCommand(program);
   addBenchCommand(program);
+  addNodeCommand(program);
   return program;
 }
 

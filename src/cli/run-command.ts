@@ -7,7 +7,17 @@
 import { Command } from "commander";
 
 import { builtinTools } from "../index.js";
-import { hooksOption, modeOption, ndjsonOption, threadsOption, toolsOption, type RunCliOptions } from "./cli-options.js";
+import {
+  fleetFromCli,
+  fleetOption,
+  hooksOption,
+  modeOption,
+  ndjsonOption,
+  remoteOption,
+  threadsOption,
+  toolsOption,
+  type RunCliOptions,
+} from "./cli-options.js";
 import { executeBatch } from "./execute-batch.js";
 import { loadBatch } from "./load-batch.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
@@ -18,7 +28,9 @@ export async function runBatchFile(batchPath: string, options: RunCliOptions): P
   const batch = await loadBatch(batchPath);
   const tools = options.tools.length === 0 ? builtinTools() : await loadToolModules(options.tools);
   const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
+  const fleet = fleetFromCli(options);
   await executeBatch({
+    ...(fleet === undefined ? {} : { fleet }),
     batch,
     tools,
     hooks,
@@ -40,5 +52,7 @@ export function addRunCommand(program: Command): Command {
     .addOption(modeOption())
     .addOption(threadsOption())
     .addOption(ndjsonOption())
+    .addOption(fleetOption())
+    .addOption(remoteOption())
     .action((batchPath: string, options: RunCliOptions) => runBatchFile(batchPath, options));
 }

@@ -21,7 +21,7 @@ import {
   type ToolpoolServer,
 } from "../index.js";
 import { isLoopbackHost } from "../server/server-options.js";
-import { hooksOption, modeOption, threadsOption, toolsOption } from "./cli-options.js";
+import { fleetFromCli, fleetOption, hooksOption, modeOption, remoteOption, threadsOption, toolsOption, type FleetCliOptions } from "./cli-options.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { describeThrown } from "../errors.js";
 import { UsageError } from "./usage-error.js";
@@ -30,7 +30,7 @@ import { UsageError } from "./usage-error.js";
 export const TOKEN_ENV = "TOOLPOOL_TOKEN";
 
 /** The options of `serve`, as commander hands them over. */
-export interface ServeCliOptions {
+export interface ServeCliOptions extends FleetCliOptions {
   host?: string;
   port?: number;
   token?: string;
@@ -100,9 +100,10 @@ export async function serve(options: ServeCliOptions): Promise<void> {
   const toolExecution = options.mode ?? config.toolExecution;
   const pool: PoolOptions = { ...config.pool, ...(threads === undefined ? {} : { maxThreads: threads, minThreads: threads }) };
   const serverOptions = resolveServerCliOptions(options, config);
+  const fleet = fleetFromCli(options);
 
   const runtime = inputErrors(() =>
-    createRuntime({ tools, ...hooks, ...(toolExecution === undefined ? {} : { toolExecution }), pool }),
+    createRuntime({ tools, ...hooks, ...(toolExecution === undefined ? {} : { toolExecution }), pool, ...(fleet === undefined ? {} : { fleet }) }),
   );
   let server: ToolpoolServer;
   try {
@@ -143,6 +144,8 @@ export function addServeCommand(program: Command): Command {
     .addOption(new Option("--max-body <bytes>", "largest request body, in bytes (default: 1048576)").argParser(parseMaxBody))
     .addOption(threadsOption())
     .addOption(modeOption())
+    .addOption(fleetOption())
+    .addOption(remoteOption())
     .addOption(new Option("--config <file>", "JSON file with any of these settings; the command line wins"))
     .action((options: ServeCliOptions) => serve(options));
 }

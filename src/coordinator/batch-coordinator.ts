@@ -10,7 +10,7 @@ import type {
 } from "../types.js";
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
 import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
-import type { CallTiming, WorkerPool } from "../workers/worker-pool.js";
+import type { CallTiming, ToolCallPool } from "../workers/worker-pool.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
 import { prepareArguments, prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
@@ -24,7 +24,7 @@ import {
 /** What every batch needs of its runtime: made once per runtime. */
 export interface BatchServices {
   /** The pool a worker tool runs on. */
-  poolFor: (tool: WorkerTool) => WorkerPool;
+  poolFor: (tool: WorkerTool) => ToolCallPool;
   /** Aborted when the runtime is closed by force: running inline calls are then no longer awaited. */
   stopSignal: AbortSignal;
   /** Hands an event to the runtime's listeners, with a call's durations on its end event; never throws. */

@@ -13,6 +13,7 @@ import { loadPromClient } from "./lazy-modules.js";
 
 import { errorCodes } from "../errors.js";
 import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
+import type { RemoteCallRecord } from "../fleet/remote-pool.js";
 import type { Runtime } from "../runtime.js";
 
 /** The `tool` label of a call to a tool the runtime does not have: model-chosen names must not grow the label set without bound. */
@@ -36,6 +37,8 @@ export class ServerMetrics {
   readonly #startedAt = new Map<string, number>();
   readonly #eventLoopDelay: IntervalHistogram = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
   readonly #calls: Counter<"tool" | "outcome">;
+  #remoteCalls: Counter<"tool" | "outcome"> | undefined;
+  #remoteOverhead: Histogram | undefined;
   readonly #durations: Histogram<"tool">;
   readonly #queueWaits: Histogram<"tool">;
   readonly #runTimes: Histogram<"tool">;
@@ -150,6 +153,29 @@ export class ServerMetrics {
       buckets: DURATION_BUCKETS,
       registers,
     });
+    if (runtime.fleetStats !== undefined) {
+      new Gauge({
+        name: "toolpool_fleet_nodes",
+        help: "Live fleet nodes serving the runtime's worker tools, at the coordinator's last look.",
+        registers,
+        collect() {
+          this.set(runtime.fleetStats?.nodes ?? 0);
+        },
+      });
+      this.#remoteCalls = new Counter({
+        name: "toolpool_remote_calls_total",
+        help: "Remote (fleet) calls ended, by tool and outcome: ok, error, or the lower-cased code (tp_err_node_lost, ...).",
+        labelNames: ["tool", "outcome"] as const,
+        registers,
+      });
+      this.#remoteOverhead = new Histogram({
+        name: "toolpool_remote_overhead_seconds",
+        help: "A remote call's round trip minus the node's own time for it: queueing in Redis, transport, dispatch.",
+        buckets: [0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+        registers,
+      });
+      runtime.on("fleet_call", this.#onFleetCall);
+    }
     this.#eventLoopDelay.enable();
     runtime.on("tool_execution_start", this.#onStart);
     runtime.on("tool_execution_end", this.#onEnd);
@@ -167,11 +193,17 @@ export class ServerMetrics {
 
   /** Stops listening to the runtime and sampling the event loop. */
   dispose(): void {
+    this.#runtime.off("fleet_call", this.#onFleetCall);
     this.#runtime.off("tool_execution_start", this.#onStart);
     this.#runtime.off("tool_execution_end", this.#onEnd);
     this.#eventLoopDelay.disable();
     this.#startedAt.clear();
   }
+
+  readonly #onFleetCall = (record: RemoteCallRecord): void => {
+    this.#remoteCalls?.inc({ tool: record.tool, outcome: record.outcome });
+    if (record.overheadSeconds !== undefined) this.#remoteOverhead?.observe(record.overheadSeconds);
+  };
 
   readonly #onStart = (event: ToolExecutionStartEvent, meta: EventMeta): void => {
     this.#startedAt.set(callKey(event.toolCallId, meta), this.#runtime.options.clock.now());

@@ -64,6 +64,20 @@ export interface CallTiming {
   runMs?: number;
 }
 
+/**
+ * What the coordinator needs of a pool: the local {@link WorkerPool} and the
+ * fleet's remote pool both have it, so the coordinator never learns where a
+ * call runs.
+ */
+export interface ToolCallPool {
+  /** Runs one call. Resolves with its outcome; never rejects. */
+  run(request: WorkerCallRequest): Promise<WorkerCallOutcome>;
+  /** A snapshot of the pool's state. */
+  readonly stats: PoolStats;
+  /** Stops the pool; with `force`, calls still running end at once with `TP_ERR_CLOSED`. */
+  close(options?: { force?: boolean }): Promise<void>;
+}
+
 /** How a worker call ended. Never a rejection: faults are outcomes too. */
 export type WorkerCallOutcome = (
   | { kind: "ok"; result: AgentToolResult<unknown> }
@@ -216,7 +230,7 @@ const endedReason = new Error("ended before it ran");
  * signal: a task with a signal would go to Piscina's private skip queue, out
  * of the pool's reach.
  */
-export class WorkerPool {
+export class WorkerPool implements ToolCallPool {
   readonly #options: ResolvedPoolOptions;
   readonly #clock: Clock;
   #current: Generation;

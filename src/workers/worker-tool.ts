@@ -54,6 +54,14 @@ export interface WorkerToolOptions<TArgs = any> {
    * @default 1
    */
   cost?: number;
+  /**
+   * Declares that running a call twice does no harm (a pure function of its
+   * arguments, like `hash`). Only such a tool's remote calls are resubmitted
+   * after their fleet node was lost (`fleet.nodeLossRetries`); any other call
+   * then ends with `TP_ERR_NODE_LOST`, never run a second time.
+   * @default false
+   */
+  idempotent?: boolean;
 }
 
 const workerToolBrand = Symbol.for("toolpool.workerTool");
@@ -75,6 +83,7 @@ export interface WorkerTool<TArgs = any> {
   readonly maxResultBytes?: number;
   /** Turns of its session's share a call uses (see {@link WorkerToolOptions.cost}). */
   readonly cost: number;
+  readonly idempotent: boolean;
 }
 
 /**
@@ -107,6 +116,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     resourceLimits,
     maxResultBytes,
     cost = 1,
+    idempotent = false,
   } = options;
   if (typeof name !== "string" || name.length === 0) throw invalidTool("Expected `name` to be a non-empty string", name);
   const where = `worker tool "${name}"`;
@@ -138,6 +148,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
       resourceLimits,
     );
   }
+  if (typeof idempotent !== "boolean") throw invalidTool(`Expected \`idempotent\` of ${where} to be a boolean`, idempotent);
   const tool: WorkerTool<TArgs> = {
     [workerToolBrand]: true,
     name,
@@ -152,6 +163,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     ...(resourceLimits === undefined ? {} : { resourceLimits: Object.freeze({ ...resourceLimits }) }),
     ...(maxResultBytes === undefined ? {} : { maxResultBytes }),
     cost,
+    idempotent,
   };
   return Object.freeze(tool);
 }

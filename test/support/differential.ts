@@ -10,6 +10,7 @@ import {
   type BeforeToolCallContext,
   type BeforeToolCallResult,
   type Runtime,
+  type RuntimeOptions,
   type ToolDefinition,
 } from "toolpool";
 
@@ -142,6 +143,8 @@ export async function runScenario(
   isObserved = true,
   /** Run toolpool's side on this runtime (observed, with its hooks routed to the scenario's) instead of a new one. */
   shared?: SharedRuntime,
+  /** Added to toolpool's runtime options: a `fleet` runs the worker tools on nodes. */
+  extraOptions: Partial<RuntimeOptions> = {},
 ): Promise<Trace> {
   gates.reset();
   // Every call of a scripted tool waits at a gate named after it, so the test
@@ -263,6 +266,7 @@ export async function runScenario(
       ...(beforeToolCall && isObserved ? { beforeToolCall } : {}),
       ...(afterToolCall && isObserved ? { afterToolCall } : {}),
       pool: { maxThreads: scenarioThreads, minThreads: 1 },
+      ...extraOptions,
     });
     try {
       outcome = await runtime.executeToolCalls(assistantMessage, {

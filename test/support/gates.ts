@@ -1,5 +1,7 @@
 import { BroadcastChannel } from "node:worker_threads";
 
+import { Redis } from "ioredis";
+
 /**
  * The test side of the scripted tools' gates (see fixtures/tools/scripted.mjs):
  * knows which calls wait at a gate and opens them one at a time.
@@ -8,14 +10,28 @@ export class GateController {
   readonly #channel = new BroadcastChannel("toolpool-test-gates");
   readonly #waiting = new Set<string>();
   readonly #watchers = new Map<string, () => void>();
+  /** With a Redis URL, gates of tools running in fleet nodes too (see fixtures/tools/scripted.mjs). */
+  readonly #redis: { publisher: Redis; subscriber: Redis; ready: Promise<unknown> } | undefined;
 
-  constructor() {
-    this.#channel.onmessage = (event) => {
-      const key = (event as { data?: { waiting?: string } }).data?.waiting;
+  constructor(redisUrl?: string) {
+    const onWaiting = (data: { waiting?: string } | undefined) => {
+      const key = data?.waiting;
       if (key === undefined) return;
       this.#waiting.add(key);
       this.#watchers.get(key)?.();
     };
+    this.#channel.onmessage = (event) => onWaiting((event as { data?: { waiting?: string } }).data);
+    if (redisUrl !== undefined) {
+      const publisher = new Redis(redisUrl);
+      const subscriber = new Redis(redisUrl);
+      subscriber.on("message", (_name: string, text: string) => onWaiting(JSON.parse(text) as { waiting?: string }));
+      this.#redis = { publisher, subscriber, ready: subscriber.subscribe("toolpool-test-gates:waiting") };
+    }
+  }
+
+  /** Resolves once the Redis side listens (at once without Redis). */
+  async ready(): Promise<void> {
+    await this.#redis?.ready;
   }
 
   /** Resolves once the call holding `key` waits at its gate. */
@@ -28,6 +44,7 @@ export class GateController {
     this.#waiting.delete(key);
     this.#watchers.delete(key);
     this.#channel.postMessage({ open: key });
+    void this.#redis?.publisher.publish("toolpool-test-gates:open", JSON.stringify({ open: key }));
   }
 
   /** Forgets everything seen, between two runs of one scenario. */
@@ -38,6 +55,8 @@ export class GateController {
 
   close(): void {
     this.#channel.close();
+    this.#redis?.publisher.disconnect();
+    this.#redis?.subscriber.disconnect();
   }
 }
 

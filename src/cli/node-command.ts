@@ -1,0 +1,81 @@
+/**
+ * `toolpool node --redis URL`: serves the worker tools of its `--tools`
+ * modules to the fleet's coordinators until SIGTERM or SIGINT.
+ *
+ * @module
+ */
+import { Command, InvalidArgumentError, Option } from "commander";
+
+import { builtinTools, FleetNode } from "../index.js";
+import { parseThreads, toolsOption } from "./cli-options.js";
+import { loadToolModules } from "./load-modules.js";
+import { UsageError } from "./usage-error.js";
+
+/** The options of `node`, as commander hands them over. */
+export interface NodeCliOptions {
+  redis: string;
+  tools: string[];
+  threads?: number;
+  concurrency?: number;
+  name?: string;
+  lockDuration?: number;
+  stalledInterval?: number;
+  prefix?: string;
+}
+
+/**
+ * Starts a node, prints `node ready name=… threads=… toolset=…` on stdout once
+ * it serves, and on SIGTERM or SIGINT lets its running calls finish, then
+ * returns (the process exits 0).
+ */
+export async function serveNode(options: NodeCliOptions): Promise<void> {
+  if (!/^rediss?:\/\//.test(options.redis)) throw new UsageError(`--redis: expected a redis:// URL, got "${options.redis}"`);
+  const tools = options.tools.length === 0 ? builtinTools() : await loadToolModules(options.tools);
+  let stop!: (signal: string) => void;
+  const stopped = new Promise<string>((resolve) => (stop = resolve));
+  // Listening before the start: a SIGTERM during start-up must also shut down gracefully.
+  const onSignal = (signal: NodeJS.Signals) => stop(signal);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  try {
+    const node = await FleetNode.start({
+      redis: options.redis,
+      tools,
+      ...(options.name === undefined ? {} : { name: options.name }),
+      ...(options.threads === undefined ? {} : { threads: options.threads }),
+      ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+      ...(options.lockDuration === undefined ? {} : { lockDurationMs: options.lockDuration }),
+      ...(options.stalledInterval === undefined ? {} : { stalledIntervalMs: options.stalledInterval }),
+      ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+      onError: (error) => process.stderr.write(`toolpool node: ${String((error as Error)?.message ?? error)}\n`),
+    });
+    process.stdout.write(`node ready name=${node.name} threads=${node.threads} toolset=${node.toolsetHash.slice(0, 16)}\n`);
+    const signal = await stopped;
+    process.stderr.write(`toolpool node: ${signal}: finishing ${node.running} running calls\n`);
+    await node.close();
+  } finally {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+  }
+}
+
+/** Adds the `node` command to `program`. */
+export function addNodeCommand(program: Command): Command {
+  const milliseconds = (value: string) => {
+    const ms = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(ms) || ms < 50) throw new InvalidArgumentError("Expected an integer >= 50 (milliseconds).");
+    return ms;
+  };
+  return program
+    .command("node")
+    .description("serve worker tools to a fleet's coordinators through Redis, until SIGTERM or SIGINT")
+    .addOption(new Option("--redis <url>", "the fleet's Redis (redis://host:port)").makeOptionMandatory())
+    .addOption(toolsOption())
+    .addOption(new Option("--threads <n>", "worker threads of the node's pool (default: the number of CPUs)").argParser(parseThreads))
+    .addOption(new Option("--concurrency <n>", "calls taken from the queue at once (default: --threads)").argParser(parseThreads))
+    .addOption(new Option("--name <name>", "the node's name in the fleet (default: <hostname>-<pid>)"))
+    .addOption(new Option("--lock-duration <ms>", "BullMQ lockDuration; as the coordinators' fleet.lockDurationMs (default: 10000)").argParser(milliseconds))
+    .addOption(new Option("--stalled-interval <ms>", "BullMQ stalledInterval; as the coordinators' (default: 5000)").argParser(milliseconds))
+    .addOption(new Option("--prefix <prefix>", "key prefix in Redis; as the coordinators' (default: toolpool)"))
+    .action((options: NodeCliOptions) => serveNode(options));
+}

@@ -1,0 +1,114 @@
+import { Queue, QueueEvents, Worker } from "bullmq";
+import { Redis } from "ioredis";
+
+import { reconnectDelay, redisOptionsFromUrl, type RemoteJobData } from "./fleet-protocol.js";
+
+/** What {@link CoordinatorClients.connect} needs. */
+export interface CoordinatorClientsOptions {
+  redis: string;
+  prefix: string;
+  queueName: string;
+  redisTimeoutMs: number;
+  lockDurationMs: number;
+  stalledIntervalMs: number;
+  /** A node lost its hold on a job (BullMQ's `stalled`). */
+  onStalled: (jobId: string) => void;
+  /** A job failed on a node (its processor threw, or it was failed as stalled). */
+  onFailed: (jobId: string, failedReason: string) => void;
+  /** The command connection closed / is ready again. */
+  onRedisLost: () => void;
+  onRedisBack: () => void;
+}
+
+/**
+ * A coordinator's Redis clients: a fail-fast command connection (shared with
+ * the BullMQ `Queue` that adds jobs), a blocking reader for the reply stream,
+ * a `QueueEvents` for the loss signals only, and a stalled checker that
+ * processes nothing.
+ */
+export class CoordinatorClients {
+  readonly commands: Redis;
+  readonly reader: Redis;
+  readonly queue: Queue<RemoteJobData>;
+  readonly events: QueueEvents;
+  readonly stalledChecker: Worker;
+
+  private constructor(commands: Redis, options: CoordinatorClientsOptions) {
+    const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
+    const connection = { ...redisOptions, maxRetriesPerRequest: null };
+    this.commands = commands;
+    this.queue = new Queue<RemoteJobData>(options.queueName, { connection: commands, prefix: options.prefix });
+    this.queue.on("error", () => {});
+    // QueueEvents carries only the loss signals here: `stalled` (a node lost its
+    // call) and `failed` (a node's processor failed). Results take the reply
+    // stream: QueueEvents is best-effort (trimmed) and every listener reads all.
+    this.events = new QueueEvents(options.queueName, { connection, prefix: options.prefix });
+    this.events.on("error", () => {});
+    this.events.on("stalled", ({ jobId }) => options.onStalled(jobId));
+    this.events.on("failed", ({ jobId, failedReason }) => options.onFailed(jobId, failedReason));
+    // A checker that processes nothing: a lost call is found even when no node
+    // survives. It looks twice per interval: a pass only confirms what the
+    // previous one marked, so this keeps the loss within lock + 2 × interval
+    // even when timers run late on a busy machine.
+    this.stalledChecker = new Worker(options.queueName, null, {
+      connection,
+      prefix: options.prefix,
+      autorun: false,
+      lockDuration: options.lockDurationMs,
+      stalledInterval: Math.max(25, Math.floor(options.stalledIntervalMs / 2)),
+      maxStalledCount: 0,
+    });
+    this.stalledChecker.on("error", () => {});
+    this.reader = new Redis(connection);
+    this.reader.on("error", () => {});
+    commands.on("close", options.onRedisLost);
+    commands.on("ready", options.onRedisBack);
+  }
+
+  /** Connects; resolves undefined when Redis does not answer within `redisTimeoutMs`. */
+  static async connect(options: CoordinatorClientsOptions): Promise<CoordinatorClients | undefined> {
+    const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
+    // Fail fast: a command while Redis is down rejects at once instead of
+    // waiting in a queue; the commands of one tick go out in one write.
+    const commands = new Redis({
+      ...redisOptions,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      lazyConnect: true,
+      enableAutoPipelining: true,
+      connectionName: "toolpool-coordinator",
+    });
+    commands.on("error", () => {});
+    try {
+      await withTimeout(commands.connect(), options.redisTimeoutMs);
+    } catch {
+      commands.disconnect();
+      return undefined;
+    }
+    const clients = new CoordinatorClients(commands, options);
+    // Redis may go away meanwhile: later calls then find it down, or back.
+    await withTimeout(clients.events.waitUntilReady(), options.redisTimeoutMs).catch(() => {});
+    void clients.stalledChecker.startStalledCheckTimer().catch(() => {});
+    return clients;
+  }
+
+  /** Deletes the reply stream and disconnects everything, each step within `timeoutMs`. */
+  async close(replyKey: string, timeoutMs: number): Promise<void> {
+    this.reader.disconnect();
+    const bounded = (promise: Promise<unknown>) => withTimeout(promise, timeoutMs).catch(() => {});
+    await bounded(this.commands.del(replyKey));
+    await Promise.all([bounded(this.events.close()), bounded(this.stalledChecker.close(true)), bounded(this.queue.close())]);
+    this.commands.disconnect();
+  }
+}
+
+/** `promise`, or a rejection after `ms`. */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,282 @@
+import { hostname } from "node:os";
+import { performance } from "node:perf_hooks";
+
+import { Worker, type Job } from "bullmq";
+import { Redis } from "ioredis";
+
+import { systemClock } from "../clock.js";
+import { describeThrown, ToolpoolError } from "../errors.js";
+import { resolveRuntimeOptions, type PoolOptions, type ToolDefinition } from "../options.js";
+import type { AgentToolResult } from "../types.js";
+import { WorkerPool, type WorkerCallOutcome } from "../workers/worker-pool.js";
+import { isWorkerTool, type WorkerTool } from "../workers/worker-tool.js";
+import {
+  decodeJobArgs,
+  encodeEnd,
+  encodeUpdate,
+  FleetKeys,
+  reconnectDelay,
+  redisOptionsFromUrl,
+  type NodeRecord,
+  type RemoteJobData,
+} from "./fleet-protocol.js";
+import { describeToolset, fleetProtocolVersion, type Toolset } from "./toolset.js";
+
+/** Options of a {@link FleetNode}. */
+export interface FleetNodeOptions {
+  /** The fleet's Redis, as a `redis://` URL. */
+  redis: string;
+  /** The tools; the node serves the worker tools among them (inline tools run on coordinators). */
+  tools: readonly ToolDefinition[];
+  /** The node's name, unique in the fleet (no `:`). @default `<hostname>-<pid>` */
+  name?: string;
+  /** Worker threads of the node's local pool. @default the pool's default (the number of CPUs) */
+  threads?: number;
+  /** Calls the node takes from the queue at once. @default threads */
+  concurrency?: number;
+  /** BullMQ `lockDuration`; must match the coordinators'. @default 10000 */
+  lockDurationMs?: number;
+  /** BullMQ `stalledInterval`; must match the coordinators'. @default 5000 */
+  stalledIntervalMs?: number;
+  /** Key prefix; must match the coordinators'. @default "toolpool" */
+  prefix?: string;
+  /** Options of the node's local pool (`threads` overrides its thread counts). */
+  pool?: PoolOptions;
+  /** Receives errors that concern no call (a lost Redis connection, a worker failing while idle). @default ignored */
+  onError?: (error: unknown) => void;
+}
+
+interface RunningCall {
+  readonly abortKey: string | undefined;
+  readonly abort: AbortController;
+}
+
+/** Keeps a node's registration alive: renewed three times per lock duration. */
+const heartbeatsPerLock = 3;
+
+/**
+ * A fleet node: takes the remote calls of coordinators whose worker tools are
+ * identical to its own from Redis (one BullMQ queue per toolset) and runs each
+ * on its own local {@link WorkerPool}, so every fault ends exactly as it would
+ * locally. Partials and then the end of each call go back on the calling
+ * coordinator's reply stream, in order.
+ *
+ * At most once: BullMQ runs with `maxStalledCount: 0`, so a call whose node
+ * died is never handed to another node (the coordinator reports it lost).
+ */
+export class FleetNode {
+  readonly #name: string;
+  readonly #threads: number;
+  readonly #toolset: Toolset;
+  readonly #tools: ReadonlyMap<string, WorkerTool>;
+  readonly #pools: Map<WorkerTool | "shared", WorkerPool>;
+  readonly #keys: FleetKeys;
+  readonly #commands: Redis;
+  readonly #subscriber: Redis;
+  readonly #worker: Worker<RemoteJobData>;
+  readonly #running = new Map<string, RunningCall>();
+  readonly #lockDurationMs: number;
+  readonly #onError: (error: unknown) => void;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #closing: Promise<void> | undefined;
+
+  private constructor(options: FleetNodeOptions) {
+    const workerTools = options.tools.filter(isWorkerTool);
+    const runtimeOptions = resolveRuntimeOptions({
+      tools: workerTools,
+      pool: {
+        ...options.pool,
+        ...(options.threads === undefined ? {} : { maxThreads: options.threads, minThreads: options.threads }),
+      },
+    });
+    this.#name = options.name ?? `${hostname()}-${process.pid}`;
+    if (!/^[A-Za-z0-9_.-]+$/.test(this.#name)) {
+      throw new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected the node's name to hold only letters, digits, "_", "." and "-", got "${this.#name}"`);
+    }
+    this.#threads = runtimeOptions.pool.maxThreads;
+    this.#tools = new Map(workerTools.map((tool) => [tool.name, tool]));
+    if (this.#tools.size !== workerTools.length) throw new ToolpoolError("TP_ERR_INVALID_TOOL", "Two worker tools of the node share a name");
+    this.#toolset = describeToolset(workerTools);
+    this.#keys = new FleetKeys(options.prefix ?? "toolpool");
+    this.#lockDurationMs = options.lockDurationMs ?? 10_000;
+    this.#onError = options.onError ?? (() => {});
+    // The same pools as a runtime's: one shared, one per tool with heap limits of its own.
+    this.#pools = new Map();
+    for (const tool of workerTools) {
+      if (tool.resourceLimits === undefined) {
+        if (!this.#pools.has("shared")) this.#pools.set("shared", new WorkerPool(runtimeOptions.pool, systemClock, this.#onError));
+      } else {
+        const poolOptions = Object.freeze({ ...runtimeOptions.pool, resourceLimits: tool.resourceLimits, minThreads: 1 });
+        this.#pools.set(tool, new WorkerPool(poolOptions, systemClock, this.#onError));
+      }
+    }
+    const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
+    // Every call's end must reach Redis, even across a reconnection: no retry limit.
+    // Auto-pipelining: the commands of one tick go out in one write (many calls end at once under load).
+    this.#commands = new Redis({ ...redisOptions, maxRetriesPerRequest: null, enableAutoPipelining: true, connectionName: `toolpool-node-${this.#name}` });
+    this.#commands.on("error", () => {}); // reconnects on its own; the worker reports the outage
+    this.#subscriber = new Redis({ ...redisOptions, maxRetriesPerRequest: null });
+    this.#subscriber.on("error", () => {});
+    this.#subscriber.on("message", (_channel: string, abortKey: string) => this.#abortCalls(abortKey));
+    // After a reconnection, aborts announced meanwhile were missed: look again.
+    this.#subscriber.on("ready", () => void this.#recheckAborts());
+    this.#worker = new Worker<RemoteJobData>(
+      FleetKeys.queueName(this.#toolset.hash),
+      // Three parameters: BullMQ passes an abort signal only to a processor that declares it.
+      (job, token, signal) => this.#process(job, token, signal),
+      {
+        connection: { ...redisOptions, maxRetriesPerRequest: null },
+        prefix: this.#keys.prefix,
+        name: this.#name,
+        autorun: false,
+        concurrency: options.concurrency ?? this.#threads,
+        lockDuration: this.#lockDurationMs,
+        stalledInterval: options.stalledIntervalMs ?? 5_000,
+        // At most once: a call whose node was lost is never run again.
+        maxStalledCount: 0,
+        maxStartedAttempts: 1,
+      },
+    );
+    this.#worker.on("error", (error) => this.#onError(error));
+    // Lost its hold on a call (cut off from Redis): stop it, as another party will report it lost.
+    this.#worker.on("lockRenewalFailed", (jobIds) => {
+      for (const jobId of jobIds) this.#running.get(jobId)?.abort.abort();
+    });
+  }
+
+  /**
+   * Starts a node: connects to Redis, registers the node and begins taking
+   * calls. Resolves once it serves.
+   *
+   * @example
+   * ```ts
+   * const node = await FleetNode.start({ redis: "redis://127.0.0.1:6379", tools: builtinTools(), threads: 4 });
+   * process.once("SIGTERM", () => void node.close());
+   * ```
+   */
+  static async start(options: FleetNodeOptions): Promise<FleetNode> {
+    const node = new FleetNode(options);
+    try {
+      await node.#subscriber.subscribe(node.#keys.cancelChannel);
+      await node.#register();
+      node.#heartbeat = setInterval(() => void node.#register().catch(node.#onError), Math.max(50, node.#lockDurationMs / heartbeatsPerLock));
+      void node.#worker.run().catch(node.#onError);
+      await node.#worker.waitUntilReady();
+    } catch (error) {
+      await node.close().catch(() => {});
+      throw error;
+    }
+    return node;
+  }
+
+  /** The node's name in the fleet. */
+  get name(): string {
+    return this.#name;
+  }
+
+  /** Threads of the node's shared pool. */
+  get threads(): number {
+    return this.#threads;
+  }
+
+  /** The hash of the worker tools the node serves: coordinators with the same hash send it their calls. */
+  get toolsetHash(): string {
+    return this.#toolset.hash;
+  }
+
+  /** Calls running on the node now. */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  /**
+   * Stops taking calls, lets the running ones finish and deliver their ends,
+   * then stops the pools and leaves the fleet. Safe to call again.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      clearInterval(this.#heartbeat);
+      await this.#commands.multi().del(this.#keys.node(this.#name)).srem(this.#keys.nodes, this.#name).exec().catch(() => {});
+      await this.#worker.close();
+      await Promise.all([...this.#pools.values()].map((pool) => pool.close()));
+      await Promise.all([this.#commands.quit().catch(() => {}), this.#subscriber.quit().catch(() => {})]);
+      this.#commands.disconnect();
+      this.#subscriber.disconnect();
+    })();
+    return this.#closing;
+  }
+
+  async #register(): Promise<void> {
+    const record: NodeRecord = {
+      name: this.#name,
+      toolsetHash: this.#toolset.hash,
+      tools: [...this.#tools.keys()],
+      threads: this.#threads,
+      pid: process.pid,
+      startedAt: Date.now(),
+    };
+    await this.#commands
+      .multi()
+      .set(this.#keys.node(this.#name), JSON.stringify(record), "PX", this.#lockDurationMs)
+      .sadd(this.#keys.nodes, this.#name)
+      .exec();
+  }
+
+  async #process(job: Job<RemoteJobData>, _token: string | undefined, signal: AbortSignal | undefined): Promise<number> {
+    const startedAt = performance.now();
+    const data = job.data;
+    const jobId = job.id!;
+    const tool = this.#tools.get(data.tool);
+    let outcome: WorkerCallOutcome;
+    let updates: Promise<unknown> = Promise.resolve();
+    if (data.v !== fleetProtocolVersion || tool === undefined || this.#toolset.fingerprints.get(data.tool) !== data.fp) {
+      outcome = {
+        kind: "error",
+        code: "TP_ERR_TOOL_MISMATCH",
+        message: `Tool "${data.tool}" was not run: node "${this.#name}" serves ${tool === undefined ? "no tool of that name" : "another version of it"} (protocol ${fleetProtocolVersion})`,
+      };
+    } else {
+      const abort = new AbortController();
+      // Registered before the abort key is read: an abort announced from now on reaches it either way.
+      this.#running.set(jobId, { abortKey: data.abortKey, abort });
+      signal?.addEventListener("abort", () => abort.abort(), { once: true });
+      try {
+        if (data.abortKey !== undefined && (await this.#commands.exists(data.abortKey)) === 1) abort.abort();
+        const pool = this.#pools.get(tool) ?? this.#pools.get("shared")!;
+        outcome = await pool.run({
+          tool,
+          toolCallId: data.toolCallId,
+          args: decodeJobArgs(data),
+          signal: abort.signal,
+          // One connection, each XADD chained after the last: partials reach the stream in order, before the end.
+          onUpdate: (partial: AgentToolResult<unknown>) => {
+            const fields = encodeUpdate(jobId, partial);
+            updates = updates.then(() => this.#commands.xadd(data.replyTo, "*", ...fields)).catch(this.#onError);
+          },
+        });
+      } catch (error) {
+        outcome = { kind: "error", code: "TP_ERR_WORKER_CRASH", message: `Tool "${data.tool}" could not be run on node "${this.#name}": ${describeThrown(error)}` };
+      }
+    }
+    try {
+      await updates;
+      const executionMs = performance.now() - startedAt;
+      // The stream expires unless its coordinator keeps reading it (a coordinator that died leaves nothing behind).
+      await this.#commands.pipeline().xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs)).pexpire(data.replyTo, 600_000).exec();
+    } finally {
+      this.#running.delete(jobId);
+    }
+    return 0;
+  }
+
+  #abortCalls(abortKey: string): void {
+    for (const call of this.#running.values()) if (call.abortKey === abortKey) call.abort.abort();
+  }
+
+  async #recheckAborts(): Promise<void> {
+    for (const call of [...this.#running.values()]) {
+      if (call.abortKey === undefined || call.abort.signal.aborted) continue;
+      if ((await this.#commands.exists(call.abortKey).catch(() => 0)) === 1) call.abort.abort();
+    }
+  }
+}

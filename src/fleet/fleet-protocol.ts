@@ -1,0 +1,143 @@
+import { deserialize, serialize } from "node:v8";
+
+import type { RedisOptions } from "ioredis";
+
+import type { WorkerCallOutcome } from "../workers/worker-pool.js";
+import { fleetProtocolVersion } from "./toolset.js";
+
+/**
+ * What a remote call's BullMQ job carries. BullMQ stores `data` as JSON, so
+ * the arguments travel as base64 of `v8.serialize`: the same structured clone
+ * as a local call's `postMessage`.
+ */
+export interface RemoteJobData {
+  /** Protocol version: a node answers another with `TP_ERR_TOOL_MISMATCH`. */
+  v: number;
+  tool: string;
+  /** The coordinator's fingerprint of the tool; a node answers another with `TP_ERR_TOOL_MISMATCH`. */
+  fp: string;
+  /** base64 of `v8.serialize(validatedArgs)`. */
+  args: string;
+  toolCallId: string;
+  /** The coordinator's reply stream: partials, then the end envelope. */
+  replyTo: string;
+  /** Set while the batch is aborted; read when the call starts. Absent for a call with no abort signal. */
+  abortKey?: string;
+}
+
+/** What a node sends back for a call, on the coordinator's reply stream. */
+export type ReplyEntry =
+  | { jobId: string; kind: "update"; partial: unknown }
+  | { jobId: string; kind: "end"; outcome: WorkerCallOutcome; executionMs: number };
+
+/** Where a fleet's keys live in Redis, under one prefix. */
+export class FleetKeys {
+  readonly prefix: string;
+
+  constructor(prefix: string) {
+    this.prefix = prefix;
+  }
+
+  /** The BullMQ queue (under `prefix`) of one toolset: only nodes serving identical tools listen to it. */
+  static queueName(toolsetHash: string): string {
+    return `tp-${toolsetHash.slice(0, 16)}`;
+  }
+
+  /** The set of every node's id, live or not. */
+  get nodes(): string {
+    return `${this.prefix}:fleet:nodes`;
+  }
+
+  /** One node's registration, a JSON {@link NodeRecord} that expires unless renewed. */
+  node(nodeId: string): string {
+    return `${this.prefix}:fleet:node:${nodeId}`;
+  }
+
+  /** A coordinator's reply stream. */
+  reply(coordinatorId: string): string {
+    return `${this.prefix}:fleet:reply:${coordinatorId}`;
+  }
+
+  /** Present while a group of a coordinator's calls (those of one batch signal) is aborted. */
+  abort(coordinatorId: string, group: number): string {
+    return `${this.prefix}:fleet:abort:${coordinatorId}:${group}`;
+  }
+
+  /** The pub/sub channel on which abort keys are announced to every node. */
+  get cancelChannel(): string {
+    return `${this.prefix}:fleet:cancel`;
+  }
+}
+
+/** A node's registration, renewed while it serves. */
+export interface NodeRecord {
+  name: string;
+  toolsetHash: string;
+  tools: string[];
+  threads: number;
+  pid: number;
+  startedAt: number;
+}
+
+/** Field names of a reply stream entry: job id, kind (`u` or `e`), data. */
+const updateKind = Buffer.from("u");
+
+/** The fields of a reply stream entry, ready for XADD. */
+export function encodeUpdate(jobId: string, partial: unknown): [string, string, string, string, string, Buffer] {
+  return ["j", jobId, "k", "u", "d", serialize(partial)];
+}
+
+/** The fields of the end envelope of a call, ready for XADD. */
+export function encodeEnd(jobId: string, outcome: WorkerCallOutcome, executionMs: number): [string, string, string, string, string, Buffer] {
+  return ["j", jobId, "k", "e", "d", serialize({ outcome, executionMs })];
+}
+
+/** Reads one reply stream entry's fields (as XREAD returns them, buffers); undefined for a malformed one. */
+export function decodeReply(fields: Buffer[]): ReplyEntry | undefined {
+  let jobId: string | undefined;
+  let kind: Buffer | undefined;
+  let data: Buffer | undefined;
+  for (let index = 0; index + 1 < fields.length; index += 2) {
+    const name = fields[index]!.toString();
+    if (name === "j") jobId = fields[index + 1]!.toString();
+    else if (name === "k") kind = fields[index + 1];
+    else if (name === "d") data = fields[index + 1];
+  }
+  if (jobId === undefined || kind === undefined || data === undefined) return undefined;
+  try {
+    if (kind.equals(updateKind)) return { jobId, kind: "update", partial: deserialize(data) };
+    const { outcome, executionMs } = deserialize(data) as { outcome: WorkerCallOutcome; executionMs: number };
+    return { jobId, kind: "end", outcome, executionMs };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The job data of a call. */
+export function encodeJobData(fields: Omit<RemoteJobData, "v" | "args"> & { args: unknown }): RemoteJobData {
+  return { ...fields, v: fleetProtocolVersion, args: serialize(fields.args).toString("base64") };
+}
+
+/** A job's arguments, as the coordinator validated them. */
+export function decodeJobArgs(data: RemoteJobData): unknown {
+  return deserialize(Buffer.from(data.args, "base64"));
+}
+
+/** ioredis options for a `redis://[user:password@]host[:port][/db]` (or `rediss://`) URL. */
+export function redisOptionsFromUrl(url: string): RedisOptions {
+  const parsed = new URL(url);
+  const db = parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0;
+  return {
+    host: parsed.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1",
+    port: parsed.port === "" ? 6379 : Number(parsed.port),
+    ...(Number.isInteger(db) && db > 0 ? { db } : {}),
+    ...(parsed.username === "" ? {} : { username: decodeURIComponent(parsed.username) }),
+    ...(parsed.password === "" ? {} : { password: decodeURIComponent(parsed.password) }),
+    ...(parsed.protocol === "rediss:" ? { tls: {} } : {}),
+  };
+}
+
+/** Reconnects every 100 ms at first, backing off to 1 s: a restarted Redis is found again soon. */
+export function reconnectDelay(attempt: number): number {
+  return Math.min(100 * attempt, 1_000);
+}

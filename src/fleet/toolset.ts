@@ -1,0 +1,76 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+import type { WorkerTool } from "../workers/worker-tool.js";
+
+/** The version of the coordinator–node protocol; part of every toolset hash. */
+export const fleetProtocolVersion = 1;
+
+/** The worker tools a coordinator sends to the fleet, or a node serves, with their fingerprints. */
+export interface Toolset {
+  /** sha256 (hex) over every tool's fingerprint, the protocol version and Node's major version. */
+  readonly hash: string;
+  /** Fingerprint of each tool, by name. */
+  readonly fingerprints: ReadonlyMap<string, string>;
+}
+
+/**
+ * Fingerprints worker tools: what decides how a call runs on a node must be
+ * the same on both sides. Covered: name, export, execution mode, time and
+ * size limits, heap limits, idempotence, the parameters schema, and the bytes
+ * of the tool's module file (read from each side's own path: paths differ
+ * across hosts, content must not). Not covered: modules the tool's module
+ * imports in turn. `prepareArguments` runs in the coordinator only.
+ *
+ * Node's major version is part of the hash: arguments and results cross as
+ * `v8.serialize` bytes, whose format only one major version is sure to read.
+ */
+export function describeToolset(tools: readonly WorkerTool[]): Toolset {
+  const fingerprints = new Map<string, string>();
+  for (const tool of tools) fingerprints.set(tool.name, fingerprintTool(tool));
+  const hash = sha256(
+    canonicalJson({
+      protocol: fleetProtocolVersion,
+      node: process.versions.node.split(".")[0],
+      tools: [...fingerprints].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    }),
+  );
+  return Object.freeze({ hash, fingerprints });
+}
+
+function fingerprintTool(tool: WorkerTool): string {
+  let moduleHash: string;
+  try {
+    moduleHash = sha256(readFileSync(fileURLToPath(tool.moduleUrl)));
+  } catch {
+    // A module that cannot be read fails every call with TP_ERR_TOOL_LOAD on a
+    // node, as locally; both sides agree that it is missing.
+    moduleHash = "unreadable";
+  }
+  return sha256(
+    canonicalJson({
+      name: tool.name,
+      exportName: tool.exportName,
+      executionMode: tool.executionMode ?? null,
+      timeoutMs: tool.timeoutMs ?? null,
+      maxResultBytes: tool.maxResultBytes ?? null,
+      resourceLimits: tool.resourceLimits ?? null,
+      idempotent: tool.idempotent,
+      parameters: tool.parameters,
+      module: moduleHash,
+    }),
+  );
+}
+
+function sha256(data: string | Buffer): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/** JSON with object keys sorted at every level, so equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, field: unknown) => {
+    if (typeof field !== "object" || field === null || Array.isArray(field)) return field;
+    return Object.fromEntries(Object.entries(field).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  });
+}

@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+
+import { createRuntime, workerTool } from "toolpool";
+
+const tool = workerTool({ name: "t", description: "t", parameters: { type: "object" }, module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url) });
+
+describe("fleet options", () => {
+  it("applies defaults, freezes, and opens no connection before the first remote call", async () => {
+    const runtime = createRuntime({ tools: [tool], fleet: { redis: "redis://127.0.0.1:1" } });
+    expect(runtime.options.fleet).toEqual({
+      redis: "redis://127.0.0.1:1",
+      remote: "all",
+      lockDurationMs: 10_000,
+      stalledIntervalMs: 5_000,
+      maxOutstanding: 10_000,
+      redisTimeoutMs: 5_000,
+      noNodeGraceMs: 10_000,
+      abortSlackMs: 2_000,
+      nodeLossRetries: 1,
+      prefix: "toolpool",
+    });
+    expect(Object.isFrozen(runtime.options.fleet)).toBe(true);
+    expect(runtime.fleetStats).toMatchObject({ nodes: 0, inFlight: 0 });
+    await runtime.close();
+  });
+
+  it.each([
+    [{ redis: "http://x" }, "Expected `fleet.redis` to be a redis:// or rediss:// URL, got `\"http://x\"` (string)"],
+    [{ redis: "redis://x", remote: "some" }, 'Expected `fleet.remote` to be "all" or a list of distinct worker tool names, got `"some"` (string)'],
+    [{ redis: "redis://x", lockDurationMs: 10 }, "Expected `fleet.lockDurationMs` to be a number >= 100, got `10` (number)"],
+    [{ redis: "redis://x", surprise: 1 }, "Unknown option `fleet.surprise`"],
+    [{ redis: "redis://x", remote: ["nope"] }, 'Expected `fleet.remote` to name worker tools of the runtime, got "nope"'],
+  ])("rejects %j with TP_ERR_INVALID_OPTION", (fleet, message) => {
+    expect(() => createRuntime({ tools: [tool], fleet: fleet as never })).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message }));
+  });
+
+  it("workerTool takes idempotent (default false) and rejects a non-boolean", () => {
+    expect(tool.idempotent).toBe(false);
+    expect(workerTool({ name: "p", description: "", parameters: {}, module: "x.mjs", idempotent: true }).idempotent).toBe(true);
+    expect(() => workerTool({ name: "p", description: "", parameters: {}, module: "x.mjs", idempotent: "yes" as never })).toThrow(
+      expect.objectContaining({ code: "TP_ERR_INVALID_TOOL" }),
+    );
+  });
+});

@@ -1,0 +1,78 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { createRuntime, type AssistantMessage, type Runtime, type ToolResultMessage } from "toolpool";
+
+import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
+import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
+import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
+
+const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
+const codeOf = (message: ToolResultMessage) => (message.details as { code?: string } | undefined)?.code;
+const redisTimeoutMs = 1_000;
+
+const batchOf = (ids: string[], args: Record<string, unknown>): AssistantMessage => ({
+  role: "assistant",
+  content: ids.map((id) => ({ type: "toolCall" as const, id, name: "task", arguments: args })),
+});
+
+describe.runIf(hasRedisServer())("fleet: Redis stopped mid-batch", () => {
+  let redis: TestRedis;
+  let dir: string;
+  let nodes: TestNode[] = [];
+  let runtime: Runtime;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), "toolpool-fleet-redis-"));
+    nodes = await Promise.all([1, 2].map((index) => startNode({ redis: redis.url, tools: toolsModule, name: `r${index}` })));
+    runtime = createRuntime({
+      tools: fleetTools,
+      fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, redisTimeoutMs },
+    });
+  });
+  afterAll(async () => {
+    await runtime?.close({ force: true });
+    await stopNodes(nodes);
+    await redis?.dispose();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("ends every call of the batch within the bound, and new batches work once Redis is back", async () => {
+    const log = join(dir, "starts.log");
+    const ids = ["c1", "c2", "c3", "c4", "c5", "c6"];
+    const batch = runtime.executeToolCalls(batchOf(ids, { log, waitMs: 30_000 }));
+    await until(() => {
+      try {
+        return readFileSync(log, "utf8").split("\n").filter(Boolean).length >= 2;
+      } catch {
+        return false;
+      }
+    }, 15_000, "two calls started");
+    const stoppedAt = Date.now();
+    await redis.stop();
+    const { messages } = await batch;
+    const endedAfterMs = Date.now() - stoppedAt;
+    console.log(`every call ended ${endedAfterMs} ms after Redis stopped (redisTimeoutMs ${redisTimeoutMs})`);
+    expect(messages.map((message) => message.toolCallId)).toEqual(ids);
+    expect(messages.map(codeOf)).toEqual(ids.map(() => "TP_ERR_FLEET_UNAVAILABLE"));
+    // Generous factor: timers run late on a busy machine; what matters is that nothing waits for Redis.
+    expect(endedAfterMs).toBeLessThan(redisTimeoutMs * 10);
+
+    // While Redis is down, a new call ends at once.
+    const meanwhile = await runtime.executeToolCalls(batchOf(["m1"], {}));
+    expect(codeOf(meanwhile.messages[0]!)).toBe("TP_ERR_FLEET_UNAVAILABLE");
+
+    await redis.restart();
+    // The nodes come back on their own (they re-register); then calls run again.
+    await until(async () => {
+      const probe = await runtime.executeToolCalls(batchOf(["probe"], {}));
+      return probe.messages[0]!.isError === false;
+    }, 20_000, "the fleet served a call again");
+    const after = await runtime.executeToolCalls(batchOf(["a1", "a2", "a3", "a4"], { waitMs: 10 }));
+    expect(after.messages.map((message) => (message.content[0] as { text: string }).text)).toEqual(["done a1", "done a2", "done a3", "done a4"]);
+  }, 60_000);
+});

@@ -1,0 +1,346 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
+import { createRuntime, createServer, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type RuntimeOptions, type ToolResultMessage } from "toolpool";
+
+import { resolveFleetOptions } from "../dist/fleet/fleet-options.js";
+import { RemotePool } from "../dist/fleet/remote-pool.js";
+import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
+import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
+import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
+
+const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
+const codeOf = (message: ToolResultMessage) => (message.details as { code?: string } | undefined)?.code;
+const textOf = (message: ToolResultMessage) => (message.content[0] as { text: string }).text;
+/** The issue's bound on noticing a lost node. */
+const lossBoundMs = testLockMs + 2 * testStalledMs + 1_000;
+
+const batchOf = (calls: { id: string; name?: string; arguments: Record<string, unknown> }[]): AssistantMessage => ({
+  role: "assistant",
+  content: calls.map((call) => ({ type: "toolCall" as const, id: call.id, name: call.name ?? "task", arguments: call.arguments })),
+});
+
+/** The starts the tool itself logged: toolCallId → pids of the processes that started it. */
+function startsIn(log: string): Map<string, string[]> {
+  const starts = new Map<string, string[]>();
+  let text = "";
+  try {
+    text = readFileSync(log, "utf8");
+  } catch {
+    return starts;
+  }
+  for (const line of text.split("\n").filter(Boolean)) {
+    const [id, pid] = line.split(" ") as [string, string];
+    starts.set(id, [...(starts.get(id) ?? []), pid]);
+  }
+  return starts;
+}
+
+describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
+  let redis: TestRedis;
+  let dir: string;
+  let nodes: TestNode[] = [];
+  let runtimes: Runtime[] = [];
+  let logCount = 0;
+  const newLog = () => join(dir, `starts-${++logCount}.log`);
+
+  const fleetRuntime = (options: Partial<RuntimeOptions> = {}, fleet: Partial<NonNullable<RuntimeOptions["fleet"]>> = {}) => {
+    const runtime = createRuntime({
+      tools: fleetTools,
+      ...options,
+      fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, noNodeGraceMs: 500, redisTimeoutMs: 2_000, ...fleet },
+    });
+    runtimes.push(runtime);
+    return runtime;
+  };
+  const spawnNodes = async (count: number, extra: { concurrency?: number; threads?: number } = {}) => {
+    const started = await Promise.all(
+      Array.from({ length: count }, (_, index) => startNode({ redis: redis.url, tools: toolsModule, name: `n${nodes.length + index + 1}`, ...extra })),
+    );
+    nodes.push(...started);
+    return started;
+  };
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    dir = mkdtempSync(join(tmpdir(), "toolpool-fleet-"));
+  });
+  afterEach(async () => {
+    await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
+    runtimes = [];
+    await stopNodes(nodes);
+    nodes = [];
+    await redis.client().flushall();
+  });
+  afterAll(async () => {
+    await redis?.dispose();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a node prints its ready line with name, threads and toolset hash", async () => {
+    const [node] = await spawnNodes(1);
+    const runtime = fleetRuntime();
+    expect(node!.readyLine).toMatch(/^node ready name=n1 threads=1 toolset=[0-9a-f]{16}$/);
+    const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }]));
+    expect(textOf(messages[0]!)).toBe("done c1");
+    expect(node!.readyLine).toContain(runtime.fleetStats!.toolsetHash.slice(0, 16));
+  });
+
+  it("exposes toolpool_fleet_nodes, remote calls by tool and outcome, and the remote overhead on /metrics", async () => {
+    await spawnNodes(2);
+    const runtime = fleetRuntime();
+    const server = createServer(runtime, { port: 0 });
+    try {
+      const url = await server.listen();
+      await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }, { id: "c2", arguments: { waitMs: 1 } }]));
+      await until(() => runtime.fleetStats!.nodes === 2, 15_000, "both nodes seen");
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      expect(metrics).toMatch(/^toolpool_fleet_nodes 2$/m);
+      expect(metrics).toContain('toolpool_remote_calls_total{tool="task",outcome="ok"} 2');
+      expect(metrics).toMatch(/^toolpool_remote_overhead_seconds_count 2$/m);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("sessions take turns across the fleet: a light session's calls pass a flooding session's backlog", async () => {
+    // The remote pool itself, as a runtime's coordinator uses it, with the request's sessionKey.
+    await spawnNodes(1);
+    const log = newLog();
+    const pool = new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs }), fleetTools, {
+      abortGraceMs: 500,
+      clock: { now: () => Date.now(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout) },
+    });
+    try {
+      const run = (id: string, sessionKey: string) =>
+        pool.run({ tool: fleetTools[0]!, toolCallId: id, args: { log, waitMs: 20 }, session: sessionKey });
+      const flood = Array.from({ length: 12 }, (_, index) => run(`a${index}`, "A"));
+      await until(() => startsIn(log).size > 0, 15_000, "the flood started");
+      const light = [run("b0", "B"), run("b1", "B")];
+      const outcomes = await Promise.all([...flood, ...light]);
+      expect(outcomes.every((outcome) => outcome.kind === "ok")).toBe(true);
+      const order = [...startsIn(log).keys()];
+      // B's calls have priorities 1 and 2; A's backlog 2..12: B's second call starts long before A's last.
+      expect(order.indexOf("b0")).toBeLessThan(order.indexOf("a4"));
+      expect(order.indexOf("b1")).toBeLessThan(order.indexOf("a5"));
+    } finally {
+      await pool.close({ force: true });
+    }
+  });
+
+  it("timeoutMs counts from when a node's thread starts the call, never while it waits in the queue", async () => {
+    await spawnNodes(1, { concurrency: 4 });
+    const runtime = fleetRuntime();
+    // One thread: the third call waits ~500 ms for it, longer than its 400 ms limit.
+    const { messages } = await runtime.executeToolCalls(
+      batchOf([
+        { id: "t1", name: "timed", arguments: { waitMs: 250 } },
+        { id: "t2", name: "timed", arguments: { waitMs: 250 } },
+        { id: "t3", name: "timed", arguments: { waitMs: 250 } },
+        { id: "t4", name: "timed", arguments: { waitMs: 5_000 } },
+      ]),
+    );
+    expect(messages.map((message) => codeOf(message) ?? textOf(message))).toEqual(["done t1", "done t2", "done t3", "TP_ERR_TIMEOUT"]);
+  });
+
+  it("SIGTERM: a node finishes its running call, then exits 0", async () => {
+    const [node] = await spawnNodes(1);
+    const runtime = fleetRuntime();
+    const log = newLog();
+    const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, waitMs: 400 } }]));
+    await until(() => startsIn(log).has("c1"), 15_000, "the call started");
+    node!.kill("SIGTERM");
+    const { messages } = await batch;
+    expect(textOf(messages[0]!)).toBe("done c1");
+    expect(await node!.exited).toBe(0);
+  });
+
+  it("toolpool run --fleet URL --remote all runs the batch's worker calls on the fleet", async () => {
+    await spawnNodes(1);
+    const log = newLog();
+    const batchFile = join(dir, "batch.json");
+    writeFileSync(batchFile, JSON.stringify(batchOf([{ id: "c1", arguments: { log } }, { id: "c2", arguments: { log } }])));
+    const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, [cli, "run", batchFile, "--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"], (error, out) =>
+        error ? reject(error) : resolve(out),
+      ),
+    );
+    expect(stdout).toContain("done c1");
+    expect(stdout).toContain("done c2");
+    expect(startsIn(log).get("c1")).toEqual([String(nodes[0]!.process.pid)]);
+  });
+
+  it("SIGKILL of a node mid-call: one TP_ERR_NODE_LOST, every other call succeeds once, nothing starts twice", async () => {
+    await spawnNodes(3);
+    const runtime = fleetRuntime();
+    const log = newLog();
+    const ids = Array.from({ length: 9 }, (_, index) => `c${index + 1}`);
+    const endedAt = new Map<string, number>();
+    const batch = runtime.executeToolCalls(batchOf(ids.map((id) => ({ id, arguments: { log, waitMs: 600 } }))), {
+      emit: (event: BatchEvent) => {
+        if (event.type === "tool_execution_end") endedAt.set(event.toolCallId, Date.now());
+      },
+    });
+    // Kill the node running the first call that started.
+    await until(() => startsIn(log).size > 0, 15_000, "a call started");
+    const [victimCall, [victimPid]] = [...startsIn(log)][0]!;
+    const victim = nodes.find((node) => String(node.process.pid) === victimPid)!;
+    const killedAt = Date.now();
+    victim.kill("SIGKILL");
+    const { messages } = await batch;
+
+    expect(messages.map((message) => message.toolCallId)).toEqual(ids);
+    const lost = messages.filter((message) => codeOf(message) === "TP_ERR_NODE_LOST");
+    expect(lost.map((message) => message.toolCallId)).toEqual([victimCall]);
+    expect(textOf(lost[0]!)).toMatch(/the call may have run partly or fully$/);
+    for (const message of messages) if (message.toolCallId !== victimCall) expect(textOf(message)).toBe(`done ${message.toolCallId}`);
+    const starts = startsIn(log);
+    for (const id of ids) expect(starts.get(id), id).toHaveLength(1);
+    expect(starts.get(victimCall)).toEqual([victimPid]);
+    // Noticed within the bound (generous factor: a busy machine delays timers, not the mechanism).
+    const detectionMs = endedAt.get(victimCall)! - killedAt;
+    console.log(`node loss noticed after ${detectionMs} ms (bound ${lossBoundMs} ms)`);
+    expect(detectionMs).toBeLessThan(lossBoundMs * 3);
+  });
+
+  it("the only node dies: its running call is lost, the waiting one ends unavailable, and nothing runs again", async () => {
+    await spawnNodes(1);
+    const runtime = fleetRuntime();
+    const log = newLog();
+    const batch = runtime.executeToolCalls(
+      batchOf([
+        { id: "running", arguments: { log, waitMs: 60_000 } },
+        { id: "waiting", arguments: { log, waitMs: 10 } },
+      ]),
+    );
+    await until(() => startsIn(log).has("running"), 15_000, "the call started");
+    nodes[0]!.kill("SIGKILL");
+    const { messages } = await batch;
+    expect(messages.map(codeOf)).toEqual(["TP_ERR_NODE_LOST", "TP_ERR_FLEET_UNAVAILABLE"]);
+    // A node that joins afterwards finds nothing of theirs to run.
+    await spawnNodes(1);
+    const next = await runtime.executeToolCalls(batchOf([{ id: "after", arguments: { log } }]));
+    expect(textOf(next.messages[0]!)).toBe("done after");
+    expect([...startsIn(log)]).toEqual([
+      ["running", [String(nodes[0]!.process.pid)]],
+      ["after", [String(nodes[1]!.process.pid)]],
+    ]);
+  });
+
+  it("resubmits a lost call of an idempotent tool, and only of such a tool", async () => {
+    await spawnNodes(2);
+    const runtime = fleetRuntime();
+    const log = newLog();
+    const batch = runtime.executeToolCalls(batchOf([{ id: "p1", name: "pure", arguments: { log, waitMs: 60_000, retryWaitMs: 0 } }]));
+    await until(() => startsIn(log).has("p1"), 15_000, "the call started");
+    const victimPid = startsIn(log).get("p1")![0];
+    // The second attempt must finish: the tool waits long only on its first start, as the log tells it.
+    nodes.find((node) => String(node.process.pid) === victimPid)!.kill("SIGKILL");
+    const { messages } = await batch;
+    expect(codeOf(messages[0]!)).toBeUndefined();
+    expect(textOf(messages[0]!)).toBe("done p1");
+    expect(startsIn(log).get("p1")).toHaveLength(2);
+  });
+
+  it("with no node for the toolset, a call ends TP_ERR_FLEET_UNAVAILABLE at once", async () => {
+    const runtime = fleetRuntime();
+    const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }]));
+    expect(codeOf(messages[0]!)).toBe("TP_ERR_FLEET_UNAVAILABLE");
+    expect(textOf(messages[0]!)).toContain("no live fleet node serves this runtime's tools");
+  });
+
+  it("with Redis unreachable, a call ends TP_ERR_FLEET_UNAVAILABLE, never hangs", async () => {
+    const runtime = createRuntime({ tools: fleetTools, fleet: { redis: "redis://127.0.0.1:1", redisTimeoutMs: 300 } });
+    runtimes.push(runtime);
+    const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }, { id: "c2", arguments: {} }]));
+    expect(messages.map(codeOf)).toEqual(["TP_ERR_FLEET_UNAVAILABLE", "TP_ERR_FLEET_UNAVAILABLE"]);
+    expect(textOf(messages[0]!)).toBe('Tool "task" was not run: Redis at 127.0.0.1:1 is unreachable');
+  });
+
+  it("a node with other tools never gets the calls: TP_ERR_TOOL_MISMATCH", async () => {
+    await spawnNodes(1);
+    const log = newLog();
+    // Same names, but "task" has a time limit here: another toolset.
+    const changed = [
+      workerTool({ name: "task", description: "changed", parameters: { type: "object" }, module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url), timeoutMs: 5_000 }),
+      ...fleetTools.slice(1),
+    ];
+    const runtime = fleetRuntime({ tools: changed });
+    const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log } }]));
+    expect(codeOf(messages[0]!)).toBe("TP_ERR_TOOL_MISMATCH");
+    expect(startsIn(log).size).toBe(0);
+  });
+
+  it("runs only the tools named in fleet.remote on the fleet; the rest locally", async () => {
+    await spawnNodes(1);
+    const log = newLog();
+    const runtime = fleetRuntime({ pool: { maxThreads: 1 } }, { remote: ["task"] });
+    const { messages } = await runtime.executeToolCalls(batchOf([{ id: "r", arguments: { log } }, { id: "l", name: "pure", arguments: { log } }]));
+    expect(messages.map(textOf)).toEqual(["done r", "done l"]);
+    expect(startsIn(log).get("r")).toEqual([String(nodes[0]!.process.pid)]);
+    expect(startsIn(log).get("l")).toEqual([String(process.pid)]);
+  });
+
+  it("200 calls × 10 partials: every partial arrives, in order, before its end", async () => {
+    await spawnNodes(2, { concurrency: 8 });
+    const runtime = fleetRuntime();
+    const seen = new Map<string, number[]>();
+    const problems: string[] = [];
+    const ids = Array.from({ length: 200 }, (_, index) => `p${index}`);
+    const ended = new Set<string>();
+    const { messages } = await runtime.executeToolCalls(batchOf(ids.map((id) => ({ id, arguments: { updates: 10 } }))), {
+      emit: (event: BatchEvent) => {
+        if (event.type === "tool_execution_update") {
+          if (ended.has(event.toolCallId)) problems.push(`${event.toolCallId}: partial after end`);
+          const list = seen.get(event.toolCallId) ?? [];
+          list.push((event.partialResult.details as { index: number }).index);
+          seen.set(event.toolCallId, list);
+        }
+        if (event.type === "tool_execution_end") ended.add(event.toolCallId);
+      },
+    });
+    expect(problems).toEqual([]);
+    expect(messages.filter((message) => message.isError)).toEqual([]);
+    for (const id of ids) expect(seen.get(id), id).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
+  it("a batch abort reaches running calls (cooperative, then forced) and calls not yet started start aborted, as locally", async () => {
+    await spawnNodes(1, { threads: 2 });
+    const scenario = async (runtime: Runtime) => {
+      const log = newLog();
+      const controller = new AbortController();
+      const batch = runtime.executeToolCalls(
+        batchOf([
+          { id: "polite", arguments: { log, waitMs: 60_000 } },
+          { id: "stubborn", arguments: { log, spinMs: 60_000, ignoreAbort: true } },
+          { id: "queued", arguments: { log, waitMs: 60_000 } },
+        ]),
+        { signal: controller.signal },
+      );
+      await until(() => startsIn(log).size >= 2, 15_000, "two calls started");
+      controller.abort();
+      const { messages } = await batch;
+      return messages.map((message) => [message.toolCallId, codeOf(message) ?? null, textOf(message)]);
+    };
+    // The grace is the node's pool.abortGraceMs (500 ms by default, as here).
+    const local = await scenario(trackLocal(createRuntime({ tools: fleetTools, pool: { maxThreads: 2 } })));
+    const remote = await scenario(fleetRuntime());
+    expect(remote).toEqual(local);
+    expect(remote).toEqual([
+      ["polite", null, "aborted polite"],
+      ["stubborn", "TP_ERR_ABORTED", 'Tool "task" did not stop within 500 ms of the abort; its worker was terminated'],
+      ["queued", null, "aborted queued"],
+    ]);
+  });
+
+  function trackLocal(runtime: Runtime): Runtime {
+    runtimes.push(runtime);
+    return runtime;
+  }
+});

@@ -1,0 +1,135 @@
+import type { Scenario } from "./differential.js";
+
+const work = (id: string, args: Record<string, unknown> = {}) => ({ id, name: "work", arguments: args });
+const gated = (id: string, args: Record<string, unknown> = {}) => work(id, { gate: id, ...args });
+
+/**
+ * Every rule of the spec, as a batch. Each runs through pi 0.73.1's real loop
+ * and through toolpool, with toolpool's tools inline and in workers, in both
+ * modes; the traces (events, messages, terminate, the arguments each hook saw)
+ * must be identical, timestamps aside.
+ */
+export const scenarios: Record<string, Scenario> = {
+  "ends in completion order, messages in call order": {
+    calls: [gated("c1", { text: "one" }), gated("c2", { text: "two" }), gated("c3", { text: "three" })],
+    releaseOrder: ["c3", "c1", "c2"],
+  },
+  "tool not found": {
+    calls: [work("c1"), { id: "c2", name: "nope", arguments: { x: 1 } }, work("c3")],
+  },
+  "invalid arguments": {
+    calls: [work("c1", { count: "abc" }), work("c2", { extra: true }), work("c3", { updates: "notalist" }), work("c4")],
+  },
+  "coerces primitives like pi": {
+    calls: [
+      work("c1", { count: "5", flag: "true", label: 7 }),
+      work("c2", { flag: 0, count: true, label: false }),
+      work("c3", { label: null, flag: "false", count: " 12 " }),
+    ],
+  },
+  "applies prepareArguments before validation": {
+    calls: [
+      { id: "c1", name: "legacy", arguments: { q: "old" } },
+      { id: "c2", name: "legacy", arguments: { query: "new", limit: "3" } },
+      { id: "c3", name: "legacy", arguments: { q: 42 } },
+      { id: "c4", name: "legacy", arguments: { nothing: 1 } },
+    ],
+  },
+  "blocks with and without a reason": {
+    calls: [work("c1"), work("c2"), work("c3"), work("c4"), work("c5")],
+    beforeToolCall: ({ toolCall }) => {
+      if (toolCall.id === "c2") return { block: true, reason: "not allowed here" };
+      if (toolCall.id === "c3") return { block: true };
+      if (toolCall.id === "c4") return { block: true, reason: "" };
+      if (toolCall.id === "c5") return { block: false, reason: "ignored" };
+      return undefined;
+    },
+  },
+  "beforeToolCall throws": {
+    calls: [work("c1"), work("c2"), work("c3")],
+    beforeToolCall: ({ toolCall }) => {
+      if (toolCall.id === "c2") throw new Error("policy service down");
+      if (toolCall.id === "c3") throw "a thrown string";
+      return undefined;
+    },
+  },
+  "execute throws": {
+    calls: [work("c1", { fail: "disk on fire" }), work("c2", { throwString: "plain string" }), work("c3")],
+  },
+  "streams onUpdate partials": {
+    calls: [work("c1", { updates: ["10%", "60%", "100%"] }), gated("c2")],
+  },
+  "afterToolCall overrides each field": {
+    calls: [work("c1"), work("c2"), work("c3"), work("c4"), work("c5", { fail: "bad" }), work("c6"), work("c7")],
+    afterToolCall: ({ toolCall }) => {
+      switch (toolCall.id) {
+        case "c1":
+          return { content: [{ type: "text", text: "replaced content" }] };
+        case "c2":
+          return { details: { replaced: true } };
+        case "c3":
+          return { isError: true };
+        case "c4":
+          return { terminate: true };
+        case "c5":
+          return { isError: false, content: [{ type: "text", text: "recovered" }] };
+        case "c6":
+          // null is not a replacement in pi (it merges with ??).
+          return { details: null, content: undefined } as never;
+        default:
+          return {};
+      }
+    },
+  },
+  "afterToolCall throws": {
+    calls: [work("c1"), work("c2")],
+    afterToolCall: ({ toolCall }) => {
+      if (toolCall.id === "c1") throw new Error("after hook exploded");
+      return undefined;
+    },
+  },
+  "terminates when every call asks": {
+    calls: [work("c1", { terminate: true }), work("c2", { terminate: true })],
+  },
+  "does not terminate when only some ask": {
+    calls: [work("c1", { terminate: true }), work("c2", { terminate: false }), work("c3")],
+  },
+  "terminates when a hook asks for every call": {
+    calls: [work("c1"), work("c2", { terminate: false })],
+    afterToolCall: () => ({ terminate: true }),
+  },
+  "an immediate error prevents termination": {
+    calls: [work("c1", { terminate: true }), { id: "c2", name: "nope", arguments: {} }],
+  },
+  "one sequential tool forces a sequential batch": {
+    calls: [gated("c1"), { id: "c2", name: "serial", arguments: { text: "serial" } }, gated("c3")],
+    releaseOrder: ["c3", "c1"],
+  },
+  "mixes immediate and prepared calls": {
+    calls: [
+      gated("c1"),
+      { id: "c2", name: "nope", arguments: {} },
+      work("c3", { count: "x" }),
+      work("c4"),
+      gated("c5"),
+      work("c6", { fail: "nope" }),
+    ],
+    beforeToolCall: ({ toolCall }) => (toolCall.id === "c4" ? { block: true, reason: "c4 blocked" } : undefined),
+    releaseOrder: ["c5", "c1"],
+  },
+  "aborts in the middle of a batch": {
+    calls: [gated("c1"), gated("c2"), gated("c3"), work("c4")],
+    abortAfter: "c1",
+  },
+  "an empty batch": {
+    calls: [],
+  },
+};
+
+export const recordOnly = { beforeToolCall: () => undefined, afterToolCall: () => undefined };
+
+/** Scenarios whose outcome needs no hook and no observer: toolpool's lean path must give pi's messages. */
+export const unobservable = Object.entries(scenarios).filter(
+  ([, scenario]) => !scenario.beforeToolCall && !scenario.afterToolCall && scenario.abortAfter === undefined,
+);
+

@@ -1,0 +1,94 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const cli = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+
+/** Short lock and stall settings: a lost node is noticed within ~2 s (lock + 2 × stall + 1 s at most). */
+export const testLockMs = 1_000;
+export const testStalledMs = 500;
+
+/** A `toolpool node` child process. */
+export interface TestNode {
+  readonly name: string;
+  readonly process: ChildProcess;
+  /** The `node ready …` line it printed. */
+  readonly readyLine: string;
+  /** Resolves with the exit code (null after a signal). */
+  readonly exited: Promise<number | null>;
+  /** stderr so far. */
+  stderr(): string;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export interface NodeSpec {
+  redis: string;
+  tools: URL;
+  name: string;
+  threads?: number;
+  concurrency?: number;
+  env?: Record<string, string>;
+  lockMs?: number;
+  stalledMs?: number;
+}
+
+/** Starts `toolpool node` and resolves once it printed its `node ready` line. */
+export function startNode(spec: NodeSpec): Promise<TestNode> {
+  const args = [
+    cli,
+    "node",
+    "--redis",
+    spec.redis,
+    "--tools",
+    fileURLToPath(spec.tools),
+    "--threads",
+    String(spec.threads ?? 1),
+    "--name",
+    spec.name,
+    "--lock-duration",
+    String(spec.lockMs ?? testLockMs),
+    "--stalled-interval",
+    String(spec.stalledMs ?? testStalledMs),
+    ...(spec.concurrency === undefined ? [] : ["--concurrency", String(spec.concurrency)]),
+  ];
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...spec.env } });
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on("line", (line) => {
+      if (!line.startsWith("node ready")) return;
+      resolve({
+        name: spec.name,
+        process: child,
+        readyLine: line,
+        exited,
+        stderr: () => stderr,
+        kill: (signal = "SIGKILL") => {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+        },
+      });
+    });
+    void exited.then((code) => reject(new Error(`node ${spec.name} exited with ${code} before it was ready: ${stderr}`)));
+  });
+}
+
+/** Kills nodes and waits for them to be gone. */
+export async function stopNodes(nodes: readonly TestNode[]): Promise<void> {
+  await Promise.all(
+    nodes.map(async (node) => {
+      node.kill("SIGKILL");
+      await node.exited;
+    }),
+  );
+}
+
+/** Resolves once `check` holds, checking every 20 ms (a condition, not a time window); rejects after `limitMs`. */
+export async function until(check: () => boolean | Promise<boolean>, limitMs = 15_000, what = "condition"): Promise<void> {
+  const start = Date.now();
+  while (!(await check())) {
+    if (Date.now() - start > limitMs) throw new Error(`${what} did not hold within ${limitMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
