@@ -25,6 +25,23 @@ describe("toolpool against pi 0.73.1", () => {
     }
   }
 
+  // Turn-taking across sessions decides only which waiting call gets the next
+  // thread: with first-come-first-served scheduling the semantics are the same.
+  for (const mode of ["parallel", "sequential"] satisfies Mode[]) {
+    describe(`worker tools, ${mode}, pool.scheduling "fifo"`, () => {
+      for (const [name, scenario] of Object.entries(scenarios)) {
+        it(name, async () => {
+          const withHooks: Scenario = { ...recordOnly, ...scenario };
+          const pi = await runScenario(withHooks, "pi", "worker", mode, gates);
+          const toolpool = await runScenario(withHooks, "toolpool", "worker", mode, gates, true, undefined, {
+            pool: { maxThreads: 4, minThreads: 1, scheduling: "fifo" },
+          });
+          expect(toolpool).toEqual(pi);
+        });
+      }
+    });
+  }
+
   for (const flavor of ["inline", "worker"] satisfies Flavor[]) {
     for (const mode of ["parallel", "sequential"] satisfies Mode[]) {
       describe(`unobserved batches (no hook, no sink), ${flavor} tools, ${mode}`, () => {
