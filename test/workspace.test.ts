@@ -120,7 +120,7 @@ describe("built-in tools in a workspace", () => {
     const oldText = Array.from({ length: lines }, (_, i) => `old ${i}`).join("\n");
     const newText = Array.from({ length: lines }, (_, i) => `new ${i}`).join("\n");
     await expect(createDiffTool(ws())({ oldText, newText }, ctx())).rejects.toThrow(/^diff: gave up: the inputs differ by more than/);
-  });
+  }, 60_000);
 
   it("patch names the first failing hunk of thousands without trying every prefix", async () => {
     const count = 4000;

@@ -30,7 +30,7 @@ export const DIFF_MAX_OUTPUT_BYTES = 64 * 1024;
  * line diff costs O((N + M) · D); past this bound it gives up and the call
  * says so instead of running for minutes.
  */
-export const DIFF_MAX_EDIT_LENGTH = 4_000;
+export const DIFF_MAX_EDIT_LENGTH = 10_000;
 /** Milliseconds jsdiff may search before it gives up. */
 export const DIFF_MAX_SEARCH_MS = 5_000;
 
