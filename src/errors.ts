@@ -44,6 +44,10 @@ export const errorCodes = {
   TP_ERR_UNAUTHORIZED: "an HTTP request lacked the server's bearer token",
   /** The pool's queue is full (`pool.maxQueue`). Result. */
   TP_ERR_QUEUE_FULL: "the pool's queue is full",
+  /** An HTTP request came with a `Host` or `Origin` the server does not accept (403). */
+  TP_ERR_FORBIDDEN: "an HTTP request came with a Host or Origin the server does not accept",
+  /** The server is overloaded (event-loop delay, heap or RSS past its limit) and answers 503 with Retry-After. */
+  TP_ERR_OVERLOADED: "the server is overloaded and answers 503 with Retry-After",
 } as const;
 
 /** A stable toolpool error code. */

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 
 import type { JsonSchema } from "../types.js";
+import { formatReceivedArguments } from "./received-arguments.js";
 
 /**
  * One ajv instance for every runtime. `coerceTypes: true` gives pi's primitive
@@ -49,7 +50,7 @@ export function validateToolArguments(toolName: string, schema: JsonSchema, rawA
   const lines = (validate.errors ?? []).map((error) => `  - ${formatErrorPath(error)}: ${error.message ?? "is invalid"}`);
   throw new Error(
     `Validation failed for tool "${toolName}":\n${lines.join("\n") || "Unknown validation error"}\n\n` +
-      `Received arguments:\n${JSON.stringify(rawArguments, null, 2)}`,
+      `Received arguments:\n${formatReceivedArguments(rawArguments)}`,
   );
 }
 

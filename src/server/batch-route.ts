@@ -47,6 +47,15 @@ async function runBatch(
         `got toolExecution "${toolExecution}". Leave it out, or use a server started in that mode.`,
     );
   }
+  const calls = assistantMessage.content.filter((block) => block.type === "toolCall").length;
+  if (calls > options.maxCallsPerBatch) {
+    return sendError(
+      reply,
+      400,
+      "TP_ERR_INVALID_BATCH",
+      `The batch holds ${calls} tool calls, more than this server's maxCallsPerBatch (${options.maxCallsPerBatch}); split it`,
+    );
+  }
   // Checked here as well as in the onRequest hook: a shutdown may have begun
   // while the body arrived, and the check and `track` below happen in one
   // synchronous step, so no batch can slip past a shutdown's wait.
@@ -85,6 +94,8 @@ async function runBatch(
     request.log.error({ err: error }, "toolpool server: batch failed after its stream opened");
     const code = error instanceof ToolpoolError ? error.code : undefined;
     await stream.send("error", { type: "error", ...(code === undefined ? {} : { code }), message: "The batch failed" });
+    // Every stream ends with batch_end, so that a client's loop always ends.
+    await stream.send("batch_end", { type: "batch_end", messages: [], terminate: false });
     await stream.end();
     return reply;
   }
