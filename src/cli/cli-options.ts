@@ -18,6 +18,8 @@ export interface RunCliOptions extends BatchCliOptions {
   tools: string[];
   hooks?: string;
   mode?: ToolExecutionMode;
+  root?: string;
+  allowWrite?: boolean;
 }
 
 const toolExecutionModes: readonly ToolExecutionMode[] = ["parallel", "sequential"];
@@ -61,4 +63,14 @@ export function toolsOption(): Option {
 /** `--hooks MODULE`. */
 export function hooksOption(): Option {
   return new Option("--hooks <module>", "ES module exporting beforeToolCall and/or afterToolCall");
+}
+
+/** `--root DIR`: the built-in tools' workspace root. */
+export function rootOption(): Option {
+  return new Option("--root <dir>", "workspace root of the built-in tools: paths outside it are refused (default: the current directory)");
+}
+
+/** `--allow-write`: lets the built-in `patch` write files. */
+export function allowWriteOption(): Option {
+  return new Option("--allow-write", "let the built-in patch tool write files inside the root (default: it only returns the patched text)");
 }

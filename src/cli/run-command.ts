@@ -7,16 +7,29 @@
 import { Command } from "commander";
 
 import { builtinTools } from "../index.js";
-import { hooksOption, modeOption, ndjsonOption, threadsOption, toolsOption, type RunCliOptions } from "./cli-options.js";
+import {
+  allowWriteOption,
+  hooksOption,
+  modeOption,
+  ndjsonOption,
+  rootOption,
+  threadsOption,
+  toolsOption,
+  type RunCliOptions,
+} from "./cli-options.js";
 import { executeBatch } from "./execute-batch.js";
 import { loadBatch } from "./load-batch.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { processStreams } from "./output-streams.js";
+import { inputErrors } from "./usage-error.js";
 
 /** Loads the batch and the user modules, then executes the batch. */
 export async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
   const batch = await loadBatch(batchPath);
-  const tools = options.tools.length === 0 ? builtinTools() : await loadToolModules(options.tools);
+  const tools =
+    options.tools.length === 0
+      ? inputErrors(() => builtinTools({ ...(options.root === undefined ? {} : { root: options.root }), allowWrite: options.allowWrite === true }))
+      : await loadToolModules(options.tools);
   const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
   await executeBatch({
     batch,
@@ -40,5 +53,7 @@ export function addRunCommand(program: Command): Command {
     .addOption(modeOption())
     .addOption(threadsOption())
     .addOption(ndjsonOption())
+    .addOption(rootOption())
+    .addOption(allowWriteOption())
     .action((batchPath: string, options: RunCliOptions) => runBatchFile(batchPath, options));
 }
