@@ -32,7 +32,7 @@ export const DIFF_MAX_OUTPUT_BYTES = 64 * 1024;
  */
 export const DIFF_MAX_EDIT_LENGTH = 10_000;
 /** Milliseconds jsdiff may search before it gives up. */
-export const DIFF_MAX_SEARCH_MS = 5_000;
+export const DIFF_MAX_SEARCH_MS = 2_000;
 
 /** Line comparisons between two abort checks. */
 const COMPARISONS_PER_ABORT_CHECK = 1024;

@@ -76,7 +76,12 @@ export function readRegularFile(path: string, label: string, maxBytes: number): 
         chunk.copy(grown, 0, 0, length);
         chunk = grown;
       }
-      const bytesRead = readSync(fd, chunk, length, chunk.length - length, null);
+      let bytesRead: number;
+      try {
+        bytesRead = readSync(fd, chunk, length, chunk.length - length, null);
+      } catch (error) {
+        throw new Error(`${label} cannot be read: ${(error as Error).message}`);
+      }
       if (bytesRead === 0) return chunk.subarray(0, length);
       length += bytesRead;
       if (length > maxBytes) throw new Error(`${label} holds more than the ${maxBytes}-byte limit`);
