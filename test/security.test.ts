@@ -253,7 +253,8 @@ describe("toolpool serve under attack", () => {
     const body = batchBody([{ name: "hash", arguments: { text: "x" } }]);
     const post = (headers: Record<string, string>) =>
       send(main, "/v1/batches", { method: "POST", headers: { "content-type": "application/json", accept: "application/json", ...headers }, body });
-    for (const headers of [{ host: "evil.example" }, { host: `evil.example:${main.port}` }, { origin: "http://evil.example" }, { origin: "null" }]) {
+    const foreign: Record<string, string>[] = [{ host: "evil.example" }, { host: `evil.example:${main.port}` }, { origin: "http://evil.example" }, { origin: "null" }];
+    for (const headers of foreign) {
       const answer = await post(headers);
       expect(answer.status, JSON.stringify(headers)).toBe(403);
       expect(JSON.parse(answer.text)).toMatchObject({ statusCode: 403, code: "TP_ERR_FORBIDDEN" });

@@ -69,12 +69,12 @@ export function checkBrowserHeaders(
       (options.requireLoopbackHost && name !== undefined && isLoopbackName(name)) ||
       options.allowedHosts.some((allowed) => matchesHost(allowed, host, name));
     if (!isAllowed) {
+      const listed = `allowedHosts (${options.allowedHosts.join(", ")})`;
       return forbid(
         `Host ${JSON.stringify(host)} is not allowed: ` +
           (options.requireLoopbackHost
-            ? "a server without a token answers only localhost, 127.0.0.1 and [::1]"
-            : "it is not in allowedHosts") +
-          (options.allowedHosts.length > 0 ? ` or allowedHosts (${options.allowedHosts.join(", ")})` : ""),
+            ? `a server without a token answers only localhost, 127.0.0.1 and [::1]${options.allowedHosts.length > 0 ? ` or ${listed}` : ""}`
+            : `it is not in ${listed}`),
       );
     }
   }
