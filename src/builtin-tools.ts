@@ -96,6 +96,7 @@ export function builtinTools(
 /** The options of {@link builtinTools}, validated, with defaults and the real root. */
 interface ResolvedBuiltinToolsOptions {
   readonly realRoot: string;
+  readonly root: string;
   readonly allowWrite: boolean;
   readonly timeoutMs: number;
 }
@@ -121,5 +122,5 @@ function resolveBuiltinToolsOptions(options: BuiltinToolsOptions | undefined): R
       `Expected \`root\` to be an existing directory, got ${describeValue(data.root ?? root)} (${(error as Error).message})`,
     );
   }
-  return Object.freeze({ realRoot, allowWrite: data.allowWrite as boolean, timeoutMs: data.timeoutMs as number });
+  return Object.freeze({ realRoot, root, allowWrite: data.allowWrite as boolean, timeoutMs: data.timeoutMs as number });
 }

@@ -55,6 +55,17 @@ describe("resolveInWorkspace", () => {
     expect(() => resolveInWorkspace(ws(), "t", "path", "missing.txt")).toThrow("t: path not found: missing.txt");
   });
 
+  it("counts absolute paths written through the root as given (a symlink) as inside", () => {
+    const linked = join(base, "linked-root");
+    symlinkSync(root, linked);
+    const [hash] = builtinTools(["hash"], { root: linked });
+    const workspace = workspaceFromModuleUrl(hash!.moduleUrl);
+    expect(workspace).toEqual({ realRoot: root, root: linked, allowWrite: false });
+    expect(resolveInWorkspace(workspace, "t", "path", join(linked, "a.txt"))).toBe(join(root, "a.txt"));
+    expect(() => resolveInWorkspace({ realRoot: root, allowWrite: false }, "t", "path", join(linked, "a.txt"))).toThrow(/outside/);
+    expect(() => resolveInWorkspace(workspace, "t", "path", join(linked, "leak.txt"))).toThrow(/outside/);
+  });
+
   it("reads the workspace from a module URL, defaulting to the working directory without writes", () => {
     expect(workspaceFromModuleUrl("file:///x/hash.js?root=%2Fsrv%2Fws&allowWrite=1")).toEqual({ realRoot: "/srv/ws", allowWrite: true });
     expect(workspaceFromModuleUrl("file:///x/hash.js")).toEqual({ realRoot: realpathSync(process.cwd()), allowWrite: false });

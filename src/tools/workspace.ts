@@ -20,12 +20,20 @@ import { isAbsolute, relative, resolve, sep } from "node:path";
 export interface Workspace {
   /** The real path (symlinks resolved) of the workspace root. */
   readonly realRoot: string;
+  /**
+   * The root as it was given (absolute), when that differs from its real
+   * path — `/tmp/ws` where `/tmp` links to `/private/tmp` — so that absolute
+   * paths written the same way count as inside.
+   */
+  readonly root?: string;
   /** Whether `patch` may write files. */
   readonly allowWrite: boolean;
 }
 
 /** The query parameter holding the real root. */
 const rootParam = "root";
+/** The query parameter holding the root as given, when it is not the real root. */
+const givenRootParam = "givenRoot";
 /** The query parameter holding "1" when writes are allowed. */
 const allowWriteParam = "allowWrite";
 
@@ -36,6 +44,7 @@ const allowWriteParam = "allowWrite";
 export function toWorkspaceModuleUrl(moduleUrl: URL, workspace: Workspace): URL {
   const url = new URL(moduleUrl.href);
   url.searchParams.set(rootParam, workspace.realRoot);
+  if (workspace.root !== undefined && workspace.root !== workspace.realRoot) url.searchParams.set(givenRootParam, workspace.root);
   url.searchParams.set(allowWriteParam, workspace.allowWrite ? "1" : "0");
   return url;
 }
@@ -48,9 +57,11 @@ export function toWorkspaceModuleUrl(moduleUrl: URL, workspace: Workspace): URL 
 export function workspaceFromModuleUrl(moduleUrl: string): Workspace {
   const params = new URL(moduleUrl).searchParams;
   const root = params.get(rootParam);
+  const givenRoot = params.get(givenRootParam);
   return Object.freeze({
     realRoot: root === null || root === "" ? realpathSync(process.cwd()) : root,
     allowWrite: params.get(allowWriteParam) === "1",
+    ...(givenRoot === null || givenRoot === "" || root === null ? {} : { root: givenRoot }),
   });
 }
 
@@ -71,7 +82,9 @@ export function resolveInWorkspace(workspace: Workspace, tool: string, argName: 
     new Error(`${tool}: ${argName} ${JSON.stringify(path)} is outside the workspace root ${workspace.realRoot}`);
   if (path.includes("\0")) throw new Error(`${tool}: ${argName} must not contain a NUL character`);
   const absolute = resolve(workspace.realRoot, path);
-  if (!isInside(workspace.realRoot, absolute)) throw outside();
+  const isLexicallyInside =
+    isInside(workspace.realRoot, absolute) || (workspace.root !== undefined && isInside(workspace.root, absolute));
+  if (!isLexicallyInside) throw outside();
   let real: string;
   try {
     real = realpathSync(absolute);
