@@ -1,60 +1,46 @@
 import { describe, expect, it } from "vitest";
 
-import { checkBrowserHeaders, type BrowserGuardOptions } from "../dist/server/browser-guard.js";
+import { checkBrowserGuard } from "../dist/server/browser-guard.js";
 
-const tokenless: BrowserGuardOptions = { requireLoopbackHost: true, allowedHosts: [], allowedOrigins: [] };
-const withToken: BrowserGuardOptions = { requireLoopbackHost: false, allowedHosts: [], allowedOrigins: [] };
-
-describe("checkBrowserHeaders", () => {
-  it("lets a tokenless server answer loopback names only, with or without a port", () => {
-    for (const host of ["localhost", "LOCALHOST:8080", "127.0.0.1", "127.0.0.1:80", "127.1.2.3:9", "[::1]", "[::1]:8080"]) {
-      expect(checkBrowserHeaders(host, undefined, tokenless), host).toEqual({ kind: "allow" });
+describe("checkBrowserGuard", () => {
+  it("lets a tokenless server answer loopback Host values only, with or without a port, and allowedHosts as sent", () => {
+    for (const host of ["localhost", "LOCALHOST:8080", "127.0.0.1", "127.0.0.1:80", "[::1]", "[::1]:8080"]) {
+      expect(checkBrowserGuard(host, undefined, { hasToken: false }), host).toEqual({ kind: "allow" });
     }
-    for (const host of ["evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io", "[::2]:80", "0.0.0.0", "localhost:80x", "[::1", ""]) {
-      const verdict = checkBrowserHeaders(host, undefined, tokenless);
-      expect(verdict.kind, host).toBe("forbid");
+    for (const host of [undefined, "", "evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io", "[::2]:80", "0.0.0.0", "localhost:80x"]) {
+      expect(checkBrowserGuard(host, undefined, { hasToken: false }), String(host)).toMatchObject({
+        kind: "deny",
+        status: 403,
+        code: "TP_ERR_FORBIDDEN",
+      });
     }
-    expect(checkBrowserHeaders(undefined, undefined, tokenless)).toEqual({ kind: "forbid", reason: "The request has no Host header" });
-    expect(checkBrowserHeaders("evil.example", undefined, tokenless)).toEqual({
-      kind: "forbid",
+    expect(checkBrowserGuard("evil.example", undefined, { hasToken: false })).toEqual({
+      kind: "deny",
+      status: 403,
+      code: "TP_ERR_FORBIDDEN",
       reason: 'Host "evil.example" is not allowed: a server without a token answers only localhost, 127.0.0.1 and [::1]',
     });
+    const allowedHosts = ["tools.internal:8443"];
+    expect(checkBrowserGuard("TOOLS.internal:8443", undefined, { hasToken: false, allowedHosts }).kind).toBe("allow");
+    expect(checkBrowserGuard("tools.internal:80", undefined, { hasToken: false, allowedHosts }).kind).toBe("deny");
   });
 
-  it("adds allowedHosts, matching the port only when the entry names one", () => {
-    const options = { ...tokenless, allowedHosts: ["tools.internal", "api.example:8443"] };
-    expect(checkBrowserHeaders("tools.internal:1234", undefined, options).kind).toBe("allow");
-    expect(checkBrowserHeaders("TOOLS.internal", undefined, options).kind).toBe("allow");
-    expect(checkBrowserHeaders("api.example:8443", undefined, options).kind).toBe("allow");
-    expect(checkBrowserHeaders("api.example:80", undefined, options)).toEqual({
-      kind: "forbid",
-      reason:
-        'Host "api.example:80" is not allowed: a server without a token answers only localhost, 127.0.0.1 and [::1] or allowedHosts (tools.internal, api.example:8443)',
-    });
-    expect(checkBrowserHeaders("localhost", undefined, options).kind).toBe("allow");
-  });
-
-  it("leaves Host alone on a server with a token unless allowedHosts is set, and then drops the loopback names", () => {
-    expect(checkBrowserHeaders("anything.example", undefined, withToken).kind).toBe("allow");
-    const options = { ...withToken, allowedHosts: ["tools.internal"] };
-    expect(checkBrowserHeaders("tools.internal", undefined, options).kind).toBe("allow");
-    expect(checkBrowserHeaders("localhost", undefined, options)).toEqual({
-      kind: "forbid",
-      reason: 'Host "localhost" is not allowed: it is not in allowedHosts (tools.internal)',
-    });
+  it("accepts any Host on a server with a token: a rebinding page cannot have the token", () => {
+    expect(checkBrowserGuard("evil.example", undefined, { hasToken: true })).toEqual({ kind: "allow" });
   });
 
   it("refuses every Origin not listed, null included, on every server", () => {
-    for (const options of [tokenless, withToken]) {
-      expect(checkBrowserHeaders("localhost", "http://evil.example", options)).toEqual({
-        kind: "forbid",
-        reason: 'Origin "http://evil.example" is not allowed: this server accepts no browser origin (allowedOrigins is empty)',
+    for (const hasToken of [false, true]) {
+      expect(checkBrowserGuard("localhost", "http://evil.example", { hasToken })).toEqual({
+        kind: "deny",
+        status: 403,
+        code: "TP_ERR_FORBIDDEN",
+        reason: 'Origin "http://evil.example" is not allowed',
       });
-      expect(checkBrowserHeaders("localhost", "null", options).kind).toBe("forbid");
+      expect(checkBrowserGuard("localhost", "null", { hasToken }).kind).toBe("deny");
+      const allowedOrigins = ["https://App.example"];
+      expect(checkBrowserGuard("localhost", "https://app.example", { hasToken, allowedOrigins }).kind).toBe("allow");
+      expect(checkBrowserGuard("localhost", "https://app.example:444", { hasToken, allowedOrigins }).kind).toBe("deny");
     }
-    const options = { ...tokenless, allowedOrigins: ["https://App.example/"] };
-    expect(checkBrowserHeaders("localhost", "https://app.example", options).kind).toBe("allow");
-    expect(checkBrowserHeaders("localhost", "https://app.example:444", options).kind).toBe("forbid");
-    expect(checkBrowserHeaders("localhost", "http://app.example", options).kind).toBe("forbid");
   });
 });

@@ -12,7 +12,7 @@ import type { FastifyInstance } from "fastify";
 import { describeValue, ToolpoolError } from "../errors.js";
 import { Runtime } from "../runtime.js";
 import { BearerAuth } from "./bearer-auth.js";
-import { checkBrowserHeaders, type BrowserGuardOptions } from "./browser-guard.js";
+import { checkBrowserGuard, type BrowserGuardOptions } from "./browser-guard.js";
 import { addBatchRoute, sendDraining } from "./batch-route.js";
 import { handleError, sendError, type ErrorBody } from "./http-errors.js";
 import { InFlightBatches } from "./in-flight-batches.js";
@@ -83,7 +83,7 @@ export class ToolpoolServer {
     );
     const auth = this.#options.token === undefined ? undefined : new BearerAuth(this.#options.token);
     const guard: BrowserGuardOptions = {
-      requireLoopbackHost: auth === undefined,
+      hasToken: auth !== undefined,
       allowedHosts: this.#options.allowedHosts,
       allowedOrigins: this.#options.allowedOrigins,
     };
@@ -91,8 +91,8 @@ export class ToolpoolServer {
       if (this.#isDraining) return sendDraining(reply);
       // Before the token check and before anything runs: a web page must not
       // learn even whether the server wants a token.
-      const verdict = checkBrowserHeaders(firstHeader(request.headers.host), firstHeader(request.headers.origin), guard);
-      if (verdict.kind === "forbid") return sendError(reply, 403, "TP_ERR_FORBIDDEN", verdict.reason);
+      const verdict = checkBrowserGuard(firstHeader(request.headers.host), firstHeader(request.headers.origin), guard);
+      if (verdict.kind === "deny") return sendError(reply, verdict.status, verdict.code, verdict.reason);
       // Health checks come from load balancers, which hold no token.
       if (auth !== undefined && request.routeOptions.url !== "/healthz" && !auth.isAuthorized(request.headers.authorization)) {
         reply.header("www-authenticate", 'Bearer realm="toolpool"');

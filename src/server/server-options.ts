@@ -56,11 +56,12 @@ export interface ServerOptions {
    */
   retryAfterSeconds?: number;
   /**
-   * `Host` names (with or without `:port`) accepted besides the loopback
-   * names. A server without a token answers only requests whose `Host` is
-   * `localhost`, `127.x.x.x` or `[::1]` (any port) or is listed here; a
-   * server with a token checks `Host` only when this list is not empty.
-   * Other requests get 403 `TP_ERR_FORBIDDEN` before anything runs.
+   * `Host` values accepted besides the loopback names, as clients send them
+   * (`name` or `name:port`, compared without case). A server without a token
+   * answers only requests whose `Host` is `localhost`, `127.0.0.1` or
+   * `[::1]` (any port) or is listed here; others get 403 `TP_ERR_FORBIDDEN`
+   * before anything runs. A server with a token accepts any `Host`: the
+   * token is what a rebinding page cannot have.
    * @default [] (loopback names only, on a server without a token)
    */
   allowedHosts?: string[];
