@@ -1,29 +1,126 @@
+import { realpathSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+
+import { Ajv, type ErrorObject } from "ajv";
+
+import { describeValue, ToolpoolError } from "./errors.js";
+import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./options.js";
 import { diffSpec } from "./tools/diff.js";
 import { grepSpec } from "./tools/grep.js";
 import { hashSpec } from "./tools/hash.js";
 import { patchSpec } from "./tools/patch.js";
+import { toWorkspaceModuleUrl } from "./tools/workspace.js";
 import { workerTool, type WorkerTool } from "./workers/worker-tool.js";
 
 /** The names of the built-in tools. */
 export type BuiltinToolName = "grep" | "hash" | "diff" | "patch";
 
+/** Options of {@link builtinTools}. */
+export interface BuiltinToolsOptions {
+  /**
+   * The workspace root. Every path argument resolves against it, and its real
+   * path (symlinks resolved) must lie inside the real root, otherwise the call
+   * is an error result saying the path is outside the workspace root.
+   * Absolute paths inside the root are fine. Must be an existing directory.
+   * @default process.cwd() when `builtinTools` is called
+   */
+  root?: string;
+  /**
+   * Whether `patch` may write files (`write: true`); without it such a call
+   * is an error result. Writes go to a temporary file in the same directory,
+   * which is then renamed into place.
+   * @default false
+   */
+  allowWrite?: boolean;
+  /**
+   * Time limit of each call in milliseconds (see `workerTool`'s `timeoutMs`):
+   * past it the worker is terminated and the call ends with `TP_ERR_TIMEOUT`.
+   * A regular expression with catastrophic backtracking cannot be
+   * interrupted any other way.
+   * @default 30000
+   */
+  timeoutMs?: number;
+}
+
+const allBuiltinNames: readonly BuiltinToolName[] = ["grep", "hash", "diff", "patch"];
 const builtinSpecs = { grep: grepSpec, hash: hashSpec, diff: diffSpec, patch: patchSpec } as const;
+
+const optionsSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    root: { type: "string", minLength: 1 },
+    allowWrite: { type: "boolean", default: false },
+    timeoutMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 30_000 },
+  },
+} as const;
+
+const validateOptions = new Ajv({ useDefaults: true, allErrors: false, strict: true }).compile(optionsSchema);
 
 /**
  * The built-in worker tools (`grep`, `hash`, `diff`, `patch`), each running on
- * the pool. Pass `names` to take a subset.
+ * the pool, confined to a workspace root. Pass `names` to take a subset.
+ * Throws `TP_ERR_INVALID_OPTION` for invalid options, an unknown name, or a
+ * `root` that is not an existing directory.
  *
  * @example
  * ```ts
- * const runtime = createRuntime({ tools: builtinTools() });
+ * const runtime = createRuntime({ tools: builtinTools({ root: "/srv/workspace" }) });
+ * const readOnly = builtinTools(["grep", "hash"], { root: "/srv/workspace", timeoutMs: 10_000 });
  * ```
  */
-export function builtinTools(names: readonly BuiltinToolName[] = ["grep", "hash", "diff", "patch"]): WorkerTool[] {
+export function builtinTools(options?: BuiltinToolsOptions): WorkerTool[];
+export function builtinTools(names: readonly BuiltinToolName[], options?: BuiltinToolsOptions): WorkerTool[];
+export function builtinTools(
+  namesOrOptions?: readonly BuiltinToolName[] | BuiltinToolsOptions,
+  maybeOptions?: BuiltinToolsOptions,
+): WorkerTool[] {
+  const names: readonly BuiltinToolName[] = Array.isArray(namesOrOptions) ? namesOrOptions : allBuiltinNames;
+  const options = Array.isArray(namesOrOptions) ? maybeOptions : (namesOrOptions as BuiltinToolsOptions | undefined);
+  for (const name of names) {
+    if (!(allBuiltinNames as readonly unknown[]).includes(name)) {
+      throw invalidOption("names", `built-in tool names (${allBuiltinNames.join(", ")})`, name);
+    }
+  }
+  const resolved = resolveBuiltinToolsOptions(options);
   return names.map((name) =>
     workerTool({
       ...builtinSpecs[name],
       parameters: builtinSpecs[name].parameters as Record<string, unknown>,
-      module: new URL(`./tools/${name}.js`, import.meta.url),
+      module: toWorkspaceModuleUrl(new URL(`./tools/${name}.js`, import.meta.url), resolved),
+      timeoutMs: resolved.timeoutMs,
     }),
   );
+}
+
+/** The options of {@link builtinTools}, validated, with defaults and the real root. */
+interface ResolvedBuiltinToolsOptions {
+  readonly realRoot: string;
+  readonly root: string;
+  readonly allowWrite: boolean;
+  readonly timeoutMs: number;
+}
+
+function resolveBuiltinToolsOptions(options: BuiltinToolsOptions | undefined): ResolvedBuiltinToolsOptions {
+  if (options !== undefined && (typeof options !== "object" || options === null)) {
+    throw invalidOption("options", "an object", options);
+  }
+  const data: Record<string, unknown> = Object.fromEntries(
+    Object.entries(options ?? {}).filter(([, value]) => value !== undefined),
+  );
+  if (!validateOptions(data)) {
+    throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "builtinTools option");
+  }
+  const root = resolve((data.root as string | undefined) ?? process.cwd());
+  let realRoot: string;
+  try {
+    realRoot = realpathSync(root);
+    if (!statSync(realRoot).isDirectory()) throw new Error("not a directory");
+  } catch (error) {
+    throw new ToolpoolError(
+      "TP_ERR_INVALID_OPTION",
+      `Expected \`root\` to be an existing directory, got ${describeValue(data.root ?? root)} (${(error as Error).message})`,
+    );
+  }
+  return Object.freeze({ realRoot, root, allowWrite: data.allowWrite as boolean, timeoutMs: data.timeoutMs as number });
 }

@@ -10,7 +10,7 @@ export { workerTool, isWorkerTool } from "./workers/worker-tool.js";
 export type { WorkerTool, WorkerToolOptions } from "./workers/worker-tool.js";
 export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/worker-pool.js";
 export { builtinTools } from "./builtin-tools.js";
-export type { BuiltinToolName } from "./builtin-tools.js";
+export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
 export { createServer } from "./server/create-server.js";
 export type { BatchRequestBody, CloseServerOptions, ErrorBody, ResolvedServerOptions, ServerOptions, ToolpoolServer, ToolsResponse } from "./server/create-server.js";
 export { FleetNode } from "./fleet/fleet-node.js";

@@ -112,6 +112,33 @@ describe("toolpool run --ndjson", () => {
     expect(missing?.isError).toBe(true);
   });
 
+  it("confines the built-in tools to --root, and lets patch write only with --allow-write", async () => {
+    const batch = JSON.stringify({
+      role: "assistant",
+      content: [
+        { type: "toolCall", id: "inside", name: "grep", arguments: { pattern: "BLOCK_REASON", path: "." } },
+        { type: "toolCall", id: "outside", name: "hash", arguments: { path: "../../../package.json" } },
+        { type: "toolCall", id: "absolute", name: "hash", arguments: { path: join(ROOT, "package.json") } },
+        { type: "toolCall", id: "write", name: "patch", arguments: { patch: "@@ -1 +1 @@\n-a\n+b\n", path: "builtin-batch.json", write: true } },
+      ],
+    });
+    const { code, stdout } = await runCli(["run", "-", "--root", "test/fixtures/cli", "--threads", "1", "--ndjson"], batch);
+    expect(code).toBe(0);
+    const messages = batchEnd(parseNdjson(stdout)).messages ?? [];
+    expect(messages.map((message) => [message.toolCallId, message.isError])).toEqual([
+      ["inside", false],
+      ["outside", true],
+      ["absolute", true],
+      ["write", true],
+    ]);
+    expect(textOf(messages[0])).toContain("block-hash-hooks.mjs");
+    expect(textOf(messages[1])).toMatch(/^hash: path "\.\.\/\.\.\/\.\.\/package\.json" is outside the workspace root /);
+    expect(textOf(messages[3])).toMatch(/^patch: writing files is not allowed here/);
+    const missingRoot = await runCli(["run", "-", "--root", "test/no-such-dir"], batch);
+    expect(missingRoot.code).toBe(2);
+    expect(missingRoot.stderr).toMatch(/^toolpool: Expected `root` to be an existing directory/);
+  });
+
   it("shows a call blocked by the --hooks module as an error result with the hook's reason", async () => {
     const { code, stdout } = await runCli([
       "run", fixture("builtin-batch.json"), "--hooks", fixture("block-hash-hooks.mjs"), "--threads", "2", "--ndjson",

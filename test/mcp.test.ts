@@ -237,8 +237,15 @@ describe.each([
 });
 
 describe("toolpool mcp with the built-in tools", () => {
-  it("annotates grep, hash and diff as read-only and patch as destructive", async () => {
-    const session = await startStdio(["--threads", "1"]);
+  it("annotates grep, hash and diff as read-only, and patch as destructive only with --allow-write", async () => {
+    const readOnly = await startStdio(["--threads", "1"]);
+    try {
+      const { tools } = await readOnly.client.listTools();
+      expect(tools.find((tool) => tool.name === "patch")?.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    } finally {
+      await readOnly.close();
+    }
+    const session = await startStdio(["--threads", "1", "--allow-write"]);
     try {
       const { tools } = await session.client.listTools();
       const hints = Object.fromEntries(tools.map((tool) => [tool.name, tool.annotations]));
@@ -246,6 +253,19 @@ describe("toolpool mcp with the built-in tools", () => {
       expect(hints.patch).toMatchObject({ readOnlyHint: false, destructiveHint: true });
       const result = (await session.client.callTool({ name: "hash", arguments: { text: "abc" } })) as CallToolResult;
       expect(textOf(result)).toContain("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    } finally {
+      await session.close();
+    }
+  });
+
+  it("confines the built-in tools to --root", async () => {
+    const session = await startStdio(["--threads", "1", "--root", "test/fixtures"]);
+    try {
+      const outside = (await session.client.callTool({ name: "hash", arguments: { path: "/etc/passwd" } })) as CallToolResult;
+      expect(outside.isError).toBe(true);
+      expect(textOf(outside)).toContain("outside the workspace root");
+      const inside = (await session.client.callTool({ name: "hash", arguments: { path: "cli/invalid.json" } })) as CallToolResult;
+      expect(inside.isError).toBe(false);
     } finally {
       await session.close();
     }
@@ -375,8 +395,7 @@ describe("toolpool mcp: usage errors", () => {
   it.each([
     [["--http", "nope"], /--http.*Expected PORT or HOST:PORT/],
     [["--http", "0.0.0.0:0"], /not a loopback address: set --token or TOOLPOOL_TOKEN/],
-    [["--root", "/tmp"], /--root: this build's built-in tools cannot be confined/],
-    [["--fleet", "redis://localhost"], /--fleet: this build of toolpool has no fleet support/],
+    [["--root", "/no/such/dir"], /Expected `root` to be an existing directory/],
   ])("exits 2 with one line for %j", async (args, message) => {
     const { code, stdout, stderr } = await runCli(args);
     expect(code).toBe(2);

@@ -1,14 +1,14 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { applyPatch } from "diff";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AgentToolResult, WorkerToolContext } from "../src/types.js";
-import { execute as diff, diffSpec } from "../dist/tools/diff.js";
-import { createProgressThrottle, execute as grep, globToRegExp, grepSpec } from "../dist/tools/grep.js";
-import { execute as hash, hashSpec } from "../dist/tools/hash.js";
-import { execute as patch, patchSpec } from "../dist/tools/patch.js";
+import { createDiffTool, diffSpec } from "../dist/tools/diff.js";
+import { createGrepTool, createProgressThrottle, globToRegExp, grepSpec } from "../dist/tools/grep.js";
+import { createHashTool, hashSpec } from "../dist/tools/hash.js";
+import { createPatchTool, patchSpec } from "../dist/tools/patch.js";
 
 interface FakeCtx<D> extends WorkerToolContext<D> {
   updates: AgentToolResult<D>[];
@@ -53,8 +53,15 @@ function textOf(result: AgentToolResult<unknown>): string {
 let root: string;
 
 beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), "toolpool-tools-"));
+  root = realpathSync(mkdtempSync(join(tmpdir(), "toolpool-tools-")));
 });
+
+/** The tools confined to the test's temporary root, with writes allowed. */
+const workspace = () => ({ realRoot: root, allowWrite: true });
+const diff: ReturnType<typeof createDiffTool> = (args, ctx) => createDiffTool(workspace())(args, ctx);
+const grep: ReturnType<typeof createGrepTool> = (args, ctx) => createGrepTool(workspace())(args, ctx);
+const hash: ReturnType<typeof createHashTool> = (args, ctx) => createHashTool(workspace())(args, ctx);
+const patch: ReturnType<typeof createPatchTool> = (args, ctx) => createPatchTool(workspace())(args, ctx);
 
 afterAll(() => {
   rmSync(root, { recursive: true, force: true });

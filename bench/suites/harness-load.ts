@@ -113,7 +113,8 @@ export function estimateHarnessLoadMs(options: HarnessLoadOptions): number {
 export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<HarnessLoadResult> {
   const corpus = createCorpus(options.corpus);
   logStep(`harness: corpus of ${corpus.files.length * 2} files (${(corpus.bytes / 2 ** 20).toFixed(1)} MiB) in ${corpus.root}`);
-  const tools = builtinTools();
+  // The corpus is the workspace: the built-ins refuse paths outside their root.
+  const tools = builtinTools({ root: corpus.root });
   const runtime = createRuntime({ tools, pool: { maxThreads: options.threads, minThreads: options.threads } });
   const fifoRuntime = createRuntime({ tools, pool: { maxThreads: options.threads, minThreads: options.threads, scheduling: "fifo" } });
   const piscina = new Piscina({

@@ -18,6 +18,8 @@ export interface RunCliOptions extends BatchCliOptions, FleetCliOptions {
   tools: string[];
   hooks?: string;
   mode?: ToolExecutionMode;
+  root?: string;
+  allowWrite?: boolean;
 }
 
 const toolExecutionModes: readonly ToolExecutionMode[] = ["parallel", "sequential"];
@@ -85,4 +87,14 @@ export function remoteOption(): Option {
 export function fleetFromCli(options: FleetCliOptions): { redis: string; remote: "all" | string[] } | undefined {
   if (options.fleet === undefined) return undefined;
   return { redis: options.fleet, remote: options.remote ?? "all" };
+}
+
+/** `--root DIR`: the built-in tools' workspace root. */
+export function rootOption(): Option {
+  return new Option("--root <dir>", "workspace root of the built-in tools: paths outside it are refused (default: the current directory)");
+}
+
+/** `--allow-write`: lets the built-in `patch` write files. */
+export function allowWriteOption(): Option {
+  return new Option("--allow-write", "let the built-in patch tool write files inside the root (default: it only returns the patched text)");
 }

@@ -16,14 +16,16 @@ import { locateRepoRoot } from "./repo-root.js";
 /** Runs the demo batch in parallel mode. */
 export async function runDemo(options: BatchCliOptions): Promise<void> {
   const root = locateRepoRoot();
-  const assistantMessage = createDemoBatch(root);
+  // The built-in tools are confined to the repository, and its paths are
+  // written relative to it, wherever the command runs from.
+  const assistantMessage = createDemoBatch(root, root);
   const streams = processStreams();
   const isNdjson = options.ndjson === true;
   // With --ndjson, stdout carries JSON lines only; the explanation goes to stderr.
   (isNdjson ? streams.stderr : streams.stdout).write(`${describeDemo(assistantMessage, root, options.threads)}\n`);
   await executeBatch({
     batch: { assistantMessage },
-    tools: builtinTools(),
+    tools: builtinTools({ root }),
     hooks: {},
     toolExecution: "parallel",
     ...(options.threads === undefined ? {} : { threads: options.threads }),

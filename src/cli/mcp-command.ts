@@ -7,7 +7,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 
 import type { ToolExecutionMode } from "../index.js";
-import { hooksOption, modeOption, threadsOption, toolsOption } from "./cli-options.js";
+import { allowWriteOption, fleetOption, hooksOption, modeOption, remoteOption, rootOption, threadsOption, toolsOption } from "./cli-options.js";
 
 /** Where `--http` listens. */
 export interface HttpAddress {
@@ -28,6 +28,7 @@ export interface McpCliOptions {
   root?: string;
   allowWrite?: boolean;
   fleet?: string;
+  remote?: "all" | string[];
 }
 
 /** Adds the `mcp` command to `program`. */
@@ -48,9 +49,10 @@ export function addMcpCommand(program: Command): Command {
     .addOption(hooksOption())
     .addOption(threadsOption())
     .addOption(modeOption())
-    .addOption(new Option("--root <dir>", "confine the built-in tools' paths to DIR"))
-    .addOption(new Option("--allow-write", "let the built-in patch tool write files"))
-    .addOption(new Option("--fleet <url>", "run worker calls on a fleet instead of local threads"))
+    .addOption(rootOption())
+    .addOption(allowWriteOption())
+    .addOption(fleetOption())
+    .addOption(remoteOption())
     .action(async (options: McpCliOptions) => {
       const { serveMcp } = await import("./serve-mcp.js");
       await serveMcp(options);

@@ -8,12 +8,14 @@ import { Command } from "commander";
 
 import { builtinTools } from "../index.js";
 import {
+  allowWriteOption,
   fleetFromCli,
   fleetOption,
   hooksOption,
   modeOption,
   ndjsonOption,
   remoteOption,
+  rootOption,
   threadsOption,
   toolsOption,
   type RunCliOptions,
@@ -22,11 +24,15 @@ import { executeBatch } from "./execute-batch.js";
 import { loadBatch } from "./load-batch.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { processStreams } from "./output-streams.js";
+import { inputErrors } from "./usage-error.js";
 
 /** Loads the batch and the user modules, then executes the batch. */
 export async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
   const batch = await loadBatch(batchPath);
-  const tools = options.tools.length === 0 ? builtinTools() : await loadToolModules(options.tools);
+  const tools =
+    options.tools.length === 0
+      ? inputErrors(() => builtinTools({ ...(options.root === undefined ? {} : { root: options.root }), allowWrite: options.allowWrite === true }))
+      : await loadToolModules(options.tools);
   const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
   const fleet = fleetFromCli(options);
   await executeBatch({
@@ -54,5 +60,7 @@ export function addRunCommand(program: Command): Command {
     .addOption(ndjsonOption())
     .addOption(fleetOption())
     .addOption(remoteOption())
+    .addOption(rootOption())
+    .addOption(allowWriteOption())
     .action((batchPath: string, options: RunCliOptions) => runBatchFile(batchPath, options));
 }

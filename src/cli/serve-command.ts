@@ -14,17 +14,18 @@ import {
   builtinTools,
   createRuntime,
   createServer,
-  ToolpoolError,
   type PoolOptions,
   type ServerOptions,
+  type ToolDefinition,
   type ToolExecutionMode,
   type ToolpoolServer,
 } from "../index.js";
 import { isLoopbackHost } from "../server/server-options.js";
-import { fleetFromCli, fleetOption, hooksOption, modeOption, remoteOption, threadsOption, toolsOption, type FleetCliOptions } from "./cli-options.js";
+import { allowWriteOption, fleetFromCli, fleetOption, hooksOption, modeOption, remoteOption, rootOption, threadsOption, toolsOption, type FleetCliOptions } from "./cli-options.js";
+import { withCallTimeout } from "./call-timeout.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { describeThrown } from "../errors.js";
-import { UsageError } from "./usage-error.js";
+import { inputErrors, UsageError } from "./usage-error.js";
 
 /** The environment variable that may hold the bearer token. */
 export const TOKEN_ENV = "TOOLPOOL_TOKEN";
@@ -34,22 +35,42 @@ export interface ServeCliOptions extends FleetCliOptions {
   host?: string;
   port?: number;
   token?: string;
+  tokenFile?: string;
   tools: string[];
   hooks?: string;
   maxBody?: number;
   threads?: number;
   mode?: ToolExecutionMode;
   config?: string;
+  root?: string;
+  allowWrite?: boolean;
+  callTimeout?: number;
 }
 
 /**
- * A `--config` file (JSON). Module paths are relative to the file's folder.
- * The command line wins over the file; `TOOLPOOL_TOKEN` wins over the file's token.
+ * A `--config` file (JSON). Module paths, `root` and `tokenFile` are relative
+ * to the file's folder. The command line wins over the file; `TOOLPOOL_TOKEN`
+ * wins over the file's token.
  */
 export interface ServeConfig {
   host?: string;
   port?: number;
   token?: string;
+  /** A file holding the token (surrounding whitespace trimmed). */
+  tokenFile?: string;
+  /** The built-in tools' workspace root. */
+  root?: string;
+  /** Whether the built-in `patch` may write. */
+  allowWrite?: boolean;
+  /** Time limit (ms) of every worker tool that has none of its own; the built-ins' limit. */
+  callTimeoutMs?: number;
+  allowedHosts?: string[];
+  allowedOrigins?: string[];
+  maxCallsPerBatch?: number;
+  maxConnections?: number;
+  maxEventLoopDelayMs?: number;
+  maxHeapUsedBytes?: number;
+  maxRssBytes?: number;
   tools?: string[];
   hooks?: string;
   maxBodyBytes?: number;
@@ -71,6 +92,17 @@ const configSchema = {
     host: { type: "string" },
     port: { type: "integer" },
     token: { type: "string" },
+    tokenFile: { type: "string" },
+    root: { type: "string" },
+    allowWrite: { type: "boolean" },
+    callTimeoutMs: { type: "integer" },
+    allowedHosts: { type: "array", items: { type: "string" } },
+    allowedOrigins: { type: "array", items: { type: "string" } },
+    maxCallsPerBatch: { type: "integer" },
+    maxConnections: { type: "integer" },
+    maxEventLoopDelayMs: { type: "integer" },
+    maxHeapUsedBytes: { type: "integer" },
+    maxRssBytes: { type: "integer" },
     tools: { type: "array", items: { type: "string" } },
     hooks: { type: "string" },
     maxBodyBytes: { type: "integer" },
@@ -92,14 +124,28 @@ const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(config
  */
 export async function serve(options: ServeCliOptions): Promise<void> {
   const config = options.config === undefined ? {} : await loadServeConfig(options.config);
+  // Read first and then removed from the environment, so that no worker
+  // thread (they copy the environment when they start) ever sees the token.
+  const serverOptions = await resolveServerCliOptions(options, config);
+  delete process.env[TOKEN_ENV];
   const toolPaths = options.tools.length > 0 ? options.tools : (config.tools ?? []);
-  const tools = toolPaths.length === 0 ? builtinTools() : await loadToolModules(toolPaths);
+  const callTimeoutMs = options.callTimeout ?? config.callTimeoutMs;
+  const root = options.root ?? config.root;
+  const tools: ToolDefinition[] =
+    toolPaths.length === 0
+      ? inputErrors(() =>
+          builtinTools({
+            ...(root === undefined ? {} : { root }),
+            allowWrite: options.allowWrite ?? config.allowWrite ?? false,
+            ...(callTimeoutMs === undefined ? {} : { timeoutMs: callTimeoutMs }),
+          }),
+        )
+      : withCallTimeout(await loadToolModules(toolPaths), callTimeoutMs);
   const hooksPath = options.hooks ?? config.hooks;
   const hooks = hooksPath === undefined ? {} : await loadHooksModule(hooksPath);
   const threads = options.threads ?? config.threads;
   const toolExecution = options.mode ?? config.toolExecution;
   const pool: PoolOptions = { ...config.pool, ...(threads === undefined ? {} : { maxThreads: threads, minThreads: threads }) };
-  const serverOptions = resolveServerCliOptions(options, config);
   const fleet = fleetFromCli(options);
 
   const runtime = inputErrors(() =>
@@ -138,7 +184,10 @@ export function addServeCommand(program: Command): Command {
     .description("serve batches over HTTP (Server-Sent Events or JSON) until SIGTERM or SIGINT")
     .addOption(new Option("--host <host>", "address to listen on; beyond loopback a token is required (default: 127.0.0.1)"))
     .addOption(new Option("--port <port>", "TCP port; 0 picks a free one (default: 8080)").argParser(parsePort))
-    .addOption(new Option("--token <token>", `bearer token clients must send (default: $${TOKEN_ENV})`))
+    .addOption(
+      new Option("--token <token>", `bearer token clients must send; visible in ps, prefer --token-file or $${TOKEN_ENV}`),
+    )
+    .addOption(new Option("--token-file <path>", "file holding the bearer token (surrounding whitespace is trimmed)"))
     .addOption(toolsOption())
     .addOption(hooksOption())
     .addOption(new Option("--max-body <bytes>", "largest request body, in bytes (default: 1048576)").argParser(parseMaxBody))
@@ -146,14 +195,36 @@ export function addServeCommand(program: Command): Command {
     .addOption(modeOption())
     .addOption(fleetOption())
     .addOption(remoteOption())
+    .addOption(rootOption())
+    .addOption(allowWriteOption())
+    .addOption(
+      new Option("--call-timeout <ms>", "time limit of every worker tool without one of its own (default: 30000 for the built-ins)").argParser(
+        parseCallTimeout,
+      ),
+    )
     .addOption(new Option("--config <file>", "JSON file with any of these settings; the command line wins"))
     .action((options: ServeCliOptions) => serve(options));
 }
 
-/** Merges the command line, the environment and the config file into `createServer`'s options. */
-function resolveServerCliOptions(options: ServeCliOptions, config: ServeConfig): ServerOptions {
+/**
+ * Merges the command line, the environment and the config file into
+ * `createServer`'s options. The token comes from `--token`, `--token-file`,
+ * `$TOOLPOOL_TOKEN`, the file's `token` or `tokenFile`, in that order; a
+ * token with whitespace in it could never authenticate, so it is refused.
+ */
+async function resolveServerCliOptions(options: ServeCliOptions, config: ServeConfig): Promise<ServerOptions> {
   const envToken = process.env[TOKEN_ENV];
-  const token = options.token ?? (envToken === undefined || envToken === "" ? undefined : envToken) ?? config.token;
+  const token =
+    options.token ??
+    (options.tokenFile === undefined ? undefined : await readTokenFile(options.tokenFile, "--token-file")) ??
+    (envToken === undefined || envToken === "" ? undefined : envToken) ??
+    config.token ??
+    (config.tokenFile === undefined ? undefined : await readTokenFile(config.tokenFile, "tokenFile"));
+  if (token !== undefined && (token === "" || /\s/.test(token))) {
+    throw new UsageError(
+      `the bearer token ${token === "" ? "is empty" : "holds whitespace"}: clients send "Authorization: Bearer TOKEN", so it could never match`,
+    );
+  }
   const host = options.host ?? config.host;
   if (host !== undefined && token === undefined && !isLoopbackHost(host)) {
     throw new UsageError(`--host ${host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
@@ -166,8 +237,27 @@ function resolveServerCliOptions(options: ServeCliOptions, config: ServeConfig):
     requestTimeoutMs: config.requestTimeoutMs,
     shutdownGraceMs: config.shutdownGraceMs,
     retryAfterSeconds: config.retryAfterSeconds,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+    maxCallsPerBatch: config.maxCallsPerBatch,
+    maxConnections: config.maxConnections,
+    maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+    maxHeapUsedBytes: config.maxHeapUsedBytes,
+    maxRssBytes: config.maxRssBytes,
   };
   return Object.fromEntries(Object.entries(picked).filter(([, value]) => value !== undefined)) as ServerOptions;
+}
+
+/** The token in `path`, surrounding whitespace (a final newline) trimmed. */
+async function readTokenFile(path: string, where: string): Promise<string> {
+  try {
+    return (await readFile(path, "utf8")).trim();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(`cannot read ${where} ${path}: ${code === "ENOENT" ? "no such file" : describeThrown(error)}`, {
+      cause: error,
+    });
+  }
 }
 
 /** Reads and checks a `--config` file; its module paths become absolute. */
@@ -195,6 +285,8 @@ async function loadServeConfig(path: string): Promise<ServeConfig> {
     ...config,
     ...(config.tools === undefined ? {} : { tools: config.tools.map((tool) => resolve(base, tool)) }),
     ...(config.hooks === undefined ? {} : { hooks: resolve(base, config.hooks) }),
+    ...(config.root === undefined ? {} : { root: resolve(base, config.root) }),
+    ...(config.tokenFile === undefined ? {} : { tokenFile: resolve(base, config.tokenFile) }),
   };
 }
 
@@ -219,21 +311,17 @@ function watchSignals(server: ToolpoolServer): { first: Promise<NodeJS.Signals>;
   };
 }
 
-/** Runs `create`; the runtime's and the server's option errors are, seen from the command line, invalid input. */
-function inputErrors<T>(create: () => T): T {
-  try {
-    return create();
-  } catch (error) {
-    const isInputError =
-      error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
-    throw isInputError ? new UsageError(error.message, { cause: error }) : error;
-  }
-}
 
 function parsePort(value: string): number {
   const port = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!(port >= 0 && port <= 65_535)) throw new InvalidArgumentError("Expected an integer from 0 to 65535.");
   return port;
+}
+
+function parseCallTimeout(value: string): number {
+  const ms = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(ms) || ms < 1 || ms > 2_147_483_647) throw new InvalidArgumentError("Expected an integer from 1 to 2147483647.");
+  return ms;
 }
 
 function parseMaxBody(value: string): number {

@@ -15,6 +15,7 @@ import { McpHttpServer } from "../mcp/mcp-http-server.js";
 import { createMcpServer, type McpServerOptions } from "../mcp/mcp-server.js";
 import { builtinToolAnnotations } from "../mcp/mcp-tools.js";
 import { isLoopbackHost } from "../server/server-options.js";
+import { fleetFromCli } from "./cli-options.js";
 import type { McpCliOptions } from "./mcp-command.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { readPackageVersion } from "./program.js";
@@ -26,27 +27,31 @@ const maxStdioMessageBytes = 16 * 1024 * 1024;
 
 /** Runs the MCP server until its client goes away (stdio) or a signal stops it (HTTP). */
 export async function serveMcp(options: McpCliOptions): Promise<void> {
-  checkUnsupported(options);
   const isBuiltin = options.tools.length === 0;
-  const tools = isBuiltin ? builtinTools() : await loadToolModules(options.tools);
+  const allowWrite = options.allowWrite === true;
+  const tools = isBuiltin
+    ? asUsageError(() => builtinTools({ ...(options.root === undefined ? {} : { root: options.root }), allowWrite }))
+    : await loadToolModules(options.tools);
+  const fleet = fleetFromCli(options);
   const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
   const pool: PoolOptions = options.threads === undefined ? {} : { maxThreads: options.threads, minThreads: options.threads };
   const token = options.token ?? (process.env[TOKEN_ENV] || undefined);
   if (options.http !== undefined && token === undefined && !isLoopbackHost(options.http.host)) {
     throw new UsageError(`--http ${options.http.host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
   }
-  let runtime: Runtime;
-  try {
-    runtime = createRuntime({ tools, ...hooks, pool, ...(options.mode === undefined ? {} : { toolExecution: options.mode }) });
-  } catch (error) {
-    const isInputError = error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
-    throw isInputError ? new UsageError(error.message, { cause: error }) : error;
-  }
+  const runtime: Runtime = asUsageError(() =>
+    createRuntime({
+      tools,
+      ...hooks,
+      pool,
+      ...(options.mode === undefined ? {} : { toolExecution: options.mode }),
+      ...(fleet === undefined ? {} : { fleet }),
+    }),
+  );
   const serverOptions: McpServerOptions = {
     version: readPackageVersion(),
-    // This build's built-in patch writes a file whenever a call asks
-    // (`write: true`): it is announced as destructive.
-    annotations: isBuiltin ? builtinToolAnnotations({ allowWrite: true }) : {},
+    // The built-in patch writes only with --allow-write: only then is it destructive.
+    annotations: isBuiltin ? builtinToolAnnotations({ allowWrite }) : {},
     log: (line) => process.stderr.write(`toolpool mcp: ${line}\n`),
   };
   try {
@@ -88,13 +93,12 @@ async function serveHttp(runtime: Runtime, serverOptions: McpServerOptions, opti
   await http.close();
 }
 
-/** Flags of `mcp` whose machinery this build does not have: refused, never silently ignored. */
-function checkUnsupported(options: McpCliOptions): void {
-  if (options.root !== undefined) {
-    throw new UsageError("--root: this build's built-in tools cannot be confined to a directory");
+/** Runs `make`; an invalid option or tool becomes a usage error (one line, exit 2). */
+function asUsageError<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    const isInputError = error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
+    throw isInputError ? new UsageError(error.message, { cause: error }) : error;
   }
-  if (options.fleet !== undefined) {
-    throw new UsageError("--fleet: this build of toolpool has no fleet support");
-  }
-  // --allow-write needs no check: this build's patch writes whenever a call asks.
 }

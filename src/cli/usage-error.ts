@@ -1,3 +1,5 @@
+import { ToolpoolError } from "../errors.js";
+
 /**
  * The error of the command line's second channel: bad usage or unreadable /
  * invalid input. It exits with code 2 and one line on stderr, where any other
@@ -40,4 +42,18 @@ export function toOneLine(message: string): string {
     .map((line) => line.trim())
     .filter((line) => line !== "")
     .join(" ");
+}
+
+/**
+ * Runs `create`; the runtime's, the server's and the built-in tools' option
+ * errors are, seen from the command line, invalid input.
+ */
+export function inputErrors<T>(create: () => T): T {
+  try {
+    return create();
+  } catch (error) {
+    const isInputError =
+      error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
+    throw isInputError ? new UsageError(error.message, { cause: error }) : error;
+  }
 }

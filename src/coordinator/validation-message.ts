@@ -1,5 +1,7 @@
 import type { TLocalizedValidationError } from "typebox/error";
 
+import { formatReceivedArguments } from "./received-arguments.js";
+
 /**
  * The text of a failed validation, pi-ai 0.73.1's byte for byte:
  *
@@ -12,21 +14,12 @@ import type { TLocalizedValidationError } from "typebox/error";
  * ```
  *
  * One line per TypeBox error, in TypeBox's order (`Unknown validation error`
- * when there is none). The echo is a step of its own (`formatReceivedArguments`)
- * so that bounding it composes with the rest.
+ * when there is none). The echo is pi's too up to 4 KiB, then cut (a
+ * deliberate difference: see `received-arguments.ts`).
  */
 export function formatValidationFailure(toolName: string, errors: readonly TLocalizedValidationError[], received: unknown): string {
   const lines = errors.map((error) => `  - ${formatErrorPath(error)}: ${error.message}`).join("\n");
   return `Validation failed for tool "${toolName}":\n${lines || "Unknown validation error"}\n\nReceived arguments:\n${formatReceivedArguments(received)}`;
-}
-
-/**
- * The "Received arguments" echo: the arguments as the tool got them (after
- * `prepareArguments`, before coercion), as pretty JSON. `undefined` stays
- * the text `undefined`, as in pi's template.
- */
-export function formatReceivedArguments(received: unknown): string {
-  return `${JSON.stringify(received, null, 2)}`;
 }
 
 /**

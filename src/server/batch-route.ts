@@ -49,6 +49,15 @@ async function runBatch(
   }
   const sessionKey = readSessionKey(request.body, request.headers[sessionHeader]);
   if (typeof sessionKey === "object") return sendError(reply, 400, "TP_ERR_INVALID_BATCH", sessionKey.error);
+  const calls = assistantMessage.content.filter((block) => block.type === "toolCall").length;
+  if (calls > options.maxCallsPerBatch) {
+    return sendError(
+      reply,
+      400,
+      "TP_ERR_INVALID_BATCH",
+      `The batch holds ${calls} tool calls, more than this server's maxCallsPerBatch (${options.maxCallsPerBatch}); split it`,
+    );
+  }
   // Checked here as well as in the onRequest hook: a shutdown may have begun
   // while the body arrived, and the check and `track` below happen in one
   // synchronous step, so no batch can slip past a shutdown's wait.
@@ -88,6 +97,8 @@ async function runBatch(
     request.log.error({ err: error }, "toolpool server: batch failed after its stream opened");
     const code = error instanceof ToolpoolError ? error.code : undefined;
     await stream.send("error", { type: "error", ...(code === undefined ? {} : { code }), message: "The batch failed" });
+    // Every stream ends with batch_end, so that a client's loop always ends.
+    await stream.send("batch_end", { type: "batch_end", messages: [], terminate: false });
     await stream.end();
     return reply;
   }

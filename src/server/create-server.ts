@@ -12,10 +12,11 @@ import type { FastifyInstance } from "fastify";
 import { describeValue, ToolpoolError } from "../errors.js";
 import { Runtime } from "../runtime.js";
 import { BearerAuth } from "./bearer-auth.js";
+import { checkBrowserGuard, type BrowserGuardOptions } from "./browser-guard.js";
 import { addBatchRoute, sendDraining } from "./batch-route.js";
-import { handleError, sendError } from "./http-errors.js";
+import { handleError, sendError, type ErrorBody } from "./http-errors.js";
 import { InFlightBatches } from "./in-flight-batches.js";
-import { loadFastify } from "./lazy-modules.js";
+import { loadFastify, loadUnderPressure } from "./lazy-modules.js";
 import { addInfoRoutes } from "./info-routes.js";
 import { ServerMetrics } from "./server-metrics.js";
 import { SocketTracker } from "./socket-tracker.js";
@@ -64,7 +65,7 @@ export class ToolpoolServer {
     }
     this.#runtime = runtime;
     this.#options = resolveServerOptions(options);
-    this.#batches = new InFlightBatches(runtime.options.clock, this.#options.requestTimeoutMs);
+    this.#batches = new InFlightBatches(runtime.options.clock, this.#options.requestTimeoutMs, destroyGraceMs(runtime));
     this.#metrics = new ServerMetrics(runtime, () => this.#batches.size);
     this.#app = loadFastify().fastify({
       logger: false,
@@ -74,14 +75,24 @@ export class ToolpoolServer {
       // defaults coerce types and drop unknown properties silently.
       ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
     });
+    this.#app.server.maxConnections = this.#options.maxConnections;
     this.#sockets = new SocketTracker(this.#app.server);
     this.#app.setErrorHandler(handleError);
     this.#app.setNotFoundHandler((request, reply) =>
       sendError(reply, 404, "FST_ERR_NOT_FOUND", `Route ${request.method}:${request.url} not found`),
     );
     const auth = this.#options.token === undefined ? undefined : new BearerAuth(this.#options.token);
+    const guard: BrowserGuardOptions = {
+      hasToken: auth !== undefined,
+      allowedHosts: this.#options.allowedHosts,
+      allowedOrigins: this.#options.allowedOrigins,
+    };
     this.#app.addHook("onRequest", async (request, reply) => {
       if (this.#isDraining) return sendDraining(reply);
+      // Before the token check and before anything runs: a web page must not
+      // learn even whether the server wants a token.
+      const verdict = checkBrowserGuard(firstHeader(request.headers.host), firstHeader(request.headers.origin), guard);
+      if (verdict.kind === "deny") return sendError(reply, verdict.status, verdict.code, verdict.reason);
       // Health checks come from load balancers, which hold no token.
       if (auth !== undefined && request.routeOptions.url !== "/healthz" && !auth.isAuthorized(request.headers.authorization)) {
         reply.header("www-authenticate", 'Bearer realm="toolpool"');
@@ -96,6 +107,34 @@ export class ToolpoolServer {
       isDraining: () => this.#isDraining,
     });
     addInfoRoutes(this.#app, { runtime, metrics: this.#metrics });
+    this.#addPressureCheck();
+  }
+
+  /**
+   * 503 `TP_ERR_OVERLOADED` with `Retry-After` while the event loop lags or
+   * memory is past its limit, so that an overloaded server sheds load instead
+   * of queueing it. `GET /healthz` still answers: it reports liveness.
+   */
+  #addPressureCheck(): void {
+    const { maxEventLoopDelayMs, maxHeapUsedBytes, maxRssBytes, retryAfterSeconds } = this.#options;
+    if (maxEventLoopDelayMs === 0 && maxHeapUsedBytes === 0 && maxRssBytes === 0) return;
+    void this.#app.register(loadUnderPressure(), {
+      maxEventLoopDelay: maxEventLoopDelayMs,
+      maxHeapUsedBytes,
+      maxRssBytes,
+      pressureHandler: (request, reply, type, value) => {
+        if (request.routeOptions.url === "/healthz") return undefined;
+        reply.code(503).header("retry-after", String(retryAfterSeconds)).type("application/json; charset=utf-8");
+        const body: ErrorBody = {
+          statusCode: 503,
+          error: "Service Unavailable",
+          code: "TP_ERR_OVERLOADED",
+          message: `The server is overloaded (${type} ${String(value ?? "")}); retry after ${retryAfterSeconds} s`,
+        };
+        // under-pressure sends what the handler returns (its types say void).
+        return body as unknown as void;
+      },
+    });
   }
 
   /** The Fastify instance, for `inject()` or extra routes (add them before `listen()`). */
@@ -151,6 +190,14 @@ export class ToolpoolServer {
     const clock = this.#runtime.options.clock;
     const reason = new DOMException("The server is shutting down", "AbortError");
     this.#graceTimers.push(clock.setTimeout(() => this.#batches.abortAll(reason), graceMs));
+    // A batch whose client stopped reading cannot finish its writes: once the
+    // aborted calls have had the pool's abort grace, its socket is destroyed.
+    this.#graceTimers.push(
+      clock.setTimeout(() => {
+        this.#batches.destroyAll();
+        this.#sockets.destroyAll();
+      }, Math.min(maxTimerMs, graceMs + destroyGraceMs(this.#runtime))),
+    );
     this.#closing ??= this.#shutDown();
     return this.#closing;
   }
@@ -168,6 +215,20 @@ export class ToolpoolServer {
       await this.#runtime.close();
     }
   }
+}
+
+/** The first value of a header that may repeat. */
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * How long an aborted batch may take to deliver its last results before its
+ * socket is destroyed: the pool's abort grace (after which a call that
+ * ignores its abort is terminated) plus a second for the final writes.
+ */
+function destroyGraceMs(runtime: Runtime): number {
+  return runtime.options.pool.abortGraceMs + 1000;
 }
 
 /**

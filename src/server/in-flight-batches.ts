@@ -23,6 +23,7 @@ export interface TrackedBatch {
 
 interface Entry {
   readonly controller: AbortController;
+  readonly response: ServerResponse;
   isSettled: boolean;
 }
 
@@ -33,13 +34,21 @@ interface Entry {
 export class InFlightBatches {
   readonly #clock: Clock;
   readonly #timeoutMs: number;
+  readonly #destroyGraceMs: number;
   readonly #entries = new Set<Entry>();
   readonly #idleWaiters: (() => void)[] = [];
 
-  /** @param timeoutMs Deadline of each batch, from `track`. */
-  constructor(clock: Clock, timeoutMs: number) {
+  /**
+   * @param timeoutMs Deadline of each batch, from `track`.
+   * @param destroyGraceMs How long past its deadline a batch may still take
+   *   to deliver its results before its response (and socket) is destroyed:
+   *   a client that stops reading blocks the batch's writes, and with them
+   *   the batch, forever otherwise.
+   */
+  constructor(clock: Clock, timeoutMs: number, destroyGraceMs: number) {
     this.#clock = clock;
     this.#timeoutMs = timeoutMs;
+    this.#destroyGraceMs = destroyGraceMs;
   }
 
   /** How many batches are tracked. */
@@ -49,21 +58,25 @@ export class InFlightBatches {
 
   /** Starts tracking a batch answered on `response`. */
   track(response: ServerResponse): TrackedBatch {
-    const entry: Entry = { controller: new AbortController(), isSettled: false };
+    const entry: Entry = { controller: new AbortController(), response, isSettled: false };
     this.#entries.add(entry);
     const abort = (reason: DOMException): void => {
       if (!entry.isSettled) entry.controller.abort(reason);
     };
-    const timer = this.#clock.setTimeout(
-      () => abort(new DOMException(`The request ran past its ${this.#timeoutMs} ms deadline`, "TimeoutError")),
-      this.#timeoutMs,
-    );
+    let destroyTimer: unknown;
+    const timer = this.#clock.setTimeout(() => {
+      abort(new DOMException(`The request ran past its ${this.#timeoutMs} ms deadline`, "TimeoutError"));
+      destroyTimer = this.#clock.setTimeout(() => {
+        if (!response.writableFinished) response.destroy();
+      }, this.#destroyGraceMs);
+    }, this.#timeoutMs);
     const settled = createDeferred();
     // `close` comes both when the response is done and when the client goes
     // away first; only the second finds the batch unsettled.
     const closed = new Promise<void>((resolve) => {
       response.once("close", () => {
         abort(new DOMException("The client disconnected", "AbortError"));
+        if (destroyTimer !== undefined) this.#clock.clearTimeout(destroyTimer);
         resolve();
       });
       if (response.destroyed) {
@@ -89,6 +102,14 @@ export class InFlightBatches {
   /** Aborts every batch still running; each still ends with its results. */
   abortAll(reason: unknown): void {
     for (const entry of this.#entries) if (!entry.isSettled) entry.controller.abort(reason);
+  }
+
+  /**
+   * Destroys the response (and socket) of every batch still tracked: the
+   * last step of a shutdown whose grace has run out.
+   */
+  destroyAll(): void {
+    for (const entry of this.#entries) entry.response.destroy();
   }
 
   /** Resolves once no batch is tracked. */

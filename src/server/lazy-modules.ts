@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 
 import type * as Fastify from "fastify";
 import type * as PromClient from "prom-client";
+import type UnderPressure from "@fastify/under-pressure";
 
 const require = createRequire(import.meta.url);
 
@@ -18,4 +19,8 @@ export function loadFastify(): typeof Fastify {
 
 export function loadPromClient(): typeof PromClient {
   return require("prom-client") as typeof PromClient;
+}
+
+export function loadUnderPressure(): typeof UnderPressure {
+  return require("@fastify/under-pressure") as typeof UnderPressure;
 }

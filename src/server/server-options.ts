@@ -50,10 +50,59 @@ export interface ServerOptions {
    */
   shutdownGraceMs?: number;
   /**
-   * Seconds sent in the `Retry-After` header of a 429 (the pool's queue is full).
+   * Seconds sent in the `Retry-After` header of a 429 (the pool's queue is
+   * full) and of a 503 under pressure.
    * @default 1
    */
   retryAfterSeconds?: number;
+  /**
+   * `Host` values accepted besides the loopback names, as clients send them
+   * (`name` or `name:port`, compared without case). A server without a token
+   * answers only requests whose `Host` is `localhost`, `127.0.0.1` or
+   * `[::1]` (any port) or is listed here; others get 403 `TP_ERR_FORBIDDEN`
+   * before anything runs. A server with a token accepts any `Host`: the
+   * token is what a rebinding page cannot have.
+   * @default [] (loopback names only, on a server without a token)
+   */
+  allowedHosts?: string[];
+  /**
+   * Browser origins (`https://app.example`) whose requests are accepted. A
+   * request with any other `Origin` header gets 403 `TP_ERR_FORBIDDEN`;
+   * requests without one (SDKs, curl) are not affected.
+   * @default [] (no browser origin)
+   */
+  allowedOrigins?: string[];
+  /**
+   * Most tool calls one batch may hold; a larger batch is answered 400
+   * `TP_ERR_INVALID_BATCH` before any call runs.
+   * @default 256
+   */
+  maxCallsPerBatch?: number;
+  /**
+   * Most TCP connections open at once; past it Node closes new connections
+   * at once.
+   * @default 1024
+   */
+  maxConnections?: number;
+  /**
+   * Mean event-loop delay (ms, sampled every second) past which requests get
+   * 503 `TP_ERR_OVERLOADED` with `Retry-After` (`GET /healthz` excepted);
+   * 0 turns the check off.
+   * @default 1000
+   */
+  maxEventLoopDelayMs?: number;
+  /**
+   * Heap bytes in use past which requests get 503 `TP_ERR_OVERLOADED`
+   * (`GET /healthz` excepted); 0 turns the check off.
+   * @default 0 (off)
+   */
+  maxHeapUsedBytes?: number;
+  /**
+   * Resident set size in bytes past which requests get 503
+   * `TP_ERR_OVERLOADED` (`GET /healthz` excepted); 0 turns the check off.
+   * @default 0 (off)
+   */
+  maxRssBytes?: number;
 }
 
 /** Server options after validation and defaults; frozen. */
@@ -65,6 +114,13 @@ export interface ResolvedServerOptions {
   readonly requestTimeoutMs: number;
   readonly shutdownGraceMs: number;
   readonly retryAfterSeconds: number;
+  readonly allowedHosts: readonly string[];
+  readonly allowedOrigins: readonly string[];
+  readonly maxCallsPerBatch: number;
+  readonly maxConnections: number;
+  readonly maxEventLoopDelayMs: number;
+  readonly maxHeapUsedBytes: number;
+  readonly maxRssBytes: number;
 }
 
 
@@ -79,6 +135,13 @@ const optionsSchema = {
     requestTimeoutMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 300_000 },
     shutdownGraceMs: { type: "integer", minimum: 0, maximum: maxTimerMs, default: 10_000 },
     retryAfterSeconds: { type: "integer", minimum: 0, default: 1 },
+    allowedHosts: { type: "array", items: { type: "string", minLength: 1 }, default: [] },
+    allowedOrigins: { type: "array", items: { type: "string", minLength: 1 }, default: [] },
+    maxCallsPerBatch: { type: "integer", minimum: 1, default: 256 },
+    maxConnections: { type: "integer", minimum: 1, default: 1024 },
+    maxEventLoopDelayMs: { type: "integer", minimum: 0, default: 1000 },
+    maxHeapUsedBytes: { type: "integer", minimum: 0, default: 0 },
+    maxRssBytes: { type: "integer", minimum: 0, default: 0 },
   },
 } as const;
 
@@ -104,6 +167,11 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "server option");
   }
   const resolved = data as unknown as Omit<ResolvedServerOptions, "token"> & { token?: string };
+  if (resolved.token !== undefined && /\s/.test(resolved.token)) {
+    // Clients send `Authorization: Bearer TOKEN`, where whitespace cannot be
+    // part of the token: such a token could never authenticate.
+    throw new ToolpoolError("TP_ERR_INVALID_OPTION", "Expected `token` to hold no whitespace, got a token with whitespace");
+  }
   if (resolved.token === undefined && !isLoopbackHost(resolved.host)) {
     throw new ToolpoolError(
       "TP_ERR_INVALID_OPTION",
@@ -118,6 +186,13 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     requestTimeoutMs: resolved.requestTimeoutMs,
     shutdownGraceMs: resolved.shutdownGraceMs,
     retryAfterSeconds: resolved.retryAfterSeconds,
+    allowedHosts: Object.freeze([...resolved.allowedHosts]),
+    allowedOrigins: Object.freeze([...resolved.allowedOrigins]),
+    maxCallsPerBatch: resolved.maxCallsPerBatch,
+    maxConnections: resolved.maxConnections,
+    maxEventLoopDelayMs: resolved.maxEventLoopDelayMs,
+    maxHeapUsedBytes: resolved.maxHeapUsedBytes,
+    maxRssBytes: resolved.maxRssBytes,
   });
 }
 

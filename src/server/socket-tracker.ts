@@ -43,6 +43,12 @@ export class SocketTracker {
     });
   }
 
+  /** Destroys every socket, busy or not: the last step of a shutdown whose grace has run out. */
+  destroyAll(): void {
+    this.#isClosing = true;
+    for (const socket of this.#sockets.keys()) socket.destroy();
+  }
+
   /** Closes the idle sockets now, the busy ones once idle, and every new one at once. */
   closeIdle(): void {
     this.#isClosing = true;

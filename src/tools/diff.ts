@@ -11,9 +11,10 @@
 // blocking it costs nothing, while the promise API would queue each read on
 // libuv's small thread pool, shared by the whole process (measured: workers
 // then sat idle 35–42% of a busy run).
-import { readFileSync, statSync } from "node:fs";
-import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchOptionsNonabortable } from "diff";
+import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchOptionsAbortable } from "diff";
 import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+import { readRegularFile } from "./regular-file.js";
+import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 /** Default number of context lines around each change. */
 export const DIFF_DEFAULT_CONTEXT = 3;
@@ -23,6 +24,15 @@ export const DIFF_MAX_CONTEXT = 10_000;
 export const DIFF_MAX_FILE_BYTES = 8 * 1024 * 1024;
 /** Cap on the UTF-8 size of the result text. */
 export const DIFF_MAX_OUTPUT_BYTES = 64 * 1024;
+
+/**
+ * Largest edit distance (lines added plus removed) jsdiff searches for. Its
+ * line diff costs O((N + M) · D); past this bound it gives up and the call
+ * says so instead of running for minutes.
+ */
+export const DIFF_MAX_EDIT_LENGTH = 10_000;
+/** Milliseconds jsdiff may search before it gives up. */
+export const DIFF_MAX_SEARCH_MS = 2_000;
 
 /** Line comparisons between two abort checks. */
 const COMPARISONS_PER_ABORT_CHECK = 1024;
@@ -94,10 +104,24 @@ export const diffSpec = {
  *   counts in `details` always describe the full patch.
  * - `ctx.signal` is checked while the diff is computed, so a huge diff can be
  *   aborted.
- * - Throws unless each side has exactly one source, for a bad `context`, and
- *   for a missing, unreadable or over-8-MiB file.
+ * - Gives up, with an error saying so, when the two sides differ by more than
+ *   {@link DIFF_MAX_EDIT_LENGTH} lines or the search takes longer than
+ *   {@link DIFF_MAX_SEARCH_MS}.
+ * - Throws unless each side has exactly one source, for a bad `context`, for
+ *   a path outside the workspace root, and for a missing, unreadable,
+ *   not-regular or over-8-MiB file.
  */
-export async function execute(
+export const execute = createDiffTool(workspaceFromModuleUrl(import.meta.url));
+
+/** `diff`'s execute function confined to `workspace`. */
+export function createDiffTool(
+  workspace: Workspace,
+): (args: DiffArgs, ctx: WorkerToolContext<DiffDetails>) => Promise<AgentToolResult<DiffDetails>> {
+  return (args, ctx) => executeDiff(workspace, args, ctx);
+}
+
+async function executeDiff(
+  workspace: Workspace,
   args: DiffArgs,
   ctx: WorkerToolContext<DiffDetails>,
 ): Promise<AgentToolResult<DiffDetails>> {
@@ -108,15 +132,17 @@ export async function execute(
   if (!Number.isInteger(context) || context < 0 || context > DIFF_MAX_CONTEXT) {
     throw new Error(`diff: context must be an integer from 0 to ${DIFF_MAX_CONTEXT}, got ${String(context)}`);
   }
-  const oldSide = await readSide("old", args.oldText, args.oldPath);
-  const newSide = await readSide("new", args.newText, args.newPath);
+  const oldSide = readSide(workspace, "old", args.oldText, args.oldPath);
+  const newSide = readSide(workspace, "new", args.newText, args.newPath);
   signal.throwIfAborted();
 
   let comparisons = 0;
   // jsdiff has no AbortSignal support, but its sync line diff calls
   // `comparator` for every line comparison, which is where its time goes.
-  const options: StructuredPatchOptionsNonabortable & { comparator: (left: string, right: string) => boolean } = {
+  const options: StructuredPatchOptionsAbortable & { comparator: (left: string, right: string) => boolean } = {
     context,
+    maxEditLength: DIFF_MAX_EDIT_LENGTH,
+    timeout: DIFF_MAX_SEARCH_MS,
     comparator: (left, right) => {
       if (++comparisons >= COMPARISONS_PER_ABORT_CHECK) {
         comparisons = 0;
@@ -127,6 +153,13 @@ export async function execute(
   };
   const patch = structuredPatch(oldSide.name, newSide.name, oldSide.text, newSide.text, undefined, undefined, options);
   signal.throwIfAborted();
+  // jsdiff answers undefined when it stopped at maxEditLength or timeout.
+  if (patch === undefined) {
+    throw new Error(
+      `diff: gave up: the inputs differ by more than ${DIFF_MAX_EDIT_LENGTH} lines, or finding the differences ` +
+        `took more than ${DIFF_MAX_SEARCH_MS} ms; diff smaller pieces`,
+    );
+  }
 
   let additions = 0;
   let deletions = 0;
@@ -156,11 +189,12 @@ export async function execute(
   };
 }
 
-async function readSide(
+function readSide(
+  workspace: Workspace,
   side: "old" | "new",
   text: string | undefined,
   path: string | undefined,
-): Promise<{ name: string; text: string }> {
+): { name: string; text: string } {
   const textKey = `${side}Text`;
   const pathKey = `${side}Path`;
   if ((text === undefined) === (path === undefined)) {
@@ -168,19 +202,8 @@ async function readSide(
   }
   if (text !== undefined) return { name: side, text };
   const file = path!;
-  try {
-    const info = statSync(file);
-    if (info.isDirectory()) throw new Error(`diff: ${pathKey} ${file} is a directory, not a file`);
-    if (info.size > DIFF_MAX_FILE_BYTES) {
-      throw new Error(`diff: ${pathKey} ${file} is ${info.size} bytes, over the ${DIFF_MAX_FILE_BYTES}-byte limit`);
-    }
-    return { name: file, text: readFileSync(file, "utf8") };
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`diff: ${pathKey} not found: ${file}`);
-    if (code === undefined) throw err;
-    throw new Error(`diff: cannot read ${pathKey} ${file}: ${(err as Error).message}`);
-  }
+  const realPath = resolveInWorkspace(workspace, "diff", pathKey, file);
+  return { name: file, text: readRegularFile(realPath, `diff: ${pathKey} ${file}`, DIFF_MAX_FILE_BYTES).toString("utf8") };
 }
 
 /** Keeps whole lines while the UTF-8 size stays within `maxBytes`. */

@@ -7,11 +7,13 @@
  * @module
  */
 
-import { readFileSync, readdirSync, statSync, type Dirent } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { closeSync, readdirSync, statSync, type Dirent } from "node:fs";
+import { basename, join } from "node:path";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import ignore, { type Ignore } from "ignore";
 import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+import { openRegularFile, readRegularFile } from "./regular-file.js";
+import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 /** Default number of matching lines returned. */
 export const GREP_DEFAULT_MAX_RESULTS = 200;
@@ -24,6 +26,8 @@ export const GREP_MAX_OUTPUT_BYTES = 64 * 1024;
 /** Matched lines longer than this (in UTF-16 code units) are cut and end with "…". */
 export const GREP_MAX_LINE_CHARS = 300;
 
+/** A .gitignore larger than this is treated as absent. */
+const MAX_GITIGNORE_BYTES = 1024 * 1024;
 /** How many bytes are inspected for a NUL byte to decide that a file is binary. */
 const BINARY_SNIFF_BYTES = 8 * 1024;
 /** Lines searched between abort checks inside one file. */
@@ -39,7 +43,7 @@ const caseInsensitiveFs = process.platform === "darwin" || process.platform === 
 export interface GrepArgs {
   /** JavaScript regular expression source, matched against each line separately. */
   pattern: string;
-  /** File or directory to search; relative paths resolve against the worker's cwd. Default ".". */
+  /** File or directory to search, inside the workspace root; relative paths resolve against the root. Default ".". */
   path?: string;
   /** RegExp flags from "imsuv"; "g" and "y" are accepted and ignored. */
   flags?: string;
@@ -185,9 +189,23 @@ function compilePattern(pattern: string, flags: string | undefined): RegExp {
  * - Checks `ctx.signal` for every file and every 4096 lines, and sends a
  *   progress update at most every 200 ms (never in the first 200 ms).
  *   A single pathological regex match cannot be interrupted.
- * - Throws on an invalid pattern or flags, a bad `maxResults`, or a missing path.
+ * - Reads only regular files, at most 4 MiB of each, whatever their size
+ *   says (devices, FIFOs and `/proc` files never hang or balloon a call).
+ * - Throws on an invalid pattern or flags, a bad `maxResults`, a path outside
+ *   the workspace root, a missing path, or a path that is neither a
+ *   directory nor a regular file.
  */
-export async function execute(
+export const execute = createGrepTool(workspaceFromModuleUrl(import.meta.url));
+
+/** `grep`'s execute function confined to `workspace`. */
+export function createGrepTool(
+  workspace: Workspace,
+): (args: GrepArgs, ctx: WorkerToolContext<GrepDetails>) => Promise<AgentToolResult<GrepDetails>> {
+  return (args, ctx) => executeGrep(workspace, args, ctx);
+}
+
+async function executeGrep(
+  workspace: Workspace,
   args: GrepArgs,
   ctx: WorkerToolContext<GrepDetails>,
 ): Promise<AgentToolResult<GrepDetails>> {
@@ -205,7 +223,7 @@ export async function execute(
   const nameFilter = args.glob === undefined || args.glob === "" ? undefined : globToRegExp(args.glob);
 
   const rootArg = args.path === undefined || args.path === "" ? "." : args.path;
-  const root = resolve(rootArg);
+  const root = resolveInWorkspace(workspace, "grep", "path", rootArg);
   let rootIsDir: boolean;
   try {
     rootIsDir = statSync(root).isDirectory();
@@ -214,6 +232,9 @@ export async function execute(
     if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`grep: path not found: ${rootArg}`);
     throw new Error(`grep: cannot read path ${rootArg}: ${(err as Error).message}`);
   }
+  // A path given explicitly must be searchable: a FIFO or device is an error,
+  // not a silent "no matches".
+  if (!rootIsDir) closeSync(openRegularFile(root, `grep: path ${rootArg}`).fd);
 
   const lines: string[] = [];
   let outputBytes = 0;
@@ -239,9 +260,9 @@ export async function execute(
   const searchFile = (absPath: string, relPath: string): boolean => {
     let buf: Buffer;
     try {
-      if (statSync(absPath).size > GREP_MAX_FILE_BYTES) return true;
-      buf = readFileSync(absPath);
+      buf = readRegularFile(absPath, relPath, GREP_MAX_FILE_BYTES);
     } catch {
+      // Oversized, vanished, or not a regular file after all: skipped.
       return true;
     }
     if (buf.subarray(0, BINARY_SNIFF_BYTES).includes(0)) return true;
@@ -282,7 +303,8 @@ export async function execute(
     let layers = parentLayers;
     if (entries.some((e) => e.name === ".gitignore" && e.isFile())) {
       try {
-        const rules = ignore({ ignorecase: caseInsensitiveFs }).add(readFileSync(join(absDir, ".gitignore"), "utf8"));
+        const text = readRegularFile(join(absDir, ".gitignore"), ".gitignore", MAX_GITIGNORE_BYTES).toString("utf8");
+        const rules = ignore({ ignorecase: caseInsensitiveFs }).add(text);
         layers = [...parentLayers, { base: relDir, rules }];
       } catch {
         // An unreadable .gitignore is treated as absent, as git does.
@@ -311,7 +333,7 @@ export async function execute(
   if (rootIsDir) {
     await walk(root, "", []);
   } else {
-    searchFile(root, basename(root));
+    searchFile(root, basename(rootArg));
   }
   signal.throwIfAborted();
 

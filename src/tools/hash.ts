@@ -9,8 +9,10 @@
 
 import { createHash } from "node:crypto";
 // Synchronous file calls on purpose: see the note in diff.ts.
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, readSync } from "node:fs";
 import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+import { openRegularFile } from "./regular-file.js";
+import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 /** Digest algorithms `hash` accepts. */
 export const HASH_ALGORITHMS = ["sha256", "sha1", "md5"] as const;
@@ -26,7 +28,7 @@ const PROGRESS_INTERVAL_MS = 200;
 export interface HashArgs {
   /** Text to hash, encoded as UTF-8. */
   text?: string;
-  /** File to hash; relative paths resolve against the worker's cwd. */
+  /** File to hash, inside the workspace root; relative paths resolve against the root. */
   path?: string;
   /** Digest algorithm; default "sha256". */
   algorithm?: HashAlgorithm;
@@ -68,9 +70,20 @@ export const hashSpec = {
  *   chunks and a progress update is sent at most every 200 ms (never in the
  *   first 200 ms).
  * - Throws unless exactly one of `text`/`path` is given, for an unknown
- *   algorithm, and for a missing or unreadable file or a directory.
+ *   algorithm, for a path outside the workspace root, and for a missing or
+ *   unreadable file, a directory, or anything that is not a regular file.
  */
-export async function execute(
+export const execute = createHashTool(workspaceFromModuleUrl(import.meta.url));
+
+/** `hash`'s execute function confined to `workspace`. */
+export function createHashTool(
+  workspace: Workspace,
+): (args: HashArgs, ctx: WorkerToolContext<HashDetails>) => Promise<AgentToolResult<HashDetails>> {
+  return (args, ctx) => executeHash(workspace, args, ctx);
+}
+
+async function executeHash(
+  workspace: Workspace,
   args: HashArgs,
   ctx: WorkerToolContext<HashDetails>,
 ): Promise<AgentToolResult<HashDetails>> {
@@ -95,7 +108,7 @@ export async function execute(
     label = "(text)";
   } else {
     label = args.path!;
-    bytes = hashFile(label, hash, algorithm, ctx);
+    bytes = hashFile(resolveInWorkspace(workspace, "hash", "path", label, "file"), label, hash, algorithm, ctx);
   }
   signal.throwIfAborted();
 
@@ -107,22 +120,14 @@ export async function execute(
 }
 
 function hashFile(
+  realPath: string,
   path: string,
   hash: ReturnType<typeof createHash>,
   algorithm: HashAlgorithm,
   ctx: WorkerToolContext<HashDetails>,
 ): number {
-  let fd: number;
+  const { fd, stats: info } = openRegularFile(realPath, `hash: ${path}`);
   try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`hash: file not found: ${path}`);
-    throw new Error(`hash: cannot open ${path}: ${(err as Error).message}`);
-  }
-  try {
-    const info = fstatSync(fd);
-    if (info.isDirectory()) throw new Error(`hash: ${path} is a directory, not a file`);
     // Sized to the file: most are a few KiB, and a 1 MiB buffer per call is garbage.
     const chunkBytes = Math.max(1, Math.min(CHUNK_BYTES, info.size));
     const buf = Buffer.allocUnsafe(chunkBytes);

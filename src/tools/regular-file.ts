@@ -1,0 +1,101 @@
+/**
+ * Bounded reads of regular files, for the built-in tools.
+ *
+ * `stat` then `readFileSync` trusts sizes that lie: `/dev/zero` and most of
+ * `/proc` report size 0 and never end, and opening a FIFO blocks the thread
+ * in `open()` until a writer comes — a native call that neither an abort nor
+ * `Worker.terminate()` can interrupt. So the file is opened non-blocking
+ * (a FIFO then opens at once), the descriptor itself is `fstat`ed (no race
+ * with a rename), anything but a regular file is refused, and reading stops
+ * at a byte cap counted on the bytes actually read.
+ *
+ * Synchronous on purpose: see the note in diff.ts.
+ *
+ * @module
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
+
+/**
+ * `O_NONBLOCK` makes `open()` of a FIFO return at once; `O_NOFOLLOW` refuses
+ * a final symlink swapped in after the path was resolved. Both are 0 where
+ * the platform lacks them (Windows has no FIFOs to open).
+ */
+const openFlags = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
+
+/** An open regular file; close it with `closeSync(fd)`. */
+export interface RegularFile {
+  readonly fd: number;
+  readonly stats: Stats;
+}
+
+/**
+ * Opens `path` for reading and checks that it is a regular file. Throws an
+ * `Error` naming `label` for a missing file, a directory, and anything that is
+ * not a regular file (FIFO, socket, device).
+ *
+ * @param label How the message names the file, e.g. `hash: path /x`.
+ */
+export function openRegularFile(path: string, label: string): RegularFile {
+  let fd: number;
+  try {
+    fd = openSync(path, openFlags);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`${label} not found`);
+    if (code === "ELOOP") throw new Error(`${label} is a symbolic link that changed while it was opened`);
+    if (code === "ENXIO") throw new Error(`${label} is not a regular file (a socket or an unopened device)`);
+    throw new Error(`${label} cannot be opened: ${(error as Error).message}`);
+  }
+  try {
+    const stats = fstatSync(fd);
+    if (stats.isDirectory()) throw new Error(`${label} is a directory, not a file`);
+    if (!stats.isFile()) throw new Error(`${label} is not a regular file (${describeKind(stats)}); only regular files are read`);
+    return { fd, stats };
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
+/**
+ * Reads a whole regular file, at most `maxBytes` bytes. Throws (see
+ * {@link openRegularFile}) for what is not a regular file, and when the file
+ * holds more than `maxBytes` bytes — counted while reading, since a size from
+ * `stat` may be 0 for a file that is not empty.
+ */
+export function readRegularFile(path: string, label: string, maxBytes: number): Buffer {
+  const { fd, stats } = openRegularFile(path, label);
+  try {
+    if (stats.size > maxBytes) throw new Error(`${label} is ${stats.size} bytes, over the ${maxBytes}-byte limit`);
+    // One byte more than allowed tells a file at the limit from one past it.
+    let chunk = Buffer.allocUnsafe(Math.min(maxBytes + 1, Math.max(stats.size + 1, 64 * 1024)));
+    let length = 0;
+    for (;;) {
+      if (length === chunk.length) {
+        const grown = Buffer.allocUnsafe(Math.min(maxBytes + 1, chunk.length * 2));
+        chunk.copy(grown, 0, 0, length);
+        chunk = grown;
+      }
+      let bytesRead: number;
+      try {
+        bytesRead = readSync(fd, chunk, length, chunk.length - length, null);
+      } catch (error) {
+        throw new Error(`${label} cannot be read: ${(error as Error).message}`);
+      }
+      if (bytesRead === 0) return chunk.subarray(0, length);
+      length += bytesRead;
+      if (length > maxBytes) throw new Error(`${label} holds more than the ${maxBytes}-byte limit`);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function describeKind(stats: Stats): string {
+  if (stats.isFIFO()) return "a FIFO";
+  if (stats.isSocket()) return "a socket";
+  if (stats.isCharacterDevice()) return "a character device";
+  if (stats.isBlockDevice()) return "a block device";
+  if (stats.isSymbolicLink()) return "a symbolic link";
+  return "not a file";
+}
