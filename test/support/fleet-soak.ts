@@ -5,6 +5,7 @@ import { createRuntime, type BatchEvent, type ToolResultMessage } from "toolpool
 
 import fleetTools from "../fixtures/fleet/fleet-tools.mjs";
 import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./fleet.js";
+import { createRandom } from "./soak.js";
 
 const toolsModule = new URL("../fixtures/fleet/fleet-tools.mjs", import.meta.url);
 
@@ -34,17 +35,6 @@ export interface FleetSoakReport {
   /** ok results with no start, or with another call's text; lost/unavailable results whose audit failed. */
   wrong: string[];
   wallMs: number;
-}
-
-function createRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**

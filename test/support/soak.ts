@@ -77,7 +77,7 @@ export interface SoakReport {
 }
 
 /** mulberry32: a small seeded PRNG, so a failing soak can be replayed. */
-function createRandom(seed: number): () => number {
+export function createRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
