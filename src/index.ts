@@ -8,7 +8,7 @@ export { createRuntime, Runtime } from "./runtime.js";
 export type { ExecuteOptions, RuntimeDiagnosis } from "./runtime.js";
 export { workerTool, isWorkerTool } from "./workers/worker-tool.js";
 export type { WorkerTool, WorkerToolOptions } from "./workers/worker-tool.js";
-export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/worker-pool.js";
+export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/pool-contract.js";
 export { builtinTools } from "./builtin-tools.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
 export { createServer } from "./server/create-server.js";

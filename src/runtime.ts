@@ -10,7 +10,8 @@ import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions
 import { BatchTrace } from "./tracing/batch-trace.js";
 import { loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AssistantMessage, BatchOutcome } from "./types.js";
-import { WorkerPool, type PoolDiagnosis, type PoolStats, type ToolCallPool } from "./workers/worker-pool.js";
+import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
+import { WorkerPool } from "./workers/worker-pool.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
 
 /** Options of one `executeToolCalls` call. */

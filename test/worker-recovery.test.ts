@@ -10,7 +10,8 @@ import { workerTool, type PoolOptions } from "toolpool";
 // The pool is internal; its recovery is tested on the built module itself.
 import { systemClock } from "../dist/clock.js";
 import { resolveRuntimeOptions } from "../dist/options.js";
-import { WorkerPool, type WorkerCallOutcome } from "../dist/workers/worker-pool.js";
+import type { WorkerCallOutcome } from "../dist/workers/pool-contract.js";
+import { WorkerPool } from "../dist/workers/worker-pool.js";
 import { FakeClock } from "./support/fake-clock.js";
 
 const faults = new URL("./fixtures/tools/faults.mjs", import.meta.url);

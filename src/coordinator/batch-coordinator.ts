@@ -10,7 +10,7 @@ import type {
 } from "../types.js";
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
 import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
-import type { CallTiming, ToolCallPool } from "../workers/worker-pool.js";
+import type { CallTiming, ToolCallPool } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
 import { prepareArguments, prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";

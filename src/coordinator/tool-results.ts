@@ -1,5 +1,5 @@
 import type { ErrorCode } from "../errors.js";
-import type { CallTiming } from "../workers/worker-pool.js";
+import type { CallTiming } from "../workers/pool-contract.js";
 import type { AgentToolResult, ToolCall, ToolResultMessage } from "../types.js";
 
 /** A call whose result is final: after finalize, or an immediate outcome. */

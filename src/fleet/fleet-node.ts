@@ -8,7 +8,8 @@ import { systemClock } from "../clock.js";
 import { describeThrown, ToolpoolError } from "../errors.js";
 import { resolveRuntimeOptions, type PoolOptions, type ToolDefinition } from "../options.js";
 import type { AgentToolResult } from "../types.js";
-import { WorkerPool, type WorkerCallOutcome } from "../workers/worker-pool.js";
+import type { WorkerCallOutcome } from "../workers/pool-contract.js";
+import { WorkerPool } from "../workers/worker-pool.js";
 import { isWorkerTool, type WorkerTool } from "../workers/worker-tool.js";
 import {
   decodeJobArgs,

@@ -2,7 +2,7 @@ import { deserialize, serialize } from "node:v8";
 
 import type { RedisOptions } from "ioredis";
 
-import type { WorkerCallOutcome } from "../workers/worker-pool.js";
+import type { WorkerCallOutcome } from "../workers/pool-contract.js";
 import { fleetProtocolVersion } from "./toolset.js";
 
 /**

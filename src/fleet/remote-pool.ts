@@ -4,7 +4,7 @@ import { performance } from "node:perf_hooks";
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
 import { describeThrown, type ErrorCode } from "../errors.js";
-import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/worker-pool.js";
+import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import type { ResolvedFleetOptions } from "./fleet-options.js";
 import { CoordinatorClients, withTimeout } from "./coordinator-clients.js";

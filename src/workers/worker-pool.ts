@@ -5,10 +5,18 @@ import { Piscina } from "piscina";
 
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
-import { describeValue, type ErrorCode } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import { CallQueue, callOf, type QueuedCall } from "./call-queue.js";
+import { classifyFailure } from "./classify-failure.js";
+import type {
+  CallTiming,
+  PoolDiagnosis,
+  PoolStats,
+  ToolCallPool,
+  WorkerCallOutcome,
+  WorkerCallRequest,
+} from "./pool-contract.js";
 import {
   flagSlotCount,
   flagSlotMask,
@@ -19,88 +27,6 @@ import {
   type WorkerReply,
   type WorkerTask,
 } from "./protocol.js";
-import type { WorkerTool } from "./worker-tool.js";
-
-/** One worker call as the coordinator hands it to the pool. */
-export interface WorkerCallRequest {
-  tool: WorkerTool;
-  toolCallId: string;
-  /** Validated arguments; structured-cloned to the worker. */
-  args: unknown;
-  /** The batch's signal: aborts `ctx.signal` in the worker, then terminates a call that ignores it. */
-  signal?: AbortSignal | undefined;
-  /** Receives each partial result on the main thread, in the order the tool sent them. */
-  onUpdate?: ((partialResult: AgentToolResult<unknown>) => void) | undefined;
-  /**
-   * The session the call belongs to: sessions take turns on the pool. Any
-   * value usable as a Map key; calls without one form a session of their own.
-   */
-  session?: unknown;
-  /** W3C `traceparent` of the call's span, handed to the tool as `ctx.traceparent`. */
-  traceparent?: string | undefined;
-}
-
-/**
- * When a worker call waited and ran, on the pool's clock (milliseconds).
- * `startedAt` and `threadId` are absent for a call that never reached a
- * thread; `node` is set by a pool whose calls run on another machine.
- */
-export interface CallTiming {
-  /** When the call was handed to the pool. */
-  submittedAt: number;
-  /** When a thread was picked for it: the end of its queue wait. */
-  startedAt?: number;
-  /** When its outcome was known. */
-  endedAt: number;
-  /** The thread that ran it. */
-  threadId?: number;
-  /** The node that ran it, for a pool of several machines. */
-  node?: string;
-  /**
-   * How long the tool's execute took, timed where it ran: `endedAt - startedAt`
-   * also holds the trips of its arguments and result between threads, and
-   * the main thread's own work meanwhile (such as sending the next call).
-   */
-  runMs?: number;
-}
-
-/**
- * What the coordinator needs of a pool: the local {@link WorkerPool} and the
- * fleet's remote pool both have it, so the coordinator never learns where a
- * call runs.
- */
-export interface ToolCallPool {
-  /** Runs one call. Resolves with its outcome; never rejects. */
-  run(request: WorkerCallRequest): Promise<WorkerCallOutcome>;
-  /** A snapshot of the pool's state. */
-  readonly stats: PoolStats;
-  /** Stops the pool; with `force`, calls still running end at once with `TP_ERR_CLOSED`. */
-  close(options?: { force?: boolean }): Promise<void>;
-}
-
-/** How a worker call ended. Never a rejection: faults are outcomes too. */
-export type WorkerCallOutcome = (
-  | { kind: "ok"; result: AgentToolResult<unknown> }
-  | { kind: "error"; message: string; code?: ErrorCode }
-) & { timing?: CallTiming };
-
-/** Snapshot of the pool's state. */
-export interface PoolStats {
-  /** Worker threads alive. */
-  threads: number;
-  /** Calls running in a worker. */
-  running: number;
-  /** Calls waiting for a worker. */
-  queued: number;
-  /** Calls finished since the pool started. */
-  completed: number;
-  /** Share of the pool's capacity spent running tasks since it started (0..1). */
-  utilization: number;
-  /** Sessions with at least one call waiting for a thread. */
-  sessionsWaiting: number;
-  /** Milliseconds the longest-waiting call has waited so far; 0 when none waits. */
-  longestWaitMs: number;
-}
 
 interface CallState extends QueuedCall {
   readonly seq: number;
@@ -152,32 +78,6 @@ interface Generation {
   isRetired: boolean;
 }
 
-/** A waiting or running call, as {@link WorkerPool.diagnose} shows it. */
-export interface PoolCallDiagnosis {
-  tool: string;
-  toolCallId: string;
-  state: "waiting" | "running";
-  /** The thread running it, for a running call. */
-  threadId?: number;
-  isAborted: boolean;
-}
-
-/** The pool's inner state, for diagnosing a stall (the soak's watchdog prints it). */
-export interface PoolDiagnosis {
-  /** Piscina instances alive, the current one last. */
-  generations: {
-    threads: { threadId: number; isUsable: boolean; isBooted: boolean }[];
-    queued: number;
-    running: number;
-    isLatched: boolean;
-    isRetired: boolean;
-  }[];
-  /** Piscina instances started since the pool was made (1 unless a worker loss needed a fresh one). */
-  generationsStarted: number;
-  /** Workers lost before they finished starting, counted since the last one that did. */
-  bootFailures: number;
-  calls: PoolCallDiagnosis[];
-}
 
 /** A thread as Piscina's balancer sees it. */
 type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"]>>[1][number];
@@ -708,46 +608,11 @@ export class WorkerPool implements ToolCallPool {
   }
 
   #classifyFailure(call: CallState, error: unknown): WorkerCallOutcome {
-    const name = call.request.tool.name;
-    if (call.killReason === "timeout") {
-      return {
-        kind: "error",
-        code: "TP_ERR_TIMEOUT",
-        message: `Tool "${name}" timed out after ${call.request.tool.timeoutMs} ms; its worker was terminated`,
-      };
-    }
-    if (call.killReason === "aborted") {
-      return {
-        kind: "error",
-        code: "TP_ERR_ABORTED",
-        message: `Tool "${name}" did not stop within ${this.#options.abortGraceMs} ms of the abort; its worker was terminated`,
-      };
-    }
-    const code = (error as { code?: unknown } | null)?.code;
-    const message = error instanceof Error ? error.message : "";
-    if (code === "ERR_WORKER_OUT_OF_MEMORY") {
-      return {
-        kind: "error",
-        code: "TP_ERR_OUT_OF_MEMORY",
-        message: `Tool "${name}" ran out of memory: its worker exceeded the JS heap limit and was terminated`,
-      };
-    }
-    // Piscina reports a worker's exit only in this message; it has no code.
-    const exit = /^worker exited with code: (-?\d+)$/.exec(message);
-    if (exit !== null) {
-      return { kind: "error", code: "TP_ERR_WORKER_EXIT", message: `Tool "${name}" ended its worker with exit code ${exit[1]}` };
-    }
-    if ((error as { name?: unknown } | null)?.name === "DataCloneError") {
-      return { kind: "error", code: "TP_ERR_RESULT_NOT_CLONEABLE", message: `Tool "${name}" returned a result that cannot be cloned across threads: ${message}` };
-    }
-    if (this.#isClosed) {
-      return { kind: "error", code: "TP_ERR_CLOSED", message: `Tool "${name}" was stopped: the pool was closed` };
-    }
-    return {
-      kind: "error",
-      code: "TP_ERR_WORKER_CRASH",
-      message: `Tool "${name}" crashed its worker: ${message || describeValue(error)}`,
-    };
+    return classifyFailure(call.request.tool, error, {
+      killReason: call.killReason,
+      abortGraceMs: this.#options.abortGraceMs,
+      isClosed: this.#isClosed,
+    });
   }
 
   #settle(call: CallState, outcome: WorkerCallOutcome): void {

@@ -1,0 +1,60 @@
+import { describeValue } from "../errors.js";
+import type { WorkerCallOutcome } from "./pool-contract.js";
+import type { WorkerTool } from "./worker-tool.js";
+
+/** What the pool knows of a failed call besides the error Piscina reported. */
+export interface FailureContext {
+  /** Set when the pool itself terminated the call's thread, and why. */
+  killReason: "timeout" | "aborted" | undefined;
+  abortGraceMs: number;
+  isClosed: boolean;
+}
+
+/**
+ * The outcome of a worker call whose task Piscina rejected (or that the pool
+ * terminated): a fault code and a message naming the cause. Piscina reports
+ * an exit only in its message text and a heap overrun only by Node's error
+ * code, so both are matched here and nowhere else.
+ */
+export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, error: unknown, context: FailureContext): WorkerCallOutcome {
+  const { name } = tool;
+  if (context.killReason === "timeout") {
+    return {
+      kind: "error",
+      code: "TP_ERR_TIMEOUT",
+      message: `Tool "${name}" timed out after ${tool.timeoutMs} ms; its worker was terminated`,
+    };
+  }
+  if (context.killReason === "aborted") {
+    return {
+      kind: "error",
+      code: "TP_ERR_ABORTED",
+      message: `Tool "${name}" did not stop within ${context.abortGraceMs} ms of the abort; its worker was terminated`,
+    };
+  }
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : "";
+  if (code === "ERR_WORKER_OUT_OF_MEMORY") {
+    return {
+      kind: "error",
+      code: "TP_ERR_OUT_OF_MEMORY",
+      message: `Tool "${name}" ran out of memory: its worker exceeded the JS heap limit and was terminated`,
+    };
+  }
+  // Piscina reports a worker's exit only in this message; it has no code.
+  const exit = /^worker exited with code: (-?\d+)$/.exec(message);
+  if (exit !== null) {
+    return { kind: "error", code: "TP_ERR_WORKER_EXIT", message: `Tool "${name}" ended its worker with exit code ${exit[1]}` };
+  }
+  if ((error as { name?: unknown } | null)?.name === "DataCloneError") {
+    return { kind: "error", code: "TP_ERR_RESULT_NOT_CLONEABLE", message: `Tool "${name}" returned a result that cannot be cloned across threads: ${message}` };
+  }
+  if (context.isClosed) {
+    return { kind: "error", code: "TP_ERR_CLOSED", message: `Tool "${name}" was stopped: the pool was closed` };
+  }
+  return {
+    kind: "error",
+    code: "TP_ERR_WORKER_CRASH",
+    message: `Tool "${name}" crashed its worker: ${message || describeValue(error)}`,
+  };
+}
