@@ -80,9 +80,24 @@ describe("readRegularFile", () => {
   it("refuses devices and caps what it reads by the bytes read, not by stat sizes", () => {
     expect(() => readRegularFile("/dev/zero", "zero", 1024)).toThrow("zero is not a regular file (a character device)");
     // /proc files say size 0 and hold more.
-    expect(() => readRegularFile("/proc/self/maps", "maps", 16)).toThrow("maps holds more than the 16-byte limit");
+    expect(() => readRegularFile(realpathSync("/proc/self/maps"), "maps", 16)).toThrow("maps holds more than the 16-byte limit");
     expect(readRegularFile(join(root, "a.txt"), "a", 14).toString()).toBe("one\ntwo\nthree\n");
     expect(() => readRegularFile(join(root, "a.txt"), "a", 13)).toThrow("a is 14 bytes, over the 13-byte limit");
+  });
+});
+
+describe("a folder swapped for a link after the path was resolved", () => {
+  it("is caught when the file is opened: nothing outside the root is read", () => {
+    // As if resolveInWorkspace had resolved root/swapped/secret.txt while
+    // `swapped` was a real folder, and it became a link before the open.
+    const swapped = join(root, "swapped");
+    symlinkSync(outside, swapped);
+    try {
+      expect(() => readRegularFile(join(swapped, "secret.txt"), "hash: swapped/secret.txt", 1_000)).toThrow(/changed while it was opened/);
+      expect(readRegularFile(join(root, "a.txt"), "a.txt", 1_000).toString("utf8")).toBe("one\ntwo\nthree\n");
+    } finally {
+      rmSync(swapped);
+    }
   });
 });
 

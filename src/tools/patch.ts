@@ -9,11 +9,11 @@
 
 // Synchronous file calls on purpose: see the note in diff.ts.
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { applyPatch, parsePatch, type ApplyPatchOptions, type StructuredPatch, type StructuredPatchHunk } from "diff";
 import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
-import { readRegularFile } from "./regular-file.js";
+import { isOpenedAt, readRegularFile } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 /** Upper bound accepted for `fuzzFactor`. */
@@ -204,11 +204,15 @@ function replaceFile(realPath: string, content: string): void {
   const fd = openSync(temporary, "wx", statSync(realPath).mode & 0o7777);
   try {
     try {
+      // The folder may have been swapped for a link since it was resolved:
+      // write only to a file that is where it was meant to be.
+      if (!isOpenedAt(fd, temporary)) throw new Error("its folder changed while the file was written");
       writeSync(fd, content, null, "utf8");
       fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
+    if (realpathSync(dirname(realPath)) !== dirname(realPath)) throw new Error("its folder changed while the file was written");
     renameSync(temporary, realPath);
   } catch (error) {
     try {

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, openSync, readlinkSync, readSync, statSync, type Stats } from "node:fs";
 
 /**
  * `O_NONBLOCK` makes `open()` of a FIFO return at once; `O_NOFOLLOW` refuses
@@ -48,12 +48,43 @@ export function openRegularFile(path: string, label: string): RegularFile {
   }
   try {
     const stats = fstatSync(fd);
+    if (!isOpenedAt(fd, path, stats)) throw new Error(`${label} changed while it was opened (a folder on its path was replaced); not read`);
     if (stats.isDirectory()) throw new Error(`${label} is a directory, not a file`);
     if (!stats.isFile()) throw new Error(`${label} is not a regular file (${describeKind(stats)}); only regular files are read`);
     return { fd, stats };
   } catch (error) {
     closeSync(fd);
     throw error;
+  }
+}
+
+/** Whether the kernel names opened descriptors (Linux's `/proc/self/fd`). */
+const hasFdPaths = existsSync("/proc/self/fd");
+
+/**
+ * Whether descriptor `fd` is the file at `path`. A tool resolves a path
+ * inside its workspace (symlinks and all), then opens it by name; `O_NOFOLLOW`
+ * guards the last part only, so a folder earlier on the path swapped for a
+ * symlink in between would open a file outside the workspace. Linux names the
+ * file a descriptor has open: it must be `path` itself. Elsewhere the file
+ * now at `path` must be the one opened (device and inode), which narrows the
+ * window to the moment between the two.
+ *
+ * Exported for `patch`, which checks the temporary file it writes the same way.
+ */
+export function isOpenedAt(fd: number, path: string, stats: Stats = fstatSync(fd)): boolean {
+  if (hasFdPaths) {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === path;
+    } catch {
+      return false;
+    }
+  }
+  try {
+    const now = statSync(path);
+    return now.dev === stats.dev && now.ino === stats.ino;
+  } catch {
+    return false;
   }
 }
 
