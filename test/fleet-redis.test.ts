@@ -76,3 +76,41 @@ describe.runIf(hasRedisServer())("fleet: Redis stopped mid-batch", () => {
     expect(after.messages.map((message) => (message.content[0] as { text: string }).text)).toEqual(["done a1", "done a2", "done a3", "done a4"]);
   }, 60_000);
 });
+
+describe.runIf(hasRedisServer())("fleet: Redis that stops answering without closing its connections", () => {
+  let redis: TestRedis;
+  let nodes: TestNode[] = [];
+  let runtime: Runtime;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    nodes = [await startNode({ redis: redis.url, tools: toolsModule, name: "p1" })];
+    runtime = createRuntime({
+      tools: fleetTools,
+      fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, redisTimeoutMs },
+    });
+  });
+  afterAll(async () => {
+    redis?.resume();
+    await runtime?.close({ force: true });
+    await stopNodes(nodes);
+    await redis?.dispose();
+  });
+
+  it("ends calls with TP_ERR_FLEET_UNAVAILABLE instead of hanging, and serves again once Redis answers", async () => {
+    const first = await runtime.executeToolCalls(batchOf(["w1"], { waitMs: 10 }));
+    expect(first.messages[0]!.isError).toBe(false);
+    redis.pause();
+    const pausedAt = Date.now();
+    const { messages } = await runtime.executeToolCalls(batchOf(["p1", "p2"], { waitMs: 10 }));
+    const endedAfterMs = Date.now() - pausedAt;
+    console.log(`calls ended ${endedAfterMs} ms after Redis was paused (redisTimeoutMs ${redisTimeoutMs})`);
+    expect(messages.map(codeOf)).toEqual(["TP_ERR_FLEET_UNAVAILABLE", "TP_ERR_FLEET_UNAVAILABLE"]);
+    expect(endedAfterMs).toBeLessThan(redisTimeoutMs * 10);
+    redis.resume();
+    await until(async () => {
+      const probe = await runtime.executeToolCalls(batchOf(["probe"], { waitMs: 10 }));
+      return probe.messages[0]!.isError === false;
+    }, 20_000, "the fleet served a call again");
+  }, 60_000);
+});

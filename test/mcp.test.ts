@@ -368,6 +368,26 @@ describe("McpHttpServer protections", () => {
     expect(notInitialize.status).toBe(400);
   });
 
+  it("never locks new clients out: past maxSessions the least recently used session is closed", async () => {
+    const url = await startServer({ maxSessions: 2 });
+    const sessionIds: string[] = [];
+    for (let index = 0; index < 3; index++) {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: initialize,
+      });
+      expect(response.status).toBe(200);
+      await response.body?.cancel();
+      sessionIds.push(response.headers.get("mcp-session-id")!);
+    }
+    const ping = (id: string) =>
+      post(url, { "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" }, JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" }));
+    // The first session was used least recently: it is gone, the others serve.
+    expect((await ping(sessionIds[0]!)).status).toBe(404);
+    expect((await ping(sessionIds[2]!)).status).toBe(200);
+  });
+
   it("serves a full session to the SDK's client", async () => {
     const url = await startServer({ token: "s3cret" });
     const client = new Client({ name: "in-process", version: "1" });
@@ -396,6 +416,8 @@ describe("toolpool mcp: usage errors", () => {
     [["--http", "nope"], /--http.*Expected PORT or HOST:PORT/],
     [["--http", "0.0.0.0:0"], /not a loopback address: set --token or TOOLPOOL_TOKEN/],
     [["--root", "/no/such/dir"], /Expected `root` to be an existing directory/],
+    [["--http", "127.0.0.1:0", "--token", "two words"], /the bearer token holds whitespace/],
+    [["--http", "127.0.0.1:0", "--token-file", "/no/such/token"], /cannot read --token-file/],
   ])("exits 2 with one line for %j", async (args, message) => {
     const { code, stdout, stderr } = await runCli(args);
     expect(code).toBe(2);

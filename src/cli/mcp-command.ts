@@ -19,6 +19,7 @@ export interface HttpAddress {
 export interface McpCliOptions {
   http?: HttpAddress;
   token?: string;
+  tokenFile?: string;
   allowHost: string[];
   allowOrigin: string[];
   tools: string[];
@@ -42,7 +43,8 @@ export function addMcpCommand(program: Command): Command {
         parseHttpAddress,
       ),
     )
-    .addOption(new Option("--token <token>", "with --http: bearer token clients must send (default: $TOOLPOOL_TOKEN)"))
+    .addOption(new Option("--token <token>", "with --http: bearer token clients must send (default: $TOOLPOOL_TOKEN); visible in ps, prefer --token-file"))
+    .addOption(new Option("--token-file <path>", "with --http: file holding the bearer token (surrounding whitespace is trimmed)"))
     .addOption(new Option("--allow-host <host>", "with --http and no token: a Host header to accept besides localhost (repeatable)").argParser(collect).default([]))
     .addOption(new Option("--allow-origin <origin>", "with --http: an Origin header to accept (repeatable; default: none)").argParser(collect).default([]))
     .addOption(toolsOption())

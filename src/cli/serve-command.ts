@@ -21,6 +21,7 @@ import {
   type ToolpoolServer,
 } from "../index.js";
 import { isLoopbackHost } from "../server/server-options.js";
+import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import { allowWriteOption, fleetFromCli, fleetOption, hooksOption, modeOption, remoteOption, rootOption, threadsOption, toolsOption, type FleetCliOptions } from "./cli-options.js";
 import { withCallTimeout } from "./call-timeout.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
@@ -28,7 +29,6 @@ import { describeThrown } from "../errors.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
 /** The environment variable that may hold the bearer token. */
-export const TOKEN_ENV = "TOOLPOOL_TOKEN";
 
 /** The options of `serve`, as commander hands them over. */
 export interface ServeCliOptions extends FleetCliOptions {
@@ -213,18 +213,12 @@ export function addServeCommand(program: Command): Command {
  * token with whitespace in it could never authenticate, so it is refused.
  */
 async function resolveServerCliOptions(options: ServeCliOptions, config: ServeConfig): Promise<ServerOptions> {
-  const envToken = process.env[TOKEN_ENV];
-  const token =
-    options.token ??
-    (options.tokenFile === undefined ? undefined : await readTokenFile(options.tokenFile, "--token-file")) ??
-    (envToken === undefined || envToken === "" ? undefined : envToken) ??
-    config.token ??
-    (config.tokenFile === undefined ? undefined : await readTokenFile(config.tokenFile, "tokenFile"));
-  if (token !== undefined && (token === "" || /\s/.test(token))) {
-    throw new UsageError(
-      `the bearer token ${token === "" ? "is empty" : "holds whitespace"}: clients send "Authorization: Bearer TOKEN", so it could never match`,
-    );
-  }
+  const token = await readBearerToken({
+    token: options.token,
+    tokenFile: options.tokenFile,
+    configToken: config.token,
+    configTokenFile: config.tokenFile,
+  });
   const host = options.host ?? config.host;
   if (host !== undefined && token === undefined && !isLoopbackHost(host)) {
     throw new UsageError(`--host ${host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
@@ -246,18 +240,6 @@ async function resolveServerCliOptions(options: ServeCliOptions, config: ServeCo
     maxRssBytes: config.maxRssBytes,
   };
   return Object.fromEntries(Object.entries(picked).filter(([, value]) => value !== undefined)) as ServerOptions;
-}
-
-/** The token in `path`, surrounding whitespace (a final newline) trimmed. */
-async function readTokenFile(path: string, where: string): Promise<string> {
-  try {
-    return (await readFile(path, "utf8")).trim();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new UsageError(`cannot read ${where} ${path}: ${code === "ENOENT" ? "no such file" : describeThrown(error)}`, {
-      cause: error,
-    });
-  }
 }
 
 /** Reads and checks a `--config` file; its module paths become absolute. */

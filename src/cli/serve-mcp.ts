@@ -19,7 +19,7 @@ import { fleetFromCli } from "./cli-options.js";
 import type { McpCliOptions } from "./mcp-command.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { readPackageVersion } from "./program.js";
-import { TOKEN_ENV } from "./serve-command.js";
+import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import { UsageError } from "./usage-error.js";
 
 /** Largest MCP message read from standard input, in bytes. */
@@ -35,7 +35,9 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
   const fleet = fleetFromCli(options);
   const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
   const pool: PoolOptions = options.threads === undefined ? {} : { maxThreads: options.threads, minThreads: options.threads };
-  const token = options.token ?? (process.env[TOKEN_ENV] || undefined);
+  const token = await readBearerToken({ token: options.token, tokenFile: options.tokenFile });
+  // Read, then removed: no worker thread (they copy the environment) ever sees it.
+  delete process.env[TOKEN_ENV];
   if (options.http !== undefined && token === undefined && !isLoopbackHost(options.http.host)) {
     throw new UsageError(`--http ${options.http.host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
   }

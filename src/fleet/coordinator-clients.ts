@@ -76,6 +76,9 @@ export class CoordinatorClients {
       maxRetriesPerRequest: 1,
       lazyConnect: true,
       enableAutoPipelining: true,
+      // A Redis that stops answering without closing the connection (paused,
+      // or cut off without a reset) fails commands instead of hanging them.
+      commandTimeout: options.redisTimeoutMs,
       connectionName: "toolpool-coordinator",
     });
     commands.on("error", () => {});

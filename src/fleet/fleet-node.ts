@@ -50,6 +50,8 @@ export interface FleetNodeOptions {
 interface RunningCall {
   readonly abortKey: string | undefined;
   readonly abort: AbortController;
+  /** Set when the node lost its lock on the job: the call then ends as lost, not as whatever the stop made of it. */
+  isLockLost: boolean;
 }
 
 /** Keeps a node's registration alive: renewed three times per lock duration. */
@@ -141,7 +143,12 @@ export class FleetNode {
     this.#worker.on("error", (error) => this.#onError(error));
     // Lost its hold on a call (cut off from Redis): stop it, as another party will report it lost.
     this.#worker.on("lockRenewalFailed", (jobIds) => {
-      for (const jobId of jobIds) this.#running.get(jobId)?.abort.abort();
+      for (const jobId of jobIds) {
+        const call = this.#running.get(jobId);
+        if (call === undefined) continue;
+        call.isLockLost = true;
+        call.abort.abort();
+      }
     });
   }
 
@@ -239,7 +246,8 @@ export class FleetNode {
     } else {
       const abort = new AbortController();
       // Registered before the abort key is read: an abort announced from now on reaches it either way.
-      this.#running.set(jobId, { abortKey: data.abortKey, abort });
+      const running: RunningCall = { abortKey: data.abortKey, abort, isLockLost: false };
+      this.#running.set(jobId, running);
       signal?.addEventListener("abort", () => abort.abort(), { once: true });
       try {
         if (data.abortKey !== undefined && (await this.#commands.exists(data.abortKey)) === 1) abort.abort();
@@ -257,6 +265,14 @@ export class FleetNode {
         });
       } catch (error) {
         outcome = { kind: "error", code: "TP_ERR_WORKER_CRASH", message: `Tool "${data.tool}" could not be run on node "${this.#name}": ${describeThrown(error)}` };
+      }
+      if (running.isLockLost) {
+        // Stopped because the node lost its hold on the job, not because anyone asked.
+        outcome = {
+          kind: "error",
+          code: "TP_ERR_NODE_LOST",
+          message: `Tool "${data.tool}": node "${this.#name}" lost its hold on the call (cut off from Redis) and stopped it; the call may have run partly or fully`,
+        };
       }
     }
     try {

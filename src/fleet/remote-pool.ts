@@ -98,6 +98,7 @@ export class RemotePool implements ToolCallPool {
   #clients: CoordinatorClients | undefined;
   #timers: NodeJS.Timeout[] = [];
   #isRedisUp = false;
+  #isWatching = false;
   #redisLostTimer: unknown;
   readonly #directory: NodeDirectory;
   #isClosed = false;
@@ -324,6 +325,15 @@ export class RemotePool implements ToolCallPool {
     };
     every(Math.min(1_000, this.#options.stalledIntervalMs), () => void this.#lookAtNodes().then(() => this.#dropUnserved(), () => {}));
     every(this.#options.stalledIntervalMs, () => void this.#watch());
+    // A Redis that stops answering without closing the connection: a PING that
+    // times out counts as lost, and the connection is made anew.
+    every(this.#options.redisTimeoutMs, () => {
+      if (!this.#isRedisUp) return;
+      clients.commands.ping().catch(() => {
+        this.#onRedisLost();
+        clients.commands.disconnect(true);
+      });
+    });
     return true;
   }
 
@@ -351,7 +361,8 @@ export class RemotePool implements ToolCallPool {
   #onFailed(jobId: string, failedReason: string): void {
     const call = this.#calls.get(jobId);
     if (call === undefined || call.isSettled) return;
-    if (/stalled|attempts started/i.test(failedReason)) this.#onNodeLost(call);
+    // BullMQ 6.7: "job stalled more than allowable limit", "job started more than allowable limit".
+    if (/stalled|attempts started|started more than allowable/i.test(failedReason)) this.#onNodeLost(call);
     else this.#settle(call, fault("TP_ERR_WORKER_CRASH", `Tool "${call.request.tool.name}" failed on its fleet node: ${failedReason}`));
   }
 
@@ -360,13 +371,21 @@ export class RemotePool implements ToolCallPool {
     if (call.retriesLeft > 0 && !this.#isClosed && call.group?.isAborted !== true) {
       // Idempotent: running it again is harmless. Partials of the lost attempt stay delivered.
       this.#forget(call);
-      void this.run(call.request, call.retriesLeft - 1).then(call.resolve);
+      const lost = this.#nodeLostOutcome(call);
+      void this.run(call.request, call.retriesLeft - 1).then((outcome) =>
+        // A resubmission that never reached a node (none left, Redis gone, closed) ends as the loss it is.
+        call.resolve(isUnsubmitted(outcome) ? lost : outcome),
+      );
       return;
     }
+    this.#settle(call, this.#nodeLostOutcome(call));
+  }
+
+  #nodeLostOutcome(call: RemoteCall): WorkerCallOutcome {
     const seconds = ((performance.now() - call.sentAt) / 1_000).toFixed(1);
-    this.#settle(
-      call,
-      fault("TP_ERR_NODE_LOST", `Tool "${name}": the fleet node running the call was lost after ${seconds} s; the call may have run partly or fully`),
+    return fault(
+      "TP_ERR_NODE_LOST",
+      `Tool "${call.request.tool.name}": the fleet node running the call was lost after ${seconds} s; the call may have run partly or fully`,
     );
   }
 
@@ -377,7 +396,17 @@ export class RemotePool implements ToolCallPool {
    */
   async #watch(): Promise<void> {
     const queue = this.#clients?.queue;
-    if (queue === undefined || !this.#isRedisUp) return;
+    // A slow pass (Redis busy) must not overlap the next: each pass counts once.
+    if (queue === undefined || !this.#isRedisUp || this.#isWatching) return;
+    this.#isWatching = true;
+    try {
+      await this.#watchPass(queue);
+    } finally {
+      this.#isWatching = false;
+    }
+  }
+
+  async #watchPass(queue: CoordinatorClients["queue"]): Promise<void> {
     const limit = this.#options.lockDurationMs + 2 * this.#options.stalledIntervalMs;
     const now = performance.now();
     for (const call of [...this.#calls.values()]) {
@@ -476,4 +505,9 @@ export class RemotePool implements ToolCallPool {
 
 function fault(code: ErrorCode, message: string): WorkerCallOutcome {
   return { kind: "error", code, message };
+}
+
+/** Outcomes of a call that was turned away before it reached Redis (no node, Redis gone, closed, full). */
+function isUnsubmitted(outcome: WorkerCallOutcome): boolean {
+  return outcome.kind === "error" && (outcome.code === "TP_ERR_FLEET_UNAVAILABLE" || outcome.code === "TP_ERR_CLOSED" || outcome.code === "TP_ERR_QUEUE_FULL");
 }

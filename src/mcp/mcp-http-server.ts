@@ -31,8 +31,17 @@ export interface McpHttpServerOptions {
   allowedOrigins?: readonly string[];
   /** Largest request body, in bytes. @default 1048576 */
   maxBodyBytes?: number;
-  /** Most MCP sessions open at once; an `initialize` beyond it is answered 503. @default 64 */
+  /**
+   * Most MCP sessions open at once. An `initialize` beyond it closes the
+   * session used least recently (its client gets 404 and initializes anew),
+   * so idle or abandoned sessions can never lock new clients out.
+   * @default 64
+   */
   maxSessions?: number;
+  /** Milliseconds a session may go without a request before it is closed. @default 600000 (10 minutes) */
+  sessionIdleMs?: number;
+  /** Most TCP connections open at once; past it new connections are closed at once. @default 1024 */
+  maxConnections?: number;
 }
 
 /** The endpoint of the MCP server. */
@@ -41,7 +50,13 @@ export const MCP_PATH = "/mcp";
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: Server;
+  /** When the session's last request came (`performance.now()`). */
+  lastUsedAt: number;
 }
+
+/** Milliseconds to receive a request's headers, and the whole request: a client that sends slower is cut off. */
+const headersTimeoutMs = 10_000;
+const requestTimeoutMs = 30_000;
 
 /**
  * An HTTP server carrying MCP's Streamable HTTP transport at `/mcp`, one MCP
@@ -59,6 +74,8 @@ export class McpHttpServer {
   readonly #maxBodyBytes: number;
   readonly #maxSessions: number;
   readonly #sessions = new Map<string, Session>();
+  readonly #sessionIdleMs: number;
+  readonly #sweeper: NodeJS.Timeout;
   readonly #http: HttpServer;
   #url: string | undefined;
 
@@ -75,12 +92,16 @@ export class McpHttpServer {
     };
     this.#maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
     this.#maxSessions = options.maxSessions ?? 64;
-    this.#http = createHttpServer((request, response) => {
+    this.#sessionIdleMs = options.sessionIdleMs ?? 600_000;
+    this.#sweeper = setInterval(() => this.#closeIdleSessions(), Math.min(this.#sessionIdleMs, 60_000));
+    this.#sweeper.unref();
+    this.#http = createHttpServer({ headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs }, (request, response) => {
       this.#handle(request, response).catch((error: unknown) => {
         if (!response.headersSent) sendJson(response, 500, jsonRpcError(-32603, `Internal error: ${String(error)}`));
         else response.destroy();
       });
     });
+    this.#http.maxConnections = options.maxConnections ?? 1024;
   }
 
   /** `http://HOST:PORT/mcp` once listening. */
@@ -110,6 +131,7 @@ export class McpHttpServer {
 
   /** Closes every session, then the HTTP server. The runtime stays the caller's to close. */
   async close(): Promise<void> {
+    clearInterval(this.#sweeper);
     const sessions = [...this.#sessions.values()];
     this.#sessions.clear();
     await Promise.all(sessions.map((session) => session.server.close().catch(() => {})));
@@ -143,19 +165,18 @@ export class McpHttpServer {
     if (typeof sessionId === "string") {
       const session = this.#sessions.get(sessionId);
       if (session === undefined) return sendJson(response, 404, jsonRpcError(-32001, "Session not found"));
+      session.lastUsedAt = performance.now();
       return session.transport.handleRequest(request, response, body);
     }
     if (request.method !== "POST" || !isInitializeRequest(body)) {
       return sendJson(response, 400, jsonRpcError(-32000, "Bad Request: no valid session id, and not an initialize request"));
     }
-    if (this.#sessions.size >= this.#maxSessions) {
-      return sendJson(response, 503, jsonRpcError(-32000, `Too many MCP sessions (most ${this.#maxSessions}); close one first`));
-    }
+    if (this.#sessions.size >= this.#maxSessions) this.#closeLeastRecentlyUsed();
     const server = this.#createServer();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        this.#sessions.set(id, { transport, server });
+        this.#sessions.set(id, { transport, server, lastUsedAt: performance.now() });
       },
     });
     transport.onclose = () => {
@@ -164,7 +185,24 @@ export class McpHttpServer {
     await server.connect(transport);
     await transport.handleRequest(request, response, body);
   }
+
+  #closeSession(id: string, session: Session): void {
+    this.#sessions.delete(id);
+    void session.server.close().catch(() => {});
+  }
+
+  #closeLeastRecentlyUsed(): void {
+    let oldest: [string, Session] | undefined;
+    for (const entry of this.#sessions) if (oldest === undefined || entry[1].lastUsedAt < oldest[1].lastUsedAt) oldest = entry;
+    if (oldest !== undefined) this.#closeSession(...oldest);
+  }
+
+  #closeIdleSessions(): void {
+    const cutoff = performance.now() - this.#sessionIdleMs;
+    for (const [id, session] of [...this.#sessions]) if (session.lastUsedAt < cutoff) this.#closeSession(id, session);
+  }
 }
+
 
 type BodyRead = { kind: "ok"; value: unknown } | { kind: "too-large" } | { kind: "invalid"; message: string };
 

@@ -16,6 +16,10 @@ export interface TestRedis {
   stop(): Promise<void>;
   /** Starts it again on the same port, empty. */
   restart(): Promise<void>;
+  /** Freezes the server (SIGSTOP): connections stay open, nothing answers. */
+  pause(): void;
+  /** Lets a paused server go on (SIGCONT). */
+  resume(): void;
   /** Stops it for good and removes its directory. */
   dispose(): Promise<void>;
 }
@@ -99,6 +103,12 @@ export async function startRedis(): Promise<TestRedis> {
     },
     stop: async () => {
       await stop();
+    },
+    pause: () => {
+      child?.kill("SIGSTOP");
+    },
+    resume: () => {
+      child?.kill("SIGCONT");
     },
     restart: async () => {
       await stop();

@@ -1,0 +1,53 @@
+import { readFile } from "node:fs/promises";
+
+import { describeThrown } from "../errors.js";
+import { UsageError } from "./usage-error.js";
+
+/** The environment variable a server's bearer token may come from. */
+export const TOKEN_ENV = "TOOLPOOL_TOKEN";
+
+/** Where a server's bearer token may come from, in order of precedence. */
+export interface BearerTokenSources {
+  /** `--token` (visible in `ps`). */
+  token?: string | undefined;
+  /** `--token-file`. */
+  tokenFile?: string | undefined;
+  /** A config file's `token`, then its `tokenFile`: used only when the above and `$TOOLPOOL_TOKEN` are absent. */
+  configToken?: string | undefined;
+  configTokenFile?: string | undefined;
+}
+
+/**
+ * The bearer token from `--token`, `--token-file`, `$TOOLPOOL_TOKEN`, then a
+ * config file, in that order; `undefined` when none is given. A token that
+ * is empty or holds whitespace could never authenticate (clients send
+ * `Authorization: Bearer TOKEN`), so it is refused. The caller removes
+ * `$TOOLPOOL_TOKEN` from the environment before any worker starts.
+ */
+export async function readBearerToken(sources: BearerTokenSources): Promise<string | undefined> {
+  const envToken = process.env[TOKEN_ENV];
+  const token =
+    sources.token ??
+    (sources.tokenFile === undefined ? undefined : await readTokenFile(sources.tokenFile, "--token-file")) ??
+    (envToken === undefined || envToken === "" ? undefined : envToken) ??
+    sources.configToken ??
+    (sources.configTokenFile === undefined ? undefined : await readTokenFile(sources.configTokenFile, "tokenFile"));
+  if (token !== undefined && (token === "" || /\s/.test(token))) {
+    throw new UsageError(
+      `the bearer token ${token === "" ? "is empty" : "holds whitespace"}: clients send "Authorization: Bearer TOKEN", so it could never match`,
+    );
+  }
+  return token;
+}
+
+/** The token in `path`, surrounding whitespace (a final newline) trimmed. */
+async function readTokenFile(path: string, where: string): Promise<string> {
+  try {
+    return (await readFile(path, "utf8")).trim();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(`cannot read ${where} ${path}: ${code === "ENOENT" ? "no such file" : describeThrown(error)}`, {
+      cause: error,
+    });
+  }
+}
