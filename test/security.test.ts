@@ -14,22 +14,17 @@ import { request as httpRequest } from "node:http";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { spawnServe, type ServeProcess } from "./support/serve-process.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli", "main.js");
 const ENV_TOOLS = join(ROOT, "test", "fixtures", "security", "env-tools.mjs");
 
-interface Served {
-  child: ChildProcess;
-  url: string;
-  port: number;
-  stderr: () => string;
-  exited: Promise<[number | null, NodeJS.Signals | null]>;
-}
+type Served = ServeProcess;
 
 interface Answer {
   status: number;
@@ -56,26 +51,8 @@ function note(line: string): void {
   figures.push(line);
 }
 
-async function serve(args: string[], env: Record<string, string> = {}): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, "serve", "--port", "0", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, TOOLPOOL_TOKEN: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-  let stderr = "";
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  const lines = createInterface({ input: child.stdout! });
-  const first = await Promise.race([
-    once(lines, "line").then(([line]) => line as string),
-    exited.then(([code]) => {
-      throw new Error(`toolpool serve exited with ${code} before listening: ${stderr}`);
-    }),
-  ]);
-  const match = /^listening on (http:\/\/127\.0\.0\.1:(\d+))$/.exec(first);
-  expect(match, first).not.toBeNull();
-  return { child, url: match![1]!, port: Number(match![2]), stderr: () => stderr, exited };
+function serve(args: string[], env: Record<string, string> = {}): Promise<Served> {
+  return spawnServe(["--port", "0", ...args], env, children);
 }
 
 /** One request on a fresh connection, with any headers (a browser's `Host` and `Origin` included). */

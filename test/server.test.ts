@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -23,6 +22,7 @@ import {
 import serverTools from "./fixtures/server/tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";
 import { deferred, GateController } from "./support/gates.js";
+import { spawnServe, type ServeProcess } from "./support/serve-process.js";
 
 // Everything runs for real: the built package (worker threads cannot load
 // TypeScript), a server on a loopback port, Node's own fetch.
@@ -496,34 +496,10 @@ describe("createServer: graceful shutdown", () => {
 });
 
 describe("toolpool serve", () => {
-  interface Served {
-    child: ChildProcess;
-    url: string;
-    stderr: () => string;
-    exited: Promise<[number | null, NodeJS.Signals | null]>;
-  }
+  type Served = ServeProcess;
 
-  async function serve(args: string[], env: Record<string, string> = {}): Promise<Served> {
-    const child = spawn(process.execPath, [CLI, "serve", ...args], {
-      cwd: ROOT,
-      // A token in the developer's environment must not leak into the tests that set none.
-      env: { ...process.env, TOOLPOOL_TOKEN: "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.push(child);
-    const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-    let stderr = "";
-    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const lines = createInterface({ input: child.stdout! });
-    const first = await Promise.race([
-      once(lines, "line").then(([line]) => line as string),
-      exited.then(([code]) => {
-        throw new Error(`toolpool serve exited with ${code} before listening: ${stderr}`);
-      }),
-    ]);
-    const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/.exec(first);
-    expect(match, first).not.toBeNull();
-    return { child, url: match![1]!, stderr: () => stderr, exited };
+  function serve(args: string[], env: Record<string, string> = {}): Promise<Served> {
+    return spawnServe(args, env, children);
   }
 
   it("prints where it listens, and on SIGTERM ends the in-flight batch with all its results, then exits 0", async () => {
