@@ -154,8 +154,7 @@ export class RemotePool implements ToolCallPool {
     if (this.#directory.nodes === 0) await this.#lookAtNodes().catch(() => {});
     if (this.#directory.nodes === 0) return this.#unservedOutcome(name);
     if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
-    const outcome = await this.#submit(request, retriesLeft);
-    return outcome;
+    return this.#submit(request, retriesLeft);
   }
 
   /**
@@ -495,10 +494,10 @@ export class RemotePool implements ToolCallPool {
   }
 
   async #stop(): Promise<void> {
+    // A start still under way adds its timers when it ends: clear them after it.
+    if (this.#started !== undefined) await this.#started;
     for (const timer of this.#timers) clearInterval(timer);
     if (this.#redisLostTimer !== undefined) this.#clock.clearTimeout(this.#redisLostTimer);
-    if (this.#started === undefined) return;
-    await this.#started;
     await this.#clients?.close(this.#replyKey, this.#options.redisTimeoutMs);
   }
 }

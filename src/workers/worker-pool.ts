@@ -36,8 +36,6 @@ interface CallState extends QueuedCall {
   generation: Generation;
   /** The thread running the call, once dispatched. */
   threadId: number;
-  /** How the balancer saw that thread: its `currentUsage` drops to 0 the moment the call's task is done. */
-  worker: PiscinaWorker | undefined;
   /** When a thread was picked for it: the end of its queue wait. */
   startedAt: number | undefined;
   /** The run time the worker timed, from its reply. */
@@ -266,7 +264,6 @@ export class WorkerPool implements ToolCallPool {
         resolve,
         generation: this.#current,
         threadId: 0,
-        worker: undefined,
         startedAt: undefined,
         runMs: undefined,
         killReason: undefined,
@@ -481,7 +478,6 @@ export class WorkerPool implements ToolCallPool {
       const waiting = generation.queue.calls() as CallState[];
       generation.queue.drain(movedReason);
       for (const call of waiting) {
-        if (call === undefined) continue;
         this.#settle(call, {
           kind: "error",
           code: "TP_ERR_WORKER_CRASH",
@@ -501,9 +497,9 @@ export class WorkerPool implements ToolCallPool {
     old.isRetired = true;
     this.#current = this.#startGeneration();
     const waiting = old.queue.calls() as CallState[];
-    for (const call of waiting) if (call !== undefined) call.generation = this.#current;
+    for (const call of waiting) call.generation = this.#current;
     old.queue.drain(movedReason);
-    for (const call of waiting) if (call !== undefined && !call.isSettled) this.#submit(call);
+    for (const call of waiting) if (!call.isSettled) this.#submit(call);
     if (old.running === 0) void old.piscina.destroy();
     else this.#retired.add(old);
   }
@@ -525,7 +521,6 @@ export class WorkerPool implements ToolCallPool {
     if (call.isDispatched || call.isSettled) return;
     call.isDispatched = true;
     call.threadId = worker.id;
-    call.worker = worker;
     call.startedAt = this.#clock.now();
     call.generation.running += 1;
     this.#queued -= 1;
