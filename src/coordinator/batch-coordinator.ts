@@ -118,9 +118,18 @@ export class BatchCoordinator {
   #runOneUnobserved(toolCall: ToolCall): Promise<BatchOutcome> {
     const preparation = this.#prepareUnobserved(toolCall);
     if (preparation.kind === "immediate") return Promise.resolve(outcomeOf([preparation]));
+    // Not through #executeUnobserved: one promise hop fewer on the commonest path.
     return this.#execute(preparation).then((executed) => {
       this.#endCallTrace(preparation, executed, executed.timing);
       return outcomeOf([{ toolCall, result: executed.result, isError: executed.isError }]);
+    });
+  }
+
+  /** Stages 2–3 of a prepared call nobody observes: execute, end its span, take the result as final. */
+  #executeUnobserved(preparation: PreparedCall): Promise<FinalizedCall> {
+    return this.#execute(preparation).then((executed) => {
+      this.#endCallTrace(preparation, executed, executed.timing);
+      return { toolCall: preparation.toolCall, result: executed.result, isError: executed.isError };
     });
   }
 
@@ -159,26 +168,13 @@ export class BatchCoordinator {
       finalizedCalls = [];
       for (const toolCall of toolCalls) {
         const preparation = this.#prepareUnobserved(toolCall);
-        if (preparation.kind === "immediate") {
-          finalizedCalls.push(preparation);
-          continue;
-        }
-        const executed = await this.#execute(preparation);
-        this.#endCallTrace(preparation, executed, executed.timing);
-        finalizedCalls.push({ toolCall, result: executed.result, isError: executed.isError });
+        finalizedCalls.push(preparation.kind === "immediate" ? preparation : await this.#executeUnobserved(preparation));
       }
     } else {
       // Every call is prepared before any executes, as in an observed batch.
       const preparations = toolCalls.map((toolCall) => this.#prepareUnobserved(toolCall));
       finalizedCalls = await Promise.all(
-        preparations.map((preparation) =>
-          preparation.kind === "immediate"
-            ? preparation
-            : this.#execute(preparation).then((executed) => {
-                this.#endCallTrace(preparation, executed, executed.timing);
-                return { toolCall: preparation.toolCall, result: executed.result, isError: executed.isError };
-              }),
-        ),
+        preparations.map((preparation) => (preparation.kind === "immediate" ? preparation : this.#executeUnobserved(preparation))),
       );
     }
     return outcomeOf(finalizedCalls);
