@@ -10,14 +10,16 @@ import type {
 } from "../types.js";
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
 import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
-import type { CallTiming, ToolCallPool } from "../workers/pool-contract.js";
+import type { CallTiming, ToolCallPool, WorkerCallOutcome } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
+import type { RegisteredTool } from "./tool-registry.js";
 import { prepareArguments, prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
 import {
   createErrorToolResult,
   createToolResultMessage,
   shouldTerminateBatch,
+  toolResultMessage,
   type FinalizedCall,
 } from "./tool-results.js";
 
@@ -118,6 +120,15 @@ export class BatchCoordinator {
   #runOneUnobserved(toolCall: ToolCall): Promise<BatchOutcome> {
     const preparation = this.#prepareUnobserved(toolCall);
     if (preparation.kind === "immediate") return Promise.resolve(outcomeOf([preparation]));
+    if (preparation.entry.kind === "worker" && this.#callTraces === undefined) {
+      // From the pool's outcome straight to the message: nothing in between
+      // could see the executed or finalized call.
+      return this.#runOnPool(preparation, ignoreUpdate).then((outcome) => {
+        const isError = outcome.kind !== "ok";
+        const result = outcome.kind === "ok" ? outcome.result : createErrorToolResult(outcome.message, outcome.code);
+        return { messages: [toolResultMessage(toolCall, result, isError)], terminate: result.terminate === true };
+      });
+    }
     // Not through #executeUnobserved: one promise hop fewer on the commonest path.
     return this.#execute(preparation).then((executed) => {
       this.#endCallTrace(preparation, executed, executed.timing);
@@ -258,48 +269,64 @@ export class BatchCoordinator {
    * Stage 2, outside the mailbox. Partial results are delivered through the
    * mailbox as they come, and all of them are awaited before the stage ends.
    */
-  async #execute(prepared: PreparedCall): Promise<ExecutedCall> {
-    const { toolCall, entry, args } = prepared;
+  #execute(prepared: PreparedCall): Promise<ExecutedCall> {
     // Partials are delivered only while someone listens; a batch nobody
     // observes gets one shared no-op (tools may call onUpdate regardless).
-    let deliveries: Promise<void>[] | undefined;
-    const onUpdate = !this.#hasAudience()
-      ? ignoreUpdate
-      : (partialResult: AgentToolResult<unknown>): void => {
-          if (!this.#hasAudience()) return;
-          (deliveries ??= []).push(
-            this.#mail().post(() =>
-              this.#deliver({
-                type: "tool_execution_update",
-                toolCallId: toolCall.id,
-                toolName: toolCall.name,
-                args: toolCall.arguments,
-                partialResult,
-              }),
-            ),
-          );
-        };
-    const callTrace = this.#callTraces?.get(prepared);
-    if (entry.kind === "worker") {
-      const outcome = await this.#scope.services.poolFor(entry.tool).run({
-        tool: entry.tool,
+    const updates = this.#hasAudience() ? new UpdateDeliveries(this, prepared.toolCall) : undefined;
+    const onUpdate = updates === undefined ? ignoreUpdate : updates.onUpdate;
+    if (prepared.entry.kind !== "worker") return this.#executeInline(prepared, onUpdate, updates);
+    // A promise chain, not an async function: this runs for every worker call.
+    return this.#runOnPool(prepared, onUpdate).then((outcome) => {
+      const executed: ExecutedCall =
+        outcome.kind === "ok"
+          ? { result: outcome.result, isError: false, timing: outcome.timing }
+          : { result: createErrorToolResult(outcome.message, outcome.code), isError: true, timing: outcome.timing };
+      return updates?.pending === undefined ? executed : updates.settled().then(() => executed);
+    });
+  }
+
+  /** Hands a prepared worker call to its pool. */
+  #runOnPool(prepared: PreparedCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<WorkerCallOutcome> {
+    const { toolCall, args } = prepared;
+    const tool = (prepared.entry as Extract<RegisteredTool, { kind: "worker" }>).tool;
+    return this.#scope.services.poolFor(tool).run({
+      tool,
+      toolCallId: toolCall.id,
+      args,
+      signal: this.#scope.signal,
+      onUpdate,
+      session: this.#scope.session,
+      traceparent: this.#callTraces?.get(prepared)?.traceparent,
+    });
+  }
+
+  /** Posts a partial result's update event as a mailbox job; used by {@link UpdateDeliveries}. */
+  postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>): Promise<void> | undefined {
+    if (!this.#hasAudience()) return undefined;
+    return this.#mail().post(() =>
+      this.#deliver({
+        type: "tool_execution_update",
         toolCallId: toolCall.id,
-        args,
-        signal: this.#scope.signal,
-        onUpdate,
-        session: this.#scope.session,
-        traceparent: callTrace?.traceparent,
-      });
-      if (deliveries !== undefined) await Promise.all(deliveries);
-      return outcome.kind === "ok"
-        ? { result: outcome.result, isError: false, timing: outcome.timing }
-        : { result: createErrorToolResult(outcome.message, outcome.code), isError: true, timing: outcome.timing };
-    }
+        toolName: toolCall.name,
+        args: toolCall.arguments,
+        partialResult,
+      }),
+    );
+  }
+
+  async #executeInline(
+    prepared: PreparedCall,
+    onUpdate: (partialResult: AgentToolResult<unknown>) => void,
+    updates: UpdateDeliveries | undefined,
+  ): Promise<ExecutedCall> {
+    const { toolCall, args } = prepared;
+    const tool = (prepared.entry as Extract<RegisteredTool, { kind: "inline" }>).tool;
+    const callTrace = this.#callTraces?.get(prepared);
     const { now } = this.#scope.services;
     const startedAt = now();
     const timingUntilNow = (): CallTiming => ({ submittedAt: startedAt, startedAt, endedAt: now() });
     try {
-      const run = () => entry.tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
+      const run = () => tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
       const execution = callTrace === undefined ? run() : callTrace.runInContext(run);
       const result = await untilStopped(execution, this.#scope.services.stopSignal);
       if (result === stoppedByForce) {
@@ -308,11 +335,11 @@ export class BatchCoordinator {
         return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true, timing: timingUntilNow() };
       }
       const timing = timingUntilNow();
-      if (deliveries !== undefined) await Promise.all(deliveries);
+      if (updates?.pending !== undefined) await updates.settled();
       return { result, isError: false, timing };
     } catch (error) {
       const timing = timingUntilNow();
-      if (deliveries !== undefined) await Promise.all(deliveries);
+      if (updates?.pending !== undefined) await updates.settled();
       return { result: createErrorToolResult(describeThrown(error)), isError: true, timing };
     }
   }
@@ -380,6 +407,32 @@ export class BatchCoordinator {
 /** Stage 5 of a batch nobody observes: the messages in call order, and the terminate flag. */
 function outcomeOf(finalizedCalls: FinalizedCall[]): BatchOutcome {
   return { messages: finalizedCalls.map(createToolResultMessage), terminate: shouldTerminateBatch(finalizedCalls) };
+}
+
+/**
+ * The update events of one call of an observed batch: each partial result is
+ * posted to the mailbox as it comes; the call's execution ends only once all
+ * of them are delivered.
+ */
+class UpdateDeliveries {
+  readonly #coordinator: BatchCoordinator;
+  readonly #toolCall: ToolCall;
+  /** Deliveries posted so far; undefined while there are none. */
+  pending: Promise<void>[] | undefined;
+
+  constructor(coordinator: BatchCoordinator, toolCall: ToolCall) {
+    this.#coordinator = coordinator;
+    this.#toolCall = toolCall;
+  }
+
+  readonly onUpdate = (partialResult: AgentToolResult<unknown>): void => {
+    const delivery = this.#coordinator.postUpdate(this.#toolCall, partialResult);
+    if (delivery !== undefined) (this.pending ??= []).push(delivery);
+  };
+
+  settled(): Promise<unknown> {
+    return Promise.all(this.pending ?? []);
+  }
 }
 
 const stoppedByForce = Symbol("stoppedByForce");

@@ -20,13 +20,18 @@ export function createErrorToolResult(message: string, code?: ErrorCode): AgentT
 }
 
 export function createToolResultMessage(finalized: FinalizedCall): ToolResultMessage {
+  return toolResultMessage(finalized.toolCall, finalized.result, finalized.isError);
+}
+
+/** Stage 5's message for a call and its final result. */
+export function toolResultMessage(toolCall: ToolCall, result: AgentToolResult<unknown>, isError: boolean): ToolResultMessage {
   return {
     role: "toolResult",
-    toolCallId: finalized.toolCall.id,
-    toolName: finalized.toolCall.name,
-    content: finalized.result.content,
-    details: finalized.result.details,
-    isError: finalized.isError,
+    toolCallId: toolCall.id,
+    toolName: toolCall.name,
+    content: result.content,
+    details: result.details,
+    isError,
     timestamp: Date.now(),
   };
 }

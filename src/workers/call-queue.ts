@@ -27,27 +27,40 @@ export interface CallQueueOptions {
 
 /** One session's waiting calls, FIFO, with its deficit-round-robin state. */
 interface SessionLine {
-  readonly session: unknown;
+  session: unknown;
+  /** The waiting tasks are `tasks[head]` to `tasks[tail - 1]`; the array is compacted now and then, and kept when the line is reused. */
   tasks: QueuedTask[];
-  /** Index of the first waiting task in `tasks` (the array is compacted now and then). */
   head: number;
+  tail: number;
   /** Turns credited and not yet used. */
   deficit: number;
   /** Whether the line has already been credited for the turn it is on. */
   hasTurn: boolean;
 }
 
-/** The state a shift changed, so that Piscina's "could not place it" can undo it exactly. */
+/**
+ * The state the last shift changed, so that Piscina's "could not place it"
+ * can undo it exactly. One record per queue, rewritten by every shift: only
+ * the last shift can be undone.
+ */
 interface ShiftRecord {
-  task: QueuedTask;
-  line: SessionLine;
+  /** Whether the record describes the last shift; cleared once it can no longer be undone. */
+  isValid: boolean;
+  task: QueuedTask | undefined;
+  line: SessionLine | undefined;
   /** Whose turn it was when the shift began. */
   turn: number;
-  /** Every line the shift credited or passed over, as it was before. */
-  touched: { line: SessionLine; deficit: number; hasTurn: boolean }[];
+  /** Every line the shift credited or passed over, and their state before it: the first `touchedCount` entries of three parallel lists, which only grow. */
+  touchedCount: number;
+  readonly touched: SessionLine[];
+  readonly deficits: number[];
+  readonly hadTurn: boolean[];
   /** Where the served line stood in the rotation if the shift emptied it, else -1. */
   removedAt: number;
 }
+
+/** Emptied lines kept for reuse: a session with one call at a time would otherwise cost a line and its array per call. */
+const maxSpareLines = 64;
 
 /**
  * The queue of calls waiting for a thread, plugged into Piscina as its
@@ -74,7 +87,18 @@ export class CallQueue implements TaskQueue {
   readonly #rotation: SessionLine[] = [];
   #turn = 0;
   #count = 0;
-  #lastShift: ShiftRecord | undefined;
+  readonly #lastShift: ShiftRecord = {
+    isValid: false,
+    task: undefined,
+    line: undefined,
+    turn: 0,
+    touchedCount: 0,
+    touched: [],
+    deficits: [],
+    hadTurn: [],
+    removedAt: -1,
+  };
+  readonly #spareLines: SessionLine[] = [];
 
   constructor(options: CallQueueOptions) {
     this.#options = options;
@@ -106,50 +130,63 @@ export class CallQueue implements TaskQueue {
     const { session } = callOf(task);
     let line = this.#lines.get(session);
     if (line === undefined) {
-      line = { session, tasks: [], head: 0, deficit: 0, hasTurn: false };
+      line = this.#spareLines.pop();
+      if (line === undefined) line = { session, tasks: [], head: 0, tail: 0, deficit: 0, hasTurn: false };
+      else line.session = session;
       this.#lines.set(session, line);
       // A new session joins at the end of the round.
       this.#rotation.push(line);
     }
-    line.tasks.push(task);
+    line.tasks[line.tail++] = task;
     this.#count += 1;
   }
 
   /** Piscina's "could not place it": the last shift is undone; anything else is a new arrival. */
   unshift(task: QueuedTask): void {
     const record = this.#lastShift;
-    this.#lastShift = undefined;
-    if (record === undefined || record.task !== task) {
+    if (!record.isValid || record.task !== task) {
+      this.#invalidateShift();
       this.push(task);
       return;
     }
-    const { line } = record;
+    record.isValid = false;
+    const line = record.line!;
     if (record.removedAt !== -1) {
       this.#lines.set(line.session, line);
       this.#rotation.splice(record.removedAt, 0, line);
     }
     if (line.head > 0) line.tasks[--line.head] = task;
-    else line.tasks.unshift(task);
-    for (const { line: touched, deficit, hasTurn } of record.touched) {
-      touched.deficit = deficit;
-      touched.hasTurn = hasTurn;
+    else {
+      line.tasks.splice(0, 0, task);
+      line.tail += 1;
     }
+    for (let index = 0; index < record.touchedCount; index++) {
+      const touched = record.touched[index]!;
+      touched.deficit = record.deficits[index]!;
+      touched.hasTurn = record.hadTurn[index]!;
+    }
+    this.#clearRecord();
     this.#turn = record.turn;
     this.#count += 1;
   }
 
   shift(): QueuedTask | null {
-    this.#lastShift = undefined;
+    this.#invalidateShift();
     if (this.#count === 0) return null;
-    const startTurn = this.#turn;
-    const touched: ShiftRecord["touched"] = [];
+    const record = this.#lastShift;
+    const { touched } = record;
+    record.turn = this.#turn;
+    record.touchedCount = 0;
     // Each pass over the rotation credits every line once, so the loop ends
     // within (largest cost) passes.
     for (;;) {
       const turn = this.#turn;
       const line = this.#rotation[turn]!;
-      if (touched.length < this.#rotation.length && !touched.some((entry) => entry.line === line)) {
-        touched.push({ line, deficit: line.deficit, hasTurn: line.hasTurn });
+      if (record.touchedCount < this.#rotation.length && !this.#isTouched(line)) {
+        const index = record.touchedCount++;
+        touched[index] = line;
+        record.deficits[index] = line.deficit;
+        record.hadTurn[index] = line.hasTurn;
       }
       if (!line.hasTurn) {
         line.deficit += 1;
@@ -166,16 +203,57 @@ export class CallQueue implements TaskQueue {
       line.tasks[line.head++] = undefined as unknown as QueuedTask;
       this.#count -= 1;
       let removedAt = -1;
-      if (line.head === line.tasks.length) {
+      if (line.head === line.tail) {
         removedAt = turn;
         this.#removeLine(line, turn);
-      } else if (line.head >= 1_024 && line.head * 2 >= line.tasks.length) {
-        line.tasks = line.tasks.slice(line.head);
+      } else if (line.head >= 1_024 && line.head * 2 >= line.tail) {
+        line.tasks = line.tasks.slice(line.head, line.tail);
+        line.tail -= line.head;
         line.head = 0;
       }
-      this.#lastShift = { task, line, turn: startTurn, touched, removedAt };
+      record.isValid = true;
+      record.task = task;
+      record.line = line;
+      record.removedAt = removedAt;
       return task;
     }
+  }
+
+  /**
+   * The last shift can no longer be undone: forget it, and keep the line it
+   * emptied (now out of the rotation for good) for a later session.
+   */
+  #invalidateShift(): void {
+    const record = this.#lastShift;
+    if (record.isValid && record.removedAt !== -1 && this.#spareLines.length < maxSpareLines) {
+      const line = record.line!;
+      // Still emptied and out of the rotation: nothing re-added it since.
+      if (line.head === line.tail && this.#lines.get(line.session) !== line) {
+        // Its slots were emptied as its tasks left: reusing them keeps no task alive.
+        line.head = 0;
+        line.tail = 0;
+        line.deficit = 0;
+        line.hasTurn = false;
+        line.session = undefined;
+        this.#spareLines.push(line);
+      }
+    }
+    record.isValid = false;
+    this.#clearRecord();
+  }
+
+  #clearRecord(): void {
+    const record = this.#lastShift;
+    record.task = undefined;
+    record.line = undefined;
+    record.touched.fill(undefined as unknown as SessionLine, 0, record.touchedCount);
+    record.touchedCount = 0;
+  }
+
+  #isTouched(line: SessionLine): boolean {
+    const record = this.#lastShift;
+    for (let index = 0; index < record.touchedCount; index++) if (record.touched[index] === line) return true;
+    return false;
   }
 
   remove(task: QueuedTask): void {
@@ -192,7 +270,7 @@ export class CallQueue implements TaskQueue {
     const calls: QueuedCall[] = [];
     for (let index = 0; index < this.#rotation.length; index++) {
       const line = this.#rotation[(this.#turn + index) % this.#rotation.length]!;
-      for (let position = line.head; position < line.tasks.length; position++) calls.push(callOf(line.tasks[position]!));
+      for (let position = line.head; position < line.tail; position++) calls.push(callOf(line.tasks[position]!));
     }
     return calls;
   }
@@ -202,25 +280,30 @@ export class CallQueue implements TaskQueue {
    * `reason`; the pool has already re-homed or ended the calls behind them.
    */
   drain(reason: Error): void {
-    const tasks = this.#rotation.flatMap((line) => line.tasks.slice(line.head));
+    const tasks = this.#rotation.flatMap((line) => line.tasks.slice(line.head, line.tail));
     this.#rotation.length = 0;
     this.#lines.clear();
     this.#turn = 0;
     this.#count = 0;
-    this.#lastShift = undefined;
+    this.#lastShift.isValid = false;
+    this.#clearRecord();
     for (const task of tasks) (task as unknown as SettleableTask).done(reason);
   }
 
   #takeOut(seq: number, session: unknown): SettleableTask | undefined {
     const line = this.#lines.get(session);
     if (line === undefined) return undefined;
-    for (let position = line.head; position < line.tasks.length; position++) {
+    for (let position = line.head; position < line.tail; position++) {
       const task = line.tasks[position]!;
       if (callOf(task).seq !== seq) continue;
       line.tasks.splice(position, 1);
+      line.tail -= 1;
       this.#count -= 1;
-      if (this.#lastShift?.task === task) this.#lastShift = undefined;
-      if (line.head === line.tasks.length) this.#removeLine(line, this.#rotation.indexOf(line));
+      if (this.#lastShift.task === task) {
+        this.#lastShift.isValid = false;
+        this.#clearRecord();
+      }
+      if (line.head === line.tail) this.#removeLine(line, this.#rotation.indexOf(line));
       return task as unknown as SettleableTask;
     }
     return undefined;

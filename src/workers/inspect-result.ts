@@ -51,19 +51,22 @@ export function inspectResult(value: unknown, maxBytes = Infinity): ResultInspec
 type StringSizing = "upper bound" | "exact";
 
 function walk(value: unknown, sizing: StringSizing): ResultInspection {
-  const walker = new ResultWalker(sizing);
-  walker.visit(value);
-  return walker.inspection;
+  return (sizing === "exact" ? exactWalker : upperBoundWalker).run(value);
 }
 
+/** A result with no buffer to move shares this list. */
+const noTransferables: ArrayBuffer[] = Object.freeze([]) as unknown as ArrayBuffer[];
+
 /**
- * One walk over a result. A class, not closures: this runs for every call,
- * and its methods cost no allocation. It keeps the objects on the current
- * path (a cycle leads back to one of them) and the keys that lead there; the
- * path's text is built only for an error. No Set or string per node.
+ * Walks over results. A class, not closures: this runs for every call, and
+ * its methods cost no allocation; one walker per sizing serves every walk of
+ * its thread (a walk runs to its end synchronously). It keeps the objects on
+ * the current path (a cycle leads back to one of them) and the keys that
+ * lead there; the path's text is built only for an error. No Set or string
+ * per node.
  */
 class ResultWalker {
-  readonly inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: [] };
+  inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: noTransferables };
   readonly #sizing: StringSizing;
   readonly #ancestors: object[] = [];
   /** A number is an index, a string a property name; "\0"-prefixed strings are shown as they are. */
@@ -71,6 +74,20 @@ class ResultWalker {
 
   constructor(sizing: StringSizing) {
     this.#sizing = sizing;
+  }
+
+  /** One walk over `value`; its inspection is the caller's. */
+  run(value: unknown): ResultInspection {
+    const inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: noTransferables };
+    this.inspection = inspection;
+    try {
+      this.visit(value);
+    } finally {
+      // A getter that threw leaves the path half walked.
+      this.#ancestors.length = 0;
+      this.#keys.length = 0;
+    }
+    return inspection;
   }
 
   visit(node: unknown): boolean {
@@ -147,7 +164,11 @@ class ResultWalker {
   }
 
   #addBuffer(buffer: ArrayBuffer): void {
-    const buffers = this.inspection.transferables;
-    if (!buffers.includes(buffer)) buffers.push(buffer);
+    const { inspection } = this;
+    if (inspection.transferables === noTransferables) inspection.transferables = [buffer];
+    else if (!inspection.transferables.includes(buffer)) inspection.transferables.push(buffer);
   }
 }
+
+const upperBoundWalker = new ResultWalker("upper bound");
+const exactWalker = new ResultWalker("exact");

@@ -15,19 +15,32 @@
  *   message that fires the signal's `abort` event in a worker that is awaiting.
  */
 
-/** A call as posted to a worker. */
+/**
+ * A call as posted to a worker. The tool is named by its number in the pool;
+ * its definition travels with a thread's first calls of it only (until the
+ * pool has seen that thread answer one), so that an ordinary call's message
+ * carries no module URL or names.
+ */
 export interface WorkerTask {
   /** The call's sequence number in its pool; keys the abort flag and partials. */
   seq: number;
+  /** The tool's number in its pool. */
+  tool: number;
+  /** The tool's definition, for a thread that may not know the number yet. */
+  definition?: WorkerToolDefinition;
+  toolCallId: string;
+  args: unknown;
+  /** W3C `traceparent` of the call's span; present only when the call is traced. */
+  traceparent?: string;
+}
+
+/** What a worker needs to know of a tool, sent once per thread. */
+export interface WorkerToolDefinition {
   moduleUrl: string;
   exportName: string;
   toolName: string;
-  toolCallId: string;
-  args: unknown;
   /** A result whose strings and buffers add up to more bytes fails with `TP_ERR_RESULT_TOO_LARGE`. */
   maxResultBytes: number;
-  /** W3C `traceparent` of the call's span; present only when the call is traced. */
-  traceparent?: string;
 }
 
 /** Faults the worker entry detects itself, the worker surviving them. */

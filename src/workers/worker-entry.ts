@@ -16,13 +16,16 @@ import { describeThrown } from "../errors.js";
 import { runWithRemoteParent } from "../tracing/remote-parent.js";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { inspectResult } from "./inspect-result.js";
-import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
+import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask, type WorkerToolDefinition } from "./protocol.js";
 
 const boot = workerData as WorkerBootData;
 const running = new Map<number, AbortController>();
 const modules = new Map<string, Promise<Record<string, unknown>>>();
-/** The tool modules loaded so far, by URL, for a synchronous lookup. */
-const loadedTools = new Map<string, Record<string, unknown>>();
+/** A tool this thread knows, by its number in the pool; `execute` once its module has loaded. */
+interface KnownTool extends WorkerToolDefinition {
+  execute: ToolExecute | undefined;
+}
+const tools = new Map<number, KnownTool>();
 /** Resources pending at the end of the last call that left none behind. */
 let resourceBaseline: number | undefined;
 
@@ -43,71 +46,132 @@ parentPort!.postMessage({ [bootTag]: true, threadId });
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
 const reasonGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "reason")!.get!;
 
-export default async function runWorkerTask(task: WorkerTask): Promise<unknown> {
-  // A tool already loaded is taken without an await: one microtask less a call.
-  let execute = loadedTools.get(task.moduleUrl)?.[task.exportName];
-  if (typeof execute !== "function") {
-    const loaded = await loadExecute(task);
+export default function runWorkerTask(task: WorkerTask): unknown {
+  let tool = tools.get(task.tool);
+  if (task.definition !== undefined && tool === undefined) tools.set(task.tool, (tool = { ...task.definition, execute: undefined }));
+  if (tool === undefined) {
+    // The pool sends a definition until it has seen this thread answer a call of the tool.
+    const message = `Tool number ${task.tool} is unknown to worker thread ${threadId}`;
+    return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message, updates: 0 } satisfies WorkerReply;
+  }
+  // A tool already loaded runs at once; a call whose tool is not loaded yet
+  // waits for the import first.
+  if (tool.execute !== undefined) return runCall(task, tool, tool.execute);
+  const known = tool;
+  return loadExecute(known).then((loaded) => {
     if (typeof loaded !== "function") return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message: loaded, updates: 0 } satisfies WorkerReply;
-    execute = loaded;
+    known.execute = loaded;
     // A module's start-up work is not the call's leftover: count afresh.
     resourceBaseline = undefined;
-  }
+    return runCall(task, known, loaded);
+  });
+}
+
+/**
+ * Runs one call of a loaded tool. A tool that returns without a promise is
+ * answered in the same turn, with no promise of the worker's own; a promise
+ * is awaited, as pi awaits `execute`.
+ */
+function runCall(task: WorkerTask, tool: KnownTool, execute: ToolExecute): unknown {
   // What was pending before the call; anything more afterwards is work the
   // call left behind. Between calls the worker sleeps in Atomics.wait, so the
   // count at the end of the last call still holds.
-  const resourcesBefore = (resourceBaseline ??= process.getActiveResourcesInfo().length);
-  let updates = 0;
-  let unclonedUpdate: string | undefined;
-  const onUpdate = (partialResult: AgentToolResult<unknown>): void => {
+  const call = new CallRun(task, tool, (resourceBaseline ??= process.getActiveResourcesInfo().length));
+  let value: unknown;
+  let isPending: boolean;
+  try {
+    const ctx = new CallContext(task, call.onUpdate);
+    value =
+      task.traceparent === undefined
+        ? execute(task.args, ctx)
+        : runWithRemoteParent(task.traceparent, () => execute(task.args, ctx));
+    isPending = isThenable(value);
+  } catch (error) {
+    return call.finish({ kind: "error", message: describeThrown(error) });
+  }
+  if (!isPending) return call.finish({ kind: "ok", result: value });
+  return Promise.resolve(value).then(
+    (result) => call.finish({ kind: "ok", result }),
+    (error: unknown) => call.finish({ kind: "error", message: describeThrown(error) }),
+  );
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === "object" || typeof value === "function") && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+/** One call on this thread: its partial results, run time and the reply built from its outcome. */
+class CallRun {
+  readonly #task: WorkerTask;
+  readonly #tool: KnownTool;
+  readonly #resourcesBefore: number;
+  readonly #startedAt = performance.now();
+  #updates = 0;
+  #unclonedUpdate: string | undefined;
+
+  constructor(task: WorkerTask, tool: KnownTool, resourcesBefore: number) {
+    this.#task = task;
+    this.#tool = tool;
+    this.#resourcesBefore = resourcesBefore;
+  }
+
+  /** The call's `ctx.onUpdate`: a function of its own, since tools may call it detached. */
+  readonly onUpdate = (partialResult: AgentToolResult<unknown>): void => {
     try {
-      parentPort!.postMessage({ [updateTag]: true, seq: task.seq, partial: partialResult });
-      updates += 1;
+      parentPort!.postMessage({ [updateTag]: true, seq: this.#task.seq, partial: partialResult });
+      this.#updates += 1;
     } catch (error) {
       // onUpdate never throws into the tool (pi's does not either); the call
       // fails once the tool returns.
-      unclonedUpdate ??= describeThrown(error);
+      this.#unclonedUpdate ??= describeThrown(error);
     }
   };
-  let reply: WorkerReply;
-  let runMs = 0;
-  let transferables: ArrayBuffer[] = [];
-  try {
-    const ctx = createContext(task, onUpdate);
-    const startedAt = performance.now();
-    const outcome = await (task.traceparent === undefined
-      ? runTool(execute as ToolExecute, task, ctx)
-      : runWithRemoteParent(task.traceparent, () => runTool(execute as ToolExecute, task, ctx)));
-    runMs = performance.now() - startedAt;
+
+  /** The reply for the tool's outcome; a promise only when the call left work behind that needs a grace period. */
+  finish(outcome: { kind: "ok"; result: unknown } | { kind: "error"; message: string }): unknown {
+    const runMs = performance.now() - this.#startedAt;
+    const task = this.#task;
+    const { toolName, maxResultBytes } = this.#tool;
+    running.delete(task.seq);
+    const updates = this.#updates;
+    let reply: WorkerReply;
+    let transferables: ArrayBuffer[] = [];
     if (outcome.kind !== "ok") {
-      reply = { ...outcome, updates };
-    } else if (unclonedUpdate !== undefined) {
-      reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${task.toolName}" sent a partial result that cannot be cloned across threads: ${unclonedUpdate}`, updates);
+      reply = { kind: "error", message: outcome.message, updates, runMs };
+    } else if (this.#unclonedUpdate !== undefined) {
+      reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${toolName}" sent a partial result that cannot be cloned across threads: ${this.#unclonedUpdate}`, updates, runMs);
     } else {
-      const inspection = inspectResult(outcome.result, task.maxResultBytes);
+      const inspection = inspectResult(outcome.result, maxResultBytes);
       if (inspection.uncloneable !== undefined) {
-        reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${task.toolName}" returned a result that cannot be cloned across threads: ${inspection.uncloneable}`, updates);
+        reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${toolName}" returned a result that cannot be cloned across threads: ${inspection.uncloneable}`, updates, runMs);
       } else if (inspection.isTooLarge) {
-        reply = fault("TP_ERR_RESULT_TOO_LARGE", `Tool "${task.toolName}" returned ${inspection.bytes} bytes, more than maxResultBytes (${task.maxResultBytes})`, updates);
+        reply = fault("TP_ERR_RESULT_TOO_LARGE", `Tool "${toolName}" returned ${inspection.bytes} bytes, more than maxResultBytes (${maxResultBytes})`, updates, runMs);
       } else {
-        reply = { kind: "ok", result: outcome.result, updates };
+        reply = { kind: "ok", result: outcome.result, updates, runMs };
         transferables = inspection.transferables;
       }
     }
-  } finally {
-    running.delete(task.seq);
+    const resourcesAfter = process.getActiveResourcesInfo().length;
+    if (resourcesAfter <= this.#resourcesBefore) {
+      resourceBaseline = resourcesAfter;
+      return withTransferables(reply, transferables);
+    }
+    return leftoverWorkSettles(this.#resourcesBefore).then((settled) => {
+      if (settled) resourceBaseline = undefined;
+      else {
+        // The worker must not serve another call: the leftover work would run, and
+        // could throw, during an unrelated call. The flag is set before the reply
+        // is posted, so the pool's balancer sees it before it could reuse us.
+        Atomics.store(boot.retireFlags, threadId & flagSlotMask, threadId);
+        reply.retiredThreadId = threadId;
+      }
+      return withTransferables(reply, transferables);
+    });
   }
-  reply.runMs = runMs;
-  const resourcesAfter = process.getActiveResourcesInfo().length;
-  if (resourcesAfter <= resourcesBefore) resourceBaseline = resourcesAfter;
-  else if (await leftoverWorkSettles(resourcesBefore)) resourceBaseline = undefined;
-  else {
-    // The worker must not serve another call: the leftover work would run, and
-    // could throw, during an unrelated call. The flag is set before the reply
-    // is posted, so the pool's balancer sees it before it could reuse us.
-    Atomics.store(boot.retireFlags, threadId & flagSlotMask, threadId);
-    reply.retiredThreadId = threadId;
-  }
+}
+
+/** The reply as Piscina posts it: large buffers are moved, not copied. */
+function withTransferables(reply: WorkerReply, transferables: ArrayBuffer[]): unknown {
   if (transferables.length === 0) return reply;
   return Piscina.move({ [Piscina.transferableSymbol]: transferables, [Piscina.valueSymbol]: reply } as never);
 }
@@ -115,33 +179,21 @@ export default async function runWorkerTask(task: WorkerTask): Promise<unknown> 
 type ToolExecute = (args: unknown, ctx: WorkerToolContext<unknown>) => unknown;
 
 /** The tool's execute function, or why it cannot be had. A failed import is cached: every call fails alike, at once. */
-async function loadExecute(task: WorkerTask): Promise<ToolExecute | string> {
+async function loadExecute(tool: WorkerToolDefinition): Promise<ToolExecute | string> {
   let execute: unknown;
   try {
-    execute = (await loadModule(task.moduleUrl))[task.exportName];
+    execute = (await loadModule(tool.moduleUrl))[tool.exportName];
   } catch (error) {
-    return `Tool "${task.toolName}" could not be loaded from ${task.moduleUrl}: ${describeThrown(error)}`;
+    return `Tool "${tool.toolName}" could not be loaded from ${tool.moduleUrl}: ${describeThrown(error)}`;
   }
   if (typeof execute !== "function") {
-    return `Tool "${task.toolName}": module ${task.moduleUrl} has no function export "${task.exportName}"`;
+    return `Tool "${tool.toolName}": module ${tool.moduleUrl} has no function export "${tool.exportName}"`;
   }
   return execute as ToolExecute;
 }
 
-async function runTool(
-  execute: ToolExecute,
-  task: WorkerTask,
-  ctx: WorkerToolContext<unknown>,
-): Promise<{ kind: "ok"; result: unknown } | { kind: "error"; message: string }> {
-  try {
-    return { kind: "ok", result: await execute(task.args, ctx) };
-  } catch (error) {
-    return { kind: "error", message: describeThrown(error) };
-  }
-}
-
-function fault(code: "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_ERR_RESULT_TOO_LARGE", message: string, updates: number): WorkerReply {
-  return { kind: "fault", code, message, updates };
+function fault(code: "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_ERR_RESULT_TOO_LARGE", message: string, updates: number, runMs: number): WorkerReply {
+  return { kind: "fault", code, message, updates, runMs };
 }
 
 /**
@@ -163,31 +215,34 @@ async function leftoverWorkSettles(resourcesBefore: number): Promise<boolean> {
 function loadModule(url: string): Promise<Record<string, unknown>> {
   let loading = modules.get(url);
   if (loading === undefined) {
-    loading = (import(url) as Promise<Record<string, unknown>>).then((module) => {
-      loadedTools.set(url, module);
-      return module;
-    });
+    loading = import(url) as Promise<Record<string, unknown>>;
     modules.set(url, loading);
   }
   return loading;
 }
 
 /**
- * The tool's `ctx`. Its signal is taken on first use: most calls never look.
- * An abort that came before is not missed: the shared flag still says so.
+ * The tool's `ctx`. Its signal is taken on first use, by a getter on the
+ * prototype (none is made per call): most calls never look. An abort that
+ * came before is not missed: the shared flag still says so.
  */
-function createContext(task: WorkerTask, onUpdate: WorkerToolContext<unknown>["onUpdate"]): WorkerToolContext<unknown> {
-  let signal: AbortSignal | undefined;
-  const ctx: WorkerToolContext<unknown> = {
-    toolCallId: task.toolCallId,
-    onUpdate,
-    get signal() {
-      signal ??= takeCallSignal(task.seq);
-      return signal;
-    },
-  };
-  if (task.traceparent !== undefined) ctx.traceparent = task.traceparent;
-  return ctx;
+class CallContext implements WorkerToolContext<unknown> {
+  readonly toolCallId: string;
+  readonly onUpdate: WorkerToolContext<unknown>["onUpdate"];
+  declare readonly traceparent?: string;
+  readonly #seq: number;
+  #signal: AbortSignal | undefined;
+
+  constructor(task: WorkerTask, onUpdate: WorkerToolContext<unknown>["onUpdate"]) {
+    this.toolCallId = task.toolCallId;
+    this.onUpdate = onUpdate;
+    this.#seq = task.seq;
+    if (task.traceparent !== undefined) (this as { traceparent?: string }).traceparent = task.traceparent;
+  }
+
+  get signal(): AbortSignal {
+    return (this.#signal ??= takeCallSignal(this.#seq));
+  }
 }
 
 /** A call's abort signal, with the call it currently belongs to. */

@@ -8,6 +8,7 @@ import { createDeferred, type Deferred } from "../deferred.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import { CallQueue, callOf, type QueuedCall } from "./call-queue.js";
+import type { WorkerTool } from "./worker-tool.js";
 import { classifyFailure } from "./classify-failure.js";
 import type {
   CallTiming,
@@ -26,11 +27,16 @@ import {
   type WorkerBootData,
   type WorkerReply,
   type WorkerTask,
+  type WorkerToolDefinition,
 } from "./protocol.js";
 
 interface CallState extends QueuedCall {
   readonly seq: number;
   readonly request: WorkerCallRequest;
+  /** The call's tool, as numbered in this pool. */
+  readonly tool: PoolTool;
+  /** The message for the worker, once submitted; the balancer adds the tool's definition for a thread that may not know it. */
+  task: WorkerTask | undefined;
   readonly resolve: (outcome: WorkerCallOutcome) => void;
   /** The Piscina instance the call was submitted to; changes when a waiting call is moved to a fresh one. */
   generation: Generation;
@@ -76,6 +82,12 @@ interface Generation {
   isRetired: boolean;
 }
 
+
+/** A tool as the pool numbers it: its calls' messages carry the number; a thread learns the definition once. */
+interface PoolTool {
+  readonly id: number;
+  readonly definition: WorkerToolDefinition;
+}
 
 /** A thread as Piscina's balancer sees it. */
 type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"]>>[1][number];
@@ -146,6 +158,9 @@ export class WorkerPool implements ToolCallPool {
   /** Threads the pool terminated, with the timer that watches for their exit. */
   readonly #terminating = new Map<number, unknown>();
   #bootFailures = 0;
+  readonly #tools = new Map<WorkerTool, PoolTool>();
+  /** Per live thread, the tools it has answered a call of: its later calls of them go without the definition. */
+  readonly #threadTools = new Map<number, Set<number>>();
   /**
    * With `maxRunningPerSession`: per session, how many of its calls Piscina
    * holds (waiting in its queue or running), and the calls held back until
@@ -256,6 +271,8 @@ export class WorkerPool implements ToolCallPool {
     return new Promise<WorkerCallOutcome>((resolve) => {
       const call: CallState = {
         seq,
+        tool: this.#toolOf(request.tool),
+        task: undefined,
         // FIFO is one line that every call joins; fair, a line per session.
         session: this.#options.scheduling === "fifo" ? fifoSession : (request.session ?? Symbol("session")),
         cost: request.tool.cost,
@@ -399,16 +416,14 @@ export class WorkerPool implements ToolCallPool {
     const { request, seq } = call;
     const task: WorkerTask & { [key: symbol]: CallState } = {
       seq,
-      moduleUrl: request.tool.moduleUrl,
-      exportName: request.tool.exportName,
-      toolName: request.tool.name,
+      tool: call.tool.id,
       toolCallId: request.toolCallId,
       args: request.args,
-      maxResultBytes: request.tool.maxResultBytes ?? this.#options.maxResultBytes,
       // Symbol-keyed, so it stays on this thread: the queue and the balancer read it.
       [Piscina.queueOptionsSymbol]: call,
     };
     if (request.traceparent !== undefined) task.traceparent = request.traceparent;
+    call.task = task;
     generation.piscina.run(task, noRunOptions).then(
       (reply) => {
         if (call.generation === generation) this.#onReply(call, reply);
@@ -444,6 +459,7 @@ export class WorkerPool implements ToolCallPool {
       if (live.has(threadId)) continue;
       usableLost += 1;
       generation.usable.delete(threadId);
+      this.#threadTools.delete(threadId);
       // Piscina marks its first workers ready before they have loaded anything.
       if (!this.#booted.delete(threadId) && !this.#terminating.has(threadId) && isCounted) this.#bootFailures += 1;
       const exitWatch = this.#terminating.get(threadId);
@@ -504,6 +520,24 @@ export class WorkerPool implements ToolCallPool {
     else this.#retired.add(old);
   }
 
+  /** The pool's number for `tool`, given on its first call. */
+  #toolOf(tool: WorkerTool): PoolTool {
+    let numbered = this.#tools.get(tool);
+    if (numbered === undefined) {
+      numbered = {
+        id: this.#tools.size + 1,
+        definition: {
+          moduleUrl: tool.moduleUrl,
+          exportName: tool.exportName,
+          toolName: tool.name,
+          maxResultBytes: tool.maxResultBytes ?? this.#options.maxResultBytes,
+        },
+      };
+      this.#tools.set(tool, numbered);
+    }
+    return numbered;
+  }
+
   #nextSeq(): number {
     this.#seq = this.#seq >= maxSeq ? 1 : this.#seq + 1;
     return this.#seq;
@@ -521,6 +555,9 @@ export class WorkerPool implements ToolCallPool {
     if (call.isDispatched || call.isSettled) return;
     call.isDispatched = true;
     call.threadId = worker.id;
+    // Posted right after this returns: a thread not yet seen answering a call
+    // of the tool gets its definition (again, if a reply is still on its way).
+    if (this.#threadTools.get(worker.id)?.has(call.tool.id) !== true) call.task!.definition = call.tool.definition;
     call.startedAt = this.#clock.now();
     call.generation.running += 1;
     this.#queued -= 1;
@@ -585,6 +622,10 @@ export class WorkerPool implements ToolCallPool {
   #onReply(call: CallState, reply: WorkerReply): void {
     // A reply is proof the thread started, whether or not its boot message came first.
     this.#onBoot(call.threadId);
+    // ...and that it knows the call's tool from now on.
+    let known = this.#threadTools.get(call.threadId);
+    if (known === undefined) this.#threadTools.set(call.threadId, (known = new Set()));
+    known.add(call.tool.id);
     if (reply.retiredThreadId !== undefined) this.#terminateThread(call.generation, reply.retiredThreadId);
     if (call.isSettled) return;
     call.runMs = reply.runMs;
