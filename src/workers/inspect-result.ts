@@ -22,12 +22,14 @@ export interface ResultInspection {
 /** Buffers from this size on are moved to the host instead of copied. */
 export const transferThresholdBytes = 64 * 1024;
 
-const uncloneableKinds: [test: (value: object) => boolean, name: string][] = [
-  [(value) => value instanceof Promise, "a Promise"],
-  [(value) => value instanceof WeakMap, "a WeakMap"],
-  [(value) => value instanceof WeakSet, "a WeakSet"],
-  [(value) => value instanceof WeakRef, "a WeakRef"],
-];
+/** What an object is that structured clone rejects (beyond functions and symbols), or undefined. */
+function uncloneableKindOf(value: object): string | undefined {
+  if (value instanceof Promise) return "a Promise";
+  if (value instanceof WeakMap) return "a WeakMap";
+  if (value instanceof WeakSet) return "a WeakSet";
+  if (value instanceof WeakRef) return "a WeakRef";
+  return undefined;
+}
 
 /**
  * Walks a value as structured clone would, without copying it: finds what
@@ -119,9 +121,8 @@ class ResultWalker {
       }
       return true;
     }
-    for (const [isKind, name] of uncloneableKinds) {
-      if (isKind(node)) return this.#fail(name);
-    }
+    const uncloneableKind = uncloneableKindOf(node);
+    if (uncloneableKind !== undefined) return this.#fail(uncloneableKind);
     this.#ancestors.push(node);
     const isCloneable = this.#visitChildren(node);
     this.#ancestors.pop();
@@ -144,8 +145,9 @@ class ResultWalker {
       return true;
     }
     // Plain objects, class instances (cloned as plain objects), errors, dates.
-    for (const key of Object.keys(node)) {
-      if (!this.#visitAt(key, (node as Record<string, unknown>)[key])) return false;
+    // for-in over own keys: the keys of Object.keys, without an array per object.
+    for (const key in node) {
+      if (Object.hasOwn(node, key) && !this.#visitAt(key, (node as Record<string, unknown>)[key])) return false;
     }
     return true;
   }
