@@ -11,6 +11,7 @@
  *   faults    recovery after a crash, an out-of-memory and a timeout
  *   fairness  a flood session and light sessions on one pool: FIFO vs sessions taking turns
  *   fleet     remote calls through Redis to `toolpool node`s, beside the local pool
+ *   builtins  the built-in grep and hash on a 10,000-file tree, beside ripgrep and sha256sum
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -42,6 +43,7 @@ import {
   runPinnedSerialMeasurement,
   type DispatchOverheadOptions,
 } from "./suites/dispatch-overhead.js";
+import { estimateBuiltinsMs, runBuiltinsSuite, type BuiltinsOptions } from "./suites/builtins.js";
 import { estimateFairnessMs, runFairnessSuite, type FairnessOptions } from "./suites/fairness.js";
 import { estimateFaultRecoveryMs, runFaultRecoverySuite, type FaultRecoveryOptions } from "./suites/fault-recovery.js";
 import { estimateFleetMs, runFleetSuite, type FleetOptions } from "./suites/fleet.js";
@@ -52,7 +54,7 @@ import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, 
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet"] as const;
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "builtins"] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -81,6 +83,7 @@ interface RunPlan {
   fairness: Omit<FairnessOptions, "spin">;
   fairnessCallMs: number;
   fleet: Omit<FleetOptions, "spin">;
+  builtins: BuiltinsOptions;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -143,6 +146,14 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       lossReps: isQuick ? 2 : 3,
       lockMs: 2_000,
       stalledMs: 1_000,
+    },
+    // The tree is the same in quick mode (10,000 files, ~78 MiB): the target is stated for it.
+    builtins: {
+      tree: { files: 10_000, averageBytes: 8_000, seed: 13 },
+      threadCounts: [...new Set([1, cores])],
+      warmups: 1,
+      reps: isQuick ? 5 : 11,
+      hashFileMiB: isQuick ? 64 : 256,
     },
   };
 }
@@ -214,6 +225,7 @@ async function main(): Promise<void> {
     faults: estimateFaultRecoveryMs(plan.faults),
     fairness: 16 * plan.fairnessCallMs + estimateFairnessMs({ ...plan.fairness, spin: placeholderSpin(plan.fairnessCallMs) }),
     fleet: estimateFleetMs(plan.fleet),
+    builtins: estimateBuiltinsMs(plan.builtins),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -242,6 +254,10 @@ async function main(): Promise<void> {
     if (suites.has("faults")) report.faultRecovery = await runFaultRecoverySuite(plan.faults);
     if (suites.has("fairness")) report.fairness = await runFairnessSuite({ ...plan.fairness, spin: spinFor(plan.fairnessCallMs) });
     if (suites.has("fleet")) report.fleet = await runFleetSuite({ ...plan.fleet, spin: spinFor(plan.spinMs) });
+    if (suites.has("builtins")) {
+      report.builtins = await runBuiltinsSuite(plan.builtins);
+      report.notes.push(...report.builtins.skipped);
+    }
   } finally {
     stopProgress();
   }

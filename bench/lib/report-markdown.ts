@@ -2,6 +2,7 @@
  * The markdown report: the targets first, then one table per suite. Every
  * figure is `median [min–max]` over interleaved repetitions in one process.
  */
+import type { BuiltinsResult } from "../suites/builtins.js";
 import { cpuContenders, type BatchFigures, type CpuBatchResult } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
 import type { FairnessResult } from "../suites/fairness.js";
@@ -45,6 +46,7 @@ export function renderMarkdown(report: BenchReport): string {
   if (report.scaling !== undefined) lines.push(...renderScaling(report.scaling));
   if (report.faultRecovery !== undefined) lines.push(...renderFaults(report.faultRecovery));
   if (report.fairness !== undefined) lines.push(...renderFairness(report.fairness));
+  if (report.builtins !== undefined) lines.push(...renderBuiltins(report.builtins));
   return `${lines.join("\n")}\n`;
 }
 
@@ -288,5 +290,25 @@ function renderFleet(result: FleetResult): string[] {
     ...result.redisPerCall.map((row) => `| ${row.mode === "inFlight" ? `${o.concurrency} in flight` : "one at a time"} | ${row.commands.toFixed(1)} | ${row.redisCpuUs.toFixed(0)} |`),
     "",
   );
+  return lines;
+}
+
+function renderBuiltins(result: BuiltinsResult): string[] {
+  const o = result.options;
+  const lines = [
+    `## Built-in tools beside native ones: ${result.files} files, ${(result.bytes / 2 ** 20).toFixed(0)} MiB, ${o.reps} reps after ${o.warmups} warm-up`,
+    "",
+    "toolpool: one call through `executeToolCalls` on a warm pool of N threads; native: the process, its start included " +
+      "(`rg -j N --hidden --no-require-git`, `sha256sum`). Each row's two sides run back to back, order alternating.",
+    "",
+  ];
+  for (const note of result.skipped) lines.push(`> ${note}`, "");
+  const rows = [...result.grep, ...result.hash];
+  if (rows.length === 0) return lines;
+  lines.push("| measure | threads | toolpool, ms | native, ms | toolpool / native |", "|---|---:|---:|---:|---:|");
+  for (const row of rows) {
+    lines.push(`| ${row.name} | ${row.threads} | ${formatSummary(row.toolpoolMs, 0)} | ${formatSummary(row.nativeMs, 0)} | ${row.ratio.toFixed(2)}× |`);
+  }
+  lines.push("");
   return lines;
 }

@@ -2,6 +2,7 @@
  * The report of one bench run: the raw figures of every suite that ran, the
  * machine, and the issue's targets checked against the figures.
  */
+import type { BuiltinsResult } from "../suites/builtins.js";
 import type { CpuBatchResult } from "../suites/cpu-batch.js";
 import { cpuContenders } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
@@ -29,6 +30,7 @@ export interface BenchReport {
   faultRecovery?: FaultRecoveryResult | undefined;
   fairness?: FairnessResult | undefined;
   fleet?: FleetResult | undefined;
+  builtins?: BuiltinsResult | undefined;
 }
 
 /** Issue targets of the dispatch suite: toolpool ÷ bare Piscina per call. */
@@ -155,6 +157,20 @@ export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[
       target: `fairness: per-call dispatch with the fair queue within 3% of FIFO (${fairness.options.concurrency} in flight)`,
       figure: `${fairness.dispatchRatio.toFixed(3)}× (${fair!.dispatchUs.median.toFixed(1)} vs ${fifo!.dispatchUs.median.toFixed(1)} µs; paired ${fairness.pairedDispatchRatios.median.toFixed(3)}×)`,
       isMet: fairness.dispatchRatio <= 1.03,
+    });
+  }
+  for (const row of report.builtins?.grep ?? []) {
+    checks.push({
+      target: `built-in grep ≤ ${row.targetRatio} × ripgrep, same tree, same threads (${row.name})`,
+      figure: `${row.ratio.toFixed(2)}× (${row.toolpoolMs.median.toFixed(0)} vs ${row.nativeMs.median.toFixed(0)} ms)`,
+      isMet: row.ratio <= row.targetRatio,
+    });
+  }
+  for (const row of report.builtins?.hash ?? []) {
+    checks.push({
+      target: `built-in hash ≤ ${row.targetRatio} × sha256sum (${row.name})`,
+      figure: `${row.ratio.toFixed(2)}× (${row.toolpoolMs.median.toFixed(0)} vs ${row.nativeMs.median.toFixed(0)} ms)`,
+      isMet: row.ratio <= row.targetRatio,
     });
   }
   return checks;
