@@ -29,7 +29,7 @@ function both(source: string, flags: string, text: string, limit = Infinity) {
 
 /** Pieces of patterns: literals, classes, anchors, boundaries, lookarounds, escapes that can match a line break. */
 const safeAtoms = ["a", "b", "ab", "x", " ", ".", "\\w", "\\d", "\\S", "\\b", "\\B", "^", "$", "[ab]", "[a-c]", "[ -~]", "é"];
-const unsafeAtoms = ["\\W", "\\s", "[^a]", "[\\n]", "\\n", "\\r", "[\\s\\S]", "(?=b)", "(?!a)", "(?<=a)", "(?<!b)", "\\x0a", "\\u2028", "[\\0-~]"];
+const unsafeAtoms = ["\\W", "\\s", "[^a]", "[\\n]", "\\n", "\\r", "[\\s\\S]", "(?=b)", "(?!a)", "(?<=a)", "(?<!b)", "(?![\\s\\S])", "(?<![\\s\\S])", "(?!\\s)", "(?<!\\W)", "\\x0a", "\\u2028", "[\\0-~]"];
 const atom = fc.oneof({ arbitrary: fc.constantFrom(...safeAtoms), weight: 12 }, { arbitrary: fc.constantFrom(...unsafeAtoms), weight: 1 });
 const pattern = fc
   .array(
