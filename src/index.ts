@@ -61,6 +61,7 @@ export type {
   ToolCall,
   ToolExecutionMode,
   ToolResultMessage,
+  SpreadOutcome,
   WorkerToolContext,
   WorkerToolExecute,
 } from "./types.js";

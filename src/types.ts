@@ -105,7 +105,26 @@ export interface WorkerToolContext<TDetails = unknown> {
    * context manager, if the thread registered one).
    */
   traceparent?: string;
+  /**
+   * Runs `exportName` of the tool's own module on the pool's idle threads,
+   * once per input (at most 64), each as `exportName(input, ctx)` with a
+   * `ctx` of its own, and resolves with one outcome per input, in order.
+   * Only threads idle at the request are used: an input that finds none is
+   * not run (`ran: false`), so the caller must be able to do that work
+   * itself. A part that throws, crashes its thread or is stopped is an
+   * outcome with its error, never a failure of the call. Parts see their
+   * signal abort when the call is aborted, and are stopped when the call
+   * ends; a part cannot spread further. Present in worker tools run by a
+   * toolpool pool; absent elsewhere (a tool must do without it).
+   */
+  spread?<TOutput = unknown>(exportName: string, inputs: readonly unknown[]): Promise<SpreadOutcome<TOutput>[]>;
 }
+
+/** One part's outcome in {@link WorkerToolContext.spread}. */
+export type SpreadOutcome<TOutput = unknown> =
+  | { ok: true; value: TOutput }
+  /** `ran`: false when the part never started (no idle thread, the pool closing). */
+  | { ok: false; error: string; ran: boolean };
 
 /**
  * The function a worker tool module exports: runs inside a worker thread.

@@ -8,11 +8,12 @@
  */
 
 import { closeSync, readdirSync, statSync, type Dirent } from "node:fs";
-import { basename, join } from "node:path";
+import { basename, join, sep } from "node:path";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import ignore, { type Ignore } from "ignore";
-import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
-import { openRegularFile, readRegularFile } from "./regular-file.js";
+import type { AgentToolResult, JsonSchema, SpreadOutcome, WorkerToolContext } from "../types.js";
+import { createLineMatcher, type LineMatcher } from "./line-matcher.js";
+import { openRegularFile, readRegularFile, readRegularFileInto, type ReadScratch } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 /** Default number of matching lines returned. */
@@ -204,6 +205,110 @@ export function createGrepTool(
   return (args, ctx) => executeGrep(workspace, args, ctx);
 }
 
+/** Files searched per chunk: the unit a thread takes at a time when one call spreads over threads. */
+export const GREP_CHUNK_FILES = 64;
+/** A tree with fewer files than this is searched on the call's own thread. */
+const MIN_FILES_TO_SPREAD = 4 * GREP_CHUNK_FILES;
+/** At most this many parts are asked for (the pool runs as many as it has idle threads). */
+const MAX_SPREAD_PARTS = 63;
+
+/** The bytes of the file being searched; one per thread, grown to the largest file read. */
+const scratch: ReadScratch = { buffer: Buffer.allocUnsafe(64 * 1024) };
+
+/** What searching one file found: null when it was skipped (unreadable, binary, too large), else its output lines. */
+type FileOutcome = string[] | null;
+
+/** How much of the result is still open: a search records no more than merging could use. */
+interface Budget {
+  lines: number;
+  bytes: number;
+}
+
+/** The search of one call: its compiled pattern and what a file's search needs. */
+interface Search {
+  readonly matcher: LineMatcher;
+  readonly signal: AbortSignal;
+  linesSinceCheck: number;
+}
+
+function createSearch(regex: RegExp, signal: AbortSignal): Search {
+  return { matcher: createLineMatcher(regex), signal, linesSinceCheck: 0 };
+}
+
+/**
+ * Searches one file. Records at most `budget.lines` lines, and stops after
+ * the line that takes its bytes past `budget.bytes`: merging would stop there.
+ */
+function searchFile(search: Search, absPath: string, relPath: string, budget: Budget): FileOutcome {
+  let length: number;
+  try {
+    length = readRegularFileInto(absPath, relPath, GREP_MAX_FILE_BYTES, scratch);
+  } catch {
+    // Oversized, vanished, or not a regular file after all: skipped.
+    return null;
+  }
+  const buf = scratch.buffer;
+  if (buf.subarray(0, Math.min(length, BINARY_SNIFF_BYTES)).includes(0)) return null;
+  const found: string[] = [];
+  if (budget.lines <= 0) return found;
+  let bytes = 0;
+  search.matcher.forEachMatch(
+    buf.toString("utf8", 0, length),
+    (lineNumber, line) => {
+      const out = `${relPath}:${lineNumber}: ${clipLine(line)}`;
+      found.push(out);
+      bytes += Buffer.byteLength(out, "utf8") + 1;
+      return found.length < budget.lines && bytes <= budget.bytes;
+    },
+    (lines) => {
+      search.linesSinceCheck += lines;
+      if (search.linesSinceCheck >= LINES_PER_ABORT_CHECK) {
+        search.linesSinceCheck = 0;
+        search.signal.throwIfAborted();
+      }
+    },
+  );
+  return found;
+}
+
+/** The result as it is merged, file by file in walk order. */
+class Merge {
+  readonly lines: string[] = [];
+  outputBytes = 0;
+  filesScanned = 0;
+  truncated = false;
+  readonly #maxResults: number;
+
+  constructor(maxResults: number) {
+    this.#maxResults = maxResults;
+  }
+
+  /** What a file's search may still record (one line more than fits, to tell that the result is truncated). */
+  budget(): Budget {
+    return { lines: this.#maxResults - this.lines.length + 1, bytes: GREP_MAX_OUTPUT_BYTES - this.outputBytes };
+  }
+
+  /** Adds one file's outcome; returns false once the result is complete (truncated). */
+  add(outcome: FileOutcome): boolean {
+    if (outcome === null) return true;
+    this.filesScanned++;
+    for (const out of outcome) {
+      if (this.lines.length >= this.#maxResults) {
+        this.truncated = true;
+        return false;
+      }
+      const size = Buffer.byteLength(out, "utf8") + 1;
+      if (this.outputBytes + size > GREP_MAX_OUTPUT_BYTES) {
+        this.truncated = true;
+        return false;
+      }
+      this.outputBytes += size;
+      this.lines.push(out);
+    }
+    return true;
+  }
+}
+
 async function executeGrep(
   workspace: Workspace,
   args: GrepArgs,
@@ -236,69 +341,82 @@ async function executeGrep(
   // not a silent "no matches".
   if (!rootIsDir) closeSync(openRegularFile(root, `grep: path ${rootArg}`).fd);
 
-  const lines: string[] = [];
-  let outputBytes = 0;
-  let filesScanned = 0;
-  let truncated = false;
-  let linesSinceCheck = 0;
+  const merge = new Merge(maxResults);
+  const search = createSearch(regex, signal);
   const progressDue = createProgressThrottle();
-
-  const details = (): GrepDetails => ({ matches: lines.length, filesScanned, truncated });
+  /** Files searched so far, merged or not (progress only). */
+  let filesSearched = 0;
 
   const reportProgress = async (): Promise<void> => {
     if (!progressDue()) return;
     ctx.onUpdate({
-      content: [{ type: "text", text: `grep: scanned ${filesScanned} files, ${lines.length} matches so far` }],
-      details: details(),
+      content: [{ type: "text", text: `grep: scanned ${Math.max(filesSearched, merge.filesScanned)} files, ${merge.lines.length} matches so far` }],
+      details: { matches: merge.lines.length, filesScanned: Math.max(filesSearched, merge.filesScanned), truncated: false },
     });
-    // The walk is synchronous I/O; let the worker's event loop run so the
+    // The search is synchronous I/O; let the worker's event loop run so the
     // update is flushed and any incoming messages are handled.
     await yieldToEventLoop();
   };
 
-  /** Returns false once the search must stop (result limits reached). */
-  const searchFile = (absPath: string, relPath: string): boolean => {
-    let buf: Buffer;
-    try {
-      buf = readRegularFile(absPath, relPath, GREP_MAX_FILE_BYTES);
-    } catch {
-      // Oversized, vanished, or not a regular file after all: skipped.
-      return true;
-    }
-    if (buf.subarray(0, BINARY_SNIFF_BYTES).includes(0)) return true;
-    filesScanned++;
-    const fileLines = buf.toString("utf8").split("\n");
-    for (let i = 0; i < fileLines.length; i++) {
-      if (++linesSinceCheck >= LINES_PER_ABORT_CHECK) {
-        linesSinceCheck = 0;
+  if (!rootIsDir) {
+    merge.add(searchFile(search, root, basename(rootArg), merge.budget()));
+  } else {
+    const files = await walkTree(root, nameFilter, signal, reportProgress);
+    const spread = ctx.spread as SpreadFunction | undefined;
+    if (files.rel.length < MIN_FILES_TO_SPREAD || typeof spread !== "function") {
+      // On this thread alone: each file merged as soon as it is searched, as the walk gave it.
+      for (let i = 0; i < files.rel.length; i++) {
         signal.throwIfAborted();
+        const outcome = searchFile(search, files.abs[i]!, files.rel[i]!, merge.budget());
+        if (outcome !== null) filesSearched++;
+        if (!merge.add(outcome)) break;
+        await reportProgress();
       }
-      let line = fileLines[i]!;
-      if (line.endsWith("\r")) line = line.slice(0, -1);
-      if (!regex.test(line)) continue;
-      if (lines.length >= maxResults) {
-        truncated = true;
-        return false;
-      }
-      const out = `${relPath}:${i + 1}: ${clipLine(line)}`;
-      const size = Buffer.byteLength(out, "utf8") + 1;
-      if (outputBytes + size > GREP_MAX_OUTPUT_BYTES) {
-        truncated = true;
-        return false;
-      }
-      outputBytes += size;
-      lines.push(out);
+    } else {
+      await searchSpread(spread.bind(ctx), root, files, args, maxResults, search, merge, reportProgress, (n) => (filesSearched += n));
     }
-    return true;
-  };
+  }
+  signal.throwIfAborted();
 
-  const walk = async (absDir: string, relDir: string, parentLayers: readonly IgnoreLayer[]): Promise<boolean> => {
+  const { lines, filesScanned, truncated } = merge;
+  let text: string;
+  if (lines.length === 0) {
+    text = `No matches for /${args.pattern}/ in ${rootArg} (${filesScanned} files scanned).`;
+  } else {
+    text = lines.join("\n");
+    if (truncated) {
+      text +=
+        `\n[truncated: showing the first ${lines.length} matches (limit: ${maxResults} matches or 64 KiB); ` +
+        "narrow the pattern, path or glob, or raise maxResults]";
+    }
+  }
+  return { content: [{ type: "text", text }], details: { matches: lines.length, filesScanned, truncated } };
+}
+
+/** The files to search, in walk order: absolute paths and paths relative to the search root. */
+interface FileList {
+  abs: string[];
+  rel: string[];
+}
+
+/**
+ * Lists every file to search under `root`, in sorted (code point) order,
+ * honoring .gitignore files; checks the signal for every directory.
+ */
+async function walkTree(
+  root: string,
+  nameFilter: RegExp | undefined,
+  signal: AbortSignal,
+  reportProgress: () => Promise<void>,
+): Promise<FileList> {
+  const files: FileList = { abs: [], rel: [] };
+  const walk = async (absDir: string, relDir: string, parentLayers: readonly IgnoreLayer[]): Promise<void> => {
     signal.throwIfAborted();
     let entries: Dirent[];
     try {
       entries = readdirSync(absDir, { withFileTypes: true });
     } catch {
-      return true;
+      return;
     }
     let layers = parentLayers;
     if (entries.some((e) => e.name === ".gitignore" && e.isFile())) {
@@ -314,39 +432,199 @@ async function executeGrep(
     for (const entry of entries) {
       if (ALWAYS_SKIPPED.has(entry.name)) continue;
       const rel = relDir === "" ? entry.name : `${relDir}/${entry.name}`;
-      const abs = join(absDir, entry.name);
       if (entry.isDirectory()) {
         if (isIgnored(`${rel}/`, layers)) continue;
-        if (!(await walk(abs, rel, layers))) return false;
+        await walk(join(absDir, entry.name), rel, layers);
       } else if (entry.isFile()) {
         if (nameFilter && !nameFilter.test(entry.name)) continue;
         if (isIgnored(rel, layers)) continue;
-        signal.throwIfAborted();
-        if (!searchFile(abs, rel)) return false;
-        await reportProgress();
+        files.abs.push(join(absDir, entry.name));
+        files.rel.push(rel);
       }
       // Symlinks, sockets and the like are skipped: following links could loop.
     }
-    return true;
+    await reportProgress();
   };
+  await walk(root, "", []);
+  return files;
+}
 
-  if (rootIsDir) {
-    await walk(root, "", []);
-  } else {
-    searchFile(root, basename(rootArg));
+type SpreadFunction = (exportName: string, inputs: readonly unknown[]) => Promise<SpreadOutcome[]>;
+
+/** Slots of a spread search's shared control array. */
+const NEXT_CHUNK = 0;
+const LINES_FOUND = 1;
+const BYTES_FOUND = 2;
+const STOP = 3;
+
+/** What each part of a spread search gets: the file list and the pattern, and the shared control array. */
+export interface GrepPartInput {
+  /** The search root's real path. */
+  root: string;
+  /** The files' paths relative to `root`, in walk order, joined by NUL (no path holds one). */
+  files: string;
+  pattern: string;
+  flags: string;
+  maxResults: number;
+  /** Shared: the next chunk to take, lines and bytes found so far, and a stop flag. */
+  control: Int32Array;
+}
+
+/** One chunk's outcome: which of its files were skipped, and the output lines with the file each came from. */
+export interface GrepChunk {
+  index: number;
+  /** Indexes (within the chunk) of the files skipped. */
+  skipped: number[];
+  /** Per output line, the index (within the chunk) of its file. */
+  hitFiles: number[];
+  hits: string[];
+}
+
+/** What a part returns: the chunks it searched. */
+export interface GrepPartOutput {
+  chunks: GrepChunk[];
+}
+
+/**
+ * Searches chunk `index` of `rel` (files `index * 64` onwards). Every file
+ * records as much as merging could use if it came first; the lines and
+ * bytes found go to the shared counters, and past the result's limits the
+ * stop flag is set, so no one takes another chunk.
+ */
+function searchChunk(search: Search, root: string, rel: readonly string[], index: number, maxResults: number, control: Int32Array): GrepChunk {
+  const chunk: GrepChunk = { index, skipped: [], hitFiles: [], hits: [] };
+  const start = index * GREP_CHUNK_FILES;
+  const end = Math.min(rel.length, start + GREP_CHUNK_FILES);
+  for (let i = start; i < end; i++) {
+    search.signal.throwIfAborted();
+    const outcome = searchFile(search, join(root, rel[i]!), rel[i]!, { lines: maxResults + 1, bytes: GREP_MAX_OUTPUT_BYTES });
+    if (outcome === null) {
+      chunk.skipped.push(i - start);
+      continue;
+    }
+    if (outcome.length === 0) continue;
+    let bytes = 0;
+    for (const out of outcome) {
+      chunk.hitFiles.push(i - start);
+      chunk.hits.push(out);
+      bytes += Buffer.byteLength(out, "utf8") + 1;
+    }
+    const lines = Atomics.add(control, LINES_FOUND, outcome.length) + outcome.length;
+    const totalBytes = Atomics.add(control, BYTES_FOUND, bytes) + bytes;
+    if (lines > maxResults || totalBytes > GREP_MAX_OUTPUT_BYTES) Atomics.store(control, STOP, 1);
   }
-  signal.throwIfAborted();
+  return chunk;
+}
 
-  let text: string;
-  if (lines.length === 0) {
-    text = `No matches for /${args.pattern}/ in ${rootArg} (${filesScanned} files scanned).`;
-  } else {
-    text = lines.join("\n");
-    if (truncated) {
-      text +=
-        `\n[truncated: showing the first ${lines.length} matches (limit: ${maxResults} matches or 64 KiB); ` +
-        "narrow the pattern, path or glob, or raise maxResults]";
+/** Takes chunks from the shared counter until none is left or the stop flag is set. */
+function takeChunk(control: Int32Array, chunks: number): number {
+  if (Atomics.load(control, STOP) !== 0) return -1;
+  const index = Atomics.add(control, NEXT_CHUNK, 1);
+  return index < chunks ? index : -1;
+}
+
+/**
+ * One call's search spread over the pool's idle threads: the files are cut
+ * into chunks of 64, which this thread and every part take from a shared
+ * counter. Then the chunks are merged in walk order; a chunk no part
+ * returned (a part that failed, was not run, or was stopped) is searched
+ * here. The stop flag only ever skips chunks after enough was found for
+ * the merge to end before them: every chunk taken is searched to the end.
+ */
+async function searchSpread(
+  spread: SpreadFunction,
+  root: string,
+  files: FileList,
+  args: GrepArgs,
+  maxResults: number,
+  search: Search,
+  merge: Merge,
+  reportProgress: () => Promise<void>,
+  countSearched: (files: number) => void,
+): Promise<void> {
+  const rel = files.rel;
+  const chunkCount = Math.ceil(rel.length / GREP_CHUNK_FILES);
+  const control = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
+  const input: GrepPartInput = { root, files: rel.join("\0"), pattern: args.pattern, flags: args.flags ?? "", maxResults, control };
+  const parts = Math.min(MAX_SPREAD_PARTS, chunkCount - 1);
+  const pending = spread("searchPart", new Array<GrepPartInput>(parts).fill(input));
+  // Awaited below; a throw before then must not leave it unhandled.
+  pending.catch(() => {});
+  const chunks = new Map<number, GrepChunk>();
+  try {
+    for (let index = takeChunk(control, chunkCount); index !== -1; index = takeChunk(control, chunkCount)) {
+      chunks.set(index, searchChunk(search, root, rel, index, maxResults, control));
+      countSearched(Math.min(GREP_CHUNK_FILES, rel.length - index * GREP_CHUNK_FILES));
+      await reportProgress();
+    }
+  } finally {
+    // Nothing more to take for anyone, whether this thread finished or threw.
+    Atomics.store(control, STOP, 1);
+  }
+  let outcomes: SpreadOutcome[] = [];
+  try {
+    outcomes = await pending;
+  } catch {
+    // No part ran: every chunk is searched here.
+  }
+  for (const outcome of outcomes) {
+    if (!outcome.ok) continue;
+    for (const chunk of (outcome.value as GrepPartOutput).chunks) chunks.set(chunk.index, chunk);
+  }
+  search.signal.throwIfAborted();
+  for (let index = 0; index < chunkCount; index++) {
+    const chunk = chunks.get(index) ?? searchChunk(search, root, rel, index, maxResults, control);
+    const size = Math.min(GREP_CHUNK_FILES, rel.length - index * GREP_CHUNK_FILES);
+    let skipAt = 0;
+    let hitAt = 0;
+    for (let file = 0; file < size; file++) {
+      let outcome: FileOutcome;
+      if (chunk.skipped[skipAt] === file) {
+        skipAt++;
+        outcome = null;
+      } else {
+        const from = hitAt;
+        while (chunk.hitFiles[hitAt] === file) hitAt++;
+        outcome = from === hitAt ? noLines : chunk.hits.slice(from, hitAt);
+      }
+      if (!merge.add(outcome)) return;
     }
   }
-  return { content: [{ type: "text", text }], details: details() };
+}
+
+const noLines: string[] = [];
+
+/**
+ * A part of a spread `grep` call (see {@link searchSpread}), run by the pool
+ * on an idle thread through `ctx.spread`: takes chunks from the shared
+ * counter until none is left. Not a tool of its own.
+ */
+export const searchPart = createGrepPart(workspaceFromModuleUrl(import.meta.url));
+
+/** `grep`'s part function confined to `workspace`. */
+export function createGrepPart(workspace: Workspace): (input: GrepPartInput, ctx: WorkerToolContext) => GrepPartOutput {
+  return (input, ctx) => {
+    const { root, files, pattern, flags, maxResults, control } = input;
+    if (
+      typeof root !== "string" ||
+      typeof files !== "string" ||
+      !Number.isInteger(maxResults) ||
+      !(control instanceof Int32Array) ||
+      !(control.buffer instanceof SharedArrayBuffer) ||
+      control.length !== 4
+    ) {
+      throw new Error("grep: a search part needs { root, files, pattern, flags, maxResults, control }");
+    }
+    // The part resolves nothing itself: the root must be the workspace's real root or below it.
+    const base = workspace.realRoot.endsWith(sep) ? workspace.realRoot : workspace.realRoot + sep;
+    if (root !== workspace.realRoot && !root.startsWith(base)) throw new Error(`grep: a search part's root ${root} is outside the workspace root`);
+    const rel = files === "" ? [] : files.split("\0");
+    const search = createSearch(compilePattern(pattern, flags), ctx.signal);
+    const chunkCount = Math.ceil(rel.length / GREP_CHUNK_FILES);
+    const chunks: GrepChunk[] = [];
+    for (let index = takeChunk(control, chunkCount); index !== -1; index = takeChunk(control, chunkCount)) {
+      chunks.push(searchChunk(search, root, rel, index, maxResults, control));
+    }
+    return { chunks };
+  };
 }

@@ -122,6 +122,51 @@ export function readRegularFile(path: string, label: string, maxBytes: number): 
   }
 }
 
+/** A buffer reused from one read to the next, grown on demand; one per thread is enough for synchronous reads. */
+export interface ReadScratch {
+  buffer: Buffer;
+}
+
+/**
+ * Like {@link readRegularFile}, but into `scratch.buffer` (grown when a file
+ * needs more), with one `read` call for a file whose size `fstat` gives:
+ * a short read of a regular file with a size is its end. Returns the number
+ * of bytes read; they are valid until the next read into `scratch`.
+ */
+export function readRegularFileInto(path: string, label: string, maxBytes: number, scratch: ReadScratch): number {
+  const { fd, stats } = openRegularFile(path, label);
+  try {
+    if (stats.size > maxBytes) throw new Error(`${label} is ${stats.size} bytes, over the ${maxBytes}-byte limit`);
+    // One byte more than the size tells a file that grew since; more than
+    // maxBytes tells one past the limit.
+    let want = Math.min(maxBytes + 1, Math.max(stats.size + 1, 64 * 1024));
+    if (scratch.buffer.length < want) scratch.buffer = Buffer.allocUnsafe(want);
+    let length = 0;
+    for (;;) {
+      let bytesRead: number;
+      try {
+        bytesRead = readSync(fd, scratch.buffer, length, want - length, null);
+      } catch (error) {
+        throw new Error(`${label} cannot be read: ${(error as Error).message}`);
+      }
+      length += bytesRead;
+      if (length > maxBytes) throw new Error(`${label} holds more than the ${maxBytes}-byte limit`);
+      // A file that says it has a size ends at a short read; one that says 0 (`/proc`) ends at a read of nothing.
+      if (bytesRead === 0 || (stats.size > 0 && length < want)) return length;
+      if (length === want) {
+        want = Math.min(maxBytes + 1, want * 2);
+        if (scratch.buffer.length < want) {
+          const grown = Buffer.allocUnsafe(want);
+          scratch.buffer.copy(grown, 0, 0, length);
+          scratch.buffer = grown;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function describeKind(stats: Stats): string {
   if (stats.isFIFO()) return "a FIFO";
   if (stats.isSocket()) return "a socket";
