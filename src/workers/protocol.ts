@@ -12,8 +12,12 @@
  *   deliver in;
  * - abort, main → worker: a flag in shared memory (read synchronously, so a
  *   busy loop polling `signal.aborted` sees it) plus one `BroadcastChannel`
- *   message that fires the signal's `abort` event in a worker that is awaiting.
+ *   message that fires the signal's `abort` event in a worker that is awaiting;
+ * - spread (`ctx.spread`), only for calls that use it: the request goes
+ *   worker → main by `parentPort`, the answer comes back on a
+ *   BroadcastChannel of the requesting thread's own.
  */
+import type { SpreadOutcome } from "../types.js";
 
 /**
  * A call as posted to a worker. The tool is named by its number in the pool;
@@ -111,4 +115,45 @@ export function isUpdateMessage(message: unknown): message is UpdateMessage {
 
 export function isBootMessage(message: unknown): message is BootMessage {
   return typeof message === "object" && message !== null && (message as Record<string, unknown>)[bootTag] === true;
+}
+
+/**
+ * A call's `ctx.spread` request, worker → main through `parentPort`: run
+ * `exportName` of the call's own module once per input on idle threads.
+ * Answered once, on the thread's spread channel, with a {@link SpreadReply}.
+ */
+export interface SpreadRequest {
+  [spreadTag]: true;
+  /** The calling call's sequence number. */
+  seq: number;
+  /** The request's number on its thread. */
+  id: number;
+  threadId: number;
+  exportName: string;
+  inputs: unknown[];
+}
+
+/** Marks toolpool's spread requests on the pool's `message` event. */
+export const spreadTag = "__toolpoolSpread";
+
+/** The answer to a {@link SpreadRequest}: an outcome per input, or why none was run. */
+export interface SpreadReply {
+  id: number;
+  outcomes?: SpreadOutcome[];
+  error?: string;
+}
+
+/** Most inputs one `ctx.spread` takes. */
+export const maxSpreadInputs = 64;
+
+/**
+ * The BroadcastChannel on which the pool answers one thread's spread
+ * requests: one per thread, opened by the thread on its first request.
+ */
+export function spreadChannelName(controlChannel: string, threadId: number): string {
+  return `${controlChannel}:spread:${threadId}`;
+}
+
+export function isSpreadRequest(message: unknown): message is SpreadRequest {
+  return typeof message === "object" && message !== null && (message as Record<string, unknown>)[spreadTag] === true;
 }

@@ -14,7 +14,7 @@ import { Piscina } from "piscina";
 
 import { describeThrown } from "../errors.js";
 import { runWithRemoteParent } from "../tracing/remote-parent.js";
-import type { AgentToolResult, WorkerToolContext } from "../types.js";
+import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../types.js";
 import { inspectResult } from "./inspect-result.js";
 import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask, type WorkerToolDefinition } from "./protocol.js";
 
@@ -242,6 +242,12 @@ class CallContext implements WorkerToolContext<unknown> {
 
   get signal(): AbortSignal {
     return (this.#signal ??= takeCallSignal(this.#seq));
+  }
+
+  /** Runs parts of the call on idle threads; the client module loads on a thread's first spread. */
+  spread<TOutput = unknown>(exportName: string, inputs: readonly unknown[]): Promise<SpreadOutcome<TOutput>[]> {
+    const seq = this.#seq;
+    return import("./spread-client.js").then((client) => client.requestSpread(boot.controlChannel, seq, exportName, inputs) as Promise<SpreadOutcome<TOutput>[]>);
   }
 }
 

@@ -10,6 +10,7 @@ import type { AgentToolResult } from "../types.js";
 import { CallQueue, callOf, type QueuedCall } from "./call-queue.js";
 import type { WorkerTool } from "./worker-tool.js";
 import { classifyFailure } from "./classify-failure.js";
+import { SpreadHost, type SpreadPart } from "./spread-host.js";
 import type {
   CallTiming,
   PoolDiagnosis,
@@ -22,6 +23,7 @@ import {
   flagSlotCount,
   flagSlotMask,
   isBootMessage,
+  isSpreadRequest,
   isUpdateMessage,
   maxSeq,
   type WorkerBootData,
@@ -159,6 +161,10 @@ export class WorkerPool implements ToolCallPool {
   readonly #terminating = new Map<number, unknown>();
   #bootFailures = 0;
   readonly #tools = new Map<WorkerTool, PoolTool>();
+  /** The tools that parts of spread calls run as, by module URL and export name. */
+  readonly #partTools = new Map<string, WorkerTool>();
+  /** Created on the first `ctx.spread` request: pools whose tools never spread keep none. */
+  #spread: SpreadHost | undefined;
   /** Per live thread, the tools it has answered a call of: its later calls of them go without the definition. */
   readonly #threadTools = new Map<number, Set<number>>();
   /**
@@ -267,44 +273,50 @@ export class WorkerPool implements ToolCallPool {
     }
     // A latched instance would not keep its threads up: start afresh first.
     if (this.#current.isLatched) this.#replaceGeneration();
-    const seq = this.#nextSeq();
     return new Promise<WorkerCallOutcome>((resolve) => {
-      const call: CallState = {
-        seq,
-        tool: this.#toolOf(request.tool),
-        task: undefined,
-        // FIFO is one line that every call joins; fair, a line per session.
-        session: this.#options.scheduling === "fifo" ? fifoSession : (request.session ?? Symbol("session")),
-        cost: request.tool.cost,
-        enqueuedAt: this.#clock.now(),
-        request,
-        resolve,
-        generation: this.#current,
-        threadId: 0,
-        startedAt: undefined,
-        runMs: undefined,
-        killReason: undefined,
-        isDispatched: false,
-        isAborted: false,
-        isSettled: false,
-        updatesSeen: 0,
-        reply: undefined,
-        timeoutTimer: undefined,
-        graceTimer: undefined,
-        onAbort: undefined,
-      };
-      this.#calls.set(seq, call);
-      this.#queued += 1;
-      const signal = request.signal;
-      if (signal !== undefined) {
-        if (signal.aborted) this.#abort(call);
-        else {
-          call.onAbort = () => this.#abort(call);
-          signal.addEventListener("abort", call.onAbort, { once: true });
-        }
-      }
+      const call = this.#enqueue(request, this.#options.scheduling === "fifo" ? fifoSession : (request.session ?? Symbol("session")), resolve);
       if (this.#admission === undefined || this.#admit(call)) this.#submit(call);
     });
+  }
+
+  /** A new call, registered and listening to its signal; not yet submitted. */
+  #enqueue(request: WorkerCallRequest, session: unknown, resolve: (outcome: WorkerCallOutcome) => void): CallState {
+    const seq = this.#nextSeq();
+    const call: CallState = {
+      seq,
+      tool: this.#toolOf(request.tool),
+      task: undefined,
+      // FIFO is one line that every call joins; fair, a line per session.
+      session,
+      cost: request.tool.cost,
+      enqueuedAt: this.#clock.now(),
+      request,
+      resolve,
+      generation: this.#current,
+      threadId: 0,
+      startedAt: undefined,
+      runMs: undefined,
+      killReason: undefined,
+      isDispatched: false,
+      isAborted: false,
+      isSettled: false,
+      updatesSeen: 0,
+      reply: undefined,
+      timeoutTimer: undefined,
+      graceTimer: undefined,
+      onAbort: undefined,
+    };
+    this.#calls.set(seq, call);
+    this.#queued += 1;
+    const signal = request.signal;
+    if (signal !== undefined) {
+      if (signal.aborted) this.#abort(call);
+      else {
+        call.onAbort = () => this.#abort(call);
+        signal.addEventListener("abort", call.onAbort, { once: true });
+      }
+    }
+    return call;
   }
 
   /**
@@ -329,7 +341,10 @@ export class WorkerPool implements ToolCallPool {
     if (this.#calls.size > 0) await (this.#drained ??= createDeferred()).promise;
     for (const timer of this.#terminating.values()) this.#clock.clearTimeout(timer);
     this.#terminating.clear();
-    this.#destroyed ??= this.#destroyAll().finally(() => this.#control.close());
+    this.#destroyed ??= this.#destroyAll().finally(() => {
+      this.#control.close();
+      this.#spread?.close();
+    });
     await this.#destroyed;
   }
 
@@ -405,6 +420,7 @@ export class WorkerPool implements ToolCallPool {
     piscina.on("message", (message: unknown) => {
       if (isUpdateMessage(message)) this.#onUpdate(message.seq, message.partial);
       else if (isBootMessage(message)) this.#onBoot(message.threadId);
+      else if (isSpreadRequest(message)) (this.#spread ??= this.#createSpreadHost()).onRequest(message);
     });
     // Without a listener, a worker failing while idle would take the host down.
     piscina.on("error", (error: unknown) => this.#onPoolError(error));
@@ -460,6 +476,7 @@ export class WorkerPool implements ToolCallPool {
       usableLost += 1;
       generation.usable.delete(threadId);
       this.#threadTools.delete(threadId);
+      this.#spread?.onThreadLost(threadId);
       // Piscina marks its first workers ready before they have loaded anything.
       if (!this.#booted.delete(threadId) && !this.#terminating.has(threadId) && isCounted) this.#bootFailures += 1;
       const exitWatch = this.#terminating.get(threadId);
@@ -538,6 +555,53 @@ export class WorkerPool implements ToolCallPool {
     return numbered;
   }
 
+  #createSpreadHost(): SpreadHost {
+    return new SpreadHost(this.#controlChannel, {
+      isRunning: (seq) => {
+        const call = this.#calls.get(seq);
+        return call !== undefined && call.isDispatched && !call.isSettled && call.reply === undefined;
+      },
+      idleThreads: () => {
+        const generation = this.#current;
+        if (generation.isLatched) return 0;
+        // Usable threads not running a call, less what waits for one (parts not yet placed included).
+        return Math.max(0, generation.usable.size - generation.running - generation.queue.size - this.#terminating.size);
+      },
+      isClosed: () => this.#isClosed,
+      runPart: (parentSeq, exportName, input) => this.#runPart(this.#calls.get(parentSeq)!, exportName, input),
+    });
+  }
+
+  /**
+   * Runs one part of a spread call: `exportName` of the calling tool's module,
+   * as a call of its own in the caller's session, submitted at once (parts
+   * go to idle threads only, so no admission or queue limit applies).
+   */
+  #runPart(parent: CallState, exportName: string, input: unknown): SpreadPart {
+    const { moduleUrl, toolName, maxResultBytes } = parent.tool.definition;
+    const key = `${moduleUrl}\0${exportName}`;
+    let tool = this.#partTools.get(key);
+    if (tool === undefined) {
+      tool = { name: `${toolName} (part: ${exportName})`, moduleUrl, exportName, maxResultBytes, cost: 1 } as unknown as WorkerTool;
+      this.#partTools.set(key, tool);
+    }
+    let call: CallState | undefined;
+    const outcome = new Promise<WorkerCallOutcome>((resolve) => {
+      call = this.#enqueue({ tool, toolCallId: parent.request.toolCallId, args: input }, parent.session, resolve);
+    });
+    const part = call!;
+    this.#submit(part);
+    return {
+      seq: part.seq,
+      outcome,
+      stop: () => {
+        if (part.isSettled) return;
+        if (part.isDispatched) this.#abort(part);
+        else this.#settle(part, { kind: "error", code: "TP_ERR_ABORTED", message: `${tool.name} was stopped before it ran: its call ended or was aborted` });
+      },
+    };
+  }
+
   #nextSeq(): number {
     this.#seq = this.#seq >= maxSeq ? 1 : this.#seq + 1;
     return this.#seq;
@@ -574,6 +638,7 @@ export class WorkerPool implements ToolCallPool {
     Atomics.store(this.#abortFlags, call.seq & flagSlotMask, call.seq);
     this.#control.postMessage({ abort: call.seq });
     if (call.isDispatched && call.reply === undefined) this.#startGracePeriod(call);
+    if (this.#spread !== undefined) this.#spread.onCallAborted(call.seq);
   }
 
   #startGracePeriod(call: CallState): void {
@@ -654,7 +719,10 @@ export class WorkerPool implements ToolCallPool {
   #settle(call: CallState, outcome: WorkerCallOutcome): void {
     if (call.isSettled) return;
     call.isSettled = true;
-    this.#completed += 1;
+    // A part of a spread call is not a call of the pool's users: not counted, not admitted.
+    const isPart = this.#spread !== undefined && this.#spread.isPart(call.seq);
+    if (!isPart) this.#completed += 1;
+    if (this.#spread !== undefined) this.#spread.onCallEnded(call.seq);
     let wasParked = false;
     if (call.isDispatched) this.#onCallLeftThread(call.generation);
     else {
@@ -666,7 +734,7 @@ export class WorkerPool implements ToolCallPool {
     this.#clearTimers(call);
     if (call.onAbort !== undefined) call.request.signal?.removeEventListener("abort", call.onAbort);
     this.#calls.delete(call.seq);
-    if (this.#admission !== undefined && !wasParked) this.#releaseAdmission(call);
+    if (this.#admission !== undefined && !wasParked && !isPart) this.#releaseAdmission(call);
     if (this.#calls.size === 0) this.#drained?.resolve();
     const timing: CallTiming = { submittedAt: call.enqueuedAt, endedAt: this.#clock.now() };
     if (call.startedAt !== undefined) timing.startedAt = call.startedAt;

@@ -1,0 +1,56 @@
+/**
+ * `ctx.spread` in the worker: posts a call's spread request to the pool and
+ * resolves with the pool's answer. Loaded by the worker entry on a thread's
+ * first spread only, so that calls which never spread cost nothing.
+ *
+ * @module
+ */
+import { BroadcastChannel, parentPort, threadId } from "node:worker_threads";
+
+import { describeThrown } from "../errors.js";
+import type { SpreadOutcome } from "../types.js";
+import { maxSpreadInputs, spreadChannelName, spreadTag, type SpreadReply, type SpreadRequest } from "./protocol.js";
+
+/** This thread's spread channel, opened on its first request and kept (unreferenced) for the thread's life. */
+let channel: BroadcastChannel | undefined;
+const waiting = new Map<number, { resolve: (outcomes: SpreadOutcome[]) => void; reject: (error: Error) => void }>();
+let lastId = 0;
+
+function onReply(event: unknown): void {
+  const reply = (event as { data?: SpreadReply }).data;
+  if (reply === undefined) return;
+  const entry = waiting.get(reply.id);
+  if (entry === undefined) return;
+  waiting.delete(reply.id);
+  if (reply.outcomes !== undefined) entry.resolve(reply.outcomes);
+  else entry.reject(new Error(`ctx.spread: ${reply.error ?? "no answer"}`));
+}
+
+/** Asks the pool to run `exportName` of call `seq`'s module once per input on idle threads. */
+export function requestSpread(controlChannel: string, seq: number, exportName: unknown, inputs: unknown): Promise<SpreadOutcome[]> {
+  if (typeof exportName !== "string" || exportName === "") {
+    return Promise.reject(new TypeError("ctx.spread: exportName must be a non-empty string"));
+  }
+  if (!Array.isArray(inputs) || inputs.length > maxSpreadInputs) {
+    return Promise.reject(new TypeError(`ctx.spread: inputs must be an array of at most ${maxSpreadInputs} inputs`));
+  }
+  if (inputs.length === 0) return Promise.resolve([]);
+  if (channel === undefined) {
+    // Opened before the request is posted, so the answer cannot come before it.
+    channel = new BroadcastChannel(spreadChannelName(controlChannel, threadId));
+    channel.onmessage = onReply;
+    // Neither an idle thread nor a call's leftover-work count may see it.
+    channel.unref();
+  }
+  const id = ++lastId;
+  return new Promise<SpreadOutcome[]>((resolve, reject) => {
+    const request: SpreadRequest = { [spreadTag]: true, seq, id, threadId, exportName, inputs };
+    try {
+      parentPort!.postMessage(request);
+    } catch (error) {
+      reject(new Error(`ctx.spread: the inputs cannot be cloned across threads: ${describeThrown(error)}`));
+      return;
+    }
+    waiting.set(id, { resolve, reject });
+  });
+}

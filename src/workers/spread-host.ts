@@ -1,0 +1,159 @@
+/**
+ * `ctx.spread` on the main thread: answers a call's request to run parts of
+ * it on the pool's idle threads. The pool creates one host on the first
+ * spread request it sees, so that pools whose tools never spread keep none.
+ *
+ * Rules:
+ * - parts go only to threads idle at the request (no queue wait: an input
+ *   that finds no idle thread is answered `ran: false` at once), at most
+ *   {@link maxSpreadInputs} per request;
+ * - a part cannot spread further;
+ * - a part is an ordinary pool call of the calling tool's module (its
+ *   faults, time and abort handled as any call's), but its outcome, error or
+ *   fault alike, becomes one outcome of the answer, never the calling call's
+ *   failure;
+ * - parts see their signal abort when the calling call is aborted, and are
+ *   stopped when it ends (a part still queued ends at once);
+ * - the answer goes once, when every part has ended, on the requesting
+ *   thread's spread channel, and only while the calling call still runs.
+ *
+ * @module
+ */
+import { BroadcastChannel } from "node:worker_threads";
+
+import type { SpreadOutcome } from "../types.js";
+import type { WorkerCallOutcome } from "./pool-contract.js";
+import { maxSpreadInputs, spreadChannelName, type SpreadReply, type SpreadRequest } from "./protocol.js";
+
+/** A part the pool runs: its outcome, and how to stop it. */
+export interface SpreadPart {
+  readonly seq: number;
+  readonly outcome: Promise<WorkerCallOutcome>;
+  /** Aborts it (a queued part ends at once; a running one sees its signal abort, then is terminated after the grace period). */
+  stop(): void;
+}
+
+/** What the host needs of the pool. */
+export interface SpreadPool {
+  /** Whether call `seq` is running on a thread now (dispatched, not settled). */
+  isRunning(seq: number): boolean;
+  /** Threads that would take a call at once. */
+  idleThreads(): number;
+  /** Whether the pool takes no new calls. */
+  isClosed(): boolean;
+  /** Runs `exportName(input)` of call `parentSeq`'s module as a call of its own, at once (no admission, no queue limit). */
+  runPart(parentSeq: number, exportName: string, input: unknown): SpreadPart;
+}
+
+export class SpreadHost {
+  readonly #controlChannel: string;
+  readonly #pool: SpreadPool;
+  /** Per thread that asked, the channel its answers go on. */
+  readonly #channels = new Map<number, BroadcastChannel>();
+  /** Per calling call, its parts not yet ended. */
+  readonly #parts = new Map<number, Set<SpreadPart>>();
+  /** The sequence numbers of running parts. */
+  readonly #partSeqs = new Set<number>();
+  /** Calling calls that were aborted: a part started for them later starts aborted. */
+  readonly #aborted = new Set<number>();
+
+  constructor(controlChannel: string, pool: SpreadPool) {
+    this.#controlChannel = controlChannel;
+    this.#pool = pool;
+  }
+
+  /** Whether call `seq` is a part of another call. */
+  isPart(seq: number): boolean {
+    return this.#partSeqs.has(seq);
+  }
+
+  onRequest(request: SpreadRequest): void {
+    const { seq, id, threadId } = request;
+    const answer = (reply: Omit<SpreadReply, "id">): void => {
+      // A call that has ended waits for nothing; its thread may serve another call by now.
+      if (!this.#pool.isRunning(seq)) return;
+      try {
+        this.#channel(threadId).postMessage({ id, ...reply } satisfies SpreadReply);
+      } catch (error) {
+        // An outcome that cannot be cloned again: the call learns why instead.
+        this.#channel(threadId).postMessage({ id, error: `the parts' outcomes cannot be sent back: ${String(error)}` } satisfies SpreadReply);
+      }
+    };
+    if (!this.#pool.isRunning(seq)) return;
+    if (this.#partSeqs.has(seq)) return answer({ error: "a part cannot spread further" });
+    const { exportName, inputs } = request;
+    if (typeof exportName !== "string" || exportName === "" || !Array.isArray(inputs) || inputs.length > maxSpreadInputs) {
+      return answer({ error: `expected an export name and at most ${maxSpreadInputs} inputs` });
+    }
+    const notRun = (error: string): SpreadOutcome => ({ ok: false, error, ran: false });
+    if (this.#pool.isClosed()) return answer({ outcomes: inputs.map(() => notRun("not run: the pool is closing")) });
+    const idle = this.#pool.idleThreads();
+    const outcomes: SpreadOutcome[] = new Array(inputs.length);
+    const running: Promise<void>[] = [];
+    let parts = this.#parts.get(seq);
+    for (let index = 0; index < inputs.length; index++) {
+      if (index >= idle) {
+        outcomes[index] = notRun("not run: no idle thread");
+        continue;
+      }
+      const part = this.#pool.runPart(seq, exportName, inputs[index]);
+      if (parts === undefined) this.#parts.set(seq, (parts = new Set()));
+      parts.add(part);
+      this.#partSeqs.add(part.seq);
+      if (this.#aborted.has(seq)) part.stop();
+      const own = parts;
+      running.push(
+        part.outcome.then((outcome) => {
+          own.delete(part);
+          this.#partSeqs.delete(part.seq);
+          outcomes[index] = toSpreadOutcome(outcome);
+        }),
+      );
+    }
+    if (running.length === 0) return answer({ outcomes });
+    void Promise.all(running).then(() => answer({ outcomes }));
+  }
+
+  /** The calling call was aborted: so are its parts, and any it starts later. */
+  onCallAborted(seq: number): void {
+    if (!this.#pool.isRunning(seq) && !this.#parts.has(seq)) return;
+    this.#aborted.add(seq);
+    for (const part of this.#parts.get(seq) ?? []) part.stop();
+  }
+
+  /** Call `seq` has ended: its parts are stopped. */
+  onCallEnded(seq: number): void {
+    this.#aborted.delete(seq);
+    const parts = this.#parts.get(seq);
+    if (parts === undefined) return;
+    this.#parts.delete(seq);
+    for (const part of parts) part.stop();
+  }
+
+  /** A thread is gone: its channel is closed. */
+  onThreadLost(threadId: number): void {
+    this.#channels.get(threadId)?.close();
+    this.#channels.delete(threadId);
+  }
+
+  close(): void {
+    for (const channel of this.#channels.values()) channel.close();
+    this.#channels.clear();
+  }
+
+  #channel(threadId: number): BroadcastChannel {
+    let channel = this.#channels.get(threadId);
+    if (channel === undefined) {
+      channel = new BroadcastChannel(spreadChannelName(this.#controlChannel, threadId));
+      channel.unref();
+      this.#channels.set(threadId, channel);
+    }
+    return channel;
+  }
+}
+
+function toSpreadOutcome(outcome: WorkerCallOutcome): SpreadOutcome {
+  if (outcome.kind === "ok") return { ok: true, value: outcome.result };
+  const error = outcome.code === undefined ? outcome.message : `${outcome.code}: ${outcome.message}`;
+  return { ok: false, error, ran: outcome.timing?.startedAt !== undefined };
+}
