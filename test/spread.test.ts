@@ -1,0 +1,170 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
+import { builtinTools, createRuntime, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type SpreadOutcome } from "toolpool";
+
+import { createGrepTool } from "../dist/tools/grep.js";
+
+const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
+const tool = (name: string, exportName: string) => workerTool({ name, description: name, parameters: { type: "object" }, module: spreadModule, exportName });
+const tools = [tool("spread_parent", "spreadParent"), tool("spread_and_leave", "spreadAndLeave"), tool("spread_badly", "spreadBadly"), tool("noop", "noop")];
+
+const batch = (...calls: [id: string, name: string, args?: Record<string, unknown>][]): AssistantMessage => ({
+  role: "assistant",
+  content: calls.map(([id, name, args = {}]) => ({ type: "toolCall", id, name, arguments: args })),
+});
+
+let runtimes: Runtime[] = [];
+afterEach(async () => {
+  await Promise.all(runtimes.map((runtime) => runtime.close()));
+  runtimes = [];
+});
+
+/** A runtime whose `threads` threads have all answered a call, so that they count as idle. */
+async function warmRuntime(threads: number, extra: { abortGraceMs?: number } = {}): Promise<Runtime> {
+  const runtime = createRuntime({ tools, pool: { minThreads: threads, maxThreads: threads, ...extra } });
+  runtimes.push(runtime);
+  const { messages } = await runtime.executeToolCalls(batch(...Array.from({ length: threads }, (_, i): [string, string] => [`w${i}`, "noop"])));
+  expect(new Set(messages.map((m) => (m.details as { threadId: number }).threadId)).size).toBe(threads);
+  return runtime;
+}
+
+async function spreadOnce(runtime: Runtime, part: string, inputs: unknown[]) {
+  const { messages } = await runtime.executeToolCalls(batch(["s", "spread_parent", { part, inputs }]));
+  expect(messages[0]!.isError).toBe(false);
+  return messages[0]!.details as { threadId: number; outcomes: SpreadOutcome<{ input: unknown; threadId: number }>[] };
+}
+
+async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const callsRunning = (runtime: Runtime) => runtime.diagnose().pools.flatMap((pool) => pool.calls);
+
+describe("ctx.spread", () => {
+  it("runs each input as a part on another idle thread and answers in input order", async () => {
+    const runtime = await warmRuntime(3);
+    const { threadId, outcomes } = await spreadOnce(runtime, "echoPart", ["a", "b"]);
+    expect(outcomes.map((o) => (o.ok ? o.value.input : o.error))).toEqual(["a", "b"]);
+    const partThreads = outcomes.map((o) => (o.ok ? o.value.threadId : 0));
+    expect(new Set([threadId, ...partThreads]).size).toBe(3);
+  });
+
+  it("does not run inputs beyond the idle threads, and says so", async () => {
+    const runtime = await warmRuntime(2);
+    const { outcomes } = await spreadOnce(runtime, "echoPart", [1, 2, 3]);
+    expect(outcomes[0]).toMatchObject({ ok: true, value: { input: 1 } });
+    expect(outcomes.slice(1)).toEqual([
+      { ok: false, ran: false, error: "not run: no idle thread" },
+      { ok: false, ran: false, error: "not run: no idle thread" },
+    ]);
+  });
+
+  it("turns a part's throw, a part's crash and a nested spread into outcomes; the call itself succeeds", async () => {
+    const runtime = await warmRuntime(2);
+    expect((await spreadOnce(runtime, "throwPart", ["x"])).outcomes).toEqual([{ ok: false, ran: true, error: "part failed on x" }]);
+    const [crashed] = (await spreadOnce(runtime, "crashPart", [1])).outcomes;
+    expect(crashed).toMatchObject({ ok: false, ran: true });
+    expect(crashed!.ok ? "" : crashed!.error).toMatch(/^TP_ERR_WORKER_EXIT: /);
+    // The crashed thread is replaced; the pool goes on.
+    await until(() => runtime.diagnose().pools[0]!.generations.at(-1)!.threads.filter((t) => t.isUsable).length === 2);
+    const [nested] = (await spreadOnce(runtime, "nestedPart", [1])).outcomes;
+    expect(nested).toEqual({ ok: false, ran: true, error: "ctx.spread: a part cannot spread further" });
+    expect(callsRunning(runtime)).toEqual([]);
+  });
+
+  it("rejects bad arguments in the worker", async () => {
+    const runtime = await warmRuntime(1);
+    const errorOf = async (args: Record<string, unknown>) =>
+      ((await runtime.executeToolCalls(batch(["b", "spread_badly", args]))).messages[0]!.details as { error: string | null }).error;
+    expect(await errorOf({ exportName: "", inputs: [1] })).toBe("ctx.spread: exportName must be a non-empty string");
+    expect(await errorOf({ exportName: "echoPart", inputs: Array.from({ length: 65 }, () => 1) })).toBe(
+      "ctx.spread: inputs must be an array of at most 64 inputs",
+    );
+    expect(await errorOf({ exportName: "echoPart", inputs: [] })).toBeNull();
+  });
+
+  it("aborts the parts when the call is aborted: one end event, one error result, no call left", async () => {
+    const runtime = await warmRuntime(3, { abortGraceMs: 5_000 });
+    const controller = new AbortController();
+    const events: BatchEvent[] = [];
+    const done = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "waitForAbortPart", inputs: [1, 2] }]), {
+      signal: controller.signal,
+      emit: (event) => events.push(event),
+    });
+    await until(() => callsRunning(runtime).filter((call) => call.tool.includes("part")).length === 2);
+    controller.abort();
+    const { messages } = await done;
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.isError).toBe(true);
+    expect(events.filter((event) => event.type === "tool_execution_end")).toHaveLength(1);
+    await until(() => callsRunning(runtime).length === 0);
+  });
+
+  it("stops the parts when their call ends without waiting for them, terminating one that ignores its signal", async () => {
+    const runtime = await warmRuntime(3, { abortGraceMs: 100 });
+    const { messages } = await runtime.executeToolCalls(batch(["s", "spread_and_leave", { part: "waitForAbortPart", inputs: [1] }]));
+    expect(messages[0]!.isError).toBe(false);
+    await until(() => callsRunning(runtime).length === 0);
+    await runtime.executeToolCalls(batch(["s", "spread_and_leave", { part: "spinPart", inputs: [1] }]));
+    await until(() => callsRunning(runtime).length === 0);
+    // The terminated thread is replaced, and soon every thread serves again.
+    let outcomes: SpreadOutcome[] = [];
+    for (let attempt = 0; attempt < 50 && !(outcomes.length === 2 && outcomes.every((o) => o.ok)); attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      ({ outcomes } = await spreadOnce(runtime, "echoPart", [1, 2]));
+    }
+    expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
+  });
+
+  it("ends the call and its parts on a forced close", async () => {
+    const runtime = await warmRuntime(3);
+    const done = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "spinPart", inputs: [1, 2] }]));
+    await until(() => callsRunning(runtime).filter((call) => call.state === "running").length === 3);
+    await runtime.close({ force: true });
+    const { messages } = await done;
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.isError).toBe(true);
+  });
+});
+
+describe("grep spread over the pool", () => {
+  let root: string;
+  beforeAll(() => {
+    root = realpathSync(mkdtempSync(join(tmpdir(), "toolpool-spread-grep-")));
+    writeFileSync(join(root, ".gitignore"), "*.log\n");
+    for (let d = 0; d < 12; d++) {
+      mkdirSync(join(root, `d${d}`));
+      writeFileSync(join(root, `d${d}`, ".gitignore"), d % 2 === 0 ? "skip*.ts\n" : "!keep.log\n");
+      for (let f = 0; f < 60; f++) {
+        const lines = Array.from({ length: 40 }, (_, i) => (i === (f * 7 + d) % 40 ? `const hit_${d}_${f} = ${i};` : `line ${i} of ${f}`));
+        writeFileSync(join(root, `d${d}`, `${f % 5 === 0 ? "skip" : "f"}${f}.ts`), `${lines.join("\n")}\n`);
+      }
+      writeFileSync(join(root, `d${d}`, "keep.log"), "hit in a log\n");
+      writeFileSync(join(root, `d${d}`, "bin.dat"), Buffer.from([104, 105, 116, 0, 10]));
+    }
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it("gives exactly the one-thread result, truncated or not", async () => {
+    const runtime = createRuntime({ tools: builtinTools(["grep"], { root }), pool: { minThreads: 3, maxThreads: 3 } });
+    runtimes.push(runtime);
+    const alone = createGrepTool({ realRoot: root, allowWrite: false });
+    const ctx = { toolCallId: "t", signal: new AbortController().signal, onUpdate: () => {} };
+    for (const args of [{ pattern: "hit" }, { pattern: "hit", maxResults: 5000 }, { pattern: "hit_1[01]_", flags: "i" }, { pattern: "line 3\\d", maxResults: 5000 }]) {
+      const expected = await alone(args, ctx);
+      for (let rep = 0; rep < 3; rep++) {
+        const { messages } = await runtime.executeToolCalls(batch(["g", "grep", args]));
+        expect(messages[0]!.content).toEqual(expected.content);
+        expect(messages[0]!.details).toEqual(expected.details);
+      }
+    }
+  });
+});
