@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
-import { canScanWholeText, createLineMatcher, forEachMatchingLine } from "../dist/tools/line-matcher.js";
+import { canScanWholeText, createLineMatcher, forEachMatchingLine, requiredLiterals } from "../dist/tools/line-matcher.js";
 
 type Hit = [number, string];
 
@@ -58,7 +58,7 @@ describe("line matcher", () => {
         if (isWholeText) wholeText += 1;
         expect(actual).toEqual(expected);
       }),
-      { numRuns: 4000 },
+      { numRuns: Number(process.env.LINE_MATCHER_RUNS ?? 4000) },
     );
     // The property means something only if many cases took the whole-text path.
     expect(wholeText).toBeGreaterThan(1000);
@@ -103,5 +103,37 @@ describe("line matcher", () => {
     forEachMatchingLine(/hit/, body, () => true, (lines) => lineByLine.push(lines));
     expect(lineByLine.reduce((a, b) => a + b, 0)).toBe(5000);
     expect(Math.max(...lineByLine)).toBeLessThanOrEqual(1024);
+  });
+
+  it("names only literals that every matching text holds, for random patterns, flags and texts", () => {
+    let named = 0;
+    const literalPattern = fc
+      .array(fc.constantFrom("a", "b", "ab", "x(", "\\(", "\\.", ".", "[ab]", "(a|b)", "\\w", "b*", "a+", "a?", "x{2}", "a{1,2}?", "^", "$", "|", "\\x61", "(?:ab)+"), {
+        minLength: 1,
+        maxLength: 6,
+      })
+      .map((parts) => parts.join(""));
+    fc.assert(
+      fc.property(literalPattern, fc.subarray(["i", "m", "u"]), text, (source, flagList, body) => {
+        const flagSet = flagList.join("");
+        let regex: RegExp;
+        try {
+          regex = new RegExp(source, flagSet);
+        } catch {
+          return;
+        }
+        const literals = requiredLiterals(source, flagSet);
+        if (literals.length > 0) named += 1;
+        let matched = false;
+        forEachMatchingLine(regex, body, () => ((matched = true), false), noTick);
+        if (matched) for (const literal of literals) expect(body).toContain(literal);
+      }),
+      { numRuns: Number(process.env.LINE_MATCHER_RUNS ?? 4000) },
+    );
+    expect(named).toBeGreaterThan(1000);
+    expect(requiredLiterals("parse[A-Z]\\w+99\\(", "")).toEqual(["parse", "99("]);
+    expect(requiredLiterals("ab*cd", "")).toEqual(["a", "cd"]);
+    expect(requiredLiterals("a|b", "")).toEqual([]);
+    expect(requiredLiterals("Needle 9", "i")).toEqual([]);
   });
 });

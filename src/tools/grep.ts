@@ -12,7 +12,7 @@ import { basename, join, sep } from "node:path";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import ignore, { type Ignore } from "ignore";
 import type { AgentToolResult, JsonSchema, SpreadOutcome, WorkerToolContext } from "../types.js";
-import { createLineMatcher, type LineMatcher } from "./line-matcher.js";
+import { createLineMatcher, requiredLiterals, type LineMatcher } from "./line-matcher.js";
 import { openRegularFile, readRegularFile, readRegularFileInto, type ReadScratch } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
@@ -227,12 +227,17 @@ interface Budget {
 /** The search of one call: its compiled pattern and what a file's search needs. */
 interface Search {
   readonly matcher: LineMatcher;
+  /** Bytes every matching line holds: a file without one of them is not decoded. */
+  readonly needles: readonly Buffer[];
   readonly signal: AbortSignal;
   linesSinceCheck: number;
 }
 
 function createSearch(regex: RegExp, signal: AbortSignal): Search {
-  return { matcher: createLineMatcher(regex), signal, linesSinceCheck: 0 };
+  const needles = requiredLiterals(regex.source, regex.flags).map((literal) => Buffer.from(literal, "latin1"));
+  // The longest first: usually the rarest.
+  needles.sort((a, b) => b.length - a.length);
+  return { matcher: createLineMatcher(regex), needles, signal, linesSinceCheck: 0 };
 }
 
 /**
@@ -251,6 +256,11 @@ function searchFile(search: Search, absPath: string, relPath: string, budget: Bu
   if (buf.subarray(0, Math.min(length, BINARY_SNIFF_BYTES)).includes(0)) return null;
   const found: string[] = [];
   if (budget.lines <= 0) return found;
+  for (const needle of search.needles) {
+    // The first occurrence ending past the file's bytes means none inside them.
+    const at = buf.indexOf(needle);
+    if (at === -1 || at + needle.length > length) return found;
+  }
   let bytes = 0;
   search.matcher.forEachMatch(
     buf.toString("utf8", 0, length),

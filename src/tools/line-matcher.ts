@@ -216,3 +216,131 @@ function scanWholeText(scan: RegExp, test: RegExp, text: string, visit: LineVisi
   tick(lineNumber - ticked + 1);
   return true;
 }
+
+/** Characters that stand for themselves after a backslash. */
+const identityEscapes = new Set("^$\\.*+?()[]{}|/-".split(""));
+/** Two-character escapes of a class or an assertion: no literal. */
+const classEscapes = new Set("wWdDsSbB".split(""));
+
+/**
+ * The index after the quantifier at `at` (`*`, `+`, `?`, `{n}`, `{n,}`,
+ * `{n,m}`, each perhaps lazy), `at` itself when there is none, or -1 for a
+ * `{` that is not a quantifier.
+ */
+function skipQuantifier(source: string, at: number): number {
+  const ch = source[at];
+  let end: number;
+  if (ch === "*" || ch === "+" || ch === "?") end = at + 1;
+  else if (ch === "{") {
+    const counted = /^\{\d+(,\d*)?\}/.exec(source.slice(at));
+    if (counted === null) return -1;
+    end = at + counted[0].length;
+  } else return at;
+  return source[end] === "?" ? end + 1 : end;
+}
+
+/**
+ * ASCII strings that every line the pattern matches must contain: the runs
+ * of literal characters of its top level (not inside a group or class, not
+ * made optional by a quantifier). A text without one of them has no
+ * matching line, whatever the rest of the pattern says, so a file's bytes
+ * can be searched for them before it is decoded. Conservative: a top-level
+ * `|` gives none; with the `i` flag only runs without letters are kept; the
+ * scan stops at the first construct it does not analyse, keeping what it
+ * found before.
+ */
+export function requiredLiterals(source: string, flags: string): string[] {
+  const ignoreCase = flags.includes("i");
+  const isV = flags.includes("v");
+  const runs: string[] = [];
+  let run = "";
+  const endRun = (): void => {
+    if (run !== "" && (!ignoreCase || !/[a-z]/i.test(run))) runs.push(run);
+    run = "";
+  };
+  /** Index after the class opened at `at`, or -1. */
+  const skipClass = (at: number): number => {
+    if (isV) return -1;
+    let i = at + 1;
+    for (; i < source.length && source[i] !== "]"; i++) if (source[i] === "\\") i++;
+    return i < source.length ? i + 1 : -1;
+  };
+  const n = source.length;
+  // A top-level alternative anywhere, even past what the scan below reaches, makes every run optional.
+  let depth = 0;
+  for (let j = 0; j < n; j++) {
+    const c = source[j];
+    if (c === "\\") j++;
+    else if (c === "[") {
+      const end = skipClass(j);
+      if (end === -1) return [];
+      j = end - 1;
+    } else if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (c === "|" && depth === 0) return [];
+  }
+  let i = 0;
+  while (i < n) {
+    const ch = source[i]!;
+    // A zero-width or non-literal atom ends the run; a quantifier after it is skipped.
+    let atomEnd = -1;
+    let literal: string | undefined;
+    if (ch === "\\") {
+      const next = source[i + 1];
+      if (next === undefined) break;
+      if (identityEscapes.has(next)) literal = next;
+      else if (classEscapes.has(next)) atomEnd = i + 2;
+      else break;
+    } else if (ch === "|") {
+      return [];
+    } else if (ch === "(") {
+      let depth = 0;
+      let j = i;
+      for (; j < n; j++) {
+        const c = source[j];
+        if (c === "\\") j++;
+        else if (c === "[") {
+          const end = skipClass(j);
+          if (end === -1) break;
+          j = end - 1;
+        } else if (c === "(") depth++;
+        else if (c === ")" && --depth === 0) break;
+      }
+      if (j >= n || source[j] !== ")") break;
+      atomEnd = j + 1;
+    } else if (ch === "[") {
+      atomEnd = skipClass(i);
+      if (atomEnd === -1) break;
+    } else if (ch === "." || ch === "^" || ch === "$") {
+      atomEnd = i + 1;
+    } else if ("*+?{}])".includes(ch)) {
+      break;
+    } else {
+      literal = ch;
+    }
+    if (literal === undefined) {
+      endRun();
+      i = skipQuantifier(source, atomEnd);
+      if (i === -1) break;
+      continue;
+    }
+    const code = literal.charCodeAt(0);
+    if (code >= 0x80 || code < 0x20) break;
+    const after = i + (ch === "\\" ? 2 : 1);
+    const next = skipQuantifier(source, after);
+    if (next === -1) break;
+    if (next === after) {
+      run += literal;
+    } else if (source[after] === "+") {
+      // At least once: required, but what follows is not next to it.
+      run += literal;
+      endRun();
+    } else {
+      // Perhaps absent: not required, and it splits the run.
+      endRun();
+    }
+    i = next;
+  }
+  endRun();
+  return runs;
+}
