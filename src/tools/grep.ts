@@ -371,9 +371,26 @@ async function executeGrep(
   if (!rootIsDir) {
     merge.add(searchFile(search, root, basename(rootArg), merge.budget()));
   } else {
-    const files = await walkTree(root, nameFilter, signal, reportProgress);
     const spread = ctx.spread as SpreadFunction | undefined;
-    if (files.rel.length < MIN_FILES_TO_SPREAD || typeof spread !== "function") {
+    // A tree big enough is spread over the pool as soon as the walk has found
+    // that many files: parts search the chunks already listed while the walk goes on.
+    let shared: SharedSearch | undefined;
+    let files: FileList;
+    try {
+      files = await walkTree(root, nameFilter, signal, reportProgress, (list) => {
+        if (shared !== undefined) return shared.publish(list);
+        if (list.rel.length >= MIN_FILES_TO_SPREAD && typeof spread === "function") {
+          shared = startSpread(spread.bind(ctx), root, args, maxResults);
+          return shared.publish(list);
+        }
+        return true;
+      });
+    } catch (error) {
+      (shared as SharedSearch | undefined)?.endWalk(undefined);
+      throw error;
+    }
+    (shared as SharedSearch | undefined)?.endWalk(files);
+    if (shared === undefined) {
       // On this thread alone: each file merged as soon as it is searched, as the walk gave it.
       for (let i = 0; i < files.rel.length; i++) {
         signal.throwIfAborted();
@@ -383,7 +400,7 @@ async function executeGrep(
         await reportProgress();
       }
     } else {
-      await searchSpread(spread.bind(ctx), root, files, args, maxResults, search, merge, reportProgress, (n) => (filesSearched += n));
+      await searchSpread(shared, root, files, maxResults, search, merge, reportProgress, (n) => (filesSearched += n));
     }
   }
   signal.throwIfAborted();
@@ -403,6 +420,9 @@ async function executeGrep(
   return { content: [{ type: "text", text }], details: { matches: lines.length, filesScanned, truncated } };
 }
 
+/** Thrown through the walk's recursion to end it early. */
+const walkStopped = new Error("walk stopped");
+
 /** The files to search, in walk order: absolute paths and paths relative to the search root. */
 interface FileList {
   abs: string[];
@@ -418,6 +438,7 @@ async function walkTree(
   nameFilter: RegExp | undefined,
   signal: AbortSignal,
   reportProgress: () => Promise<void>,
+  onFile: (files: FileList) => boolean,
 ): Promise<FileList> {
   const files: FileList = { abs: [], rel: [] };
   const walk = async (absDir: string, relDir: string, parentLayers: readonly IgnoreLayer[]): Promise<void> => {
@@ -450,12 +471,18 @@ async function walkTree(
         if (isIgnored(rel, layers)) continue;
         files.abs.push(join(absDir, entry.name));
         files.rel.push(rel);
+        // Enough found already (a spread search): the files after these cannot be in the result.
+        if (!onFile(files)) throw walkStopped;
       }
       // Symlinks, sockets and the like are skipped: following links could loop.
     }
     await reportProgress();
   };
-  await walk(root, "", []);
+  try {
+    await walk(root, "", []);
+  } catch (error) {
+    if (error !== walkStopped) throw error;
+  }
   return files;
 }
 
@@ -465,18 +492,33 @@ type SpreadFunction = (exportName: string, inputs: readonly unknown[]) => Promis
 const NEXT_CHUNK = 0;
 const LINES_FOUND = 1;
 const BYTES_FOUND = 2;
+/** Set once enough was found, or the call's own thread stopped: no one takes another chunk. */
 const STOP = 3;
+/** Files listed so far (a multiple of the chunk size until the walk ends). */
+const FILES_LISTED = 4;
+/** Bytes of `paths` holding them. */
+const BYTES_LISTED = 5;
+/** Set once no more files will be listed. */
+const LIST_DONE = 6;
+/** Bumped whenever any of the above changes that a waiting part needs to see: what parts wait on. */
+const VERSION = 7;
+const CONTROL_SLOTS = 8;
 
-/** What each part of a spread search gets: the file list and the pattern, and the shared control array. */
+/** Bytes of the shared file list: room for the paths of ~300,000 files; a longer list's tail is searched by the call's own thread. */
+const PATHS_BYTES = 8 * 1024 * 1024;
+/** How long a part waits at most for the walk to list more files before it looks at its signal again. */
+const LIST_WAIT_MS = 20;
+
+/** What each part of a spread search gets: where to find the files, the pattern, and the shared control array. */
 export interface GrepPartInput {
   /** The search root's real path. */
   root: string;
-  /** The files' paths relative to `root`, in walk order, joined by NUL (no path holds one). */
-  files: string;
+  /** The files' paths relative to `root`, in walk order, UTF-8, each ended by a NUL (no path holds one); shared, filled as the walk goes. */
+  paths: SharedArrayBuffer;
   pattern: string;
   flags: string;
   maxResults: number;
-  /** Shared: the next chunk to take, lines and bytes found so far, and a stop flag. */
+  /** Shared: the next chunk to take, lines and bytes found so far, the stop flag, and how much of `paths` is listed. */
   control: Int32Array;
 }
 
@@ -505,9 +547,12 @@ function searchChunk(search: Search, root: string, rel: readonly string[], index
   const chunk: GrepChunk = { index, skipped: [], hitFiles: [], hits: [] };
   const start = index * GREP_CHUNK_FILES;
   const end = Math.min(rel.length, start + GREP_CHUNK_FILES);
+  const prefix = root.endsWith(sep) ? root : root + sep;
   for (let i = start; i < end; i++) {
     search.signal.throwIfAborted();
-    const outcome = searchFile(search, join(root, rel[i]!), rel[i]!, { lines: maxResults + 1, bytes: GREP_MAX_OUTPUT_BYTES });
+    // The walk's paths are clean (no "." or ".." parts): joined without normalizing.
+    const relPath = rel[i]!;
+    const outcome = searchFile(search, prefix + (sep === "/" ? relPath : relPath.replaceAll("/", sep)), relPath, { lines: maxResults + 1, bytes: GREP_MAX_OUTPUT_BYTES });
     if (outcome === null) {
       chunk.skipped.push(i - start);
       continue;
@@ -521,45 +566,105 @@ function searchChunk(search: Search, root: string, rel: readonly string[], index
     }
     const lines = Atomics.add(control, LINES_FOUND, outcome.length) + outcome.length;
     const totalBytes = Atomics.add(control, BYTES_FOUND, bytes) + bytes;
-    if (lines > maxResults || totalBytes > GREP_MAX_OUTPUT_BYTES) Atomics.store(control, STOP, 1);
+    if (lines > maxResults || totalBytes > GREP_MAX_OUTPUT_BYTES) stopAll(control);
   }
   return chunk;
 }
 
-/** Takes chunks from the shared counter until none is left or the stop flag is set. */
+/** Sets the stop flag and wakes the parts waiting for the walk. */
+function stopAll(control: Int32Array): void {
+  Atomics.store(control, STOP, 1);
+  Atomics.add(control, VERSION, 1);
+  Atomics.notify(control, VERSION);
+}
+
+/** The next chunk from the shared counter, or -1 when none is left or the stop flag is set. */
 function takeChunk(control: Int32Array, chunks: number): number {
   if (Atomics.load(control, STOP) !== 0) return -1;
   const index = Atomics.add(control, NEXT_CHUNK, 1);
   return index < chunks ? index : -1;
 }
 
+/** A spread search under way: the shared list the walk fills, and the parts' pending outcomes. */
+interface SharedSearch {
+  readonly control: Int32Array;
+  readonly outcomes: Promise<SpreadOutcome[]>;
+  /** Lists the files found since the last call (whole chunks only); false once enough was found and the walk may stop. */
+  publish(files: FileList): boolean;
+  /** The walk has ended: the rest of `files` is listed (none when the walk failed), and parts stop waiting. */
+  endWalk(files: FileList | undefined): void;
+}
+
+/** Starts the parts of a spread search; the walk then lists files for them as it finds them. */
+function startSpread(spread: SpreadFunction, root: string, args: GrepArgs, maxResults: number): SharedSearch {
+  const control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT));
+  const paths = new SharedArrayBuffer(PATHS_BYTES);
+  const bytes = Buffer.from(paths);
+  const input: GrepPartInput = { root, paths, pattern: args.pattern, flags: args.flags ?? "", maxResults, control };
+  const outcomes = spread("searchPart", new Array<GrepPartInput>(MAX_SPREAD_PARTS).fill(input));
+  // Awaited by the merge; a throw before then must not leave it unhandled.
+  outcomes.catch(() => {});
+  let listed = 0;
+  let written = 0;
+  let isFull = false;
+  const publishUpTo = (files: FileList, end: number): void => {
+    for (let i = listed; i < end; i++) {
+      const rel = files.rel[i]!;
+      if (written + Buffer.byteLength(rel, "utf8") + 1 > PATHS_BYTES) {
+        // The rest is not listed: the call's own thread searches it.
+        isFull = true;
+        end = i - (i % GREP_CHUNK_FILES);
+        break;
+      }
+      written += bytes.write(rel, written, "utf8");
+      bytes[written++] = 0;
+    }
+    listed = Math.max(listed, end);
+    Atomics.store(control, BYTES_LISTED, written);
+    Atomics.store(control, FILES_LISTED, listed);
+    Atomics.add(control, VERSION, 1);
+    Atomics.notify(control, VERSION);
+  };
+  return {
+    control,
+    outcomes,
+    publish: (files) => {
+      if (Atomics.load(control, STOP) !== 0) return false;
+      const whole = files.rel.length - (files.rel.length % GREP_CHUNK_FILES);
+      if (!isFull && whole > listed) publishUpTo(files, whole);
+      return true;
+    },
+    endWalk: (files) => {
+      if (files !== undefined && !isFull && files.rel.length > listed) publishUpTo(files, files.rel.length);
+      Atomics.store(control, LIST_DONE, 1);
+      Atomics.add(control, VERSION, 1);
+      Atomics.notify(control, VERSION);
+    },
+  };
+}
+
 /**
  * One call's search spread over the pool's idle threads: the files are cut
- * into chunks of 64, which this thread and every part take from a shared
- * counter. Then the chunks are merged in walk order; a chunk no part
- * returned (a part that failed, was not run, or was stopped) is searched
- * here. The stop flag only ever skips chunks after enough was found for
- * the merge to end before them: every chunk taken is searched to the end.
+ * into chunks of 64, which this thread (once its walk is over) and every
+ * part take from a shared counter. Then the chunks are merged in walk
+ * order; a chunk no part returned (a part that failed, was not run, was
+ * stopped, or found the file list full) is searched here. The stop flag
+ * only ever skips chunks after enough was found for the merge to end
+ * before them: every chunk taken and listed is searched to the end.
  */
 async function searchSpread(
-  spread: SpreadFunction,
+  shared: SharedSearch,
   root: string,
   files: FileList,
-  args: GrepArgs,
   maxResults: number,
   search: Search,
   merge: Merge,
   reportProgress: () => Promise<void>,
   countSearched: (files: number) => void,
 ): Promise<void> {
+  const { control } = shared;
   const rel = files.rel;
   const chunkCount = Math.ceil(rel.length / GREP_CHUNK_FILES);
-  const control = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
-  const input: GrepPartInput = { root, files: rel.join("\0"), pattern: args.pattern, flags: args.flags ?? "", maxResults, control };
-  const parts = Math.min(MAX_SPREAD_PARTS, chunkCount - 1);
-  const pending = spread("searchPart", new Array<GrepPartInput>(parts).fill(input));
-  // Awaited below; a throw before then must not leave it unhandled.
-  pending.catch(() => {});
   const chunks = new Map<number, GrepChunk>();
   try {
     for (let index = takeChunk(control, chunkCount); index !== -1; index = takeChunk(control, chunkCount)) {
@@ -569,11 +674,11 @@ async function searchSpread(
     }
   } finally {
     // Nothing more to take for anyone, whether this thread finished or threw.
-    Atomics.store(control, STOP, 1);
+    stopAll(control);
   }
   let outcomes: SpreadOutcome[] = [];
   try {
-    outcomes = await pending;
+    outcomes = await shared.outcomes;
   } catch {
     // No part ran: every chunk is searched here.
   }
@@ -614,25 +719,45 @@ export const searchPart = createGrepPart(workspaceFromModuleUrl(import.meta.url)
 /** `grep`'s part function confined to `workspace`. */
 export function createGrepPart(workspace: Workspace): (input: GrepPartInput, ctx: WorkerToolContext) => GrepPartOutput {
   return (input, ctx) => {
-    const { root, files, pattern, flags, maxResults, control } = input;
+    const { root, paths, pattern, flags, maxResults, control } = input;
     if (
       typeof root !== "string" ||
-      typeof files !== "string" ||
+      !(paths instanceof SharedArrayBuffer) ||
       !Number.isInteger(maxResults) ||
       !(control instanceof Int32Array) ||
       !(control.buffer instanceof SharedArrayBuffer) ||
-      control.length !== 4
+      control.length !== CONTROL_SLOTS
     ) {
-      throw new Error("grep: a search part needs { root, files, pattern, flags, maxResults, control }");
+      throw new Error("grep: a search part needs { root, paths, pattern, flags, maxResults, control }");
     }
     // The part resolves nothing itself: the root must be the workspace's real root or below it.
     const base = workspace.realRoot.endsWith(sep) ? workspace.realRoot : workspace.realRoot + sep;
     if (root !== workspace.realRoot && !root.startsWith(base)) throw new Error(`grep: a search part's root ${root} is outside the workspace root`);
-    const rel = files === "" ? [] : files.split("\0");
     const search = createSearch(compilePattern(pattern, flags), ctx.signal);
-    const chunkCount = Math.ceil(rel.length / GREP_CHUNK_FILES);
+    const rel: string[] = [];
+    let decoded = 0;
     const chunks: GrepChunk[] = [];
-    for (let index = takeChunk(control, chunkCount); index !== -1; index = takeChunk(control, chunkCount)) {
+    for (;;) {
+      if (Atomics.load(control, STOP) !== 0) break;
+      const index = Atomics.add(control, NEXT_CHUNK, 1);
+      // Wait until the walk has listed the chunk, or ended.
+      let listed: number;
+      for (;;) {
+        const version = Atomics.load(control, VERSION);
+        const isDone = Atomics.load(control, LIST_DONE) !== 0;
+        listed = Atomics.load(control, FILES_LISTED);
+        if (isDone || listed >= (index + 1) * GREP_CHUNK_FILES || Atomics.load(control, STOP) !== 0) break;
+        ctx.signal.throwIfAborted();
+        Atomics.wait(control, VERSION, version, LIST_WAIT_MS);
+      }
+      if (index * GREP_CHUNK_FILES >= listed) break;
+      const listedBytes = Atomics.load(control, BYTES_LISTED);
+      if (listedBytes > decoded) {
+        const names = Buffer.from(paths, decoded, listedBytes - decoded).toString("utf8").split("\0");
+        // The last piece is what follows the last NUL: nothing.
+        for (let i = 0; i < names.length - 1; i++) rel.push(names[i]!);
+        decoded = listedBytes;
+      }
       chunks.push(searchChunk(search, root, rel, index, maxResults, control));
     }
     return { chunks };

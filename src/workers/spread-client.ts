@@ -1,7 +1,8 @@
 /**
- * `ctx.spread` in the worker: posts a call's spread request to the pool and
- * resolves with the pool's answer. Loaded by the worker entry on a thread's
- * first spread only, so that calls which never spread cost nothing.
+ * `ctx.spread` in the worker: posts a call's spread request to the pool at
+ * once (so parts start while the call goes on) and resolves with the pool's
+ * answer. Nothing happens until a call spreads: the thread's channel is
+ * opened on its first request.
  *
  * @module
  */

@@ -16,6 +16,7 @@ import { describeThrown } from "../errors.js";
 import { runWithRemoteParent } from "../tracing/remote-parent.js";
 import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../types.js";
 import { inspectResult } from "./inspect-result.js";
+import { requestSpread } from "./spread-client.js";
 import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask, type WorkerToolDefinition } from "./protocol.js";
 
 const boot = workerData as WorkerBootData;
@@ -244,10 +245,9 @@ class CallContext implements WorkerToolContext<unknown> {
     return (this.#signal ??= takeCallSignal(this.#seq));
   }
 
-  /** Runs parts of the call on idle threads; the client module loads on a thread's first spread. */
+  /** Runs parts of the call on idle threads. The request is posted at once: parts start while the call goes on. */
   spread<TOutput = unknown>(exportName: string, inputs: readonly unknown[]): Promise<SpreadOutcome<TOutput>[]> {
-    const seq = this.#seq;
-    return import("./spread-client.js").then((client) => client.requestSpread(boot.controlChannel, seq, exportName, inputs) as Promise<SpreadOutcome<TOutput>[]>);
+    return requestSpread(boot.controlChannel, this.#seq, exportName, inputs) as Promise<SpreadOutcome<TOutput>[]>;
   }
 }
 
