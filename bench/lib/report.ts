@@ -160,6 +160,7 @@ export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[
     });
   }
   for (const row of report.builtins?.grep ?? []) {
+    if (row.targetRatio === undefined) continue;
     checks.push({
       target: `built-in grep ≤ ${row.targetRatio} × ripgrep, same tree, same threads (${row.name})`,
       figure: `${row.ratio.toFixed(2)}× (${row.toolpoolMs.median.toFixed(0)} vs ${row.nativeMs.median.toFixed(0)} ms)`,
@@ -167,6 +168,7 @@ export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[
     });
   }
   for (const row of report.builtins?.hash ?? []) {
+    if (row.targetRatio === undefined) continue;
     checks.push({
       target: `built-in hash ≤ ${row.targetRatio} × sha256sum (${row.name})`,
       figure: `${row.ratio.toFixed(2)}× (${row.toolpoolMs.median.toFixed(0)} vs ${row.nativeMs.median.toFixed(0)} ms)`,

@@ -46,8 +46,8 @@ export interface BuiltinsRow {
   nativeMs: Summary;
   /** toolpool's median / the native tool's median. */
   ratio: number;
-  /** What the target allows for this row (2 for grep). */
-  targetRatio: number;
+  /** What the target allows for this row (2: grep and the one-file hash); absent for a row shown for information. */
+  targetRatio?: number;
 }
 
 export interface BuiltinsResult {
@@ -107,7 +107,7 @@ async function timeCalls(runtime: Runtime, calls: { name: string; arguments: Rec
 interface PairedContender {
   name: string;
   threads: number;
-  targetRatio: number;
+  targetRatio?: number;
   toolpool: () => Promise<number>;
   native: () => number;
 }
@@ -172,9 +172,9 @@ export async function runBuiltinsSuite(options: BuiltinsOptions): Promise<Builti
         native: () => timeCommand("sha256sum", [bigFile], [0]).ms,
       });
       contenders.push({
+        // For information: a batch of calls against one process; no fan-out within a call applies.
         name: `hash ${tree.sample.length} files, one call each (pool of ${threads}) vs one sha256sum`,
         threads,
-        targetRatio: 2,
         toolpool: async () => (await timeCalls(runtimes.get(threads)!, tree.sample.map((path) => ({ name: "hash", arguments: { path } })))).ms,
         native: () => timeCommand("sha256sum", tree.sample, [0]).ms,
       });
@@ -196,7 +196,9 @@ export async function runBuiltinsSuite(options: BuiltinsOptions): Promise<Builti
       const { toolpool, native } = samples.get(contender.name)!;
       const toolpoolMs = summarize(toolpool);
       const nativeMs = summarize(native);
-      return { name: contender.name, threads: contender.threads, toolpoolMs, nativeMs, ratio: toolpoolMs.median / nativeMs.median, targetRatio: contender.targetRatio };
+      const row: BuiltinsRow = { name: contender.name, threads: contender.threads, toolpoolMs, nativeMs, ratio: toolpoolMs.median / nativeMs.median };
+      if (contender.targetRatio !== undefined) row.targetRatio = contender.targetRatio;
+      return row;
     });
     return {
       options,

@@ -508,6 +508,8 @@ const CONTROL_SLOTS = 8;
 const PATHS_BYTES = 8 * 1024 * 1024;
 /** How long a part waits at most for the walk to list more files before it looks at its signal again. */
 const LIST_WAIT_MS = 20;
+/** A part that waited this long for one chunk gives its thread back (a slow walk): the call's own thread searches that chunk. */
+const MAX_LIST_WAIT_MS = 250;
 
 /** What each part of a spread search gets: where to find the files, the pattern, and the shared control array. */
 export interface GrepPartInput {
@@ -742,12 +744,14 @@ export function createGrepPart(workspace: Workspace): (input: GrepPartInput, ctx
       const index = Atomics.add(control, NEXT_CHUNK, 1);
       // Wait until the walk has listed the chunk, or ended.
       let listed: number;
+      const waitUntil = performance.now() + MAX_LIST_WAIT_MS;
       for (;;) {
         const version = Atomics.load(control, VERSION);
         const isDone = Atomics.load(control, LIST_DONE) !== 0;
         listed = Atomics.load(control, FILES_LISTED);
         if (isDone || listed >= (index + 1) * GREP_CHUNK_FILES || Atomics.load(control, STOP) !== 0) break;
         ctx.signal.throwIfAborted();
+        if (performance.now() >= waitUntil) return { chunks };
         Atomics.wait(control, VERSION, version, LIST_WAIT_MS);
       }
       if (index * GREP_CHUNK_FILES >= listed) break;
