@@ -460,16 +460,18 @@ async function walkTree(
       }
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // absDir is normalized and a name holds no separator: joined without normalizing again.
+    const prefix = absDir.endsWith(sep) ? absDir : absDir + sep;
     for (const entry of entries) {
       if (ALWAYS_SKIPPED.has(entry.name)) continue;
       const rel = relDir === "" ? entry.name : `${relDir}/${entry.name}`;
       if (entry.isDirectory()) {
         if (isIgnored(`${rel}/`, layers)) continue;
-        await walk(join(absDir, entry.name), rel, layers);
+        await walk(prefix + entry.name, rel, layers);
       } else if (entry.isFile()) {
         if (nameFilter && !nameFilter.test(entry.name)) continue;
         if (isIgnored(rel, layers)) continue;
-        files.abs.push(join(absDir, entry.name));
+        files.abs.push(prefix + entry.name);
         files.rel.push(rel);
         // Enough found already (a spread search): the files after these cannot be in the result.
         if (!onFile(files)) throw walkStopped;
