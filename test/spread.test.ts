@@ -97,7 +97,9 @@ describe("ctx.spread", () => {
     const events: BatchEvent[] = [];
     const done = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "waitForAbortPart", inputs: [1, 2] }]), {
       signal: controller.signal,
-      emit: (event) => events.push(event),
+      emit: (event) => {
+        events.push(event);
+      },
     });
     await until(() => callsRunning(runtime).filter((call) => call.tool.includes("part")).length === 2);
     controller.abort();
