@@ -195,6 +195,9 @@ function compilePattern(pattern: string, flags: string | undefined): RegExp {
  * - Throws on an invalid pattern or flags, a bad `maxResults`, a path outside
  *   the workspace root, a missing path, or a path that is neither a
  *   directory nor a regular file.
+ * - Given `ctx.spread` (a toolpool pool), a walk that finds 256 files or more
+ *   spreads the search over the pool's idle threads (see `searchSpread`); the
+ *   result is the one this thread alone would give.
  */
 export const execute = createGrepTool(workspaceFromModuleUrl(import.meta.url));
 
