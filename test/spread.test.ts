@@ -169,4 +169,28 @@ describe("grep spread over the pool", () => {
       }
     }
   });
+
+  it("searches every chunk itself when its parts fail, are not run, or the spread rejects", async () => {
+    const alone = createGrepTool({ realRoot: root, allowWrite: false });
+    const ctx = { toolCallId: "t", signal: new AbortController().signal, onUpdate: () => {} };
+    const expected = await alone({ pattern: "hit", maxResults: 5000 }, ctx);
+    const answers: ((inputs: readonly unknown[]) => Promise<SpreadOutcome[]>)[] = [
+      async (inputs) => inputs.map(() => ({ ok: false, error: "TP_ERR_WORKER_CRASH: gone", ran: true })),
+      async (inputs) => inputs.map(() => ({ ok: false, error: "not run: no idle thread", ran: false })),
+      async () => {
+        throw new Error("ctx.spread: the pool is gone");
+      },
+    ];
+    for (const answer of answers) {
+      let requests = 0;
+      const spread = (exportName: string, inputs: readonly unknown[]) => {
+        requests += 1;
+        expect(exportName).toBe("searchPart");
+        return answer(inputs);
+      };
+      const result = await alone({ pattern: "hit", maxResults: 5000 }, { ...ctx, spread } as typeof ctx);
+      expect(requests).toBe(1);
+      expect(result).toEqual(expected);
+    }
+  });
 });
