@@ -187,8 +187,9 @@ function compilePattern(pattern: string, flags: string | undefined): RegExp {
  *   it); never enters `.git/` or `node_modules/`; does not follow symlinks;
  *   skips files with a NUL byte in their first 8 KiB and files over 4 MiB;
  *   silently skips entries it cannot read.
- * - Checks `ctx.signal` for every file and every 4096 lines, and sends a
- *   progress update at most every 200 ms (never in the first 200 ms).
+ * - Checks `ctx.signal` for every file and every 4096 lines passed (a file
+ *   scanned whole at once counts its lines up to its last match), and sends
+ *   a progress update at most every 200 ms (never in the first 200 ms).
  *   A single pathological regex match cannot be interrupted.
  * - Reads only regular files, at most 4 MiB of each, whatever their size
  *   says (devices, FIFOs and `/proc` files never hang or balloon a call).
