@@ -10,7 +10,7 @@ import { createGrepTool } from "../dist/tools/grep.js";
 
 const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
 const tool = (name: string, exportName: string) => workerTool({ name, description: name, parameters: { type: "object" }, module: spreadModule, exportName });
-const tools = [tool("spread_parent", "spreadParent"), tool("spread_and_leave", "spreadAndLeave"), tool("spread_badly", "spreadBadly"), tool("noop", "noop")];
+const tools = [tool("spread_parent", "spreadParent"), tool("spread_and_leave", "spreadAndLeave"), tool("spread_badly", "spreadBadly"), tool("spread_then_exit", "spreadThenExit"), tool("noop", "noop")];
 
 const batch = (...calls: [id: string, name: string, args?: Record<string, unknown>][]): AssistantMessage => ({
   role: "assistant",
@@ -124,6 +124,21 @@ describe("ctx.spread", () => {
       ({ outcomes } = await spreadOnce(runtime, "echoPart", [1, 2]));
     }
     expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
+  });
+
+  it("stops the parts when the calling call's thread dies: the call ends once, with its crash", async () => {
+    const runtime = await warmRuntime(3, { abortGraceMs: 200 });
+    const events: BatchEvent[] = [];
+    const { messages } = await runtime.executeToolCalls(batch(["s", "spread_then_exit"]), {
+      emit: (event) => {
+        events.push(event);
+      },
+    });
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.isError).toBe(true);
+    expect(JSON.stringify(messages[0]!.content)).toMatch(/exit/i);
+    expect(events.filter((event) => event.type === "tool_execution_end")).toHaveLength(1);
+    await until(() => callsRunning(runtime).length === 0);
   });
 
   it("ends the call and its parts on a forced close", async () => {
