@@ -5,10 +5,10 @@ import { Ajv, type ErrorObject } from "ajv";
 
 import { describeValue, ToolpoolError } from "./errors.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./options.js";
-import { diffSpec } from "./tools/diff.js";
-import { grepSpec } from "./tools/grep.js";
+import { diffSpec } from "./tools/diff-spec.js";
+import { grepSpec } from "./tools/grep-spec.js";
 import { hashSpec } from "./tools/hash.js";
-import { patchSpec } from "./tools/patch.js";
+import { patchSpec } from "./tools/patch-spec.js";
 import { toWorkspaceModuleUrl } from "./tools/workspace.js";
 import { workerTool, type WorkerTool } from "./workers/worker-tool.js";
 

@@ -1,5 +1,7 @@
-import { Compile, type Validator } from "typebox/compile";
-import { Value } from "typebox/value";
+import { createRequire } from "node:module";
+
+import type { Compile as TypeboxCompile, Validator } from "typebox/compile";
+import type { Value as TypeboxValue } from "typebox/value";
 
 import type { JsonSchema } from "../types.js";
 import { coerceWithJsonSchema, type SubSchemaCheck } from "./coerce-json-schema.js";
@@ -15,6 +17,26 @@ import { formatValidationFailure } from "./validation-message.js";
  */
 const validators = new WeakMap<object, Validator>();
 
+/** The TypeBox functions validation uses. */
+interface Typebox {
+  Compile: typeof TypeboxCompile;
+  Value: typeof TypeboxValue;
+}
+
+let typebox: Typebox | undefined;
+
+/**
+ * TypeBox, loaded on the first compile: from dist/vendor/typebox.cjs, the
+ * build's one-file bundle of it (scripts/bundle-typebox.mjs), because its
+ * ~680 modules took ~400 ms to load and the bundle ~25 ms. Synchronous
+ * (CommonJS) so that `createRuntime` stays synchronous; never loaded by
+ * `import("toolpool")`.
+ */
+function loadTypebox(): Typebox {
+  typebox ??= createRequire(import.meta.url)("../vendor/typebox.cjs") as Typebox;
+  return typebox;
+}
+
 /**
  * Compiles (once per schema object) and returns the TypeBox validator of a
  * tool's `parameters`. Throws TypeBox's error for a schema it cannot compile.
@@ -22,7 +44,7 @@ const validators = new WeakMap<object, Validator>();
 export function compileArgumentValidator(schema: JsonSchema): Validator {
   let validator = validators.get(schema);
   if (validator === undefined) {
-    validator = Compile(schema as never);
+    validator = loadTypebox().Compile(schema as never);
     validators.set(schema, validator);
   }
   return validator;
@@ -60,7 +82,7 @@ export function validateToolArguments(toolName: string, schema: JsonSchema, rawA
   const args = structuredClone(rawArguments);
   // Only the in-place effect of Convert counts (pi drops its return value):
   // a top-level primitive is never replaced by it.
-  Value.Convert(schema as never, args);
+  loadTypebox().Value.Convert(schema as never, args);
   const coerced = coerceWithJsonSchema(args, schema, checkSubSchema);
   if (coerced !== args) {
     if (isRecord(args) && isRecord(coerced)) {
