@@ -1,5 +1,8 @@
-import { Ajv } from "ajv";
+import { createRequire } from "node:module";
 
+import type { Ajv, ErrorObject } from "ajv";
+
+import { compiledValidator } from "../compiled-validators.js";
 import { describeThrown, describeValue, ToolpoolError } from "../errors.js";
 import type { ToolDefinition } from "../options.js";
 import type { AgentTool } from "../types.js";
@@ -54,11 +57,9 @@ function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
  * compiles nearly anything (`{ type: "nonsense" }` would fail every call with
  * "Unknown validation error"), and a broken schema is the definition's fault.
  */
-const metaSchemaCheck = new Ajv({ strict: false, validateSchema: true });
-
 function compileSchema(name: string, schema: Record<string, unknown>): void {
   try {
-    if (!metaSchemaCheck.validateSchema(schema)) throw new Error(metaSchemaCheck.errorsText(metaSchemaCheck.errors));
+    checkAgainstMetaSchema(schema);
     compileArgumentValidator(schema);
   } catch (error) {
     throw new ToolpoolError(
@@ -71,4 +72,29 @@ function compileSchema(name: string, schema: Record<string, unknown>): void {
 
 function invalid(expectation: string, received: unknown): ToolpoolError {
   return new ToolpoolError("TP_ERR_INVALID_TOOL", `${expectation}, got ${describeValue(received)}`);
+}
+
+/**
+ * Throws, with ajv's `errorsText`, unless `schema` is valid against its
+ * meta-schema, as `new Ajv({ strict: false }).validateSchema(schema)` decides.
+ * A schema without `$schema` (draft-07, ajv's default) takes the meta-schema
+ * validator compiled at build time; one naming its own `$schema` takes ajv
+ * itself, loaded then.
+ */
+function checkAgainstMetaSchema(schema: Record<string, unknown>): void {
+  if (schema.$schema === undefined) {
+    const validate = compiledValidator("json-schema-draft-07");
+    if (!validate(schema)) throw new Error(errorsText(validate.errors));
+    return;
+  }
+  metaSchemaAjv ??= new (createRequire(import.meta.url)("ajv").Ajv as typeof Ajv)({ strict: false, validateSchema: true });
+  if (!metaSchemaAjv.validateSchema(schema)) throw new Error(metaSchemaAjv.errorsText(metaSchemaAjv.errors));
+}
+
+let metaSchemaAjv: Ajv | undefined;
+
+/** ajv's `errorsText` with its default separator and data name. */
+function errorsText(errors: ErrorObject[] | null | undefined): string {
+  if (errors === null || errors === undefined || errors.length === 0) return "No errors";
+  return errors.map((error) => `data${error.instancePath} ${error.message}`).join(", ");
 }
