@@ -10,12 +10,11 @@
 import { getEventListeners } from "node:events";
 import { BroadcastChannel, parentPort, threadId, workerData } from "node:worker_threads";
 
-import { Piscina } from "piscina";
-
 import { describeThrown } from "../errors.js";
 import { runWithRemoteParent } from "../tracing/remote-parent.js";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { inspectResult } from "./inspect-result.js";
+import { moveToHost } from "./move-to-host.js";
 import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask, type WorkerToolDefinition } from "./protocol.js";
 
 const boot = workerData as WorkerBootData;
@@ -173,7 +172,7 @@ class CallRun {
 /** The reply as Piscina posts it: large buffers are moved, not copied. */
 function withTransferables(reply: WorkerReply, transferables: ArrayBuffer[]): unknown {
   if (transferables.length === 0) return reply;
-  return Piscina.move({ [Piscina.transferableSymbol]: transferables, [Piscina.valueSymbol]: reply } as never);
+  return moveToHost(reply, transferables);
 }
 
 type ToolExecute = (args: unknown, ctx: WorkerToolContext<unknown>) => unknown;
