@@ -11,6 +11,7 @@
  *   faults    recovery after a crash, an out-of-memory and a timeout
  *   fairness  a flood session and light sessions on one pool: FIFO vs sessions taking turns
  *   fleet     remote calls through Redis to `toolpool node`s, beside the local pool
+ *   startup   cold start in fresh processes: import, and createRuntime + first batch vs bare Piscina
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -48,11 +49,12 @@ import { estimateFleetMs, runFleetSuite, type FleetOptions } from "./suites/flee
 import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
 import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
 import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, type ScalingOptions } from "./suites/scaling.js";
+import { estimateStartupMs, runStartupSuite, type StartupOptions } from "./suites/startup.js";
 
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet"] as const;
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "startup"] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -81,6 +83,7 @@ interface RunPlan {
   fairness: Omit<FairnessOptions, "spin">;
   fairnessCallMs: number;
   fleet: Omit<FleetOptions, "spin">;
+  startup: StartupOptions;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -144,6 +147,7 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       lockMs: 2_000,
       stalledMs: 1_000,
     },
+    startup: { reps: isQuick ? 7 : 15, calls: 4, threadCounts: [2, 4] },
   };
 }
 
@@ -214,6 +218,7 @@ async function main(): Promise<void> {
     faults: estimateFaultRecoveryMs(plan.faults),
     fairness: 16 * plan.fairnessCallMs + estimateFairnessMs({ ...plan.fairness, spin: placeholderSpin(plan.fairnessCallMs) }),
     fleet: estimateFleetMs(plan.fleet),
+    startup: estimateStartupMs(plan.startup),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -242,6 +247,7 @@ async function main(): Promise<void> {
     if (suites.has("faults")) report.faultRecovery = await runFaultRecoverySuite(plan.faults);
     if (suites.has("fairness")) report.fairness = await runFairnessSuite({ ...plan.fairness, spin: spinFor(plan.fairnessCallMs) });
     if (suites.has("fleet")) report.fleet = await runFleetSuite({ ...plan.fleet, spin: spinFor(plan.spinMs) });
+    if (suites.has("startup")) report.startup = await runStartupSuite(plan.startup);
   } finally {
     stopProgress();
   }

@@ -11,6 +11,7 @@ import type { FleetResult } from "../suites/fleet.js";
 import { harnessContenders, type HarnessLoadResult } from "../suites/harness-load.js";
 import { largeContenders, type LargeResultsResult } from "../suites/large-results.js";
 import type { ScalingResult } from "../suites/scaling.js";
+import type { StartupResult } from "../suites/startup.js";
 import type { MachineInfo } from "./machine.js";
 
 export interface BenchReport {
@@ -29,6 +30,7 @@ export interface BenchReport {
   faultRecovery?: FaultRecoveryResult | undefined;
   fairness?: FairnessResult | undefined;
   fleet?: FleetResult | undefined;
+  startup?: StartupResult | undefined;
 }
 
 /** Issue targets of the dispatch suite: toolpool ÷ bare Piscina per call. */
@@ -155,6 +157,17 @@ export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[
       target: `fairness: per-call dispatch with the fair queue within 3% of FIFO (${fairness.options.concurrency} in flight)`,
       figure: `${fairness.dispatchRatio.toFixed(3)}× (${fair!.dispatchUs.median.toFixed(1)} vs ${fifo!.dispatchUs.median.toFixed(1)} µs; paired ${fairness.pairedDispatchRatios.median.toFixed(3)}×)`,
       isMet: fairness.dispatchRatio <= 1.03,
+    });
+  }
+  for (const ratio of report.startup?.ratios ?? []) {
+    const limit = ratio.what === "import" ? 1.5 : 1.3;
+    checks.push({
+      target:
+        ratio.what === "import"
+          ? `cold start: import("toolpool") ≤ ${limit} × importing piscina + ajv + eventemitter3`
+          : `cold start: createRuntime + first batch ≤ ${limit} × bare Piscina's first batch, ${ratio.threads} threads`,
+      figure: `${ratio.ratioOfMedians.toFixed(2)}× (${ratio.toolpoolMs.toFixed(1)} vs ${ratio.baselineMs.toFixed(1)} ms)`,
+      isMet: ratio.ratioOfMedians <= limit,
     });
   }
   return checks;
