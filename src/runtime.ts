@@ -1,7 +1,7 @@
 import { EventEmitter } from "eventemitter3";
 
 import { BatchCoordinator, type BatchServices } from "./coordinator/batch-coordinator.js";
-import { createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
+import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
 import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { RemotePool, type FleetStats } from "./fleet/remote-pool.js";
@@ -95,6 +95,15 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         const options = Object.freeze({ ...this.#options.pool, resourceLimits, minThreads: 1 });
         this.#pools.set(entry.tool, new WorkerPool(options, this.#options.clock, onPoolError));
       }
+    }
+    // After the pools: their threads boot while the schemas compile (the
+    // first compile loads TypeBox), which shortens a new runtime's first batch.
+    try {
+      compileToolSchemas(this.#registry);
+    } catch (error) {
+      for (const pool of this.#pools.values()) pool.close({ force: true }).catch(() => {});
+      this.#remotePool?.close({ force: true }).catch(() => {});
+      throw error;
     }
   }
 

@@ -13,9 +13,8 @@ import { compileArgumentValidator } from "./validate-arguments.js";
 export type RegisteredTool = { kind: "inline"; tool: AgentTool } | { kind: "worker"; tool: WorkerTool };
 
 /**
- * The tools of a runtime by name. Checks every definition once, and compiles
- * each schema's validator up front so that a bad schema fails at
- * `createRuntime`, not in the middle of a batch.
+ * The tools of a runtime by name. Checks every definition once; its schema
+ * is checked and compiled by {@link compileToolSchemas}.
  */
 export function createToolRegistry(tools: readonly ToolDefinition[]): ReadonlyMap<string, RegisteredTool> {
   const registry = new Map<string, RegisteredTool>();
@@ -32,7 +31,6 @@ export function createToolRegistry(tools: readonly ToolDefinition[]): ReadonlyMa
 function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
   const where = `tools[${index}]`;
   if (isWorkerTool(tool)) {
-    compileSchema(tool.name, tool.parameters);
     return { kind: "worker", tool };
   }
   if (typeof tool !== "object" || tool === null) {
@@ -48,7 +46,6 @@ function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
   if (typeof candidate.parameters !== "object" || candidate.parameters === null) {
     throw invalid(`Expected \`${where}.parameters\` of tool "${candidate.name}" to be a JSON Schema object`, candidate.parameters);
   }
-  compileSchema(candidate.name, candidate.parameters);
   return { kind: "inline", tool: tool as AgentTool };
 }
 
@@ -57,6 +54,14 @@ function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
  * compiles nearly anything (`{ type: "nonsense" }` would fail every call with
  * "Unknown validation error"), and a broken schema is the definition's fault.
  */
+/**
+ * Checks every registered tool's schema and compiles its validator up front,
+ * so that a bad schema fails at `createRuntime`, not in the middle of a batch.
+ */
+export function compileToolSchemas(registry: ReadonlyMap<string, RegisteredTool>): void {
+  for (const { tool } of registry.values()) compileSchema(tool.name, tool.parameters);
+}
+
 function compileSchema(name: string, schema: Record<string, unknown>): void {
   try {
     checkAgainstMetaSchema(schema);

@@ -1,10 +1,8 @@
-import { createRequire } from "node:module";
-
-import type { Compile as TypeboxCompile, Validator } from "typebox/compile";
-import type { Value as TypeboxValue } from "typebox/value";
+import type { Validator } from "typebox/compile";
 
 import type { JsonSchema } from "../types.js";
 import { coerceWithJsonSchema, type SubSchemaCheck } from "./coerce-json-schema.js";
+import { loadTypebox } from "./typebox-bundle.js";
 import { formatValidationFailure } from "./validation-message.js";
 
 /**
@@ -16,26 +14,6 @@ import { formatValidationFailure } from "./validation-message.js";
  * for why not ajv.
  */
 const validators = new WeakMap<object, Validator>();
-
-/** The TypeBox functions validation uses. */
-interface Typebox {
-  Compile: typeof TypeboxCompile;
-  Value: typeof TypeboxValue;
-}
-
-let typebox: Typebox | undefined;
-
-/**
- * TypeBox, loaded on the first compile: from dist/vendor/typebox.cjs, the
- * build's one-file bundle of it (scripts/bundle-typebox.mjs), because its
- * ~680 modules took ~400 ms to load and the bundle ~25 ms. Synchronous
- * (CommonJS) so that `createRuntime` stays synchronous; never loaded by
- * `import("toolpool")`.
- */
-function loadTypebox(): Typebox {
-  typebox ??= createRequire(import.meta.url)("../vendor/typebox.cjs") as Typebox;
-  return typebox;
-}
 
 /**
  * Compiles (once per schema object) and returns the TypeBox validator of a
