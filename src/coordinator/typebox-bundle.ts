@@ -1,7 +1,7 @@
 /**
  * TypeBox, as argument validation uses it, loaded on the first validator
- * compile from dist/vendor/: `typebox.cjs`, the build's one-file bundle of
- * TypeBox's `Compile` and `Value` (scripts/bundle-typebox.mjs), and
+ * compile from dist/vendor/: `typebox.cjs`, the build.s one-file bundle of
+ * TypeBox's `Compile` and `Value` (scripts/bundle.mjs), and
  * `typebox.cjs.v8cache`, V8's code cache of it made by the build.
  *
  * Why not `import "typebox/compile"`: TypeBox ships as ~680 small ES modules,
