@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
 
-import { ToolpoolError } from "toolpool";
+import { createRuntime, ToolpoolError, workerTool } from "toolpool";
 
 const fixtures = new URL("./fixtures/startup/", import.meta.url);
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -84,5 +84,35 @@ describe("cold start", () => {
     expect(new ToolpoolError("TP_ERR_INVALID_OPTION", "x")).toBeInstanceOf(copy.ToolpoolError);
     expect(Object.assign(new Error("x"), { name: "ToolpoolError", code: "TP_ERR_INVALID_OPTION" })).not.toBeInstanceOf(ToolpoolError);
     expect((null as unknown) instanceof ToolpoolError).toBe(false);
+  });
+
+  it("a worker loads each kind of tool module as import() would: CommonJS, top-level await, one instance per query string", async () => {
+    const tool = (name: string, module: URL) => workerTool({ name, description: name, parameters: { type: "object" }, module });
+    const runtime = createRuntime({
+      tools: [
+        tool("cjs", new URL("cjs-tool.cjs", fixtures)),
+        tool("tla", new URL("tla-tool.mjs", fixtures)),
+        tool("plain", new URL("instance-tool.mjs", fixtures)),
+        tool("first", new URL("instance-tool.mjs?instance=1", fixtures)),
+        tool("second", new URL("instance-tool.mjs?instance=2", fixtures)),
+      ],
+      pool: { maxThreads: 1 },
+    });
+    try {
+      const names = ["cjs", "tla", "plain", "first", "second"];
+      const { messages } = await runtime.executeToolCalls({
+        role: "assistant",
+        content: names.map((name) => ({ type: "toolCall" as const, id: name, name, arguments: {} })),
+      });
+      expect(messages.map((message) => [message.toolCallId, message.isError, (message.content[0] as { text: string }).text])).toEqual([
+        ["cjs", false, "cjs"],
+        ["tla", false, "tla"],
+        ["plain", false, ""],
+        ["first", false, "?instance=1"],
+        ["second", false, "?instance=2"],
+      ]);
+    } finally {
+      await runtime.close();
+    }
   });
 });

@@ -13,6 +13,7 @@ import { BroadcastChannel, parentPort, threadId, workerData } from "node:worker_
 import { describeThrown } from "../errors.js";
 import { runWithRemoteParent } from "../tracing/remote-parent.js";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
+import { importToolModule } from "./import-tool-module.js";
 import { inspectResult } from "./inspect-result.js";
 import { moveToHost } from "./move-to-host.js";
 import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask, type WorkerToolDefinition } from "./protocol.js";
@@ -214,7 +215,7 @@ async function leftoverWorkSettles(resourcesBefore: number): Promise<boolean> {
 function loadModule(url: string): Promise<Record<string, unknown>> {
   let loading = modules.get(url);
   if (loading === undefined) {
-    loading = import(url) as Promise<Record<string, unknown>>;
+    loading = importToolModule(url);
     modules.set(url, loading);
   }
   return loading;
