@@ -281,11 +281,11 @@ function renderStartup(startup: StartupResult): string[] {
     "|---|---:|",
     ...startup.figures.map((figure) => `| ${label(figure.mode, figure.threads)} | ${formatSummary(figure.summary, 1)} |`),
     "",
-    "| ratio of medians | toolpool / baseline |",
-    "|---|---:|",
+    "| toolpool / baseline | ratio of medians | paired median |",
+    "|---|---:|---:|",
     ...startup.ratios.map(
       (ratio) =>
-        `| ${ratio.what}${ratio.threads === undefined ? "" : `, ${ratio.threads} threads`} | ${ratio.ratioOfMedians.toFixed(2)}× (${ratio.toolpoolMs.toFixed(1)} vs ${ratio.baselineMs.toFixed(1)} ms) |`,
+        `| ${ratio.what}${ratio.threads === undefined ? "" : `, ${ratio.threads} threads`} | ${ratio.ratioOfMedians.toFixed(2)}× (${ratio.toolpoolMs.toFixed(1)} vs ${ratio.baselineMs.toFixed(1)} ms) | ${ratio.pairedMedian.toFixed(2)}× |`,
     ),
     "",
   ];

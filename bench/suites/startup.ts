@@ -38,6 +38,8 @@ export interface StartupRatio {
   threads?: number;
   /** toolpool's median over the baseline's median. */
   ratioOfMedians: number;
+  /** The median of the per-repetition ratios (both measured in the same repetition, one after the other). */
+  pairedMedian: number;
   toolpoolMs: number;
   baselineMs: number;
 }
@@ -85,17 +87,18 @@ export async function runStartupSuite(options: StartupOptions): Promise<StartupR
     advanceProgress(runs.length * probeMs, `startup: rep ${rep + 1} of ${options.reps}`);
   }
   const figures: StartupFigure[] = runs.map(({ mode, threads, ms }) => ({ mode, ...(threads === undefined ? {} : { threads }), ms, summary: summarize(ms) }));
-  const medianOf = (mode: string, threads?: number) => median(runs.find((run) => run.mode === mode && run.threads === threads)!.ms);
-  const ratio = (what: StartupRatio["what"], toolpoolMs: number, baselineMs: number, threads?: number): StartupRatio => ({
+  const msOf = (mode: string, threads?: number) => runs.find((run) => run.mode === mode && run.threads === threads)!.ms;
+  const ratio = (what: StartupRatio["what"], toolpool: number[], baseline: number[], threads?: number): StartupRatio => ({
     what,
     ...(threads === undefined ? {} : { threads }),
-    ratioOfMedians: toolpoolMs / baselineMs,
-    toolpoolMs,
-    baselineMs,
+    ratioOfMedians: median(toolpool) / median(baseline),
+    pairedMedian: median(toolpool.map((ms, rep) => ms / baseline[rep]!)),
+    toolpoolMs: median(toolpool),
+    baselineMs: median(baseline),
   });
   const ratios = [
-    ratio("import", medianOf("import-toolpool"), medianOf("import-peers")),
-    ...options.threadCounts.map((threads) => ratio("first batch", medianOf("batch-toolpool", threads), medianOf("batch-piscina", threads), threads)),
+    ratio("import", msOf("import-toolpool"), msOf("import-peers")),
+    ...options.threadCounts.map((threads) => ratio("first batch", msOf("batch-toolpool", threads), msOf("batch-piscina", threads), threads)),
   ];
   return { options, figures, ratios };
 }
