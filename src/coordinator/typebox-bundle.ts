@@ -30,7 +30,8 @@ const cacheUrl = new URL("../vendor/typebox.cjs.v8cache", import.meta.url);
 
 /** The bundle as one script whose value is a CommonJS-style module function (the build caches this very script). */
 export function createTypeboxScript(cachedData?: Buffer): Script {
-  const source = readFileSync(bundleUrl, "utf8");
+  // ASCII only (the build escapes everything else), so latin1 reads it as is, without decoding UTF-8.
+  const source = readFileSync(bundleUrl, "latin1");
   return new Script(`(function (exports) {${source}\n})`, { filename: bundleUrl.href, ...(cachedData === undefined ? {} : { cachedData }) });
 }
 
