@@ -53,6 +53,10 @@ try {
 // (~2 ms of a first compile): the few other characters (in string literals)
 // become \u escapes, which mean the same there, in comments and in regexes.
 const typeboxSource = await readFile(path("vendor/typebox.cjs"), "utf8");
+// Not so in a template literal (String.raw would keep the escape as text): refuse rather than guess.
+for (const line of typeboxSource.split("\n")) {
+  if (/[^\x00-\x7f]/.test(line) && line.includes("`")) throw new Error(`bundle: a non-ASCII character in a template literal of TypeBox: ${line.trim()}`);
+}
 await writeFile(
   path("vendor/typebox.cjs"),
   typeboxSource.replace(/[^\x00-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`),
