@@ -12,6 +12,7 @@
  *   fairness  a flood session and light sessions on one pool: FIFO vs sessions taking turns
  *   fleet     remote calls through Redis to `toolpool node`s, beside the local pool
  *   builtins  the built-in grep and hash on a 10,000-file tree, beside ripgrep and sha256sum
+ *   startup   cold start in fresh processes: import, and createRuntime + first batch vs bare Piscina
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -50,11 +51,12 @@ import { estimateFleetMs, runFleetSuite, type FleetOptions } from "./suites/flee
 import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
 import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
 import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, type ScalingOptions } from "./suites/scaling.js";
+import { estimateStartupMs, runStartupSuite, type StartupOptions } from "./suites/startup.js";
 
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "builtins"] as const;
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "builtins", "startup"] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -84,6 +86,7 @@ interface RunPlan {
   fairnessCallMs: number;
   fleet: Omit<FleetOptions, "spin">;
   builtins: BuiltinsOptions;
+  startup: StartupOptions;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -155,6 +158,7 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       reps: isQuick ? 5 : 11,
       hashFileMiB: isQuick ? 64 : 256,
     },
+    startup: { reps: isQuick ? 7 : 15, calls: 4, threadCounts: [2, 4] },
   };
 }
 
@@ -226,6 +230,7 @@ async function main(): Promise<void> {
     fairness: 16 * plan.fairnessCallMs + estimateFairnessMs({ ...plan.fairness, spin: placeholderSpin(plan.fairnessCallMs) }),
     fleet: estimateFleetMs(plan.fleet),
     builtins: estimateBuiltinsMs(plan.builtins),
+    startup: estimateStartupMs(plan.startup),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -258,6 +263,7 @@ async function main(): Promise<void> {
       report.builtins = await runBuiltinsSuite(plan.builtins);
       report.notes.push(...report.builtins.skipped);
     }
+    if (suites.has("startup")) report.startup = await runStartupSuite(plan.startup);
   } finally {
     stopProgress();
   }

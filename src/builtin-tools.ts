@@ -1,14 +1,15 @@
 import { realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 
-import { Ajv, type ErrorObject } from "ajv";
+import type { ErrorObject } from "ajv";
 
+import { compiledValidator } from "./compiled-validators.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./options.js";
-import { diffSpec } from "./tools/diff.js";
-import { grepSpec } from "./tools/grep.js";
+import { diffSpec } from "./tools/diff-spec.js";
+import { grepSpec } from "./tools/grep-spec.js";
 import { hashSpec } from "./tools/hash.js";
-import { patchSpec } from "./tools/patch.js";
+import { patchSpec } from "./tools/patch-spec.js";
 import { toWorkspaceModuleUrl } from "./tools/workspace.js";
 import { workerTool, type WorkerTool } from "./workers/worker-tool.js";
 
@@ -45,7 +46,8 @@ export interface BuiltinToolsOptions {
 const allBuiltinNames: readonly BuiltinToolName[] = ["grep", "hash", "diff", "patch"];
 const builtinSpecs = { grep: grepSpec, hash: hashSpec, diff: diffSpec, patch: patchSpec } as const;
 
-const optionsSchema = {
+/** The schema of {@link BuiltinToolsOptions} (compiled at build time: see compiled-validators.ts). */
+export const builtinToolsOptionsSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
@@ -54,8 +56,6 @@ const optionsSchema = {
     timeoutMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 30_000 },
   },
 } as const;
-
-const validateOptions = new Ajv({ useDefaults: true, allErrors: false, strict: true }).compile(optionsSchema);
 
 /**
  * The built-in worker tools (`grep`, `hash`, `diff`, `patch`), each running on
@@ -108,6 +108,7 @@ function resolveBuiltinToolsOptions(options: BuiltinToolsOptions | undefined): R
   const data: Record<string, unknown> = Object.fromEntries(
     Object.entries(options ?? {}).filter(([, value]) => value !== undefined),
   );
+  const validateOptions = compiledValidator("builtin-tools-options");
   if (!validateOptions(data)) {
     throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "builtinTools option");
   }

@@ -59,6 +59,9 @@ export const errorCodes = {
 /** A stable toolpool error code. */
 export type ErrorCode = keyof typeof errorCodes;
 
+/** Marks every ToolpoolError, whichever copy of this module made it (see `Symbol.hasInstance` below). */
+const toolpoolErrorBrand = Symbol.for("toolpool.error");
+
 /**
  * Thrown for misuse of toolpool's API. `code` is stable; match it, not the message.
  *
@@ -76,6 +79,17 @@ export class ToolpoolError extends Error {
     super(message, options);
     this.name = "ToolpoolError";
     this.code = code;
+    Object.defineProperty(this, toolpoolErrorBrand, { value: true });
+  }
+
+  /**
+   * `instanceof` holds for a ToolpoolError of any copy of this module: the
+   * package entry is a bundle of toolpool's modules, while the CLI, the
+   * `toolpool/mcp` entry or a second install of toolpool load modules of
+   * their own.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[toolpoolErrorBrand] === true;
   }
 }
 

@@ -1,8 +1,9 @@
 import { availableParallelism } from "node:os";
 
-import { Ajv, type ErrorObject } from "ajv";
+import type { ErrorObject } from "ajv";
 
 import { systemClock, type Clock } from "./clock.js";
+import { compiledValidator } from "./compiled-validators.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from "./fleet/fleet-options.js";
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
@@ -169,8 +170,12 @@ export const resourceLimitsSchema = {
   },
 } as const;
 
-/** The schema of the options that are data; defaults live here and nowhere else. */
-const dataOptionsSchema = {
+/**
+ * The schema of the options that are data; defaults live here and nowhere
+ * else, but for `pool.maxThreads`, whose default (the machine's parallelism)
+ * is known only at runtime while the validator is compiled at build time.
+ */
+export const dataOptionsSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
@@ -181,7 +186,7 @@ const dataOptionsSchema = {
       default: {},
       additionalProperties: false,
       properties: {
-        maxThreads: { type: "integer", minimum: 1, default: availableParallelism() },
+        maxThreads: { type: "integer", minimum: 1 },
         // At least one: Piscina replaces a lost worker only up to minThreads,
         // so with none kept, calls queued behind a killed worker would wait forever.
         minThreads: { type: "integer", minimum: 1 },
@@ -199,7 +204,6 @@ const dataOptionsSchema = {
   },
 } as const;
 
-const validateDataOptions = new Ajv({ useDefaults: true, allErrors: false, strict: true }).compile(dataOptionsSchema);
 
 /**
  * Validates `createRuntime`'s options once, applies defaults and freezes the
@@ -227,10 +231,13 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
   if (toolExecution !== undefined) data.toolExecution = toolExecution;
   if (tracing !== undefined) data.tracing = tracing;
   if (pool !== undefined) data.pool = copyData(pool, "pool");
+  const validateDataOptions = compiledValidator("runtime-options");
   if (!validateDataOptions(data)) {
     const [error] = validateDataOptions.errors as ErrorObject[];
     throw invalidOptionFromSchema(error!, { toolExecution, pool, tracing });
   }
+  // The one default the schema cannot hold (see dataOptionsSchema).
+  (data.pool as PoolOptions).maxThreads ??= availableParallelism();
   const resolvedPool = data.pool as Required<
     Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs" | "maxResultBytes" | "leftoverGraceMs" | "scheduling">
   > &

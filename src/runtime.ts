@@ -1,14 +1,14 @@
 import { EventEmitter } from "eventemitter3";
 
 import { BatchCoordinator, type BatchServices } from "./coordinator/batch-coordinator.js";
-import { createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
+import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
 import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { RemotePool, type FleetStats } from "./fleet/remote-pool.js";
 import type { EmitFunction, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
-import { loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
+import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AssistantMessage, BatchOutcome } from "./types.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
 import { WorkerPool } from "./workers/worker-pool.js";
@@ -68,8 +68,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     hasListeners: () => this.#hasBatchListeners(),
     now: () => this.#options.clock.now(),
   };
-  /** `@opentelemetry/api` and toolpool's tracer, when tracing is on and the API is installed. */
-  readonly #tracing: { api: OtelApi; tracer: OtelTracer } | undefined;
+  /**
+   * `@opentelemetry/api` and toolpool's tracer, once a batch found tracing on,
+   * the API installed and a tracer provider or context manager registered.
+   */
+  #tracing: { api: OtelApi; tracer: OtelTracer } | undefined;
   #agentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
@@ -78,10 +81,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     super();
     this.#options = resolveRuntimeOptions(options);
     this.#registry = createToolRegistry(this.#options.tools);
-    const api = this.#options.tracing ? loadOtelApi() : undefined;
-    // The global provider's tracer: a proxy until the application registers
-    // a provider, so one taken now still serves spans registered later.
-    this.#tracing = api === undefined ? undefined : { api, tracer: api.trace.getTracer(tracerName) };
     const onPoolError = (error: unknown) => this.#publish("pool_error", error);
     this.#remotePool = this.#createRemotePool(onPoolError);
     for (const entry of this.#registry.values()) {
@@ -96,6 +95,15 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         const options = Object.freeze({ ...this.#options.pool, resourceLimits, minThreads: 1 });
         this.#pools.set(entry.tool, new WorkerPool(options, this.#options.clock, onPoolError));
       }
+    }
+    // After the pools: their threads boot while the schemas compile (the
+    // first compile loads TypeBox), which shortens a new runtime's first batch.
+    try {
+      compileToolSchemas(this.#registry);
+    } catch (error) {
+      for (const pool of this.#pools.values()) pool.close({ force: true }).catch(() => {});
+      this.#remotePool?.close({ force: true }).catch(() => {});
+      throw error;
     }
   }
 
@@ -168,7 +176,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     const batchId = `b${++this.#batchCount}`;
     try {
       checkBatchInput(assistantMessage, options);
-      if (this.#tracing !== undefined) trace = this.#startBatchTrace(batchId, assistantMessage, options);
+      if (this.#isTracing()) trace = this.#startBatchTrace(batchId, assistantMessage, options);
       const { beforeToolCall, afterToolCall } = this.#options;
       coordinator = new BatchCoordinator({
         batchId,
@@ -250,6 +258,21 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     })();
     this.#closing ??= closing;
     return options.force ? closing : this.#closing;
+  }
+
+  /**
+   * Whether this batch gets a span: tracing on and `@opentelemetry/api`
+   * registered with. The API is loaded by the first batch that finds it so,
+   * not before: an application that never sets OpenTelemetry up never loads it.
+   */
+  #isTracing(): boolean {
+    if (this.#tracing === undefined && this.#options.tracing && isOtelRegistered()) {
+      const api = loadOtelApi();
+      // The global provider's tracer: a proxy that follows the provider
+      // registered at any time, so one taken now serves later ones too.
+      if (api !== undefined) this.#tracing = { api, tracer: api.trace.getTracer(tracerName) };
+    }
+    return this.#tracing !== undefined;
   }
 
   /** The batch's span under the caller's active context, or `undefined` when it is not recorded. */

@@ -267,20 +267,29 @@ describe("tracing", () => {
     expect((messages[0]!.details as { parentSpanId: unknown }).parentSpanId).toBeNull();
   });
 
-  it("loads @opentelemetry/api only when a runtime with tracing is created, never on import", async () => {
+  it("loads @opentelemetry/api only with the first batch after the application registered a tracer provider, never on import", async () => {
     const script = `
       import { createRequire } from "node:module";
       const require = createRequire(import.meta.url);
       const loaded = () => Object.keys(require.cache).some((path) => path.includes("@opentelemetry"));
       const { createRuntime } = await import("toolpool");
       const afterImport = loaded();
-      await createRuntime({ tracing: false }).close();
-      const afterUntraced = loaded();
-      await createRuntime({}).close();
-      console.log(JSON.stringify({ afterImport, afterUntraced, afterTraced: loaded() }));
+      const execute = async () => ({ content: [{ type: "text", text: "ok" }], details: {} });
+      const tools = [{ name: "echo", label: "echo", description: "", parameters: { type: "object" }, execute }];
+      const message = { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "echo", arguments: {} }] };
+      const runtime = createRuntime({ tools });
+      await runtime.executeToolCalls(message);
+      const afterUnregisteredBatch = loaded();
+      const { trace } = await import("@opentelemetry/api");
+      const started = [];
+      const spanContext = { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: 1 };
+      trace.setGlobalTracerProvider({ getTracer: () => ({ startSpan: (name) => (started.push(name), trace.wrapSpanContext(spanContext)) }) });
+      await runtime.executeToolCalls(message);
+      await runtime.close();
+      console.log(JSON.stringify({ afterImport, afterUnregisteredBatch, spansAfterRegistering: started }));
     `;
     const cwd = fileURLToPath(new URL("..", import.meta.url));
     const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], { cwd });
-    expect(JSON.parse(stdout)).toEqual({ afterImport: false, afterUntraced: false, afterTraced: true });
+    expect(JSON.parse(stdout)).toEqual({ afterImport: false, afterUnregisteredBatch: false, spansAfterRegistering: ["toolpool.batch"] });
   });
 });

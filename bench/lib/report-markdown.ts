@@ -11,6 +11,7 @@ import type { FleetResult } from "../suites/fleet.js";
 import { harnessContenders, type HarnessLoadResult } from "../suites/harness-load.js";
 import type { LargeResultsResult } from "../suites/large-results.js";
 import type { ScalingResult } from "../suites/scaling.js";
+import type { StartupResult } from "../suites/startup.js";
 import type { BenchReport } from "./report.js";
 import { formatSummary } from "./stats.js";
 
@@ -47,6 +48,7 @@ export function renderMarkdown(report: BenchReport): string {
   if (report.faultRecovery !== undefined) lines.push(...renderFaults(report.faultRecovery));
   if (report.fairness !== undefined) lines.push(...renderFairness(report.fairness));
   if (report.builtins !== undefined) lines.push(...renderBuiltins(report.builtins));
+  if (report.startup !== undefined) lines.push(...renderStartup(report.startup));
   return `${lines.join("\n")}\n`;
 }
 
@@ -261,6 +263,32 @@ function renderFaults(faults: FaultRecoveryResult): string[] {
     "",
     `A runaway call (timeoutMs ${faults.options.timeoutMs}) ended ${f(faults.timeoutOvershoot.median)} ms past its limit at p50, ` +
       `${f(faults.timeoutOvershoot.p99)} ms at p99.`,
+    "",
+  ];
+}
+
+function renderStartup(startup: StartupResult): string[] {
+  const o = startup.options;
+  const label = (mode: string, threads?: number): string =>
+    ({
+      "import-toolpool": 'import("toolpool")',
+      "import-peers": "import of piscina + ajv + eventemitter3",
+      "batch-toolpool": `createRuntime + first batch of ${o.calls} no-op calls, ${threads} threads`,
+      "batch-piscina": `new Piscina + ${o.calls} no-op run()s, ${threads} threads`,
+    })[mode] ?? mode;
+  return [
+    `## Cold start: a fresh process per measurement, ${o.reps} reps each, interleaved`,
+    "",
+    "| measure | ms |",
+    "|---|---:|",
+    ...startup.figures.map((figure) => `| ${label(figure.mode, figure.threads)} | ${formatSummary(figure.summary, 1)} |`),
+    "",
+    "| toolpool / baseline | ratio of medians | paired median |",
+    "|---|---:|---:|",
+    ...startup.ratios.map(
+      (ratio) =>
+        `| ${ratio.what}${ratio.threads === undefined ? "" : `, ${ratio.threads} threads`} | ${ratio.ratioOfMedians.toFixed(2)}× (${ratio.toolpoolMs.toFixed(1)} vs ${ratio.baselineMs.toFixed(1)} ms) | ${ratio.pairedMedian.toFixed(2)}× |`,
+    ),
     "",
   ];
 }

@@ -12,6 +12,7 @@ import type { FleetResult } from "../suites/fleet.js";
 import { harnessContenders, type HarnessLoadResult } from "../suites/harness-load.js";
 import { largeContenders, type LargeResultsResult } from "../suites/large-results.js";
 import type { ScalingResult } from "../suites/scaling.js";
+import type { StartupResult } from "../suites/startup.js";
 import type { MachineInfo } from "./machine.js";
 
 export interface BenchReport {
@@ -31,6 +32,7 @@ export interface BenchReport {
   fairness?: FairnessResult | undefined;
   fleet?: FleetResult | undefined;
   builtins?: BuiltinsResult | undefined;
+  startup?: StartupResult | undefined;
 }
 
 /** Issue targets of the dispatch suite: toolpool ÷ bare Piscina per call. */
@@ -173,6 +175,17 @@ export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[
       target: `built-in hash ≤ ${row.targetRatio} × sha256sum (${row.name})`,
       figure: `${row.ratio.toFixed(2)}× (${row.toolpoolMs.median.toFixed(0)} vs ${row.nativeMs.median.toFixed(0)} ms)`,
       isMet: row.ratio <= row.targetRatio,
+    });
+  }
+  for (const ratio of report.startup?.ratios ?? []) {
+    const limit = ratio.what === "import" ? 1.5 : 1.3;
+    checks.push({
+      target:
+        ratio.what === "import"
+          ? `cold start: import("toolpool") ≤ ${limit} × importing piscina + ajv + eventemitter3`
+          : `cold start: createRuntime + first batch ≤ ${limit} × bare Piscina's first batch, ${ratio.threads} threads`,
+      figure: `${ratio.ratioOfMedians.toFixed(2)}× (${ratio.toolpoolMs.toFixed(1)} vs ${ratio.baselineMs.toFixed(1)} ms; paired median ${ratio.pairedMedian.toFixed(2)}×)`,
+      isMet: ratio.ratioOfMedians <= limit,
     });
   }
   return checks;

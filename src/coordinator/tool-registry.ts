@@ -1,5 +1,8 @@
-import { Ajv } from "ajv";
+import { createRequire } from "node:module";
 
+import type { Ajv, ErrorObject } from "ajv";
+
+import { compiledValidator } from "../compiled-validators.js";
 import { describeThrown, describeValue, ToolpoolError } from "../errors.js";
 import type { ToolDefinition } from "../options.js";
 import type { AgentTool } from "../types.js";
@@ -10,9 +13,8 @@ import { compileArgumentValidator } from "./validate-arguments.js";
 export type RegisteredTool = { kind: "inline"; tool: AgentTool } | { kind: "worker"; tool: WorkerTool };
 
 /**
- * The tools of a runtime by name. Checks every definition once, and compiles
- * each schema's validator up front so that a bad schema fails at
- * `createRuntime`, not in the middle of a batch.
+ * The tools of a runtime by name. Checks every definition once; its schema
+ * is checked and compiled by {@link compileToolSchemas}.
  */
 export function createToolRegistry(tools: readonly ToolDefinition[]): ReadonlyMap<string, RegisteredTool> {
   const registry = new Map<string, RegisteredTool>();
@@ -29,7 +31,6 @@ export function createToolRegistry(tools: readonly ToolDefinition[]): ReadonlyMa
 function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
   const where = `tools[${index}]`;
   if (isWorkerTool(tool)) {
-    compileSchema(tool.name, tool.parameters);
     return { kind: "worker", tool };
   }
   if (typeof tool !== "object" || tool === null) {
@@ -45,7 +46,6 @@ function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
   if (typeof candidate.parameters !== "object" || candidate.parameters === null) {
     throw invalid(`Expected \`${where}.parameters\` of tool "${candidate.name}" to be a JSON Schema object`, candidate.parameters);
   }
-  compileSchema(candidate.name, candidate.parameters);
   return { kind: "inline", tool: tool as AgentTool };
 }
 
@@ -54,11 +54,17 @@ function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
  * compiles nearly anything (`{ type: "nonsense" }` would fail every call with
  * "Unknown validation error"), and a broken schema is the definition's fault.
  */
-const metaSchemaCheck = new Ajv({ strict: false, validateSchema: true });
+/**
+ * Checks every registered tool's schema and compiles its validator up front,
+ * so that a bad schema fails at `createRuntime`, not in the middle of a batch.
+ */
+export function compileToolSchemas(registry: ReadonlyMap<string, RegisteredTool>): void {
+  for (const { tool } of registry.values()) compileSchema(tool.name, tool.parameters);
+}
 
 function compileSchema(name: string, schema: Record<string, unknown>): void {
   try {
-    if (!metaSchemaCheck.validateSchema(schema)) throw new Error(metaSchemaCheck.errorsText(metaSchemaCheck.errors));
+    checkAgainstMetaSchema(schema);
     compileArgumentValidator(schema);
   } catch (error) {
     throw new ToolpoolError(
@@ -71,4 +77,29 @@ function compileSchema(name: string, schema: Record<string, unknown>): void {
 
 function invalid(expectation: string, received: unknown): ToolpoolError {
   return new ToolpoolError("TP_ERR_INVALID_TOOL", `${expectation}, got ${describeValue(received)}`);
+}
+
+/**
+ * Throws, with ajv's `errorsText`, unless `schema` is valid against its
+ * meta-schema, as `new Ajv({ strict: false }).validateSchema(schema)` decides.
+ * A schema without `$schema` (draft-07, ajv's default) takes the meta-schema
+ * validator compiled at build time; one naming its own `$schema` takes ajv
+ * itself, loaded then.
+ */
+function checkAgainstMetaSchema(schema: Record<string, unknown>): void {
+  if (schema.$schema === undefined) {
+    const validate = compiledValidator("json-schema-draft-07");
+    if (!validate(schema)) throw new Error(errorsText(validate.errors));
+    return;
+  }
+  metaSchemaAjv ??= new (createRequire(import.meta.url)("ajv").Ajv as typeof Ajv)({ strict: false, validateSchema: true });
+  if (!metaSchemaAjv.validateSchema(schema)) throw new Error(metaSchemaAjv.errorsText(metaSchemaAjv.errors));
+}
+
+let metaSchemaAjv: Ajv | undefined;
+
+/** ajv's `errorsText` with its default separator and data name. */
+function errorsText(errors: ErrorObject[] | null | undefined): string {
+  if (errors === null || errors === undefined || errors.length === 0) return "No errors";
+  return errors.map((error) => `data${error.instancePath} ${error.message}`).join(", ");
 }

@@ -1,8 +1,8 @@
-import { Compile, type Validator } from "typebox/compile";
-import { Value } from "typebox/value";
+import type { Validator } from "typebox/compile";
 
 import type { JsonSchema } from "../types.js";
 import { coerceWithJsonSchema, type SubSchemaCheck } from "./coerce-json-schema.js";
+import { loadTypebox } from "./typebox-bundle.js";
 import { formatValidationFailure } from "./validation-message.js";
 
 /**
@@ -22,7 +22,7 @@ const validators = new WeakMap<object, Validator>();
 export function compileArgumentValidator(schema: JsonSchema): Validator {
   let validator = validators.get(schema);
   if (validator === undefined) {
-    validator = Compile(schema as never);
+    validator = loadTypebox().Compile(schema as never);
     validators.set(schema, validator);
   }
   return validator;
@@ -60,7 +60,7 @@ export function validateToolArguments(toolName: string, schema: JsonSchema, rawA
   const args = structuredClone(rawArguments);
   // Only the in-place effect of Convert counts (pi drops its return value):
   // a top-level primitive is never replaced by it.
-  Value.Convert(schema as never, args);
+  loadTypebox().Value.Convert(schema as never, args);
   const coerced = coerceWithJsonSchema(args, schema, checkSubSchema);
   if (coerced !== args) {
     if (isRecord(args) && isRecord(coerced)) {

@@ -1,7 +1,8 @@
-import { Queue, QueueEvents, Worker } from "bullmq";
-import { Redis } from "ioredis";
+import type { Queue, QueueEvents, Worker } from "bullmq";
+import type { Redis } from "ioredis";
 
 import { reconnectDelay, redisOptionsFromUrl, type RemoteJobData } from "./fleet-protocol.js";
+import { loadRedisLibraries, type RedisLibraries } from "./redis-libraries.js";
 
 /** What {@link CoordinatorClients.connect} needs. */
 export interface CoordinatorClientsOptions {
@@ -33,7 +34,7 @@ export class CoordinatorClients {
   readonly events: QueueEvents;
   readonly stalledChecker: Worker;
 
-  private constructor(commands: Redis, options: CoordinatorClientsOptions) {
+  private constructor(commands: Redis, options: CoordinatorClientsOptions, { Queue, QueueEvents, Worker, Redis }: RedisLibraries) {
     const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
     const connection = { ...redisOptions, maxRetriesPerRequest: null };
     this.commands = commands;
@@ -67,6 +68,8 @@ export class CoordinatorClients {
 
   /** Connects; resolves undefined when Redis does not answer within `redisTimeoutMs`. */
   static async connect(options: CoordinatorClientsOptions): Promise<CoordinatorClients | undefined> {
+    const libraries = await loadRedisLibraries();
+    const { Redis } = libraries;
     const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
     // Fail fast: a command while Redis is down rejects at once instead of
     // waiting in a queue; the commands of one tick go out in one write.
@@ -88,7 +91,7 @@ export class CoordinatorClients {
       commands.disconnect();
       return undefined;
     }
-    const clients = new CoordinatorClients(commands, options);
+    const clients = new CoordinatorClients(commands, options, libraries);
     // Redis may go away meanwhile: later calls then find it down, or back.
     await withTimeout(clients.events.waitUntilReady(), options.redisTimeoutMs).catch(() => {});
     void clients.stalledChecker.startStalledCheckTimer().catch(() => {});

@@ -1,8 +1,8 @@
 import { hostname } from "node:os";
 import { performance } from "node:perf_hooks";
 
-import { Worker, type Job } from "bullmq";
-import { Redis } from "ioredis";
+import type { Job, Worker } from "bullmq";
+import type { Redis } from "ioredis";
 
 import { systemClock } from "../clock.js";
 import { describeThrown, ToolpoolError } from "../errors.js";
@@ -21,6 +21,7 @@ import {
   type NodeRecord,
   type RemoteJobData,
 } from "./fleet-protocol.js";
+import { loadRedisLibraries, type RedisLibraries } from "./redis-libraries.js";
 import { describeToolset, fleetProtocolVersion, type Toolset } from "./toolset.js";
 
 /** Options of a {@link FleetNode}. */
@@ -83,7 +84,7 @@ export class FleetNode {
   #heartbeat: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
 
-  private constructor(options: FleetNodeOptions) {
+  private constructor(options: FleetNodeOptions, { Redis, Worker }: RedisLibraries) {
     const workerTools = options.tools.filter(isWorkerTool);
     const runtimeOptions = resolveRuntimeOptions({
       tools: workerTools,
@@ -163,7 +164,7 @@ export class FleetNode {
    * ```
    */
   static async start(options: FleetNodeOptions): Promise<FleetNode> {
-    const node = new FleetNode(options);
+    const node = new FleetNode(options, await loadRedisLibraries());
     try {
       await node.#subscriber.subscribe(node.#keys.cancelChannel);
       await node.#register();

@@ -1,7 +1,8 @@
-import { Ajv, type ErrorObject } from "ajv";
+import type { ErrorObject } from "ajv";
 
 // options.ts imports this module: only functions of it may be used at load time here.
 import { invalidOption, invalidOptionFromSchema } from "../options.js";
+import { compiledValidator } from "../compiled-validators.js";
 
 /** Node fires a timer set past this many milliseconds after 1 ms instead (as `maxTimerMs` in options.ts). */
 const maxTimerMs = 2_147_483_647;
@@ -90,8 +91,8 @@ export interface ResolvedFleetOptions {
 
 const milliseconds = (minimum: number, fallback: number) => ({ type: "number", minimum, maximum: maxTimerMs, default: fallback });
 
-/** The schema of `fleet`; defaults live here and nowhere else. */
-const fleetOptionsSchema = {
+/** The schema of `fleet`; defaults live here and nowhere else (compiled at build time: see compiled-validators.ts). */
+export const fleetOptionsSchema = {
   type: "object",
   additionalProperties: false,
   required: ["redis"],
@@ -112,8 +113,6 @@ const fleetOptionsSchema = {
   },
 } as const;
 
-const validateFleetOptions = new Ajv({ useDefaults: true, allErrors: false, strict: true }).compile(fleetOptionsSchema);
-
 /**
  * Validates a runtime's `fleet` option once, applies defaults and freezes the
  * result. Throws `TP_ERR_INVALID_OPTION` naming the option.
@@ -126,6 +125,7 @@ export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions
   } catch {
     throw invalidOption("fleet", "plain data", options);
   }
+  const validateFleetOptions = compiledValidator("fleet-options");
   if (!validateFleetOptions(data)) {
     const [error] = validateFleetOptions.errors as ErrorObject[];
     if (error!.instancePath === "/redis" && error!.keyword === "pattern") {

@@ -6,8 +6,9 @@
  */
 import { BlockList, isIP } from "node:net";
 
-import { Ajv, type ErrorObject } from "ajv";
+import type { ErrorObject } from "ajv";
 
+import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../options.js";
 
@@ -123,8 +124,8 @@ export interface ResolvedServerOptions {
   readonly maxRssBytes: number;
 }
 
-
-const optionsSchema = {
+/** The schema of {@link ServerOptions} (compiled at build time: see compiled-validators.ts). */
+export const serverOptionsSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
@@ -145,8 +146,6 @@ const optionsSchema = {
   },
 } as const;
 
-const validateOptions = new Ajv({ useDefaults: true, allErrors: false, strict: true }).compile(optionsSchema);
-
 /**
  * Validates `createServer`'s options, applies defaults and freezes the result.
  * Never mutates the caller's object. Throws `TP_ERR_INVALID_OPTION` naming
@@ -163,6 +162,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
   const data: Record<string, unknown> = Object.fromEntries(
     Object.entries(options).filter(([, value]) => value !== undefined),
   );
+  const validateOptions = compiledValidator("server-options");
   if (!validateOptions(data)) {
     throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "server option");
   }

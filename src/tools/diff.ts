@@ -12,14 +12,12 @@
 // libuv's small thread pool, shared by the whole process (measured: workers
 // then sat idle 35–42% of a busy run).
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchOptionsAbortable } from "diff";
-import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { readRegularFile } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
-/** Default number of context lines around each change. */
-export const DIFF_DEFAULT_CONTEXT = 3;
-/** Upper bound accepted for `context`. */
-export const DIFF_MAX_CONTEXT = 10_000;
+import { DIFF_DEFAULT_CONTEXT, DIFF_MAX_CONTEXT } from "./diff-spec.js";
+export { DIFF_DEFAULT_CONTEXT, DIFF_MAX_CONTEXT, diffSpec } from "./diff-spec.js";
 /** Inputs read from files may not be larger than this. */
 export const DIFF_MAX_FILE_BYTES = 8 * 1024 * 1024;
 /** Cap on the UTF-8 size of the result text. */
@@ -65,32 +63,6 @@ export interface DiffDetails {
   /** True when the patch text was cut at the 64 KiB output cap. */
   truncated: boolean;
 }
-
-/** Tool definition of `diff`, handed to the model. */
-export const diffSpec = {
-  name: "diff",
-  label: "Diff",
-  description:
-    "Unified diff between an old and a new version, each given as a text (oldText/newText) or a file (oldPath/newPath). " +
-    "Give exactly one source per side. Output is a patch the patch tool can apply; at most 64 KiB of text, " +
-    "a truncated result says so.",
-  parameters: {
-    type: "object",
-    properties: {
-      oldText: { type: "string", description: "Old version as text." },
-      newText: { type: "string", description: "New version as text." },
-      oldPath: { type: "string", description: "File holding the old version." },
-      newPath: { type: "string", description: "File holding the new version." },
-      context: {
-        type: "integer",
-        minimum: 0,
-        maximum: DIFF_MAX_CONTEXT,
-        description: `Context lines around each change (default ${DIFF_DEFAULT_CONTEXT}).`,
-      },
-    },
-    additionalProperties: false,
-  },
-} as const satisfies { name: string; label: string; description: string; parameters: JsonSchema };
 
 /**
  * Computes a unified diff (`--- old` / `+++ new` headers, then hunks) of the

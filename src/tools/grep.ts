@@ -11,15 +11,13 @@ import { closeSync, readdirSync, statSync, type Dirent } from "node:fs";
 import { basename, join, sep } from "node:path";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import ignore, { type Ignore } from "ignore";
-import type { AgentToolResult, JsonSchema, SpreadOutcome, WorkerToolContext } from "../types.js";
+import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../types.js";
 import { createLineMatcher, requiredLiterals, type LineMatcher } from "./line-matcher.js";
 import { openRegularFile, readRegularFile, readRegularFileInto, type ReadScratch } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
-/** Default number of matching lines returned. */
-export const GREP_DEFAULT_MAX_RESULTS = 200;
-/** Upper bound accepted for `maxResults`. */
-export const GREP_MAX_RESULTS_LIMIT = 5000;
+import { GREP_DEFAULT_MAX_RESULTS, GREP_MAX_RESULTS_LIMIT } from "./grep-spec.js";
+export { GREP_DEFAULT_MAX_RESULTS, GREP_MAX_RESULTS_LIMIT, grepSpec } from "./grep-spec.js";
 /** Files larger than this are skipped, not searched. */
 export const GREP_MAX_FILE_BYTES = 4 * 1024 * 1024;
 /** Cap on the UTF-8 size of the result text. */
@@ -63,35 +61,6 @@ export interface GrepDetails {
   /** True when the search stopped at `maxResults` or at the output cap. */
   truncated: boolean;
 }
-
-/** Tool definition of `grep`, handed to the model. */
-export const grepSpec = {
-  name: "grep",
-  label: "Grep",
-  description:
-    "Search files under a directory for lines matching a JavaScript regular expression. " +
-    "Returns `file:line: text` lines (file relative to `path`). Respects .gitignore files, " +
-    "skips .git/, node_modules/, binary files and files over 4 MiB. Lines are matched one at a time. " +
-    `Returns at most maxResults matches (default ${GREP_DEFAULT_MAX_RESULTS}, max ${GREP_MAX_RESULTS_LIMIT}) ` +
-    "and at most 64 KiB of text; a truncated result says so.",
-  parameters: {
-    type: "object",
-    properties: {
-      pattern: { type: "string", minLength: 1, description: "JavaScript regular expression source." },
-      path: { type: "string", description: 'File or directory to search. Default ".".' },
-      flags: { type: "string", description: 'RegExp flags, e.g. "i" for case-insensitive.' },
-      glob: { type: "string", description: 'Only search files whose name matches, e.g. "*.ts" (* and ? wildcards).' },
-      maxResults: {
-        type: "integer",
-        minimum: 1,
-        maximum: GREP_MAX_RESULTS_LIMIT,
-        description: `Maximum matching lines to return (default ${GREP_DEFAULT_MAX_RESULTS}).`,
-      },
-    },
-    required: ["pattern"],
-    additionalProperties: false,
-  },
-} as const satisfies { name: string; label: string; description: string; parameters: JsonSchema };
 
 /**
  * Returns a function that answers "is a progress update due now?": false until

@@ -12,12 +12,12 @@ import { randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { applyPatch, parsePatch, type ApplyPatchOptions, type StructuredPatch, type StructuredPatchHunk } from "diff";
-import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { isOpenedAt, readRegularFile } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
-/** Upper bound accepted for `fuzzFactor`. */
-export const PATCH_MAX_FUZZ = 10;
+import { PATCH_MAX_FUZZ } from "./patch-spec.js";
+export { PATCH_MAX_FUZZ, patchSpec } from "./patch-spec.js";
 /** A file to patch may not be larger than this. */
 export const PATCH_MAX_FILE_BYTES = 8 * 1024 * 1024;
 /** Cap on the UTF-8 size of the result text. */
@@ -53,35 +53,6 @@ export interface PatchDetails {
   /** True when the returned content was cut at the 64 KiB output cap. */
   truncated: boolean;
 }
-
-/** Tool definition of `patch`, handed to the model. */
-export const patchSpec = {
-  name: "patch",
-  label: "Patch",
-  description:
-    'Apply a unified diff (one file, one or more hunks) to a file ("path") or a text ("text"); give exactly one. ' +
-    "Hunks may sit at other line numbers than their headers say; fuzzFactor (default 0, max 10) tolerates that many " +
-    "mismatched context lines. With write: true and path, the file is rewritten and a one-line summary returned; " +
-    "otherwise the patched content is returned (at most 64 KiB, a truncated result says so). " +
-    "Fails, changing nothing, if any hunk does not apply.",
-  parameters: {
-    type: "object",
-    properties: {
-      patch: { type: "string", minLength: 1, description: "Unified diff to apply." },
-      path: { type: "string", description: "File to patch." },
-      text: { type: "string", description: "Text to patch." },
-      fuzzFactor: {
-        type: "integer",
-        minimum: 0,
-        maximum: PATCH_MAX_FUZZ,
-        description: "Mismatched context lines tolerated per hunk (default 0).",
-      },
-      write: { type: "boolean", description: "Write the patched content back to path (default false)." },
-    },
-    required: ["patch"],
-    additionalProperties: false,
-  },
-} as const satisfies { name: string; label: string; description: string; parameters: JsonSchema };
 
 /**
  * Applies `args.patch` to `args.text` or to the file at `args.path`.

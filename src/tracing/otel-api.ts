@@ -58,6 +58,25 @@ export const SPAN_KIND_INTERNAL = 0;
 /** `SpanStatusCode.ERROR` of `@opentelemetry/api`. */
 export const SPAN_STATUS_ERROR = 2;
 
+/**
+ * Where `@opentelemetry/api` 1.x keeps what an application registers (its
+ * `registerGlobal`): one object on `globalThis` under this symbol, holding
+ * `trace` once a tracer provider is registered and `context` once a context
+ * manager is.
+ */
+const otelGlobalKey = Symbol.for("opentelemetry.js.api.1");
+
+/**
+ * Whether the application registered a tracer provider or a context manager
+ * with `@opentelemetry/api`, read without loading the API: until it does, a
+ * batch would make only non-recording spans, so toolpool does not load the
+ * API (~5 ms) for them.
+ */
+export function isOtelRegistered(): boolean {
+  const registered = (globalThis as Record<symbol, { trace?: unknown; context?: unknown } | undefined>)[otelGlobalKey];
+  return registered !== undefined && (registered.trace !== undefined || registered.context !== undefined);
+}
+
 /** `undefined`: not looked for yet; `null`: not installed. */
 let api: OtelApi | null | undefined;
 

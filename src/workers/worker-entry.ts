@@ -10,12 +10,12 @@
 import { getEventListeners } from "node:events";
 import { BroadcastChannel, parentPort, threadId, workerData } from "node:worker_threads";
 
-import { Piscina } from "piscina";
-
 import { describeThrown } from "../errors.js";
 import { runWithRemoteParent } from "../tracing/remote-parent.js";
 import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../types.js";
+import { importToolModule } from "./import-tool-module.js";
 import { inspectResult } from "./inspect-result.js";
+import { moveToHost } from "./move-to-host.js";
 import { requestSpread } from "./spread-client.js";
 import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask, type WorkerToolDefinition } from "./protocol.js";
 
@@ -174,7 +174,7 @@ class CallRun {
 /** The reply as Piscina posts it: large buffers are moved, not copied. */
 function withTransferables(reply: WorkerReply, transferables: ArrayBuffer[]): unknown {
   if (transferables.length === 0) return reply;
-  return Piscina.move({ [Piscina.transferableSymbol]: transferables, [Piscina.valueSymbol]: reply } as never);
+  return moveToHost(reply, transferables);
 }
 
 type ToolExecute = (args: unknown, ctx: WorkerToolContext<unknown>) => unknown;
@@ -216,7 +216,7 @@ async function leftoverWorkSettles(resourcesBefore: number): Promise<boolean> {
 function loadModule(url: string): Promise<Record<string, unknown>> {
   let loading = modules.get(url);
   if (loading === undefined) {
-    loading = import(url) as Promise<Record<string, unknown>>;
+    loading = importToolModule(url);
     modules.set(url, loading);
   }
   return loading;

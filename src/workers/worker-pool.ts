@@ -94,7 +94,7 @@ interface PoolTool {
 /** A thread as Piscina's balancer sees it. */
 type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"]>>[1][number];
 
-const workerEntryUrl = new URL("./worker-entry.js", import.meta.url);
+const workerEntryUrl = new URL("./worker-entry.cjs", import.meta.url); // worker-entry.ts as one CommonJS file: see scripts/bundle.mjs
 
 /** Piscina's run options: one frozen object for all calls, since termination is the pool's own. */
 const noRunOptions = Object.freeze({});

@@ -1,13 +1,10 @@
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { Ajv } from "ajv";
-
+import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
-import { maxTimerMs, resourceLimitsSchema, type WorkerResourceLimits } from "../options.js";
+import { maxTimerMs, type WorkerResourceLimits } from "../options.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
-
-const validateResourceLimits = new Ajv({ strict: true }).compile(resourceLimitsSchema);
 
 /** What {@link workerTool} takes. */
 export interface WorkerToolOptions<TArgs = any> {
@@ -142,7 +139,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (!(Number.isInteger(cost) && cost >= 1 && cost <= 1_000)) {
     throw invalidTool(`Expected \`cost\` of ${where} to be an integer from 1 to 1000`, cost);
   }
-  if (resourceLimits !== undefined && !validateResourceLimits(resourceLimits)) {
+  if (resourceLimits !== undefined && !compiledValidator("resource-limits")(resourceLimits)) {
     throw invalidTool(
       `Expected \`resourceLimits\` of ${where} to hold only positive maxOldGenerationSizeMb, maxYoungGenerationSizeMb, codeRangeSizeMb, stackSizeMb`,
       resourceLimits,

@@ -1,0 +1,114 @@
+/**
+ * The build's bundles, made by `npm run build` after tsc (rolldown):
+ *
+ * - dist/vendor/typebox.cjs: the parts of TypeBox that argument validation
+ *   uses (`Compile`, `Value`) as one CommonJS file, and
+ *   dist/vendor/typebox.cjs.v8cache, V8's code cache of it. TypeBox ships as
+ *   ~680 small ES modules, which took ~400 ms to load on the first validator
+ *   compile (so on every `createRuntime`); the bundle parses in ~15 ms, ~6 ms
+ *   with the cache (src/coordinator/typebox-bundle.ts loads both). The cache
+ *   is made after compiling a validator, so that the functions a first
+ *   compile runs are in it; V8 rejects a cache made by another version or
+ *   with other flags, and toolpool then compiles the bundle as usual. The
+ *   bundle is TypeBox's own code at the installed version, tree-shaken, not
+ *   minified.
+ * - dist/workers/worker-entry.cjs: the worker entry with the few toolpool
+ *   modules it imports, as one CommonJS file, because every worker thread
+ *   loads it before its first call (measured in a fresh worker: 7.6 ms as 8
+ *   ES modules, 4.9 ms as one, 2.1 ms as one CommonJS file, which Piscina's
+ *   worker loop `require`s without the ES module loader). Packages stay
+ *   outside it. The pool starts its workers on this file.
+ * - dist/index.js, the package entry: toolpool's own modules on the import
+ *   path as one file, in place of tsc's index.js, because `import("toolpool")`
+ *   loaded 57 of them (measured: ~80 ms as modules, ~47 ms as one file).
+ *   Packages stay outside; so do the files toolpool loads by URL or path (the
+ *   worker entry, the built-in tools, dist/validators/, dist/vendor/). Every
+ *   other file of dist/ stays as tsc wrote it, with its .d.ts, for the CLI,
+ *   the `toolpool/mcp` entry and the declarations.
+ *
+ * In both bundles, a module's `import.meta.url` is rewritten to its own file's
+ * URL (relative to the bundle), so that what it finds by a relative path is
+ * where it was.
+ */
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { basename, relative, sep } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+import { build } from "rolldown";
+
+const root = fileURLToPath(new URL("../", import.meta.url));
+const dist = new URL("../dist/", import.meta.url);
+const path = (relative) => fileURLToPath(new URL(relative, dist));
+
+// TypeBox.
+const entry = path("vendor/typebox-entry.mjs");
+await mkdir(new URL("vendor/", dist), { recursive: true });
+await writeFile(entry, 'export { Compile } from "typebox/compile";\nexport { Value } from "typebox/value";\n');
+try {
+  await build({ cwd: root, input: entry, platform: "node", logLevel: "warn", output: { file: path("vendor/typebox.cjs"), format: "cjs" } });
+} finally {
+  await rm(entry, { force: true });
+}
+// ASCII only, so that toolpool reads it as latin1, without decoding UTF-8
+// (~2 ms of a first compile): the few other characters (in string literals)
+// become \u escapes, which mean the same there, in comments and in regexes.
+const typeboxSource = await readFile(path("vendor/typebox.cjs"), "utf8");
+// Not so in a template literal (String.raw would keep the escape as text): refuse rather than guess.
+for (const line of typeboxSource.split("\n")) {
+  if (/[^\x00-\x7f]/.test(line) && line.includes("`")) throw new Error(`bundle: a non-ASCII character in a template literal of TypeBox: ${line.trim()}`);
+}
+await writeFile(
+  path("vendor/typebox.cjs"),
+  typeboxSource.replace(/[^\x00-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`),
+);
+const { createTypeboxScript, evaluateTypeboxScript } = await import(new URL("coordinator/typebox-bundle.js", dist).href);
+const script = createTypeboxScript();
+const { Compile, Value } = evaluateTypeboxScript(script);
+const schema = {
+  type: "object",
+  properties: { text: { type: "string", minLength: 1 }, count: { type: "integer", minimum: 0 }, tags: { type: "array", items: { type: "string" } } },
+  required: ["text"],
+  additionalProperties: false,
+};
+const validator = Compile(schema);
+validator.Check({ text: "a", count: 1, tags: [] });
+[...validator.Errors({ count: "x" })];
+Value.Convert(schema, { text: "a", count: "1" });
+await writeFile(path("vendor/typebox.cjs.v8cache"), script.createCachedData());
+
+/**
+ * Bundles `dist/<file>` and its toolpool imports into one file, as
+ * `dist/<output>` (by default in the place of tsc's file), with its source map.
+ */
+async function bundle(file, output = file, format = "esm") {
+  const target = path(file);
+  const bundled = path(output).replace(/\.c?js$/, ".bundle.js");
+  const targetDir = new URL(".", pathToFileURL(target));
+  await build({
+    cwd: root,
+    input: target,
+    platform: "node",
+    logLevel: "warn",
+    // Packages load as they are (only toolpool's own modules go in).
+    external: (id) => !id.startsWith(".") && !id.startsWith("/"),
+    plugins: [
+      {
+        name: "own-import-meta-url",
+        transform(code, id) {
+          if (!code.includes("import.meta.url") || pathToFileURL(id).href === pathToFileURL(target).href) return null;
+          const own = relative(fileURLToPath(targetDir), id).split(sep).join("/");
+          return { code: code.replaceAll("import.meta.url", `new URL(${JSON.stringify(`./${own}`)}, import.meta.url).href`), map: null };
+        },
+      },
+    ],
+    output: { file: bundled, format, sourcemap: true },
+  });
+  const code = await readFile(bundled, "utf8");
+  const name = basename(path(output));
+  await writeFile(path(output), code.replace(`sourceMappingURL=${basename(bundled)}.map`, `sourceMappingURL=${name}.map`));
+  await rename(`${bundled}.map`, `${path(output)}.map`);
+  await rm(bundled);
+}
+
+await bundle("workers/worker-entry.js", "workers/worker-entry.cjs", "cjs");
+await bundle("index.js");

@@ -1,0 +1,30 @@
+/**
+ * BullMQ and ioredis, loaded on first use: only a runtime with `fleet` (when
+ * it first connects) and a fleet node need them, and together they are ~290
+ * files that took ~300 ms to import, which `import("toolpool")` must not pay.
+ *
+ * @module
+ */
+import type * as BullMQ from "bullmq";
+import type * as IORedis from "ioredis";
+
+/** The classes toolpool's fleet code constructs. */
+export interface RedisLibraries {
+  Queue: typeof BullMQ.Queue;
+  QueueEvents: typeof BullMQ.QueueEvents;
+  Worker: typeof BullMQ.Worker;
+  Redis: typeof IORedis.Redis;
+}
+
+let libraries: Promise<RedisLibraries> | undefined;
+
+/** BullMQ and ioredis, imported once per process. */
+export function loadRedisLibraries(): Promise<RedisLibraries> {
+  libraries ??= Promise.all([import("bullmq"), import("ioredis")]).then(([bullmq, ioredis]) => ({
+    Queue: bullmq.Queue,
+    QueueEvents: bullmq.QueueEvents,
+    Worker: bullmq.Worker,
+    Redis: ioredis.Redis,
+  }));
+  return libraries;
+}
