@@ -42,3 +42,26 @@ describe("fleet options", () => {
     );
   });
 });
+
+describe("fleet libraries that fail to load", () => {
+  it("end each remote call once with TP_ERR_FLEET_UNAVAILABLE naming the cause, and close cleanly", async () => {
+    const { execFile } = await import("node:child_process");
+    const script = new URL("./fixtures/fleet/missing-libraries.mjs", import.meta.url);
+    const distIndex = new URL("../dist/index.js", import.meta.url);
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, [script.pathname, distIndex.href], { timeout: 60_000 }, (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)));
+    });
+    const batches = JSON.parse(stdout) as { events: string[]; messages: { isError: boolean; text: string; code: string }[] }[];
+    expect(batches).toHaveLength(2);
+    for (const batch of batches) {
+      expect(batch.events).toEqual(["tool_execution_start", "tool_execution_end", "message_start", "message_end"]);
+      expect(batch.messages).toEqual([
+        {
+          isError: true,
+          code: "TP_ERR_FLEET_UNAVAILABLE",
+          text: 'Tool "t" was not run: the fleet\'s libraries (bullmq, ioredis) failed to load: bullmq is not installed here',
+        },
+      ]);
+    }
+  });
+});

@@ -8,6 +8,8 @@
 import type * as BullMQ from "bullmq";
 import type * as IORedis from "ioredis";
 
+import { ToolpoolError, describeThrown } from "../errors.js";
+
 /** The classes toolpool's fleet code constructs. */
 export interface RedisLibraries {
   Queue: typeof BullMQ.Queue;
@@ -18,13 +20,25 @@ export interface RedisLibraries {
 
 let libraries: Promise<RedisLibraries> | undefined;
 
-/** BullMQ and ioredis, imported once per process. */
+/** The start of the message when the fleet's libraries cannot be imported. */
+export const librariesFailedToLoad = "The fleet's libraries (bullmq, ioredis) failed to load";
+
+/**
+ * BullMQ and ioredis, imported once per process. A failed import rejects with
+ * `TP_ERR_FLEET_UNAVAILABLE` naming the cause, and the next call tries again.
+ */
 export function loadRedisLibraries(): Promise<RedisLibraries> {
-  libraries ??= Promise.all([import("bullmq"), import("ioredis")]).then(([bullmq, ioredis]) => ({
-    Queue: bullmq.Queue,
-    QueueEvents: bullmq.QueueEvents,
-    Worker: bullmq.Worker,
-    Redis: ioredis.Redis,
-  }));
+  libraries ??= Promise.all([import("bullmq"), import("ioredis")]).then(
+    ([bullmq, ioredis]) => ({
+      Queue: bullmq.Queue,
+      QueueEvents: bullmq.QueueEvents,
+      Worker: bullmq.Worker,
+      Redis: ioredis.Redis,
+    }),
+    (error: unknown) => {
+      libraries = undefined;
+      throw new ToolpoolError("TP_ERR_FLEET_UNAVAILABLE", `${librariesFailedToLoad}: ${describeThrown(error)}`, { cause: error });
+    },
+  );
   return libraries;
 }

@@ -96,6 +96,8 @@ export class RemotePool implements ToolCallPool {
   #completed = 0;
   #started: Promise<boolean> | undefined;
   #clients: CoordinatorClients | undefined;
+  /** Why the last start failed other than by Redis not answering (the fleet's libraries did not load). */
+  #startError: string | undefined;
   #timers: NodeJS.Timeout[] = [];
   #isRedisUp = false;
   #isWatching = false;
@@ -149,7 +151,8 @@ export class RemotePool implements ToolCallPool {
       return fault("TP_ERR_QUEUE_FULL", `Tool "${name}" was not run: ${this.#options.maxOutstanding} remote calls are in flight (fleet.maxOutstanding)`);
     }
     if (!(await this.#start()) || !this.#isRedisUp) {
-      return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: Redis at ${this.#redisHost()} is unreachable`);
+      const why = this.#startError ?? `Redis at ${this.#redisHost()} is unreachable`;
+      return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: ${why}`);
     }
     if (this.#directory.nodes === 0) await this.#lookAtNodes().catch(() => {});
     if (this.#directory.nodes === 0) return this.#unservedOutcome(name);
@@ -293,18 +296,16 @@ export class RemotePool implements ToolCallPool {
   }
 
   async #connect(): Promise<boolean> {
-    const clients = await CoordinatorClients.connect({
-      redis: this.#options.redis,
-      prefix: this.#keys.prefix,
-      queueName: this.#queueName,
-      redisTimeoutMs: this.#options.redisTimeoutMs,
-      lockDurationMs: this.#options.lockDurationMs,
-      stalledIntervalMs: this.#options.stalledIntervalMs,
-      onStalled: (jobId) => this.#onStalled(jobId),
-      onFailed: (jobId, failedReason) => this.#onFailed(jobId, failedReason),
-      onRedisLost: () => this.#onRedisLost(),
-      onRedisBack: () => this.#onRedisBack(),
-    });
+    let clients: CoordinatorClients | undefined;
+    try {
+      clients = await this.#connectClients();
+    } catch (error) {
+      // The fleet's libraries failed to load: every call ends with the cause, and the next one tries again.
+      const message = error instanceof Error ? error.message : describeThrown(error);
+      this.#startError = message.charAt(0).toLowerCase() + message.slice(1);
+      return false;
+    }
+    this.#startError = undefined;
     if (clients === undefined) return false;
     this.#clients = clients;
     this.#isRedisUp = clients.commands.status === "ready";
@@ -334,6 +335,21 @@ export class RemotePool implements ToolCallPool {
       });
     });
     return true;
+  }
+
+  #connectClients(): Promise<CoordinatorClients | undefined> {
+    return CoordinatorClients.connect({
+      redis: this.#options.redis,
+      prefix: this.#keys.prefix,
+      queueName: this.#queueName,
+      redisTimeoutMs: this.#options.redisTimeoutMs,
+      lockDurationMs: this.#options.lockDurationMs,
+      stalledIntervalMs: this.#options.stalledIntervalMs,
+      onStalled: (jobId) => this.#onStalled(jobId),
+      onFailed: (jobId, failedReason) => this.#onFailed(jobId, failedReason),
+      onRedisLost: () => this.#onRedisLost(),
+      onRedisBack: () => this.#onRedisBack(),
+    });
   }
 
   /** A reply stream entry: a partial goes to its call (in stream order), an end settles it. */
