@@ -43,9 +43,9 @@ const path = (relative) => fileURLToPath(new URL(relative, dist));
 // TypeBox.
 const entry = path("vendor/typebox-entry.mjs");
 await mkdir(new URL("vendor/", dist), { recursive: true });
-await writeFile(entry, 'export { Compile } from "typebox/compile";\nexport { Value } from "typebox/value";\n');
+await writeFile(entry, 'export { Compile } from "typebox/compile";\nexport { Value } from "typebox/value";\nexport { Format } from "typebox/format";\n');
 try {
-  await build({ cwd: root, input: entry, platform: "node", logLevel: "warn", output: { file: path("vendor/typebox.cjs"), format: "cjs" } });
+  await build({ cwd: root, input: entry, platform: "node", logLevel: "warn", output: { file: path("vendor/typebox.cjs"), format: "cjs", strict: true } });
 } finally {
   await rm(entry, { force: true });
 }
@@ -101,7 +101,8 @@ async function bundle(file, output = file, format = "esm") {
         },
       },
     ],
-    output: { file: bundled, format, sourcemap: true },
+    // Strict, as the ES modules bundled were.
+    output: { file: bundled, format, sourcemap: true, strict: true },
   });
   const code = await readFile(bundled, "utf8");
   const name = basename(path(output));

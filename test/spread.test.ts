@@ -10,7 +10,17 @@ import { createGrepTool } from "../dist/tools/grep.js";
 
 const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
 const tool = (name: string, exportName: string) => workerTool({ name, description: name, parameters: { type: "object" }, module: spreadModule, exportName });
-const tools = [tool("spread_parent", "spreadParent"), tool("spread_and_leave", "spreadAndLeave"), tool("spread_badly", "spreadBadly"), tool("spread_then_exit", "spreadThenExit"), tool("noop", "noop")];
+const tools = [
+  tool("spread_parent", "spreadParent"),
+  tool("spread_and_leave", "spreadAndLeave"),
+  tool("spread_badly", "spreadBadly"),
+  tool("spread_then_exit", "spreadThenExit"),
+  tool("noop", "noop"),
+  tool("keep_ctx", "keepCtx"),
+  tool("spread_through_kept_ctx", "spreadThroughKeptCtx"),
+  tool("forge_spread", "forgeSpread"),
+  tool("wait_for_abort", "waitForAbort"),
+];
 
 const batch = (...calls: [id: string, name: string, args?: Record<string, unknown>][]): AssistantMessage => ({
   role: "assistant",
@@ -24,8 +34,8 @@ afterEach(async () => {
 });
 
 /** A runtime whose `threads` threads have all answered a call, so that they count as idle. */
-async function warmRuntime(threads: number, extra: { abortGraceMs?: number } = {}): Promise<Runtime> {
-  const runtime = createRuntime({ tools, pool: { minThreads: threads, maxThreads: threads, ...extra } });
+async function warmRuntime(threads: number, extra: { abortGraceMs?: number; maxRunningPerSession?: number } = {}, extraTools: typeof tools = []): Promise<Runtime> {
+  const runtime = createRuntime({ tools: [...tools, ...extraTools], pool: { minThreads: threads, maxThreads: threads, ...extra } });
   runtimes.push(runtime);
   const { messages } = await runtime.executeToolCalls(batch(...Array.from({ length: threads }, (_, i): [string, string] => [`w${i}`, "noop"])));
   expect(new Set(messages.map((m) => (m.details as { threadId: number }).threadId)).size).toBe(threads);
@@ -207,5 +217,61 @@ describe("grep spread over the pool", () => {
       expect(requests).toBe(1);
       expect(result).toEqual(expected);
     }
+  });
+});
+
+describe("ctx.spread, misused", () => {
+  it("rejects at once through the ctx of a call that has ended", async () => {
+    const runtime = await warmRuntime(1);
+    await runtime.executeToolCalls(batch(["k", "keep_ctx"]));
+    const { messages } = await runtime.executeToolCalls(batch(["m", "spread_through_kept_ctx"]));
+    expect(messages[0]!.details).toMatchObject({ settled: "rejected: ctx.spread: the call has ended" });
+  });
+
+  it("refuses a request for a call that another thread runs, and starts no part for it", async () => {
+    // Fresh pool: the three warm-up calls are numbered 1 to 3, the batch's calls 4 and 5.
+    const runtime = await warmRuntime(3);
+    const controller = new AbortController();
+    const { messages } = await runtime.executeToolCalls(batch(["w", "wait_for_abort"], ["f", "forge_spread", { seq: 4 }]), {
+      signal: controller.signal,
+      emit: (event: BatchEvent) => {
+        if (event.type === "tool_execution_end" && event.toolCallId === "f") controller.abort();
+      },
+    });
+    expect(messages[1]!.details).toEqual({ reply: { id: 987654, error: "the call is not running on this thread (it has ended)" } });
+    expect(runtime.poolStats?.completed).toBe(5);
+  });
+
+  it("keeps parts within the session's maxRunningPerSession", async () => {
+    const runtime = createRuntime({ tools, pool: { minThreads: 3, maxThreads: 3, maxRunningPerSession: 2 } });
+    runtimes.push(runtime);
+    // Three sessions at once, so that every thread answers a call and counts as idle.
+    const warm = await Promise.all([0, 1, 2].map((i) => runtime.executeToolCalls(batch([`w${i}`, "noop"]))));
+    expect(new Set(warm.map(({ messages }) => (messages[0]!.details as { threadId: number }).threadId)).size).toBe(3);
+    const { outcomes } = await spreadOnce(runtime, "echoPart", ["a", "b"]);
+    // The call holds one of its session's two places: one part runs, the other is not run.
+    expect(outcomes.map((o) => (o.ok ? "ran" : o.error))).toEqual(["ran", "not run: no idle thread"]);
+  });
+
+  it("gives each tool's parts that tool's name and result limit, even when tools share a module", async () => {
+    const small = workerTool({ name: "small", description: "", parameters: { type: "object" }, module: spreadModule, exportName: "spreadParent", maxResultBytes: 2_000 });
+    const big = workerTool({ name: "big", description: "", parameters: { type: "object" }, module: spreadModule, exportName: "spreadParent", maxResultBytes: 1_000_000 });
+    const runtime = await warmRuntime(2, {}, [small, big]);
+    const run = async (name: string) => {
+      const { messages } = await runtime.executeToolCalls(batch(["s", name, { part: "sizedPart", inputs: [{ bytes: 50_000 }] }]));
+      return (messages[0]!.details as { outcomes: SpreadOutcome[] }).outcomes[0]!;
+    };
+    expect(await run("small")).toMatchObject({ ok: false, ran: true, error: expect.stringContaining('TP_ERR_RESULT_TOO_LARGE: Tool "small (part: sizedPart)" returned') });
+    expect(await run("big")).toMatchObject({ ok: true });
+  });
+
+  it("runs at most 64 different exports per tool", async () => {
+    const runtime = await warmRuntime(2);
+    for (let i = 0; i < 64; i++) {
+      const { outcomes } = await spreadOnce(runtime, `nope${i}`, [1]);
+      expect(outcomes[0]).toMatchObject({ ok: false, ran: true, error: expect.stringContaining(`TP_ERR_TOOL_LOAD`) });
+    }
+    const { outcomes } = await spreadOnce(runtime, "echoPart", [1]);
+    expect(outcomes[0]).toEqual({ ok: false, ran: false, error: 'not run: tool "spread_parent" already spreads 64 different exports, the most one tool may' });
   });
 });

@@ -9,6 +9,9 @@
  * hooks, CommonJS files through require.cache.
  */
 import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
@@ -113,6 +116,24 @@ describe("cold start", () => {
       ]);
     } finally {
       await runtime.close();
+    }
+  });
+
+  it.each(["throwing-tool.cjs", "throwing-tool.mjs"])("a tool module (%s) that throws while loading runs once, and its error ends the call", async (file) => {
+    const countFile = join(mkdtempSync(join(tmpdir(), "toolpool-load-")), "count");
+    writeFileSync(countFile, "");
+    const runtime = createRuntime({
+      tools: [workerTool({ name: "throws", description: "", parameters: { type: "object" }, module: new URL(file, fixtures) })],
+      pool: { maxThreads: 1, env: { ...process.env, TOOLPOOL_TEST_COUNT_FILE: countFile } },
+    });
+    try {
+      const { messages } = await runtime.executeToolCalls({ role: "assistant", content: [{ type: "toolCall", id: "t", name: "throws", arguments: {} }] });
+      expect(messages[0]!.isError).toBe(true);
+      expect((messages[0]!.content[0] as { text: string }).text).toContain("this module refuses to load");
+      expect(readFileSync(countFile, "utf8")).toBe("evaluated\n");
+    } finally {
+      await runtime.close();
+      rmSync(dirname(countFile), { recursive: true, force: true });
     }
   });
 });

@@ -101,3 +101,16 @@ describe("validateToolArguments against pi-ai 0.73.1", () => {
     expect(args).toEqual({ value: 7, tags: [1], nested: { deep: "5" } });
   });
 });
+
+describe("formats the application registers on its typebox", () => {
+  it("are checked as pi-ai checks them", async () => {
+    const { Format } = await import("typebox/format");
+    // A name no other test uses: the registry is the process's.
+    Format.Set("toolpool-test-even-digits", (value) => /^[02468]+$/.test(value));
+    const schema = { type: "object", properties: { n: { type: "string", format: "toolpool-test-even-digits" } }, required: ["n"] };
+    for (const args of [{ n: "2468" }, { n: "13" }]) {
+      expect(validateWithToolpool("even", schema, args)).toEqual(validateWithPi("even", schema, args));
+    }
+    expect(validateWithToolpool("even", schema, { n: "13" })).toMatchObject({ kind: "error" });
+  });
+});

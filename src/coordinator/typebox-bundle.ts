@@ -6,23 +6,28 @@
  *
  * Why not `import "typebox/compile"`: TypeBox ships as ~680 small ES modules,
  * which took ~400 ms to load; the bundle parses in ~15 ms, and ~2 ms with
- * the code cache. V8 checks that a cache matches its version, flags and the
- * source, and rejects one that does not: the bundle then just compiles as
- * usual. Synchronous, so that `createRuntime` stays synchronous; never
+ * the code cache. V8 rejects a cache made by another V8 version, with other
+ * flags or for a source of another length, and the bundle then just
+ * compiles as usual; it does not compare the source itself, so the build
+ * writes the bundle and its cache together and nothing else may edit either. Synchronous, so that `createRuntime` stays synchronous; never
  * loaded by `import("toolpool")`.
  *
  * @module
  */
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { Script } from "node:vm";
 
 import type { Compile } from "typebox/compile";
+import type { Format } from "typebox/format";
 import type { Value } from "typebox/value";
 
 /** The TypeBox functions validation uses. */
 export interface Typebox {
   Compile: typeof Compile;
   Value: typeof Value;
+  /** The bundle's own format registry (see `adoptApplicationFormats`). */
+  Format: typeof Format;
 }
 
 const bundleUrl = new URL("../vendor/typebox.cjs", import.meta.url);
@@ -56,4 +61,51 @@ export function loadTypebox(): Typebox {
     typebox = evaluateTypeboxScript(createTypeboxScript(cachedData));
   }
   return typebox;
+}
+
+const requireFromHere = createRequire(import.meta.url);
+/** The `typebox/format` module of the installed TypeBox, once looked up; null when it cannot be loaded synchronously. */
+let installedFormats: typeof Format | null | undefined;
+
+/**
+ * Copies into the bundle's format registry the formats of `schema` that it
+ * lacks and the installed `typebox` package has: those an application
+ * registered with `Format.Set` (of `typebox/format`), which pi-ai's
+ * validation, on that package, sees. TypeBox binds a format's check when it
+ * compiles a validator, so this runs before each compile. The installed
+ * registry is loaded only when a schema names a format the bundle lacks, and
+ * only where Node can `require()` an ES module (20.19+).
+ */
+export function adoptApplicationFormats(schema: unknown, bundled: typeof Format): void {
+  for (const name of formatNames(schema, new Set(), 0)) {
+    if (bundled.Has(name)) continue;
+    if (installedFormats === undefined) installedFormats = loadInstalledFormats();
+    const check = installedFormats?.Get(name);
+    if (check !== undefined) bundled.Set(name, check);
+  }
+}
+
+function loadInstalledFormats(): typeof Format | null {
+  if ((process.features as { require_module?: boolean }).require_module !== true) return null;
+  try {
+    return (requireFromHere("typebox/format") as { Format: typeof Format }).Format;
+  } catch {
+    return null;
+  }
+}
+
+/** The `format` values anywhere in a JSON schema (bounded by depth; schemas are checked JSON Schemas by then). */
+function formatNames(schema: unknown, names: Set<string>, depth: number): Set<string> {
+  if (depth > 64 || typeof schema !== "object" || schema === null) return names;
+  if (Array.isArray(schema)) {
+    for (const item of schema) formatNames(item, names, depth + 1);
+    return names;
+  }
+  for (const key in schema) {
+    if (!Object.hasOwn(schema, key)) continue;
+    const value = (schema as Record<string, unknown>)[key];
+    if (key === "format" && typeof value === "string") names.add(value);
+    else formatNames(value, names, depth + 1);
+  }
+  return names;
 }

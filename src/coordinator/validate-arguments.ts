@@ -2,7 +2,7 @@ import type { Validator } from "typebox/compile";
 
 import type { JsonSchema } from "../types.js";
 import { coerceWithJsonSchema, type SubSchemaCheck } from "./coerce-json-schema.js";
-import { loadTypebox } from "./typebox-bundle.js";
+import { adoptApplicationFormats, loadTypebox } from "./typebox-bundle.js";
 import { formatValidationFailure } from "./validation-message.js";
 
 /**
@@ -22,7 +22,9 @@ const validators = new WeakMap<object, Validator>();
 export function compileArgumentValidator(schema: JsonSchema): Validator {
   let validator = validators.get(schema);
   if (validator === undefined) {
-    validator = loadTypebox().Compile(schema as never);
+    const typebox = loadTypebox();
+    adoptApplicationFormats(schema, typebox.Format);
+    validator = typebox.Compile(schema as never);
     validators.set(schema, validator);
   }
   return validator;

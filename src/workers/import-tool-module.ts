@@ -13,8 +13,9 @@
  * Anything else takes `import()` itself: a CommonJS module (whose namespace
  * only `import()` makes; `require` has loaded it by then, and `import()`
  * reuses that), a module `require` cannot load (top-level await), another
- * URL, and a module that fails to load, so that the failure is the one
- * `import()` reports.
+ * URL, and a module that was not found or did not compile, so that the
+ * failure is the one `import()` reports. A module whose own code throws while
+ * loading runs once: its error is the load's failure.
  *
  * @module
  */
@@ -23,15 +24,37 @@ import { fileURLToPath } from "node:url";
 import { types } from "node:util";
 
 const require = createRequire(import.meta.url);
-const canRequireEsm = (process.features as { require_module?: boolean }).require_module === true;
+const canRequireEsm = (process.features as { require_module?: boolean }).require_module === true && !warnsOnRequireEsm(process.versions.node);
+
+/**
+ * Node 22.12 and 23.0–23.4 can `require()` ES modules but print an
+ * ExperimentalWarning the first time: toolpool does not make every worker
+ * print one, and takes `import()` there.
+ */
+function warnsOnRequireEsm(version: string): boolean {
+  const [major = 0, minor = 0] = version.split(".").map(Number);
+  return (major === 22 && minor === 12) || (major === 23 && minor < 5);
+}
+
+/**
+ * Failures of `require()` after which the module has not run, so that
+ * `import()` can try it without running anything twice: it is an ES module
+ * `require` cannot load (top-level await, a cycle), or was not found, or
+ * did not compile. Any other failure is the module's own code throwing: a
+ * CommonJS module would run again under `import()`, so that failure is the
+ * call's (an ES module's failure would be the same error under `import()`).
+ */
+const retryUnderImport = new Set(["ERR_REQUIRE_ASYNC_MODULE", "ERR_REQUIRE_CYCLE_MODULE", "ERR_REQUIRE_ESM", "MODULE_NOT_FOUND", "ERR_UNKNOWN_FILE_EXTENSION"]);
 
 export function importToolModule(url: string): Promise<Record<string, unknown>> {
   if (canRequireEsm && url.startsWith("file:") && !url.includes("?") && !url.includes("#")) {
     try {
       const loaded: unknown = require(fileURLToPath(url));
       if (types.isModuleNamespaceObject(loaded)) return Promise.resolve(loaded as Record<string, unknown>);
-    } catch {
-      // import() below reports the failure, as it would have alone.
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (!(error instanceof SyntaxError) && !(typeof code === "string" && retryUnderImport.has(code))) return Promise.reject(error);
+      // Otherwise import() below reports the failure, as it would have alone.
     }
   }
   return import(url) as Promise<Record<string, unknown>>;

@@ -14,7 +14,7 @@ import { maxSpreadInputs, spreadChannelName, spreadTag, type SpreadReply, type S
 
 /** This thread's spread channel, opened on its first request and kept (unreferenced) for the thread's life. */
 let channel: BroadcastChannel | undefined;
-const waiting = new Map<number, { resolve: (outcomes: SpreadOutcome[]) => void; reject: (error: Error) => void }>();
+const waiting = new Map<number, { seq: number; resolve: (outcomes: SpreadOutcome[]) => void; reject: (error: Error) => void }>();
 let lastId = 0;
 
 function onReply(event: unknown): void {
@@ -25,6 +25,12 @@ function onReply(event: unknown): void {
   waiting.delete(reply.id);
   if (reply.outcomes !== undefined) entry.resolve(reply.outcomes);
   else entry.reject(new Error(`ctx.spread: ${reply.error ?? "no answer"}`));
+}
+
+/** Call `seq` has ended: answers still due to it are no longer awaited (nothing is kept for them). */
+export function dropSpreadsOf(seq: number): void {
+  if (waiting.size === 0) return;
+  for (const [id, entry] of waiting) if (entry.seq === seq) waiting.delete(id);
 }
 
 /** Asks the pool to run `exportName` of call `seq`'s module once per input on idle threads. */
@@ -52,6 +58,6 @@ export function requestSpread(controlChannel: string, seq: number, exportName: u
       reject(new Error(`ctx.spread: the inputs cannot be cloned across threads: ${describeThrown(error)}`));
       return;
     }
-    waiting.set(id, { resolve, reject });
+    waiting.set(id, { seq, resolve, reject });
   });
 }

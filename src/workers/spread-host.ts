@@ -35,10 +35,10 @@ export interface SpreadPart {
 
 /** What the host needs of the pool. */
 export interface SpreadPool {
-  /** Whether call `seq` is running on a thread now (dispatched, not settled). */
-  isRunning(seq: number): boolean;
-  /** Threads that would take a call at once. */
-  idleThreads(): number;
+  /** Whether call `seq` is running on a thread now (dispatched, not settled), on thread `threadId` if given. */
+  isRunning(seq: number, threadId?: number): boolean;
+  /** Parts call `seq` may start now: threads that would take a call at once, within its session's cap. */
+  partSlots(seq: number): number;
   /** Whether the pool takes no new calls. */
   isClosed(): boolean;
   /** Runs `exportName(input)` of call `parentSeq`'s module as a call of its own, at once (no admission, no queue limit). */
@@ -71,7 +71,7 @@ export class SpreadHost {
     const { seq, id, threadId } = request;
     const answer = (reply: Omit<SpreadReply, "id">): void => {
       // A call that has ended waits for nothing; its thread may serve another call by now.
-      if (!this.#pool.isRunning(seq)) return;
+      if (!this.#pool.isRunning(seq, threadId)) return;
       try {
         this.#channel(threadId).postMessage({ id, ...reply } satisfies SpreadReply);
       } catch (error) {
@@ -79,7 +79,20 @@ export class SpreadHost {
         this.#channel(threadId).postMessage({ id, error: `the parts' outcomes cannot be sent back: ${String(error)}` } satisfies SpreadReply);
       }
     };
-    if (!this.#pool.isRunning(seq)) return;
+    if (typeof threadId !== "number" || typeof id !== "number") return;
+    // Only the thread running the call may spread it: an answer says so to any other request.
+    if (!this.#pool.isRunning(seq, threadId)) {
+      const refusal: SpreadReply = { id, error: "the call is not running on this thread (it has ended)" };
+      const known = this.#channels.get(threadId);
+      if (known !== undefined) known.postMessage(refusal);
+      else {
+        // No channel is kept for a thread that has no running call to answer.
+        const once = new BroadcastChannel(spreadChannelName(this.#controlChannel, threadId));
+        once.postMessage(refusal);
+        once.close();
+      }
+      return;
+    }
     if (this.#partSeqs.has(seq)) return answer({ error: "a part cannot spread further" });
     const { exportName, inputs } = request;
     if (typeof exportName !== "string" || exportName === "" || !Array.isArray(inputs) || inputs.length > maxSpreadInputs) {
@@ -87,7 +100,7 @@ export class SpreadHost {
     }
     const notRun = (error: string): SpreadOutcome => ({ ok: false, error, ran: false });
     if (this.#pool.isClosed()) return answer({ outcomes: inputs.map(() => notRun("not run: the pool is closing")) });
-    const idle = this.#pool.idleThreads();
+    const idle = this.#pool.partSlots(seq);
     const outcomes: SpreadOutcome[] = new Array(inputs.length);
     const running: Promise<void>[] = [];
     let parts = this.#parts.get(seq);
@@ -96,7 +109,13 @@ export class SpreadHost {
         outcomes[index] = notRun("not run: no idle thread");
         continue;
       }
-      const part = this.#pool.runPart(seq, exportName, inputs[index]);
+      let part: SpreadPart;
+      try {
+        part = this.#pool.runPart(seq, exportName, inputs[index]);
+      } catch (error) {
+        outcomes[index] = notRun(`not run: ${error instanceof Error ? error.message : String(error)}`);
+        continue;
+      }
       if (parts === undefined) this.#parts.set(seq, (parts = new Set()));
       parts.add(part);
       this.#partSeqs.add(part.seq);

@@ -16,7 +16,7 @@ import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../types
 import { importToolModule } from "./import-tool-module.js";
 import { inspectResult } from "./inspect-result.js";
 import { moveToHost } from "./move-to-host.js";
-import { requestSpread } from "./spread-client.js";
+import { dropSpreadsOf, requestSpread } from "./spread-client.js";
 import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask, type WorkerToolDefinition } from "./protocol.js";
 
 const boot = workerData as WorkerBootData;
@@ -81,7 +81,7 @@ function runCall(task: WorkerTask, tool: KnownTool, execute: ToolExecute): unkno
   let value: unknown;
   let isPending: boolean;
   try {
-    const ctx = new CallContext(task, call.onUpdate);
+    const ctx = new CallContext(task, call);
     value =
       task.traceparent === undefined
         ? execute(task.args, ctx)
@@ -109,6 +109,8 @@ class CallRun {
   readonly #startedAt = performance.now();
   #updates = 0;
   #unclonedUpdate: string | undefined;
+  /** Set once the outcome is in: the call's `ctx` no longer acts. */
+  isFinished = false;
 
   constructor(task: WorkerTask, tool: KnownTool, resourcesBefore: number) {
     this.#task = task;
@@ -133,7 +135,9 @@ class CallRun {
     const runMs = performance.now() - this.#startedAt;
     const task = this.#task;
     const { toolName, maxResultBytes } = this.#tool;
+    this.isFinished = true;
     running.delete(task.seq);
+    dropSpreadsOf(task.seq);
     const updates = this.#updates;
     let reply: WorkerReply;
     let transferables: ArrayBuffer[] = [];
@@ -232,12 +236,14 @@ class CallContext implements WorkerToolContext<unknown> {
   readonly onUpdate: WorkerToolContext<unknown>["onUpdate"];
   declare readonly traceparent?: string;
   readonly #seq: number;
+  readonly #run: CallRun;
   #signal: AbortSignal | undefined;
 
-  constructor(task: WorkerTask, onUpdate: WorkerToolContext<unknown>["onUpdate"]) {
+  constructor(task: WorkerTask, run: CallRun) {
     this.toolCallId = task.toolCallId;
-    this.onUpdate = onUpdate;
+    this.onUpdate = run.onUpdate;
     this.#seq = task.seq;
+    this.#run = run;
     if (task.traceparent !== undefined) (this as { traceparent?: string }).traceparent = task.traceparent;
   }
 
@@ -247,6 +253,8 @@ class CallContext implements WorkerToolContext<unknown> {
 
   /** Runs parts of the call on idle threads. The request is posted at once: parts start while the call goes on. */
   spread<TOutput = unknown>(exportName: string, inputs: readonly unknown[]): Promise<SpreadOutcome<TOutput>[]> {
+    // A ctx kept past its call would ask for a call the pool no longer runs.
+    if (this.#run.isFinished) return Promise.reject(new Error("ctx.spread: the call has ended"));
     return requestSpread(boot.controlChannel, this.#seq, exportName, inputs) as Promise<SpreadOutcome<TOutput>[]>;
   }
 }

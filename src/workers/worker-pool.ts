@@ -99,6 +99,9 @@ const workerEntryUrl = new URL("./worker-entry.cjs", import.meta.url); // worker
 /** Piscina's run options: one frozen object for all calls, since termination is the pool's own. */
 const noRunOptions = Object.freeze({});
 
+/** Different exports one tool's calls may spread to (each keeps a tool entry for the pool's life). */
+const maxPartExports = 64;
+
 /** The one session of every call when `scheduling` is `"fifo"`. */
 const fifoSession = Symbol("fifo");
 
@@ -161,8 +164,8 @@ export class WorkerPool implements ToolCallPool {
   readonly #terminating = new Map<number, unknown>();
   #bootFailures = 0;
   readonly #tools = new Map<WorkerTool, PoolTool>();
-  /** The tools that parts of spread calls run as, by module URL and export name. */
-  readonly #partTools = new Map<string, WorkerTool>();
+  /** The tools that parts of spread calls run as: per calling tool's number, by export name. */
+  readonly #partTools = new Map<number, Map<string, WorkerTool>>();
   /** Created on the first `ctx.spread` request: pools whose tools never spread keep none. */
   #spread: SpreadHost | undefined;
   /** Per live thread, the tools it has answered a call of: its later calls of them go without the definition. */
@@ -557,15 +560,19 @@ export class WorkerPool implements ToolCallPool {
 
   #createSpreadHost(): SpreadHost {
     return new SpreadHost(this.#controlChannel, {
-      isRunning: (seq) => {
+      isRunning: (seq, threadId) => {
         const call = this.#calls.get(seq);
-        return call !== undefined && call.isDispatched && !call.isSettled && call.reply === undefined;
+        return call !== undefined && call.isDispatched && !call.isSettled && call.reply === undefined && (threadId === undefined || call.threadId === threadId);
       },
-      idleThreads: () => {
+      partSlots: (seq) => {
         const generation = this.#current;
         if (generation.isLatched) return 0;
         // Usable threads not running a call, less what waits for one (parts not yet placed included).
-        return Math.max(0, generation.usable.size - generation.running - generation.queue.size - this.#terminating.size);
+        const idle = Math.max(0, generation.usable.size - generation.running - generation.queue.size - this.#terminating.size);
+        if (this.#admission === undefined) return idle;
+        // Parts run in the caller's session: they take places under its cap like its calls.
+        const admitted = this.#admission.get(this.#calls.get(seq)?.session)?.admitted ?? 0;
+        return Math.min(idle, Math.max(0, this.#options.maxRunningPerSession! - admitted));
       },
       isClosed: () => this.#isClosed,
       runPart: (parentSeq, exportName, input) => this.#runPart(this.#calls.get(parentSeq)!, exportName, input),
@@ -579,17 +586,28 @@ export class WorkerPool implements ToolCallPool {
    */
   #runPart(parent: CallState, exportName: string, input: unknown): SpreadPart {
     const { moduleUrl, toolName, maxResultBytes } = parent.tool.definition;
-    const key = `${moduleUrl}\0${exportName}`;
-    let tool = this.#partTools.get(key);
+    // Per calling tool (its name and result limit are the parts' too), per export.
+    let parts = this.#partTools.get(parent.tool.id);
+    if (parts === undefined) this.#partTools.set(parent.tool.id, (parts = new Map()));
+    let tool = parts.get(exportName);
     if (tool === undefined) {
+      if (parts.size >= maxPartExports) {
+        throw new Error(`tool "${toolName}" already spreads ${maxPartExports} different exports, the most one tool may`);
+      }
       tool = { name: `${toolName} (part: ${exportName})`, moduleUrl, exportName, maxResultBytes, cost: 1 } as unknown as WorkerTool;
-      this.#partTools.set(key, tool);
+      parts.set(exportName, tool);
     }
     let call: CallState | undefined;
     const outcome = new Promise<WorkerCallOutcome>((resolve) => {
       call = this.#enqueue({ tool, toolCallId: parent.request.toolCallId, args: input }, parent.session, resolve);
     });
     const part = call!;
+    if (this.#admission !== undefined) {
+      // Counted under the session's cap (partSlots left room for it), released when it settles.
+      const entry = this.#admission.get(part.session);
+      if (entry === undefined) this.#admission.set(part.session, { admitted: 1, parked: [] });
+      else entry.admitted += 1;
+    }
     this.#submit(part);
     return {
       seq: part.seq,
@@ -720,8 +738,8 @@ export class WorkerPool implements ToolCallPool {
     if (call.isSettled) return;
     call.isSettled = true;
     // A part of a spread call is not a call of the pool's users: not counted, not admitted.
-    const isPart = this.#spread !== undefined && this.#spread.isPart(call.seq);
-    if (!isPart) this.#completed += 1;
+    // A part of a spread call counts as a call of its own here, as it does in `running` and `diagnose()`.
+    this.#completed += 1;
     if (this.#spread !== undefined) this.#spread.onCallEnded(call.seq);
     let wasParked = false;
     if (call.isDispatched) this.#onCallLeftThread(call.generation);
@@ -734,7 +752,7 @@ export class WorkerPool implements ToolCallPool {
     this.#clearTimers(call);
     if (call.onAbort !== undefined) call.request.signal?.removeEventListener("abort", call.onAbort);
     this.#calls.delete(call.seq);
-    if (this.#admission !== undefined && !wasParked && !isPart) this.#releaseAdmission(call);
+    if (this.#admission !== undefined && !wasParked) this.#releaseAdmission(call);
     if (this.#calls.size === 0) this.#drained?.resolve();
     const timing: CallTiming = { submittedAt: call.enqueuedAt, endedAt: this.#clock.now() };
     if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
