@@ -9,8 +9,9 @@
  * the code cache. V8 rejects a cache made by another V8 version, with other
  * flags or for a source of another length, and the bundle then just
  * compiles as usual; it does not compare the source itself, so the build
- * writes the bundle and its cache together and nothing else may edit either. Synchronous, so that `createRuntime` stays synchronous; never
- * loaded by `import("toolpool")`.
+ * writes the bundle and its cache together and nothing else may edit either.
+ * Synchronous, so that `createRuntime` stays synchronous; never loaded by
+ * `import("toolpool")`.
  *
  * @module
  */

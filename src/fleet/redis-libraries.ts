@@ -21,7 +21,7 @@ export interface RedisLibraries {
 let libraries: Promise<RedisLibraries> | undefined;
 
 /** The start of the message when the fleet's libraries cannot be imported. */
-export const librariesFailedToLoad = "The fleet's libraries (bullmq, ioredis) failed to load";
+const librariesFailedToLoad = "The fleet's libraries (bullmq, ioredis) failed to load";
 
 /**
  * BullMQ and ioredis, imported once per process. A failed import rejects with
