@@ -89,37 +89,16 @@ export function isOpenedAt(fd: number, path: string, stats: Stats = fstatSync(fd
 }
 
 /**
- * Reads a whole regular file, at most `maxBytes` bytes. Throws (see
- * {@link openRegularFile}) for what is not a regular file, and when the file
- * holds more than `maxBytes` bytes — counted while reading, since a size from
- * `stat` may be 0 for a file that is not empty.
+ * Reads a whole regular file, at most `maxBytes` bytes, into a buffer of its
+ * own (see {@link readRegularFileInto}). Throws (see {@link openRegularFile})
+ * for what is not a regular file, and when the file holds more than
+ * `maxBytes` bytes — counted while reading, since a size from `stat` may be 0
+ * for a file that is not empty.
  */
 export function readRegularFile(path: string, label: string, maxBytes: number): Buffer {
-  const { fd, stats } = openRegularFile(path, label);
-  try {
-    if (stats.size > maxBytes) throw new Error(`${label} is ${stats.size} bytes, over the ${maxBytes}-byte limit`);
-    // One byte more than allowed tells a file at the limit from one past it.
-    let chunk = Buffer.allocUnsafe(Math.min(maxBytes + 1, Math.max(stats.size + 1, 64 * 1024)));
-    let length = 0;
-    for (;;) {
-      if (length === chunk.length) {
-        const grown = Buffer.allocUnsafe(Math.min(maxBytes + 1, chunk.length * 2));
-        chunk.copy(grown, 0, 0, length);
-        chunk = grown;
-      }
-      let bytesRead: number;
-      try {
-        bytesRead = readSync(fd, chunk, length, chunk.length - length, null);
-      } catch (error) {
-        throw new Error(`${label} cannot be read: ${(error as Error).message}`);
-      }
-      if (bytesRead === 0) return chunk.subarray(0, length);
-      length += bytesRead;
-      if (length > maxBytes) throw new Error(`${label} holds more than the ${maxBytes}-byte limit`);
-    }
-  } finally {
-    closeSync(fd);
-  }
+  const scratch: ReadScratch = { buffer: Buffer.alloc(0) };
+  const length = readRegularFileInto(path, label, maxBytes, scratch);
+  return scratch.buffer.subarray(0, length);
 }
 
 /** A buffer reused from one read to the next, grown on demand; one per thread is enough for synchronous reads. */
