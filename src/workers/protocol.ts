@@ -109,12 +109,17 @@ export const flagSlotMask = flagSlotCount - 1;
 /** Sequence numbers wrap within the positive int32 range so they fit the flag array. */
 export const maxSeq = 0x7fff_ffff;
 
+/** Whether a message posted on the pool's `message` event carries `tag` (each kind of toolpool message has its own). */
+function hasTag(message: unknown, tag: string): boolean {
+  return typeof message === "object" && message !== null && (message as Record<string, unknown>)[tag] === true;
+}
+
 export function isUpdateMessage(message: unknown): message is UpdateMessage {
-  return typeof message === "object" && message !== null && (message as Record<string, unknown>)[updateTag] === true;
+  return hasTag(message, updateTag);
 }
 
 export function isBootMessage(message: unknown): message is BootMessage {
-  return typeof message === "object" && message !== null && (message as Record<string, unknown>)[bootTag] === true;
+  return hasTag(message, bootTag);
 }
 
 /**
@@ -155,5 +160,5 @@ export function spreadChannelName(controlChannel: string, threadId: number): str
 }
 
 export function isSpreadRequest(message: unknown): message is SpreadRequest {
-  return typeof message === "object" && message !== null && (message as Record<string, unknown>)[spreadTag] === true;
+  return hasTag(message, spreadTag);
 }
