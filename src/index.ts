@@ -20,7 +20,9 @@ export type { FleetStats, RemoteCallRecord } from "./fleet/remote-pool.js";
 export { ToolpoolError, errorCodes } from "./errors.js";
 export type { ErrorCode } from "./errors.js";
 export type { Clock } from "./clock.js";
+export { supportsPi16 } from "./options.js";
 export type {
+  PiVersion,
   PoolOptions,
   ResolvedPoolOptions,
   ResolvedRuntimeOptions,

@@ -9,6 +9,22 @@ import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } fro
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
 
+/** Which pi's rules a runtime follows: see {@link RuntimeOptions.pi}. */
+export type PiVersion = "0.73" | "1.6";
+
+/** The oldest Node that pi 1.6 (and so `pi: "1.6"`) runs on: its packages' `engines`. */
+export const pi16MinimumNode = [22, 19, 0] as const;
+
+/** Whether this Node can run pi 1.6's rules. */
+export function supportsPi16(version: string = process.versions.node): boolean {
+  const parts = version.split(".").map(Number);
+  for (let index = 0; index < pi16MinimumNode.length; index++) {
+    const part = parts[index] ?? 0;
+    if (part !== pi16MinimumNode[index]) return part > pi16MinimumNode[index]!;
+  }
+  return true;
+}
+
 /** A tool a runtime can execute: a pi `AgentTool` (inline) or a {@link WorkerTool}. */
 export type ToolDefinition = AgentTool | WorkerTool;
 
@@ -100,6 +116,15 @@ export interface PoolOptions {
 export interface RuntimeOptions {
   /** The tools of this runtime: inline pi `AgentTool`s and/or `workerTool(...)` definitions. @default [] */
   tools?: readonly ToolDefinition[];
+  /**
+   * Which pi's rules a batch follows: `"0.73"`, `@mariozechner/pi-agent-core`
+   * 0.73.1; `"1.6"`, `@earendil-works/pi-agent-core` 1.6.0 (its abort checks,
+   * blocked calls that terminate, `durationMs`, `usage`, truncated responses,
+   * pi-ai 1.6's validation on `@earendil-works/pi-schema`). `"1.6"` needs
+   * Node >= 22.19, as pi 1.6 does.
+   * @default "0.73"
+   */
+  pi?: PiVersion;
   /** How a batch runs, as pi's `toolExecution`. @default "parallel" */
   toolExecution?: ToolExecutionMode;
   /** pi's `beforeToolCall`: may block a call. Runs in the coordinator's mailbox, one hook at a time. */
@@ -144,6 +169,7 @@ export interface ResolvedPoolOptions {
 /** Runtime options after validation and defaults; frozen. */
 export interface ResolvedRuntimeOptions {
   readonly tools: readonly ToolDefinition[];
+  readonly pi: PiVersion;
   readonly toolExecution: ToolExecutionMode;
   readonly beforeToolCall: BeforeToolCallHook | undefined;
   readonly afterToolCall: AfterToolCallHook | undefined;
@@ -179,6 +205,7 @@ export const dataOptionsSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
+    pi: { enum: ["0.73", "1.6"], default: "0.73" },
     toolExecution: { enum: ["parallel", "sequential"], default: "parallel" },
     tracing: { type: "boolean", default: true },
     pool: {
@@ -215,7 +242,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw invalidOption("options", "an object", options);
   }
-  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, toolExecution, pool, tracing, fleet } = options;
+  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, pi, toolExecution, pool, tracing, fleet } = options;
   if (!Array.isArray(tools)) throw invalidOption("tools", "an array of tools", tools);
   if (beforeToolCall !== undefined && typeof beforeToolCall !== "function") {
     throw invalidOption("beforeToolCall", "a function", beforeToolCall);
@@ -227,14 +254,22 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     throw invalidOption("clock", "an object with now, setTimeout and clearTimeout", clock);
   }
   // The data options are copied before ajv writes defaults into them.
-  const data: { toolExecution?: ToolExecutionMode; pool?: PoolOptions; tracing?: boolean } = {};
+  const data: { pi?: PiVersion; toolExecution?: ToolExecutionMode; pool?: PoolOptions; tracing?: boolean } = {};
+  if (pi !== undefined) data.pi = pi;
   if (toolExecution !== undefined) data.toolExecution = toolExecution;
   if (tracing !== undefined) data.tracing = tracing;
   if (pool !== undefined) data.pool = copyData(pool, "pool");
   const validateDataOptions = compiledValidator("runtime-options");
   if (!validateDataOptions(data)) {
     const [error] = validateDataOptions.errors as ErrorObject[];
-    throw invalidOptionFromSchema(error!, { toolExecution, pool, tracing });
+    throw invalidOptionFromSchema(error!, { pi, toolExecution, pool, tracing });
+  }
+  const resolvedPi = data.pi ?? "0.73";
+  if (resolvedPi === "1.6" && !supportsPi16()) {
+    throw new ToolpoolError(
+      "TP_ERR_INVALID_OPTION",
+      `\`pi: "1.6"\` needs Node >= ${pi16MinimumNode.join(".")}, as pi 1.6 does; this is Node ${process.versions.node}. Use \`pi: "0.73"\` or a newer Node`,
+    );
   }
   // The one default the schema cannot hold (see dataOptionsSchema).
   (data.pool as PoolOptions).maxThreads ??= availableParallelism();
@@ -249,6 +284,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
   }
   return Object.freeze({
     tools: Object.freeze([...tools]),
+    pi: resolvedPi,
     toolExecution: data.toolExecution ?? "parallel",
     beforeToolCall,
     afterToolCall,
