@@ -30,6 +30,8 @@ export interface ToolExecutionEndEvent {
   toolName: string;
   result: AgentToolResult<unknown>;
   isError: boolean;
+  /** pi 1.6: milliseconds the tool's execution took (worker tools: on their thread); absent for a call that did not run. */
+  durationMs?: number;
 }
 
 /** Emitted for each tool result message, in call order, after every call finished. */

@@ -5,7 +5,7 @@
  * @module
  */
 export { createRuntime, Runtime } from "./runtime.js";
-export type { ExecuteOptions, RuntimeDiagnosis } from "./runtime.js";
+export type { ExecuteOptions, RunToolCallOptions, RuntimeDiagnosis, ToolCallOutcome } from "./runtime.js";
 export { workerTool, isWorkerTool } from "./workers/worker-tool.js";
 export type { WorkerTool, WorkerToolOptions } from "./workers/worker-tool.js";
 export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/pool-contract.js";
@@ -58,12 +58,14 @@ export type {
   BeforeToolCallResult,
   ImageContent,
   JsonSchema,
+  JsonValue,
   TextContent,
   ThinkingContent,
   ToolCall,
   ToolExecutionMode,
   ToolResultMessage,
   SpreadOutcome,
+  Usage,
   WorkerToolContext,
   WorkerToolExecute,
 } from "./types.js";

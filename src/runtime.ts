@@ -1,6 +1,7 @@
 import { EventEmitter } from "eventemitter3";
 
-import { BatchCoordinator, type BatchServices } from "./coordinator/batch-coordinator.js";
+import { BatchCoordinator, type BatchScope, type BatchServices } from "./coordinator/batch-coordinator.js";
+import { rulesOf, type PiRules } from "./coordinator/pi-rules.js";
 import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
 import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
@@ -9,7 +10,15 @@ import type { EmitFunction, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
-import type { AgentContext, AgentTool, AgentToolResult, AssistantMessage, BatchOutcome } from "./types.js";
+import type {
+  AgentContext,
+  AgentTool,
+  AgentToolResult,
+  AgentToolUpdateCallback,
+  AssistantMessage,
+  BatchOutcome,
+  ToolCall,
+} from "./types.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
 import { WorkerPool } from "./workers/worker-pool.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
@@ -33,6 +42,29 @@ export interface ExecuteOptions {
   sessionKey?: string;
 }
 
+/** Options of {@link Runtime.runToolCall}. */
+export interface RunToolCallOptions {
+  /** The assistant message the call belongs to, as the hooks see it. @default a message holding only the call */
+  assistantMessage?: AssistantMessage;
+  /** Handed to hooks as `context`, with `tools` filled in. @default { systemPrompt: "", messages: [] } */
+  context?: { systemPrompt?: string; messages?: unknown[] };
+  /** Aborts the call, as a batch's signal does. */
+  signal?: AbortSignal;
+  /** Receives the call's partial results (pi 1.6: only those sent before the tool settled). */
+  onUpdate?: AgentToolUpdateCallback;
+  /** The session a worker call takes turns as; see {@link ExecuteOptions.sessionKey}. */
+  sessionKey?: string;
+}
+
+/** What {@link Runtime.runToolCall} resolves with: the call's final result, as pi 1.6's `runToolCall` gives it. */
+export interface ToolCallOutcome {
+  toolCall: ToolCall;
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+  /** pi 1.6: milliseconds the tool's execution took; absent when it did not run (and with `pi: "0.73"`). */
+  durationMs?: number;
+}
+
 /** What {@link Runtime.diagnose} returns. */
 export interface RuntimeDiagnosis {
   /** The shared pool (`"shared"`), then one per worker tool with resource limits of its own (the tool's name). */
@@ -48,6 +80,8 @@ export interface RuntimeDiagnosis {
  */
 export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #options: ResolvedRuntimeOptions;
+  /** The rules of the runtime's pi, where 0.73.1 and 1.6.0 differ. */
+  readonly #rules: PiRules;
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
   /** The shared pool, and one pool per worker tool with resource limits of its own. */
   readonly #pools = new Map<WorkerTool | "shared", WorkerPool>();
@@ -80,6 +114,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   constructor(options?: RuntimeOptions) {
     super();
     this.#options = resolveRuntimeOptions(options);
+    this.#rules = rulesOf(this.#options.pi);
     this.#registry = createToolRegistry(this.#options.tools);
     const onPoolError = (error: unknown) => this.#publish("pool_error", error);
     this.#remotePool = this.#createRemotePool(onPoolError);
@@ -99,7 +134,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     // After the pools: their threads boot while the schemas compile (the
     // first compile loads TypeBox), which shortens a new runtime's first batch.
     try {
-      compileToolSchemas(this.#registry);
+      compileToolSchemas(this.#registry, this.#rules.compileSchema);
     } catch (error) {
       for (const pool of this.#pools.values()) pool.close({ force: true }).catch(() => {});
       this.#remotePool?.close({ force: true }).catch(() => {});
@@ -177,26 +212,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     try {
       checkBatchInput(assistantMessage, options);
       if (this.#isTracing()) trace = this.#startBatchTrace(batchId, assistantMessage, options);
-      const { beforeToolCall, afterToolCall } = this.#options;
-      coordinator = new BatchCoordinator({
-        batchId,
-        registry: this.#registry,
-        assistantMessage,
-        // Only hooks see the context: no batch without one pays for it.
-        context:
-          beforeToolCall === undefined && afterToolCall === undefined
-            ? emptyContext
-            : { systemPrompt: "", messages: [], ...options.context, tools: this.#frozenAgentTools() },
-        beforeToolCall,
-        afterToolCall,
-        signal: options.signal,
-        // Without a key the batch is a session of its own: a value no other batch holds.
-        session: options.sessionKey ?? Symbol(batchId),
-        toolExecution: this.#options.toolExecution,
-        emit: options.emit,
-        services: this.#batchServices,
-        trace,
-      });
+      coordinator = new BatchCoordinator(this.#batchScope(batchId, assistantMessage, options, trace));
       if (this.listenerCount("batch_start") > 0) {
         const toolCallCount = assistantMessage.content.filter((block) => block.type === "toolCall").length;
         this.#publish("batch_start", { type: "batch_start", toolCallCount }, { batchId });
@@ -219,6 +235,79 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         throw error;
       },
     );
+  }
+
+  /**
+   * Runs one tool call through prepare (validation, `beforeToolCall`),
+   * execute and `afterToolCall`, with the runtime's tools, hooks and pi's
+   * rules, and emits no event and adds no message: pi 1.6's `runToolCall`.
+   * Tools that call other tools use it, so that the hooks (permission checks,
+   * say) apply to those calls too. Resolves with the call's final result;
+   * never rejects for the call's own failures (unknown tool, invalid
+   * arguments, a block, a throw, a fault of its worker are `isError`
+   * results). Rejects with `TP_ERR_CLOSED` after `close()` and
+   * `TP_ERR_INVALID_BATCH` for a malformed call or options.
+   *
+   * @example
+   * ```ts
+   * const { result, isError } = await runtime.runToolCall({ type: "toolCall", id: "c1", name: "grep", arguments: { pattern: "TODO" } });
+   * ```
+   */
+  runToolCall(toolCall: ToolCall, options: RunToolCallOptions = {}): Promise<ToolCallOutcome> {
+    if (this.#closing !== undefined) {
+      return Promise.reject(new ToolpoolError("TP_ERR_CLOSED", "runToolCall was called after close()"));
+    }
+    const batchId = `b${++this.#batchCount}`;
+    let coordinator: BatchCoordinator;
+    try {
+      const ownMessage: AssistantMessage = { role: "assistant", content: [toolCall] };
+      checkBatchInput(ownMessage, options);
+      const { assistantMessage = ownMessage, onUpdate, context, signal, sessionKey } = options;
+      if (assistantMessage !== ownMessage) checkBatchInput(assistantMessage, {});
+      if (onUpdate !== undefined && typeof onUpdate !== "function") {
+        throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`onUpdate\` to be a function, got ${describeValue(onUpdate)}`);
+      }
+      // No sink: the call emits no event (runToolCall never delivers any).
+      coordinator = new BatchCoordinator(this.#batchScope(batchId, assistantMessage, { context, signal, sessionKey }, undefined));
+      this.#runningBatches += 1;
+      return coordinator.runToolCall(toolCall, onUpdate ?? ignoreUpdate).then(
+        ({ toolCall, result, isError, durationMs }) => {
+          this.#onBatchSettled();
+          return durationMs === undefined ? { toolCall, result, isError } : { toolCall, result, isError, durationMs };
+        },
+        (error: unknown) => {
+          this.#onBatchSettled();
+          throw error;
+        },
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Everything a batch (or one call of `runToolCall`) needs of the runtime. */
+  #batchScope(batchId: string, assistantMessage: AssistantMessage, options: ExecuteOptions, trace: BatchTrace | undefined): BatchScope {
+    const { beforeToolCall, afterToolCall } = this.#options;
+    return {
+      batchId,
+      registry: this.#registry,
+      assistantMessage,
+      // Only hooks see the context: no batch without one pays for it.
+      context:
+        beforeToolCall === undefined && afterToolCall === undefined
+          ? emptyContext
+          : { systemPrompt: "", messages: [], ...options.context, tools: this.#frozenAgentTools() },
+      beforeToolCall,
+      afterToolCall,
+      signal: options.signal,
+      // Without a key the batch is a session of its own: a value no other batch holds.
+      session: options.sessionKey ?? Symbol(batchId),
+      toolExecution: this.#options.toolExecution,
+      emit: options.emit,
+      services: this.#batchServices,
+      trace,
+      rules: this.#rules,
+    };
   }
 
   /**
@@ -376,6 +465,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
 export function createRuntime(options?: RuntimeOptions): Runtime {
   return new Runtime(options);
 }
+
+const ignoreUpdate = (): void => {};
 
 /** The instrumentation scope of toolpool's spans. */
 const tracerName = "toolpool";

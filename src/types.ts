@@ -1,7 +1,8 @@
 /**
  * Public types of toolpool. The message, tool and hook shapes are pi's
- * (`@mariozechner/pi-agent-core` 0.73.1), declared structurally so that pi's
- * own values can be passed in and toolpool's values can be handed to pi.
+ * (`@mariozechner/pi-agent-core` 0.73.1, with the fields pi 1.6.0 added, each
+ * marked so), declared structurally so that pi's own values can be passed in
+ * and toolpool's values can be handed to pi.
  *
  * @module
  */
@@ -35,15 +36,39 @@ export interface ToolCall {
   name: string;
   arguments: Record<string, unknown>;
   thoughtSignature?: string;
+  /**
+   * pi 1.6: why the model's arguments could not be parsed. A call carrying it
+   * fails validation with this text (with `pi: "1.6"`).
+   */
+  argumentsError?: string;
 }
 
 /**
- * The assistant message whose tool calls form a batch. Only `content` is read;
- * the other fields of pi's `AssistantMessage` pass through to hooks untouched.
+ * The assistant message whose tool calls form a batch. Only `content` is read
+ * (and, with `pi: "1.6"`, `stopReason`); the other fields of pi's
+ * `AssistantMessage` pass through to hooks untouched.
  */
 export interface AssistantMessage {
   role: "assistant";
   content: (TextContent | ThinkingContent | ToolCall)[];
+  /** pi 1.6: `"length"` (the output token limit cut the response) fails every tool call unexecuted. */
+  stopReason?: string;
+  [field: string]: unknown;
+}
+
+/** A JSON value (pi 1.6's `JsonValue`). */
+export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { [key: string]: JsonValue };
+
+/** Token usage and cost of a tool's own model calls (pi-ai 1.6's `Usage`). */
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  cacheWrite1h?: number;
+  reasoning?: number;
+  totalTokens: number;
+  cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number; [field: string]: number };
   [field: string]: unknown;
 }
 
@@ -55,6 +80,15 @@ export interface AgentToolResult<TDetails = unknown> {
   details: TDetails;
   /** Hint that the agent should stop after this batch (only when every call sets it). */
   terminate?: boolean;
+  /** pi 1.6: a machine-readable result for programmatic callers; not sent to the model. */
+  structuredContent?: JsonValue;
+  /** pi 1.6: usage of the tool's own execution; carried onto the result message. */
+  usage?: Usage;
+  /**
+   * pi 1.6: reports a failure without throwing (the call's `isError`). With
+   * `pi: "0.73"` it is a field like any other.
+   */
+  isError?: boolean;
 }
 
 /** Callback through which a tool streams partial results. */
@@ -145,6 +179,8 @@ export interface AgentContext {
 export interface BeforeToolCallResult {
   block?: boolean;
   reason?: string;
+  /** pi 1.6: a blocked call's error result asks the batch to terminate (with `pi: "1.6"`). */
+  terminate?: boolean;
 }
 
 /** Field-by-field override returned by `afterToolCall`; no deep merge. */
@@ -153,6 +189,13 @@ export interface AfterToolCallResult {
   details?: unknown;
   isError?: boolean;
   terminate?: boolean;
+  /**
+   * pi 1.6: replaces the structured content; `content` given without it drops
+   * it (it may no longer match). With `pi: "0.73"`, ignored.
+   */
+  structuredContent?: JsonValue;
+  /** pi 1.6: replaces the result's usage. With `pi: "0.73"`, ignored. */
+  usage?: Usage;
 }
 
 /** What `beforeToolCall` receives. */
@@ -191,7 +234,11 @@ export interface ToolResultMessage<TDetails = any> {
   toolName: string;
   content: (TextContent | ImageContent)[];
   details: TDetails;
+  /** pi 1.6: the result's usage (the key is present, maybe `undefined`, with `pi: "1.6"`). */
+  usage?: Usage;
   isError: boolean;
+  /** pi 1.6: milliseconds the tool's execution took; absent for a call that did not run. */
+  durationMs?: number;
   timestamp: number;
 }
 

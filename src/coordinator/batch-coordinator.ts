@@ -1,7 +1,6 @@
 import { describeThrown } from "../errors.js";
-import type { BatchEvent, EmitFunction } from "../events.js";
+import type { BatchEvent, EmitFunction, ToolExecutionEndEvent } from "../events.js";
 import type {
-  AfterToolCallHook,
   AgentToolResult,
   BatchOutcome,
   ToolCall,
@@ -13,15 +12,10 @@ import { toCallDurations, type CallDurations } from "../tracing/call-durations.j
 import type { CallTiming, ToolCallPool, WorkerCallOutcome } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
+import { abortedText, type PiRules } from "./pi-rules.js";
+import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
 import type { RegisteredTool } from "./tool-registry.js";
-import { prepareArguments, prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
-import {
-  createErrorToolResult,
-  createToolResultMessage,
-  shouldTerminateBatch,
-  toolResultMessage,
-  type FinalizedCall,
-} from "./tool-results.js";
+import { createErrorToolResult, shouldTerminateBatch, type FinalizedCall } from "./tool-results.js";
 
 /** What every batch needs of its runtime: made once per runtime. */
 export interface BatchServices {
@@ -43,7 +37,6 @@ export interface BatchScope extends PrepareScope {
   /** The session its worker calls take turns as (a string key, or a value of the batch's own). */
   session: unknown;
   toolExecution: ToolExecutionMode;
-  afterToolCall: AfterToolCallHook | undefined;
   emit: EmitFunction | undefined;
   services: BatchServices;
   /** The batch's spans, when it is traced. */
@@ -57,6 +50,8 @@ interface ExecutedCall {
   isError: boolean;
   /** When the call waited and ran. */
   timing: CallTiming | undefined;
+  /** pi 1.6's `durationMs` of the call. */
+  durationMs: number | undefined;
 }
 
 /**
@@ -68,36 +63,40 @@ interface ExecutedCall {
  *
  * The stages and their order are pi's: prepare → execute → finalize → end
  * event → result message; in a parallel batch the end events come in
- * completion order and the messages in the assistant's order.
+ * completion order and the messages in the assistant's order. This is the one
+ * copy of that sequence: where the batch's pi (0.73.1 or 1.6.0) has a rule of
+ * its own, the pipeline asks the batch's {@link PiRules}. A batch nobody
+ * observes runs it too, its events delivered to nobody.
  */
 export class BatchCoordinator {
   readonly #scope: BatchScope;
-  /** Made on first use: a batch nobody observes never needs one. */
+  readonly #rules: PiRules;
+  /** Made on first use: a batch with no hook and nobody listening never needs one. */
   #mailbox: Mailbox | undefined;
 
-  /** With no hook and nobody listening, nothing user-visible runs in a job: it needs no mailbox. */
+  /** With no hook and nobody listening, no user code runs in a job: jobs need no mailbox. */
   readonly #hasHooks: boolean;
   /** The span of each prepared call of a traced batch, until it is finalized. */
   readonly #callTraces: Map<PreparedCall, CallTrace> | undefined;
 
   constructor(scope: BatchScope) {
     this.#scope = scope;
+    this.#rules = scope.rules;
     this.#hasHooks = scope.beforeToolCall !== undefined || scope.afterToolCall !== undefined;
     this.#callTraces = scope.trace === undefined ? undefined : new Map();
   }
 
-  #mail(): Mailbox {
-    return (this.#mailbox ??= new Mailbox());
-  }
-
-  /** Whether anyone (the sink or a runtime listener) receives events now. */
+  /** Whether anyone (the sink or a runtime listener) receives events now; when nobody does, events go nowhere. */
   #hasAudience(): boolean {
     return this.#scope.emit !== undefined || this.#scope.services.hasListeners();
   }
 
-  /** Runs a coordinator job: through the mailbox whenever user code may run in it. */
-  #serialize<T>(job: () => T | PromiseLike<T>): Promise<T> {
-    if (this.#hasHooks || this.#hasAudience()) return this.#mail().post(job);
+  /**
+   * Runs a job of the actor: in mailbox order whenever user code (a hook, the
+   * sink, a listener) may run in it; else at once, as nothing could tell.
+   */
+  #inTurn<T>(job: () => T | PromiseLike<T>): Promise<T> {
+    if (this.#hasHooks || this.#hasAudience()) return (this.#mailbox ??= new Mailbox()).post(job);
     return (async () => job())();
   }
 
@@ -105,105 +104,34 @@ export class BatchCoordinator {
   run(): Promise<BatchOutcome> {
     const { assistantMessage, registry, toolExecution } = this.#scope;
     const toolCalls = assistantMessage.content.filter((block): block is ToolCall => block.type === "toolCall");
+    if (toolCalls.length > 0 && this.#rules.unexecutedReason(assistantMessage, toolCalls[0]!) !== undefined) {
+      return this.#runUnexecuted(toolCalls);
+    }
     const isSequential =
       toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
-    // With no hook and nobody listening, no user code but the tools runs and
-    // nothing is observable but the outcome: the lean path gives the same one.
-    if (!this.#hasHooks && !this.#hasAudience()) {
-      // The commonest batch of all, one call, in as few promise hops as can be.
-      if (toolCalls.length === 1) return this.#runOneUnobserved(toolCalls[0]!);
-      return this.#runUnobserved(toolCalls, isSequential);
-    }
     return isSequential ? this.#runSequential(toolCalls) : this.#runParallel(toolCalls);
   }
 
-  #runOneUnobserved(toolCall: ToolCall): Promise<BatchOutcome> {
-    const preparation = this.#prepareUnobserved(toolCall);
-    if (preparation.kind === "immediate") return Promise.resolve(outcomeOf([preparation]));
-    if (preparation.entry.kind === "worker" && this.#callTraces === undefined) {
-      // From the pool's outcome straight to the message: nothing in between
-      // could see the executed or finalized call.
-      return this.#runOnPool(preparation, ignoreUpdate).then((outcome) => {
-        const isError = outcome.kind !== "ok";
-        const result = outcome.kind === "ok" ? outcome.result : createErrorToolResult(outcome.message, outcome.code);
-        return { messages: [toolResultMessage(toolCall, result, isError)], terminate: result.terminate === true };
-      });
-    }
-    // Not through #executeUnobserved: one promise hop fewer on the commonest path.
-    return this.#execute(preparation).then((executed) => {
-      this.#endCallTrace(preparation, executed, executed.timing);
-      return outcomeOf([{ toolCall, result: executed.result, isError: executed.isError }]);
-    });
-  }
-
-  /** Stages 2–3 of a prepared call nobody observes: execute, end its span, take the result as final. */
-  #executeUnobserved(preparation: PreparedCall): Promise<FinalizedCall> {
-    return this.#execute(preparation).then((executed) => {
-      this.#endCallTrace(preparation, executed, executed.timing);
-      return { toolCall: preparation.toolCall, result: executed.result, isError: executed.isError };
-    });
-  }
-
-  /** Stage 1 of a batch nobody observes; a traced call's span starts here. */
-  #prepareUnobserved(toolCall: ToolCall): Preparation {
-    const callTrace = this.#startCallTrace(toolCall);
-    const preparation = prepareArguments(this.#scope, toolCall, true);
-    if (callTrace !== undefined) this.#keepCallTrace(preparation, callTrace);
-    return preparation;
-  }
-
-  #startCallTrace(toolCall: ToolCall): CallTrace | undefined {
-    return this.#scope.trace?.startCall(toolCall, this.#scope.registry.get(toolCall.name)?.tool.description);
-  }
-
-  /** Ends the span of a call that ended in preparation, or keeps it for the prepared call. */
-  #keepCallTrace(preparation: Preparation, callTrace: CallTrace): void {
-    if (preparation.kind === "immediate") callTrace.end(preparation.result, true, "none");
-    else this.#callTraces!.set(preparation, callTrace);
-  }
-
-  /** Ends the span of a prepared call with its final result. */
-  #endCallTrace(prepared: PreparedCall, final: { result: AgentToolResult<unknown>; isError: boolean }, timing?: CallTiming): void {
-    const callTraces = this.#callTraces;
-    const callTrace = callTraces?.get(prepared);
-    if (callTrace === undefined) return;
-    callTraces!.delete(prepared);
-    const execution: CallExecution = prepared.entry.kind;
-    callTrace.end(final.result, final.isError, execution, timing === undefined ? undefined : toCallDurations(timing));
-  }
-
-  /** A batch nobody observes: the stages in pi's order, without events, hooks or mailbox. */
-  async #runUnobserved(toolCalls: ToolCall[], isSequential: boolean): Promise<BatchOutcome> {
-    let finalizedCalls: FinalizedCall[];
-    if (isSequential || toolCalls.length === 1) {
-      finalizedCalls = [];
-      for (const toolCall of toolCalls) {
-        const preparation = this.#prepareUnobserved(toolCall);
-        finalizedCalls.push(preparation.kind === "immediate" ? preparation : await this.#executeUnobserved(preparation));
-      }
-    } else {
-      // Every call is prepared before any executes, as in an observed batch.
-      const preparations = toolCalls.map((toolCall) => this.#prepareUnobserved(toolCall));
-      finalizedCalls = await Promise.all(
-        preparations.map((preparation) => (preparation.kind === "immediate" ? preparation : this.#executeUnobserved(preparation))),
-      );
-    }
-    return outcomeOf(finalizedCalls);
+  /**
+   * One call through prepare, execute and finalize, with no event and no
+   * message (pi 1.6's `runToolCall`); its partial results go to `onUpdate`.
+   * Never rejects for the call's own failures.
+   */
+  async runToolCall(toolCall: ToolCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<FinalizedCall> {
+    const preparation = await this.#inTurn(() => this.#prepare(toolCall));
+    if (!isPrepared(preparation)) return preparation;
+    const executed = await this.#execute(preparation, new UpdateDeliveries(onUpdate));
+    return this.#inTurn(() => this.#finalize(preparation, executed));
   }
 
   async #runSequential(toolCalls: ToolCall[]): Promise<BatchOutcome> {
     const finalizedCalls: FinalizedCall[] = [];
     const messages: ToolResultMessage[] = [];
     for (const toolCall of toolCalls) {
-      const preparation = await this.#serialize(() => this.#startAndPrepare(toolCall));
-      const executed = preparation.kind === "immediate" ? preparation : await this.#execute(preparation);
-      const [finalized, message] = await this.#serialize(async () => {
-        let finalized: FinalizedCall;
-        if (preparation.kind === "immediate") finalized = preparation;
-        else {
-          finalized = await this.#finalize(preparation, executed as ExecutedCall);
-          this.#endCallTrace(preparation, finalized, (executed as ExecutedCall).timing);
-        }
+      const preparation = await this.#inTurn(() => this.#startAndPrepare(toolCall));
+      const executed = isPrepared(preparation) ? await this.#execute(preparation, this.#updatesOf(toolCall)) : undefined;
+      const [finalized, message] = await this.#inTurn(async () => {
+        const finalized = isPrepared(preparation) ? await this.#finalize(preparation, executed!) : preparation;
         await this.#deliverEnd(finalized);
         return [finalized, await this.#deliverMessage(finalized)] as const;
       });
@@ -215,23 +143,20 @@ export class BatchCoordinator {
 
   async #runParallel(toolCalls: ToolCall[]): Promise<BatchOutcome> {
     // Stage 1 for every call, in order; an immediate outcome ends at once.
-    const entries: (PreparedCall | FinalizedCall)[] = [];
+    const entries: Preparation[] = [];
     for (const toolCall of toolCalls) {
       entries.push(
-        await this.#serialize(async () => {
+        await this.#inTurn(async () => {
           const preparation = await this.#startAndPrepare(toolCall);
-          if (preparation.kind === "prepared") return preparation;
-          await this.#deliverEnd(preparation);
+          if (!isPrepared(preparation)) await this.#deliverEnd(preparation);
           return preparation;
         }),
       );
     }
     // Stages 2–4 of every prepared call at once; each ends when it is finalized.
-    const finalizedCalls = await Promise.all(
-      entries.map((entry) => (isPrepared(entry) ? this.#executeAndFinalize(entry) : entry)),
-    );
+    const finalizedCalls = await Promise.all(entries.map((entry) => (isPrepared(entry) ? this.#startExecution(entry) : entry)));
     // Stage 5 in the assistant's order, once all have finished.
-    const messages = await this.#serialize(async () => {
+    const messages = await this.#inTurn(async () => {
       const messages: ToolResultMessage[] = [];
       for (const finalized of finalizedCalls) messages.push(await this.#deliverMessage(finalized));
       return messages;
@@ -239,48 +164,100 @@ export class BatchCoordinator {
     return { messages, terminate: shouldTerminateBatch(finalizedCalls) };
   }
 
-  async #executeAndFinalize(prepared: PreparedCall): Promise<FinalizedCall> {
-    const executed = await this.#execute(prepared);
-    return this.#serialize(async () => {
-      const finalized = await this.#finalize(prepared, executed);
-      this.#endCallTrace(prepared, finalized, executed.timing);
-      await this.#deliverEnd(finalized);
-      return finalized;
-    });
+  /** A parallel batch's prepared call, once every call was prepared: it runs unless the batch was aborted meanwhile (pi 1.6). */
+  #startExecution(prepared: PreparedCall): Promise<FinalizedCall> {
+    if (this.#rules.checksAbort && this.#scope.signal?.aborted) {
+      const finalized: FinalizedCall = { toolCall: prepared.toolCall, result: createErrorToolResult(abortedText), isError: true };
+      return this.#inTurn(async () => {
+        this.#endCallTrace(prepared, finalized);
+        await this.#deliverEnd(finalized);
+        return finalized;
+      });
+    }
+    return this.#execute(prepared, this.#updatesOf(prepared.toolCall)).then((executed) =>
+      this.#inTurn(async () => {
+        const finalized = await this.#finalize(prepared, executed);
+        await this.#deliverEnd(finalized);
+        return finalized;
+      }),
+    );
+  }
+
+  /** pi 1.6's truncated response: in order, every call gets its start event, an error end event and its message; none runs. */
+  async #runUnexecuted(toolCalls: ToolCall[]): Promise<BatchOutcome> {
+    const messages: ToolResultMessage[] = [];
+    for (const toolCall of toolCalls) {
+      const result = createErrorToolResult(this.#rules.unexecutedReason(this.#scope.assistantMessage, toolCall)!);
+      messages.push(
+        await this.#inTurn(async () => {
+          this.#startCallTrace(toolCall)?.end(result, true, "none");
+          await this.#deliverStart(toolCall);
+          const finalized: FinalizedCall = { toolCall, result, isError: true };
+          await this.#deliverEnd(finalized);
+          return this.#deliverMessage(finalized);
+        }),
+      );
+    }
+    return { messages, terminate: false };
+  }
+
+  #startCallTrace(toolCall: ToolCall): CallTrace | undefined {
+    return this.#scope.trace?.startCall(toolCall, this.#scope.registry.get(toolCall.name)?.tool.description);
+  }
+
+  /** Ends the span of a prepared call with its final result. */
+  #endCallTrace(prepared: PreparedCall, final: FinalizedCall): void {
+    const callTraces = this.#callTraces;
+    const callTrace = callTraces?.get(prepared);
+    if (callTrace === undefined) return;
+    callTraces!.delete(prepared);
+    const execution: CallExecution = prepared.entry.kind;
+    callTrace.end(final.result, final.isError, execution, final.timing === undefined ? undefined : toCallDurations(final.timing));
   }
 
   /** Mailbox job: the start event, then stage 1. */
   async #startAndPrepare(toolCall: ToolCall): Promise<Preparation> {
+    await this.#deliverStart(toolCall);
+    return this.#prepare(toolCall);
+  }
+
+  /** Stage 1; a traced call's span starts here and, for an immediate outcome, ends here. */
+  #prepare(toolCall: ToolCall): Preparation | Promise<Preparation> {
     const callTrace = this.#startCallTrace(toolCall);
-    if (this.#hasAudience()) {
-      await this.#deliver({
-        type: "tool_execution_start",
-        toolCallId: toolCall.id,
-        toolName: toolCall.name,
-        args: toolCall.arguments,
-      });
-    }
-    const preparation = await prepareToolCall(this.#scope, toolCall);
-    if (callTrace !== undefined) this.#keepCallTrace(preparation, callTrace);
-    return preparation;
+    const preparation = prepareToolCall(this.#scope, toolCall);
+    if (callTrace === undefined) return preparation;
+    const keep = (preparation: Preparation): Preparation => {
+      if (isPrepared(preparation)) this.#callTraces!.set(preparation, callTrace);
+      else callTrace.end(preparation.result, true, "none");
+      return preparation;
+    };
+    return preparation instanceof Promise ? preparation.then(keep) : keep(preparation);
+  }
+
+  /** A call's update events, while anyone listens; undefined (partials ignored) while nobody does. */
+  #updatesOf(toolCall: ToolCall): UpdateDeliveries | undefined {
+    if (!this.#hasAudience()) return undefined;
+    return new UpdateDeliveries((partialResult) => this.#postUpdate(toolCall, partialResult));
   }
 
   /**
-   * Stage 2, outside the mailbox. Partial results are delivered through the
-   * mailbox as they come, and all of them are awaited before the stage ends.
+   * Stage 2, outside the mailbox. Partial results go to `updates` as they
+   * come, and every delivery of one sent before the tool settled is awaited
+   * before the stage ends; one sent later is still delivered (pi 0.73.1) or
+   * dropped (pi 1.6), as the batch's rules say.
    */
-  #execute(prepared: PreparedCall): Promise<ExecutedCall> {
-    // Partials are delivered only while someone listens; a batch nobody
-    // observes gets one shared no-op (tools may call onUpdate regardless).
-    const updates = this.#hasAudience() ? new UpdateDeliveries(this, prepared.toolCall) : undefined;
-    const onUpdate = updates === undefined ? ignoreUpdate : updates.onUpdate;
-    if (prepared.entry.kind !== "worker") return this.#executeInline(prepared, onUpdate, updates);
+  #execute(prepared: PreparedCall, updates: UpdateDeliveries | undefined): Promise<ExecutedCall> {
+    if (prepared.entry.kind !== "worker") return this.#executeInline(prepared, updates);
     // A promise chain, not an async function: this runs for every worker call.
-    return this.#runOnPool(prepared, onUpdate).then((outcome) => {
+    return this.#runOnPool(prepared, updates?.onUpdate ?? ignoreUpdate).then((outcome) => {
+      const rules = this.#rules;
+      if (rules.dropsLatePartials) updates?.close();
+      const { timing } = outcome;
+      const durationMs = rules.durationOf(timing === undefined ? 0 : toCallDurations(timing).runMs);
       const executed: ExecutedCall =
         outcome.kind === "ok"
-          ? { result: outcome.result, isError: false, timing: outcome.timing }
-          : { result: createErrorToolResult(outcome.message, outcome.code), isError: true, timing: outcome.timing };
+          ? { result: outcome.result, isError: rules.isErrorResult(outcome.result), timing, durationMs }
+          : { result: createErrorToolResult(outcome.message, outcome.code), isError: true, timing, durationMs };
       return updates?.pending === undefined ? executed : updates.settled().then(() => executed);
     });
   }
@@ -300,10 +277,10 @@ export class BatchCoordinator {
     });
   }
 
-  /** Posts a partial result's update event as a mailbox job; used by {@link UpdateDeliveries}. */
-  postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>): Promise<void> | undefined {
+  /** A partial result's update event, as a mailbox job. */
+  #postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>): Promise<void> | undefined {
     if (!this.#hasAudience()) return undefined;
-    return this.#mail().post(() =>
+    return (this.#mailbox ??= new Mailbox()).post(() =>
       this.#deliver({
         type: "tool_execution_update",
         toolCallId: toolCall.id,
@@ -314,37 +291,38 @@ export class BatchCoordinator {
     );
   }
 
-  async #executeInline(
-    prepared: PreparedCall,
-    onUpdate: (partialResult: AgentToolResult<unknown>) => void,
-    updates: UpdateDeliveries | undefined,
-  ): Promise<ExecutedCall> {
+  async #executeInline(prepared: PreparedCall, updates: UpdateDeliveries | undefined): Promise<ExecutedCall> {
     const { toolCall, args } = prepared;
     const tool = (prepared.entry as Extract<RegisteredTool, { kind: "inline" }>).tool;
     const callTrace = this.#callTraces?.get(prepared);
     const { now } = this.#scope.services;
+    const rules = this.#rules;
     const startedAt = now();
-    const timingUntilNow = (): CallTiming => ({ submittedAt: startedAt, startedAt, endedAt: now() });
+    // The run ends as the tool settles: before its partials are awaited.
+    const ran = (): { timing: CallTiming; durationMs: number | undefined } => {
+      const endedAt = now();
+      if (rules.dropsLatePartials) updates?.close();
+      return { timing: { submittedAt: startedAt, startedAt, endedAt }, durationMs: rules.durationOf(endedAt - startedAt) };
+    };
+    let executed: ExecutedCall;
     try {
-      const run = () => tool.execute(toolCall.id, args, this.#scope.signal, onUpdate);
+      const run = () => tool.execute(toolCall.id, args, this.#scope.signal, updates?.onUpdate ?? ignoreUpdate);
       const execution = callTrace === undefined ? run() : callTrace.runInContext(run);
       const result = await untilStopped(execution, this.#scope.services.stopSignal);
       if (result === stoppedByForce) {
         execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
         const message = `Tool "${toolCall.name}" was stopped: the runtime was closed by force`;
-        return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true, timing: timingUntilNow() };
+        return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true, ...ran() };
       }
-      const timing = timingUntilNow();
-      if (updates?.pending !== undefined) await updates.settled();
-      return { result, isError: false, timing };
+      executed = { result, isError: rules.isErrorResult(result), ...ran() };
     } catch (error) {
-      const timing = timingUntilNow();
-      if (updates?.pending !== undefined) await updates.settled();
-      return { result: createErrorToolResult(describeThrown(error)), isError: true, timing };
+      executed = { result: createErrorToolResult(describeThrown(error)), isError: true, ...ran() };
     }
+    if (updates?.pending !== undefined) await updates.settled();
+    return executed;
   }
 
-  /** Stage 3, a mailbox job: `afterToolCall` overrides field by field; a throw becomes an error result. */
+  /** Stage 3, a mailbox job: `afterToolCall` overrides field by field; a throw becomes an error result. Ends the call's span. */
   async #finalize(prepared: PreparedCall, executed: ExecutedCall): Promise<FinalizedCall> {
     let { result, isError } = executed;
     const { afterToolCall, assistantMessage, context, signal } = this.#scope;
@@ -355,11 +333,7 @@ export class BatchCoordinator {
           signal,
         );
         if (override) {
-          result = {
-            content: override.content ?? result.content,
-            details: override.details ?? result.details,
-            terminate: override.terminate ?? result.terminate,
-          };
+          result = this.#rules.applyOverride(result, override);
           isError = override.isError ?? isError;
         }
       } catch (error) {
@@ -369,27 +343,33 @@ export class BatchCoordinator {
     }
     const finalized: FinalizedCall = { toolCall: prepared.toolCall, result, isError };
     if (executed.timing !== undefined) finalized.timing = executed.timing;
+    if (executed.durationMs !== undefined) finalized.durationMs = executed.durationMs;
+    this.#endCallTrace(prepared, finalized);
     return finalized;
+  }
+
+  #deliverStart(toolCall: ToolCall): void | Promise<void> {
+    if (!this.#hasAudience()) return;
+    return this.#deliver({ type: "tool_execution_start", toolCallId: toolCall.id, toolName: toolCall.name, args: toolCall.arguments });
   }
 
   /** Stage 4. */
   #deliverEnd(finalized: FinalizedCall): void | Promise<void> {
     if (!this.#hasAudience()) return;
-    return this.#deliver(
-      {
-        type: "tool_execution_end",
-        toolCallId: finalized.toolCall.id,
-        toolName: finalized.toolCall.name,
-        result: finalized.result,
-        isError: finalized.isError,
-      },
-      finalized.timing === undefined ? undefined : toCallDurations(finalized.timing),
-    );
+    const event: ToolExecutionEndEvent = {
+      type: "tool_execution_end",
+      toolCallId: finalized.toolCall.id,
+      toolName: finalized.toolCall.name,
+      result: finalized.result,
+      isError: finalized.isError,
+    };
+    if (finalized.durationMs !== undefined) event.durationMs = finalized.durationMs;
+    return this.#deliver(event, finalized.timing === undefined ? undefined : toCallDurations(finalized.timing));
   }
 
   /** Stage 5. */
   async #deliverMessage(finalized: FinalizedCall): Promise<ToolResultMessage> {
-    const message = createToolResultMessage(finalized);
+    const message = this.#rules.resultMessage(finalized);
     if (this.#hasAudience()) {
       await this.#deliver({ type: "message_start", message });
       await this.#deliver({ type: "message_end", message });
@@ -404,31 +384,32 @@ export class BatchCoordinator {
   }
 }
 
-/** Stage 5 of a batch nobody observes: the messages in call order, and the terminate flag. */
-function outcomeOf(finalizedCalls: FinalizedCall[]): BatchOutcome {
-  return { messages: finalizedCalls.map(createToolResultMessage), terminate: shouldTerminateBatch(finalizedCalls) };
-}
-
 /**
- * The update events of one call of an observed batch: each partial result is
- * posted to the mailbox as it comes; the call's execution ends only once all
- * of them are delivered.
+ * The partial results of one call: each is handed to `deliver` as it comes
+ * (an update event posted to the mailbox, or a caller's own `onUpdate`); the
+ * call's execution ends only once every delivery made so far has settled.
  */
 class UpdateDeliveries {
-  readonly #coordinator: BatchCoordinator;
-  readonly #toolCall: ToolCall;
-  /** Deliveries posted so far; undefined while there are none. */
-  pending: Promise<void>[] | undefined;
+  readonly #deliver: (partialResult: AgentToolResult<unknown>) => unknown;
+  /** Deliveries made so far; undefined while there are none. */
+  pending: Promise<unknown>[] | undefined;
+  /** Set once the tool settled, where the batch's rules drop later partials. */
+  #isClosed = false;
 
-  constructor(coordinator: BatchCoordinator, toolCall: ToolCall) {
-    this.#coordinator = coordinator;
-    this.#toolCall = toolCall;
+  constructor(deliver: (partialResult: AgentToolResult<unknown>) => unknown) {
+    this.#deliver = deliver;
   }
 
   readonly onUpdate = (partialResult: AgentToolResult<unknown>): void => {
-    const delivery = this.#coordinator.postUpdate(this.#toolCall, partialResult);
-    if (delivery !== undefined) (this.pending ??= []).push(delivery);
+    if (this.#isClosed) return;
+    const delivery = this.#deliver(partialResult);
+    if (delivery !== undefined) (this.pending ??= []).push(Promise.resolve(delivery));
   };
+
+  /** Partials sent from now on are dropped. */
+  close(): void {
+    this.#isClosed = true;
+  }
 
   settled(): Promise<unknown> {
     return Promise.all(this.pending ?? []);
@@ -462,6 +443,6 @@ function untilStopped<T>(execution: Promise<T>, stopSignal: AbortSignal): Promis
   });
 }
 
-function isPrepared(entry: PreparedCall | FinalizedCall): entry is PreparedCall {
+function isPrepared(entry: Preparation | FinalizedCall): entry is PreparedCall {
   return "kind" in entry && entry.kind === "prepared";
 }

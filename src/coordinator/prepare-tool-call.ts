@@ -1,14 +1,8 @@
-import type {
-  AgentContext,
-  AgentToolResult,
-  AssistantMessage,
-  BeforeToolCallHook,
-  ToolCall,
-} from "../types.js";
-import type { RegisteredTool } from "./tool-registry.js";
 import { describeThrown } from "../errors.js";
+import type { AfterToolCallHook, AgentContext, AgentToolResult, AssistantMessage, BeforeToolCallHook, ToolCall } from "../types.js";
+import { abortedText, type PiRules } from "./pi-rules.js";
+import type { RegisteredTool } from "./tool-registry.js";
 import { createErrorToolResult } from "./tool-results.js";
-import { validateToolArguments } from "./validate-arguments.js";
 
 /** The outcome of stage 1: ready to execute, or an immediate error result. */
 export type Preparation =
@@ -21,52 +15,68 @@ export interface PrepareScope {
   assistantMessage: AssistantMessage;
   context: AgentContext;
   beforeToolCall: BeforeToolCallHook | undefined;
+  /** Only whether there is one: a batch without hooks may share a worker call's arguments (see {@link prepareToolCall}). */
+  afterToolCall: AfterToolCallHook | undefined;
   signal: AbortSignal | undefined;
+  /** The pi whose rules the batch follows. */
+  rules: PiRules;
 }
 
 /**
- * Stage 1, prepare: find the tool, apply its `prepareArguments`, validate with
- * coercion, then ask `beforeToolCall`. Never throws: anything thrown here is an
- * immediate error result with the thrown message.
+ * Stage 1, prepare: (pi 1.6: an aborted batch ends the call here) find the
+ * tool, apply its `prepareArguments`, validate with coercion, then ask
+ * `beforeToolCall` (pi 1.6: an abort meanwhile wins over its answer). Never
+ * throws: anything thrown here is an immediate error result with the thrown
+ * message. Synchronous when there is no `beforeToolCall`.
  */
-export async function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): Promise<Preparation> {
-  const preparation = prepareArguments(scope, toolCall);
-  if (preparation.kind === "immediate" || scope.beforeToolCall === undefined) return preparation;
+export function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): Preparation | Promise<Preparation> {
+  const { beforeToolCall, rules, signal } = scope;
+  if (rules.checksAbort && signal?.aborted) return immediate(toolCall, createErrorToolResult(abortedText));
+  // No hook sees the validated arguments: a worker call may then get the
+  // call's own object when it is valid as it is, as the trip to the worker
+  // copies it anyway and nobody could tell.
+  const mayShare = beforeToolCall === undefined && scope.afterToolCall === undefined;
+  const preparation = prepareArguments(scope, toolCall, mayShare);
+  if (preparation.kind === "immediate" || beforeToolCall === undefined) return preparation;
+  return askBeforeToolCall(scope, beforeToolCall, preparation);
+}
+
+async function askBeforeToolCall(
+  scope: PrepareScope,
+  beforeToolCall: BeforeToolCallHook,
+  preparation: Extract<Preparation, { kind: "prepared" }>,
+): Promise<Preparation> {
+  const { toolCall } = preparation;
+  const { rules, signal } = scope;
   try {
-    const decision = await scope.beforeToolCall(
+    const decision = await beforeToolCall(
       { assistantMessage: scope.assistantMessage, toolCall, args: preparation.args, context: scope.context },
-      scope.signal,
+      signal,
     );
-    return decision?.block ? immediate(toolCall, decision.reason || "Tool execution was blocked") : preparation;
+    if (rules.checksAbort && signal?.aborted) return immediate(toolCall, createErrorToolResult(abortedText));
+    return decision?.block ? immediate(toolCall, rules.blockedResult(decision)) : preparation;
   } catch (error) {
-    return immediate(toolCall, describeThrown(error));
+    return immediate(toolCall, createErrorToolResult(describeThrown(error)));
   }
 }
 
-/**
- * Stage 1 without the hook, synchronous: find the tool, apply its
- * `prepareArguments`, validate with coercion. Never throws.
- *
- * `isUnobserved`: no hook will see the arguments. A worker tool then gets the
- * call's own arguments object when it is valid as it is: the trip to the
- * worker copies it anyway, so nobody could tell.
- */
-export function prepareArguments(scope: Pick<PrepareScope, "registry">, toolCall: ToolCall, isUnobserved = false): Preparation {
+/** Finds the tool, applies its `prepareArguments` and validates as the batch's pi does. Never throws. */
+function prepareArguments(scope: PrepareScope, toolCall: ToolCall, mayShareWithWorker: boolean): Preparation {
   const entry = scope.registry.get(toolCall.name);
   if (entry === undefined) {
-    return immediate(toolCall, `Tool ${toolCall.name} not found`);
+    return immediate(toolCall, createErrorToolResult(`Tool ${toolCall.name} not found`));
   }
   try {
     const { tool } = entry;
     // The shim's output is only validated: hooks and events keep the raw call.
     const rawArgs = tool.prepareArguments === undefined ? toolCall.arguments : tool.prepareArguments(toolCall.arguments);
-    const mayShare = isUnobserved && entry.kind === "worker";
-    return { kind: "prepared", toolCall, entry, args: validateToolArguments(toolCall.name, tool.parameters, rawArgs, mayShare) };
+    const mayShare = mayShareWithWorker && entry.kind === "worker";
+    return { kind: "prepared", toolCall, entry, args: scope.rules.validate(toolCall, tool.parameters, rawArgs, mayShare) };
   } catch (error) {
-    return immediate(toolCall, describeThrown(error));
+    return immediate(toolCall, createErrorToolResult(describeThrown(error)));
   }
 }
 
-function immediate(toolCall: ToolCall, message: string): Preparation {
-  return { kind: "immediate", toolCall, result: createErrorToolResult(message), isError: true };
+function immediate(toolCall: ToolCall, result: AgentToolResult<unknown>): Preparation {
+  return { kind: "immediate", toolCall, result, isError: true };
 }

@@ -5,9 +5,8 @@ import type { Ajv, ErrorObject } from "ajv";
 import { compiledValidator } from "../compiled-validators.js";
 import { describeThrown, describeValue, ToolpoolError } from "../errors.js";
 import type { ToolDefinition } from "../options.js";
-import type { AgentTool } from "../types.js";
+import type { AgentTool, JsonSchema } from "../types.js";
 import { isWorkerTool, type WorkerTool } from "../workers/worker-tool.js";
-import { compileArgumentValidator } from "./validate-arguments.js";
 
 /** A registered tool: where its execute runs decides how the coordinator calls it. */
 export type RegisteredTool = { kind: "inline"; tool: AgentTool } | { kind: "worker"; tool: WorkerTool };
@@ -50,22 +49,21 @@ function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
 }
 
 /**
- * Checks a definition's schema against the JSON Schema meta-schema: TypeBox
- * compiles nearly anything (`{ type: "nonsense" }` would fail every call with
- * "Unknown validation error"), and a broken schema is the definition's fault.
+ * Checks every registered tool's schema and compiles its validator up front
+ * (with `compile`, the batch's pi's), so that a bad schema fails at
+ * `createRuntime`, not in the middle of a batch. Each schema is first checked
+ * against the JSON Schema meta-schema: TypeBox compiles nearly anything
+ * (`{ type: "nonsense" }` would fail every call with "Unknown validation
+ * error"), and a broken schema is the definition's fault.
  */
-/**
- * Checks every registered tool's schema and compiles its validator up front,
- * so that a bad schema fails at `createRuntime`, not in the middle of a batch.
- */
-export function compileToolSchemas(registry: ReadonlyMap<string, RegisteredTool>): void {
-  for (const { tool } of registry.values()) compileSchema(tool.name, tool.parameters);
+export function compileToolSchemas(registry: ReadonlyMap<string, RegisteredTool>, compile: (schema: JsonSchema) => void): void {
+  for (const { tool } of registry.values()) compileSchema(tool.name, tool.parameters, compile);
 }
 
-function compileSchema(name: string, schema: Record<string, unknown>): void {
+function compileSchema(name: string, schema: JsonSchema, compile: (schema: JsonSchema) => void): void {
   try {
     checkAgainstMetaSchema(schema);
-    compileArgumentValidator(schema);
+    compile(schema);
   } catch (error) {
     throw new ToolpoolError(
       "TP_ERR_INVALID_TOOL",

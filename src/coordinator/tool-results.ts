@@ -1,6 +1,6 @@
 import type { ErrorCode } from "../errors.js";
+import type { AgentToolResult, ToolCall } from "../types.js";
 import type { CallTiming } from "../workers/pool-contract.js";
-import type { AgentToolResult, ToolCall, ToolResultMessage } from "../types.js";
 
 /** A call whose result is final: after finalize, or an immediate outcome. */
 export interface FinalizedCall {
@@ -9,6 +9,8 @@ export interface FinalizedCall {
   isError: boolean;
   /** When the call waited and ran; absent for a call that ended in preparation. */
   timing?: CallTiming;
+  /** pi 1.6: how long the tool's execution took, on the end event and the message; absent for a call that did not run. */
+  durationMs?: number;
 }
 
 /**
@@ -17,23 +19,6 @@ export interface FinalizedCall {
  */
 export function createErrorToolResult(message: string, code?: ErrorCode): AgentToolResult<unknown> {
   return { content: [{ type: "text", text: message }], details: code === undefined ? {} : { code } };
-}
-
-export function createToolResultMessage(finalized: FinalizedCall): ToolResultMessage {
-  return toolResultMessage(finalized.toolCall, finalized.result, finalized.isError);
-}
-
-/** Stage 5's message for a call and its final result. */
-export function toolResultMessage(toolCall: ToolCall, result: AgentToolResult<unknown>, isError: boolean): ToolResultMessage {
-  return {
-    role: "toolResult",
-    toolCallId: toolCall.id,
-    toolName: toolCall.name,
-    content: result.content,
-    details: result.details,
-    isError,
-    timestamp: Date.now(),
-  };
 }
 
 /** A batch terminates only when it is non-empty and every finalized result asks for it. */

@@ -118,8 +118,15 @@ class CallRun {
     this.#resourcesBefore = resourcesBefore;
   }
 
-  /** The call's `ctx.onUpdate`: a function of its own, since tools may call it detached. */
+  /**
+   * The call's `ctx.onUpdate`: a function of its own, since tools may call it
+   * detached. A partial sent once the tool has settled is dropped here, at
+   * its source: it would cross on another port than the reply and could reach
+   * the coordinator before it, and pi (1.6) emits no partial a tool sends
+   * after its execute settled.
+   */
   readonly onUpdate = (partialResult: AgentToolResult<unknown>): void => {
+    if (this.isFinished) return;
     try {
       parentPort!.postMessage({ [updateTag]: true, seq: this.#task.seq, partial: partialResult });
       this.#updates += 1;
