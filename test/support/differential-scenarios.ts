@@ -133,3 +133,96 @@ export const unobservable = Object.entries(scenarios).filter(
   ([, scenario]) => !scenario.beforeToolCall && !scenario.afterToolCall && scenario.abortAfter === undefined,
 );
 
+
+const usage = (tokens: number) => ({
+  input: tokens,
+  output: 1,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: tokens + 1,
+  cost: { input: 0.5, output: 0.25, cacheRead: 0, cacheWrite: 0, total: 0.75 },
+});
+
+/**
+ * Every rule of pi 1.6.0 that differs from 0.73.1 (the spec's `pi-1.6.md`),
+ * as a batch: each runs through pi 1.6.0's real loop and through toolpool
+ * with `pi: "1.6"`, tools inline, in workers and on a fleet, in both modes.
+ * The scenarios above run through both too.
+ */
+export const pi16Scenarios: Record<string, Scenario> = {
+  "an abort in beforeToolCall ends that call and every later one as aborted": {
+    calls: [work("c1"), work("c2"), work("c3")],
+    abortInBeforeToolCall: "c2",
+  },
+  "an abort in the first call's beforeToolCall wins over its block": {
+    calls: [work("c1"), work("c2")],
+    abortInBeforeToolCall: "c1",
+    beforeToolCall: () => ({ block: true, reason: "blocked, but aborted first" }),
+  },
+  "a blocked call can terminate the batch": {
+    calls: [work("c1"), work("c2")],
+    beforeToolCall: () => ({ block: true, reason: "stop here", terminate: true }),
+  },
+  "a terminating block counts with the calls that ran": {
+    calls: [work("c1"), work("c2", { terminate: true }), work("c3", { terminate: false })],
+    beforeToolCall: ({ toolCall }) => (toolCall.id === "c1" ? { block: true, terminate: true } : undefined),
+  },
+  "a block without terminate keeps the batch going": {
+    calls: [work("c1", { terminate: true }), work("c2")],
+    beforeToolCall: ({ toolCall }) => (toolCall.id === "c2" ? { block: true, terminate: false } : undefined),
+  },
+  "partials sent after execute settled are dropped": {
+    calls: [work("c1", { updates: ["on time"], lateUpdate: "too late" }), work("c2", { lateUpdate: "late too" }), work("c3")],
+  },
+  "usage goes onto the message": {
+    calls: [work("c1", { usage: usage(10) }), work("c2")],
+  },
+  "a result without content gets an empty content list": {
+    calls: [work("c1", { noContent: true }), work("c2", { noContent: true, reportError: true })],
+  },
+  "a returned result reports its own error": {
+    calls: [work("c1", { reportError: true }), work("c2", { reportError: false }), work("c3", { reportError: true, terminate: true })],
+  },
+  "afterToolCall keeps the other fields and replaces or drops structuredContent": {
+    calls: [
+      work("c1", { structured: { a: 1 }, usage: usage(1) }),
+      work("c2", { structured: { a: 2 } }),
+      work("c3", { structured: [3] }),
+      work("c4", { structured: "four" }),
+      work("c5", { usage: usage(5) }),
+      work("c6", { structured: null, reportError: true }),
+    ],
+    afterToolCall: ({ toolCall }) => {
+      switch (toolCall.id) {
+        case "c1":
+          return { content: [{ type: "text", text: "new content, old structure dropped" }] };
+        case "c2":
+          return { content: [{ type: "text", text: "new content" }], structuredContent: { a: "new" } };
+        case "c3":
+          return { details: { replaced: true } };
+        case "c4":
+          return { structuredContent: { four: 4 }, isError: true };
+        case "c5":
+          return { usage: usage(50), terminate: true };
+        default:
+          return { isError: false };
+      }
+    },
+  },
+  "a response cut off by the token limit runs none of its calls": {
+    calls: [work("c1"), { id: "c2", name: "nope", arguments: {} }, work("c3", { count: "x" }), { id: "c4", name: "serial", arguments: {} }],
+    stopReason: "length",
+    beforeToolCall: () => ({ block: true, terminate: true }),
+  },
+  "a call whose arguments could not be parsed fails validation": {
+    calls: [{ ...work("c1", { text: "partial" }), argumentsError: "Unexpected end of JSON input" }, work("c2")],
+  },
+  "coerces as pi-ai 1.6 does": {
+    calls: [
+      work("c1", { updates: "one", count: "7" }),
+      work("c2", { label: null, flag: "false" }),
+      work("c3", { count: 1.5 }),
+      work("c4", { flag: "yes", label: ["x"] }),
+    ],
+  },
+};

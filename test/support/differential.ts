@@ -9,6 +9,7 @@ import {
   type BatchOutcome,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
+  type PiVersion,
   type Runtime,
   type RuntimeOptions,
   type ToolDefinition,
@@ -28,6 +29,8 @@ export interface ScenarioCall {
   id: string;
   name: string;
   arguments: Record<string, unknown>;
+  /** pi 1.6: the model's arguments could not be parsed. */
+  argumentsError?: string;
 }
 
 /** One batch and the hooks around it, run identically through pi and toolpool. */
@@ -39,6 +42,10 @@ export interface Scenario {
   releaseOrder?: string[];
   /** Abort the batch right after this (gated) call has ended. */
   abortAfter?: string;
+  /** Abort the batch inside `beforeToolCall` of this call, before the scenario's own hook answers. */
+  abortInBeforeToolCall?: string;
+  /** The assistant message's `stopReason` (pi 1.6 fails every call of a `"length"` message). @default "toolUse" */
+  stopReason?: string;
 }
 
 /**
@@ -57,9 +64,10 @@ export interface SharedRuntime {
 }
 
 /** A runtime of the scripted tools for many scenarios of one flavor and mode, with both hooks routed to the scenario. */
-export function createSharedRuntime(flavor: Flavor, mode: Mode, maxThreads = 4): SharedRuntime {
+export function createSharedRuntime(flavor: Flavor, mode: Mode, maxThreads = 4, pi: PiVersion = "0.73"): SharedRuntime {
   const hooks: SharedRuntime["hooks"] = {};
   const runtime = createRuntime({
+    pi,
     tools: scriptedTools(flavor),
     toolExecution: mode,
     beforeToolCall: async (context) => hooks.beforeToolCall?.(context),
@@ -117,11 +125,11 @@ export function scriptedTools(flavor: Flavor): ToolDefinition[] {
   ];
 }
 
-export function assistantMessageOf(calls: ScenarioCall[]): AssistantMessage {
+export function assistantMessageOf(calls: ScenarioCall[], stopReason = "toolUse"): AssistantMessage {
   return {
     role: "assistant",
     content: [{ type: "text", text: "calling tools" }, ...calls.map((call) => ({ type: "toolCall" as const, ...call }))],
-    stopReason: "toolUse",
+    stopReason,
     timestamp: 2,
   };
 }
@@ -143,9 +151,14 @@ export async function runScenario(
   isObserved = true,
   /** Run toolpool's side on this runtime (observed, with its hooks routed to the scenario's) instead of a new one. */
   shared?: SharedRuntime,
-  /** Added to toolpool's runtime options: a `fleet` runs the worker tools on nodes. */
+  /**
+   * Added to toolpool's runtime options: a `fleet` runs the worker tools on
+   * nodes; `pi` picks the pi whose rules toolpool follows and whose loop is
+   * the oracle.
+   */
   extraOptions: Partial<RuntimeOptions> = {},
 ): Promise<Trace> {
+  const pi = extraOptions.pi ?? shared?.runtime.options.pi ?? "0.73";
   gates.reset();
   // Every call of a scripted tool waits at a gate named after it, so the test
   // alone decides the completion order, whatever the threads do. Gate names
@@ -155,7 +168,7 @@ export async function runScenario(
   const calls = scenario.calls.map((call) =>
     call.name === "nope" ? call : { ...call, arguments: { ...call.arguments, gate: prefix + call.id } },
   );
-  const assistantMessage = assistantMessageOf(calls);
+  const assistantMessage = assistantMessageOf(calls, scenario.stopReason);
   const events: BatchEvent[] = [];
   const hooks: unknown[] = [];
   const ended = new Map(calls.map((call) => [call.id, deferred()]));
@@ -166,7 +179,7 @@ export async function runScenario(
   // "waiting" message (from a worker, on another channel): before a gate
   // opens, the partials of every waiting call are awaited, so that another
   // call's end cannot overtake them in one run and not in the other.
-  const updates = new Map(calls.map((call) => [call.id, { seen: 0, expected: expectedUpdates(call), delivered: deferred() }]));
+  const updates = new Map(calls.map((call) => [call.id, { seen: 0, expected: expectedUpdates(call, pi), delivered: deferred() }]));
   for (const count of updates.values()) if (count.expected === 0) count.delivered.resolve();
   const emit = async (event: BatchEvent): Promise<void> => {
     events.push(structuredCloneJson(event));
@@ -179,6 +192,7 @@ export async function runScenario(
   const beforeToolCall = scenario.beforeToolCall
     ? async (context: BeforeToolCallContext) => {
         hooks.push({ hook: "before", ...snapshotHookContext(context, assistantMessage) });
+        if (scenario.abortInBeforeToolCall === context.toolCall.id) controller.abort();
         return scenario.beforeToolCall!(context);
       }
     : undefined;
@@ -201,6 +215,10 @@ export async function runScenario(
   // Resolves true once the call waits at its gate, false if it ended without waiting (not found, invalid, blocked).
   const settles = (id: string) =>
     Promise.race([gates.whenWaiting(prefix + id).then(() => true), ended.get(id)!.promise.then(() => false)]);
+  // Inline tools send their late partial once the test says (see fixtures/tools/scripted.mjs).
+  const lateUpdaters = new Set(
+    executor === "pi" || flavor === "inline" ? calls.filter((call) => typeof call.arguments.lateUpdate === "string").map((call) => call.id) : [],
+  );
   const batchDone = deferred();
   const driveUnobserved = async () => {
     // Nothing tells when a call ends: open each gate as soon as its call
@@ -221,6 +239,11 @@ export async function runScenario(
       if (!(await settles(id))) continue;
       gates.open(prefix + id);
       await ended.get(id)!.promise;
+      if (lateUpdaters.has(id)) {
+        // Its late partial is sent now, while the batch still runs.
+        gates.open(`${prefix + id}:late`);
+        await gates.whenWaiting(`${prefix + id}:late-sent`);
+      }
       if (scenario.abortAfter === id) {
         // In a parallel batch every other call is running by now: abort once
         // all of them wait, so that each one is stopped at its gate.
@@ -244,6 +267,7 @@ export async function runScenario(
       systemPrompt,
       history,
       emit,
+      pi,
     });
   } else if (shared !== undefined) {
     shared.hooks.beforeToolCall = beforeToolCall;
@@ -263,6 +287,7 @@ export async function runScenario(
     const runtime = createRuntime({
       tools: scriptedTools(flavor),
       toolExecution: mode,
+      pi,
       ...(beforeToolCall && isObserved ? { beforeToolCall } : {}),
       ...(afterToolCall && isObserved ? { afterToolCall } : {}),
       pool: { maxThreads: scenarioThreads, minThreads: 1 },
@@ -291,10 +316,11 @@ export async function runScenario(
   };
 }
 
-/** The partials a scripted `work` call streams before its gate. */
-function expectedUpdates(call: ScenarioCall): number {
+/** The partials a scripted `work` call streams before its gate (pi 1.6 coerces a single text to a list of one). */
+function expectedUpdates(call: ScenarioCall, pi: PiVersion): number {
   const streamed = call.arguments.updates;
-  return Array.isArray(streamed) ? streamed.length : 0;
+  if (Array.isArray(streamed)) return streamed.length;
+  return pi === "1.6" && typeof streamed === "string" ? 1 : 0;
 }
 
 function snapshotHookContext(context: BeforeToolCallContext, assistantMessage: AssistantMessage) {
@@ -303,9 +329,27 @@ function snapshotHookContext(context: BeforeToolCallContext, assistantMessage: A
     args: structuredCloneJson(context.args),
     isSameAssistantMessage: context.assistantMessage === assistantMessage,
     systemPrompt: context.context.systemPrompt,
-    messages: structuredCloneJson(context.context.messages),
+    messages: structuredCloneJson(context.context.messages.filter(isNotLoopDeclaration)).map(withoutThinkingLevel),
     tools: (context.context.tools ?? []).map((tool) => tool.name),
   };
+}
+
+/**
+ * pi 1.6's loop puts messages of its own into the context before a batch: a
+ * system message declaring the tools (`toolsAdded`), and the level of
+ * thinking on the assistant message. Both are the loop's, not the batch's
+ * (a toolpool caller hands hooks whatever context it keeps): hooks' contexts
+ * are compared without them.
+ */
+function isNotLoopDeclaration(message: unknown): boolean {
+  const { role, toolsAdded, toolsRemoved } = message as { role?: unknown; toolsAdded?: unknown; toolsRemoved?: unknown };
+  return !(role === "system" && (toolsAdded !== undefined || toolsRemoved !== undefined));
+}
+
+function withoutThinkingLevel(message: unknown): unknown {
+  if (typeof message !== "object" || message === null || !("thinkingLevel" in message)) return message;
+  const { thinkingLevel: _level, ...rest } = message as Record<string, unknown>;
+  return rest;
 }
 
 /** A JSON round trip: what a transcript would keep (drops `undefined` fields). */
@@ -319,10 +363,14 @@ const scenarioThreads = 4;
 const runPrefix = "run";
 let runCount = 0;
 
-/** Timestamps aside, and gate names without their run prefix; validation texts are compared whole. */
+/**
+ * Timestamps aside, `durationMs` by presence (pi 1.6), and gate names without
+ * their run prefix; validation texts are compared whole.
+ */
 function normalize(value: unknown): unknown {
   return JSON.parse(JSON.stringify(value), (key, field: unknown) => {
     if (key === "timestamp" && typeof field === "number") return 0;
+    if (key === "durationMs" && typeof field === "number" && Number.isInteger(field) && field >= 0) return "a whole number of ms";
     if (typeof field === "string") return field.replace(/\brun\d+:/g, "");
     return field;
   });

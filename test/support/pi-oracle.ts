@@ -1,6 +1,7 @@
+import { runAgentLoopContinue as runPi16LoopContinue } from "@earendil-works/pi-agent-core";
 import { runAgentLoopContinue, type AgentLoopConfig, type AgentTool as PiAgentTool } from "@mariozechner/pi-agent-core";
 
-import type { AgentTool, AssistantMessage, BatchEvent, BatchOutcome } from "toolpool";
+import type { AgentTool, AssistantMessage, BatchEvent, BatchOutcome, PiVersion } from "toolpool";
 
 /** What the oracle needs to run one batch through pi's real agent loop. */
 export interface PiBatchInput {
@@ -14,12 +15,14 @@ export interface PiBatchInput {
   /** Messages before the assistant message; pi's context holds these plus the assistant message. */
   history: unknown[];
   emit: (event: BatchEvent) => void | Promise<void>;
+  /** Whose loop runs the batch: pi 0.73.1's (`@mariozechner/pi-agent-core`) or pi 1.6.0's (`@earendil-works/pi-agent-core`). @default "0.73" */
+  pi?: PiVersion;
 }
 
 const model = { id: "oracle", name: "oracle", api: "oracle", provider: "oracle" };
 
 /**
- * Runs one batch through pi 0.73.1's own loop (`runAgentLoopContinue`): a fake
+ * Runs one batch through pi's own loop (`runAgentLoopContinue` of 0.73.1, or of 1.6.0): a fake
  * model answers first with the assistant message, then (unless the batch
  * terminated) with a plain stop. The events between the assistant message's
  * `message_end` and `turn_end` are the batch's; `terminate` is read off
@@ -49,7 +52,8 @@ export async function runPiBatch(input: PiBatchInput): Promise<BatchOutcome> {
     beforeToolCall: input.beforeToolCall,
     afterToolCall: input.afterToolCall,
   } as unknown as AgentLoopConfig;
-  await runAgentLoopContinue(
+  const runLoop = input.pi === "1.6" ? (runPi16LoopContinue as unknown as typeof runAgentLoopContinue) : runAgentLoopContinue;
+  await runLoop(
     context as never,
     config,
     async (event) => {
