@@ -1,9 +1,12 @@
 import fc from "fast-check";
-import type { AfterToolCallResult, BeforeToolCallResult } from "toolpool";
+import { supportsPi16, type AfterToolCallResult, type BeforeToolCallResult, type PiVersion } from "toolpool";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { createSharedRuntime, runScenario, type Flavor, type Mode, type Scenario, type ScenarioCall, type SharedRuntime } from "./support/differential.js";
 import { GateController } from "./support/gates.js";
+import { warnSkippedPi16 } from "./support/pi16.js";
+
+warnSkippedPi16("test/batch-random.test.ts");
 
 /**
  * The randomized batch differential: generated batches (known, unknown,
@@ -11,8 +14,12 @@ import { GateController } from "./support/gates.js";
  * hook throws; sequential and parallel; inline and worker tools; a generated
  * completion order, enforced by gates) run through pi 0.73.1's loop and
  * through toolpool, compared event by event with the messages, the terminate
- * flag and what each hook saw. `RANDOM_SEED` and `RANDOM_BATCHES` change the
- * seed and the count (`npm run test:random` runs many more).
+ * flag and what each hook saw; and again through pi 1.6.0's loop and toolpool
+ * with `pi: "1.6"`, with what pi 1.6 added in the mix (blocks that terminate,
+ * aborts in `beforeToolCall`, `argumentsError`, truncated responses, results
+ * with `usage`, `structuredContent` or `isError`, and hooks overriding them).
+ * `RANDOM_SEED` and `RANDOM_BATCHES` change the seed and the count (`npm run
+ * test:random` runs many more).
  *
  * Gates let one call finish at a time (its end event is awaited before the
  * next gate opens), so `afterToolCall` hooks never overlap in pi either:
@@ -24,14 +31,21 @@ const batchCount = Number(process.env.RANDOM_BATCHES ?? 500);
 /** At most this many calls a batch, all of them able to wait at their gates at once. */
 const maxCalls = 6;
 
-type BeforePlan = { kind: "none" } | { kind: "block"; reason: string | undefined } | { kind: "throw"; message: string };
+type BeforePlan =
+  | { kind: "none" }
+  | { kind: "block"; reason: string | undefined; terminate?: boolean }
+  | { kind: "throw"; message: string };
 type AfterPlan = { kind: "none" } | { kind: "result"; result: AfterToolCallResult } | { kind: "throw"; message: string };
 
 interface BatchPlan {
   flavor: Flavor;
   mode: Mode;
-  calls: { name: string; arguments: Record<string, unknown>; before: BeforePlan; after: AfterPlan }[];
+  calls: { name: string; arguments: Record<string, unknown>; argumentsError?: string; before: BeforePlan; after: AfterPlan }[];
   releaseOrder: number[];
+  /** pi 1.6: the index of the call whose `beforeToolCall` aborts the batch. */
+  abortAt?: number;
+  /** pi 1.6: `"length"` for a truncated response. */
+  stopReason?: string;
 }
 
 const text = fc.constantFrom("one", "two", "ünï", "", "a longer text with spaces");
@@ -73,6 +87,80 @@ const afterPlan: fc.Arbitrary<AfterPlan> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("throw" as const), message: fc.constantFrom("after hook exploded") }) },
 );
+
+const usage = fc.record({
+  input: fc.nat(100),
+  output: fc.nat(100),
+  cacheRead: fc.constant(0),
+  cacheWrite: fc.constant(0),
+  totalTokens: fc.nat(200),
+  cost: fc.constant({ input: 0.1, output: 0.2, cacheRead: 0, cacheWrite: 0, total: 0.3 }),
+});
+const structured = fc.constantFrom<unknown>({ a: 1 }, [1, 2], "text", 0, null, { nested: { b: [true] } });
+/** What pi 1.6 added: result fields, and a single value where pi-ai 1.6 coerces to a list. */
+const pi16WorkArguments = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ usage, structured, reportError: fc.boolean(), noContent: fc.boolean(), text }, { requiredKeys: [] }) },
+  { weight: 1, arbitrary: fc.constantFrom<Record<string, unknown>>({ updates: "single" }, { label: null, count: "2" }, { flag: "no" }) },
+);
+const pi16BeforePlan: fc.Arbitrary<BeforePlan> = fc.oneof(
+  { weight: 4, arbitrary: beforePlan },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("block" as const), reason: fc.constantFrom(undefined, "stop"), terminate: fc.boolean() }) },
+);
+const pi16AfterPlan: fc.Arbitrary<AfterPlan> = fc.oneof(
+  { weight: 3, arbitrary: afterPlan },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("result" as const),
+      result: fc.record(
+        {
+          content: fc.constantFrom([{ type: "text" as const, text: "replaced" }], undefined),
+          structuredContent: fc.constantFrom<unknown>({ replaced: 1 }, undefined),
+          usage: fc.option(usage, { nil: undefined }),
+          isError: fc.boolean(),
+        },
+        { requiredKeys: [] },
+      ) as fc.Arbitrary<AfterToolCallResult>,
+    }),
+  },
+);
+
+/** pi 1.6's additions over a generated batch plan. */
+function withPi16Additions(plan: fc.Arbitrary<BatchPlan>): fc.Arbitrary<BatchPlan> {
+  return plan.chain((base) =>
+    fc
+      .record({
+        calls: fc.tuple(
+          ...base.calls.map((planCall) =>
+            fc.record({
+              extra: fc.oneof({ weight: 3, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: pi16WorkArguments }),
+              argumentsError: fc.oneof({ weight: 12, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constant("Unexpected end of JSON input") }),
+              before: fc.oneof({ weight: 2, arbitrary: fc.constant(planCall.before) }, { weight: 1, arbitrary: pi16BeforePlan }),
+              after: fc.oneof({ weight: 2, arbitrary: fc.constant(planCall.after) }, { weight: 1, arbitrary: pi16AfterPlan }),
+            }),
+          ),
+        ),
+        abortAt: fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.nat(maxCalls - 1) }),
+        stopReason: fc.oneof({ weight: 15, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constant("length") }),
+      })
+      .map(({ calls, abortAt, stopReason }) => ({
+        ...base,
+        calls: base.calls.map((planCall, index) => {
+          const { extra, argumentsError, before, after } = calls[index]!;
+          const isWork = planCall.name === "work" && !("fail" in planCall.arguments) && !("throwString" in planCall.arguments);
+          return {
+            ...planCall,
+            arguments: isWork ? { ...planCall.arguments, ...extra } : planCall.arguments,
+            ...(argumentsError === undefined ? {} : { argumentsError }),
+            before,
+            after,
+          };
+        }),
+        ...(abortAt === undefined || abortAt >= base.calls.length ? {} : { abortAt }),
+        ...(stopReason === undefined ? {} : { stopReason }),
+      })),
+  );
+}
 
 const batchPlan: fc.Arbitrary<BatchPlan> = fc
   .record({
@@ -119,15 +207,23 @@ function interleaveUpdatesByCall(events: unknown[]): unknown[] {
 }
 
 function scenarioOf(plan: BatchPlan): Scenario {
-  const calls: ScenarioCall[] = plan.calls.map((planCall, index) => ({ id: `c${index + 1}`, name: planCall.name, arguments: planCall.arguments }));
+  const calls: ScenarioCall[] = plan.calls.map((planCall, index) => ({
+    id: `c${index + 1}`,
+    name: planCall.name,
+    arguments: planCall.arguments,
+    ...(planCall.argumentsError === undefined ? {} : { argumentsError: planCall.argumentsError }),
+  }));
   const planOf = (id: string) => plan.calls[Number(id.slice(1)) - 1]!;
   return {
     calls,
     releaseOrder: plan.releaseOrder.map((index) => `c${index + 1}`),
+    ...(plan.abortAt === undefined ? {} : { abortInBeforeToolCall: `c${plan.abortAt + 1}` }),
+    ...(plan.stopReason === undefined ? {} : { stopReason: plan.stopReason }),
     beforeToolCall: ({ toolCall }): BeforeToolCallResult | undefined => {
       const before = planOf(toolCall.id).before;
       if (before.kind === "throw") throw new Error(before.message);
-      return before.kind === "block" ? { block: true, ...(before.reason === undefined ? {} : { reason: before.reason }) } : undefined;
+      if (before.kind !== "block") return undefined;
+      return { block: true, ...(before.reason === undefined ? {} : { reason: before.reason }), ...(before.terminate === undefined ? {} : { terminate: before.terminate }) };
     },
     afterToolCall: ({ toolCall }): AfterToolCallResult | undefined => {
       const after = planOf(toolCall.id).after;
@@ -137,14 +233,16 @@ function scenarioOf(plan: BatchPlan): Scenario {
   };
 }
 
-describe("toolpool against pi 0.73.1, randomized batches", () => {
+for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
+describe.skipIf(pi === "1.6" && !supportsPi16())(`toolpool against pi ${pi === "1.6" ? "1.6.0" : "0.73.1"}, randomized batches`, () => {
+  const plans = pi === "1.6" ? withPi16Additions(batchPlan) : batchPlan;
   const gates = new GateController();
   const runtimes = new Map<string, SharedRuntime>();
   const runtimeFor = (flavor: Flavor, mode: Mode): SharedRuntime => {
     const key = `${flavor}/${mode}`;
     let shared = runtimes.get(key);
     if (shared === undefined) {
-      shared = createSharedRuntime(flavor, mode, maxCalls);
+      shared = createSharedRuntime(flavor, mode, maxCalls, pi);
       runtimes.set(key, shared);
     }
     return shared;
@@ -155,34 +253,41 @@ describe("toolpool against pi 0.73.1, randomized batches", () => {
   });
 
   it(`gives pi's events, messages and hook views for ${batchCount} generated batches (seed ${seed})`, { timeout: 600_000 }, async () => {
-    const tally = { batches: 0, calls: 0, parallel: 0, worker: 0, terminated: 0, errorResults: 0, endEvents: 0 };
+    const tally = { batches: 0, calls: 0, parallel: 0, worker: 0, terminated: 0, errorResults: 0, endEvents: 0, aborted: 0, truncated: 0 };
     await fc.assert(
-      fc.asyncProperty(batchPlan, async (plan) => {
+      fc.asyncProperty(plans, async (plan) => {
         const scenario = scenarioOf(plan);
-        let pi = await runScenario(scenario, "pi", plan.flavor, plan.mode, gates);
+        let oracle = await runScenario(scenario, "pi", plan.flavor, plan.mode, gates, true, undefined, { pi });
         let toolpool = await runScenario(scenario, "toolpool", plan.flavor, plan.mode, gates, true, runtimeFor(plan.flavor, plan.mode));
         const isParallel = plan.mode === "parallel" && !plan.calls.some((c) => c.name === "serial");
         if (plan.flavor === "worker" && isParallel) {
-          pi = { ...pi, events: interleaveUpdatesByCall(pi.events) };
+          oracle = { ...oracle, events: interleaveUpdatesByCall(oracle.events) };
           toolpool = { ...toolpool, events: interleaveUpdatesByCall(toolpool.events) };
         }
-        expect(toolpool).toEqual(pi);
+        expect(toolpool).toEqual(oracle);
         expect(toolpool.messages).toHaveLength(plan.calls.length);
         tally.batches++;
         tally.calls += plan.calls.length;
         if (isParallel) tally.parallel++;
         if (plan.flavor === "worker") tally.worker++;
-        if (pi.terminate) tally.terminated++;
-        tally.errorResults += (pi.messages as { isError: boolean }[]).filter((message) => message.isError).length;
-        tally.endEvents += (pi.events as { type: string }[]).filter((event) => event.type === "tool_execution_end").length;
+        if (oracle.terminate) tally.terminated++;
+        if (plan.abortAt !== undefined) tally.aborted++;
+        if (plan.stopReason !== undefined) tally.truncated++;
+        tally.errorResults += (oracle.messages as { isError: boolean }[]).filter((message) => message.isError).length;
+        tally.endEvents += (oracle.events as { type: string }[]).filter((event) => event.type === "tool_execution_end").length;
       }),
       { seed, numRuns: batchCount },
     );
-    console.info(`batch differential (seed ${seed}):`, tally);
+    console.info(`batch differential, pi ${pi} (seed ${seed}):`, tally);
     expect(tally.batches).toBe(batchCount);
     expect(tally.endEvents).toBe(tally.calls);
     expect(tally.terminated).toBeGreaterThan(0);
     expect(tally.parallel).toBeGreaterThan(batchCount * 0.2);
     expect(tally.worker).toBeGreaterThan(batchCount * 0.3);
+    if (pi === "1.6") {
+      expect(tally.aborted).toBeGreaterThan(0);
+      expect(tally.truncated).toBeGreaterThan(0);
+    }
   });
 });
+}

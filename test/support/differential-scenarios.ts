@@ -1,3 +1,5 @@
+import type { AfterToolCallResult } from "toolpool";
+
 import type { Scenario } from "./differential.js";
 
 const work = (id: string, args: Record<string, unknown> = {}) => ({ id, name: "work", arguments: args });
@@ -192,7 +194,7 @@ export const pi16Scenarios: Record<string, Scenario> = {
       work("c5", { usage: usage(5) }),
       work("c6", { structured: null, reportError: true }),
     ],
-    afterToolCall: ({ toolCall }) => {
+    afterToolCall: ({ toolCall }): AfterToolCallResult => {
       switch (toolCall.id) {
         case "c1":
           return { content: [{ type: "text", text: "new content, old structure dropped" }] };
