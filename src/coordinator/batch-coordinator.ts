@@ -1,6 +1,7 @@
 import { describeThrown } from "../errors.js";
 import type { BatchEvent, EmitFunction, ToolExecutionEndEvent } from "../events.js";
 import type {
+  AfterToolCallHook,
   AgentToolResult,
   BatchOutcome,
   ToolCall,
@@ -12,6 +13,7 @@ import { toCallDurations, type CallDurations } from "../tracing/call-durations.j
 import type { CallTiming, ToolCallPool, WorkerCallOutcome } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
+import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./maybe-async.js";
 import { abortedText, type PiRules } from "./pi-rules.js";
 import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
 import type { RegisteredTool } from "./tool-registry.js";
@@ -45,6 +47,18 @@ export interface BatchScope extends PrepareScope {
 
 type PreparedCall = Extract<Preparation, { kind: "prepared" }>;
 
+/** A prepared call with its execution, handed to the finalize job. */
+interface ExecutedStep {
+  prepared: PreparedCall;
+  executed: ExecutedCall;
+}
+
+/** A call of a sequential batch after stage 5. */
+interface ConcludedCall {
+  finalized: FinalizedCall;
+  message: ToolResultMessage;
+}
+
 interface ExecutedCall {
   result: AgentToolResult<unknown>;
   isError: boolean;
@@ -66,7 +80,9 @@ interface ExecutedCall {
  * completion order and the messages in the assistant's order. This is the one
  * copy of that sequence: where the batch's pi (0.73.1 or 1.6.0) has a rule of
  * its own, the pipeline asks the batch's {@link PiRules}. A batch nobody
- * observes runs it too, its events delivered to nobody.
+ * observes runs it too, its events delivered to nobody; its steps then run
+ * synchronously wherever nothing waits (see `maybe-async.ts`), which keeps
+ * it as cheap as a pipeline written for it alone.
  */
 export class BatchCoordinator {
   readonly #scope: BatchScope;
@@ -92,24 +108,30 @@ export class BatchCoordinator {
   }
 
   /**
-   * Runs a job of the actor: in mailbox order whenever user code (a hook, the
-   * sink, a listener) may run in it; else at once, as nothing could tell.
+   * Runs `job(arg)` as a job of the actor: in mailbox order whenever user
+   * code (a hook, the sink, a listener) may run in it; else at once, as
+   * nothing could tell. Jobs are methods given their argument, not closures:
+   * a batch nobody observes then allocates nothing per stage.
    */
-  #inTurn<T>(job: () => T | PromiseLike<T>): Promise<T> {
-    if (this.#hasHooks || this.#hasAudience()) return (this.#mailbox ??= new Mailbox()).post(job);
-    return (async () => job())();
+  #inTurn<A, T>(job: (this: BatchCoordinator, arg: A) => MaybePromise<T>, arg: A): MaybePromise<T> {
+    if (this.#hasHooks || this.#hasAudience()) return (this.#mailbox ??= new Mailbox()).post(() => job.call(this, arg));
+    return job.call(this, arg);
   }
 
   /** Runs the batch. Rejects only when the event sink throws, as pi's loop does. */
   run(): Promise<BatchOutcome> {
-    const { assistantMessage, registry, toolExecution } = this.#scope;
-    const toolCalls = assistantMessage.content.filter((block): block is ToolCall => block.type === "toolCall");
-    if (toolCalls.length > 0 && this.#rules.unexecutedReason(assistantMessage, toolCalls[0]!) !== undefined) {
-      return this.#runUnexecuted(toolCalls);
+    try {
+      const { assistantMessage, registry, toolExecution } = this.#scope;
+      const toolCalls = assistantMessage.content.filter((block): block is ToolCall => block.type === "toolCall");
+      if (toolCalls.length > 0 && this.#rules.unexecutedReason(assistantMessage, toolCalls[0]!) !== undefined) {
+        return Promise.resolve(this.#runUnexecuted(toolCalls));
+      }
+      const isSequential =
+        toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
+      return Promise.resolve(isSequential ? this.#runSequential(toolCalls) : this.#runParallel(toolCalls));
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const isSequential =
-      toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
-    return isSequential ? this.#runSequential(toolCalls) : this.#runParallel(toolCalls);
   }
 
   /**
@@ -118,87 +140,105 @@ export class BatchCoordinator {
    * Never rejects for the call's own failures.
    */
   async runToolCall(toolCall: ToolCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<FinalizedCall> {
-    const preparation = await this.#inTurn(() => this.#prepare(toolCall));
+    const preparation = await this.#inTurn(this.#prepare, toolCall);
     if (!isPrepared(preparation)) return preparation;
-    const executed = await this.#execute(preparation, new UpdateDeliveries(onUpdate));
-    return this.#inTurn(() => this.#finalize(preparation, executed));
+    return this.#execute(preparation, new UpdateDeliveries(onUpdate), (executed) => this.#inTurn(this.#finalizeJob, { prepared: preparation, executed }));
   }
 
-  async #runSequential(toolCalls: ToolCall[]): Promise<BatchOutcome> {
-    const finalizedCalls: FinalizedCall[] = [];
-    const messages: ToolResultMessage[] = [];
-    for (const toolCall of toolCalls) {
-      const preparation = await this.#inTurn(() => this.#startAndPrepare(toolCall));
-      const executed = isPrepared(preparation) ? await this.#execute(preparation, this.#updatesOf(toolCall)) : undefined;
-      const [finalized, message] = await this.#inTurn(async () => {
-        const finalized = isPrepared(preparation) ? await this.#finalize(preparation, executed!) : preparation;
-        await this.#deliverEnd(finalized);
-        return [finalized, await this.#deliverMessage(finalized)] as const;
-      });
-      finalizedCalls.push(finalized);
-      messages.push(message);
-    }
-    return { messages, terminate: shouldTerminateBatch(finalizedCalls) };
+  /** Each call through every stage before the next one starts. */
+  #runSequential(toolCalls: ToolCall[]): MaybePromise<BatchOutcome> {
+    return andThen(eachInOrder(toolCalls, this, this.#runInSequence), (calls) => ({
+      messages: calls.map((call) => call.message),
+      terminate: shouldTerminateBatch(calls.map((call) => call.finalized)),
+    }));
   }
 
-  async #runParallel(toolCalls: ToolCall[]): Promise<BatchOutcome> {
-    // Stage 1 for every call, in order; an immediate outcome ends at once.
-    const entries: Preparation[] = [];
-    for (const toolCall of toolCalls) {
-      entries.push(
-        await this.#inTurn(async () => {
-          const preparation = await this.#startAndPrepare(toolCall);
-          if (!isPrepared(preparation)) await this.#deliverEnd(preparation);
-          return preparation;
-        }),
-      );
-    }
-    // Stages 2–4 of every prepared call at once; each ends when it is finalized.
-    const finalizedCalls = await Promise.all(entries.map((entry) => (isPrepared(entry) ? this.#startExecution(entry) : entry)));
-    // Stage 5 in the assistant's order, once all have finished.
-    const messages = await this.#inTurn(async () => {
-      const messages: ToolResultMessage[] = [];
-      for (const finalized of finalizedCalls) messages.push(await this.#deliverMessage(finalized));
-      return messages;
+  #runInSequence(toolCall: ToolCall): MaybePromise<ConcludedCall> {
+    return andThen(this.#inTurn(this.#startAndPrepare, toolCall), (preparation) => {
+      if (!isPrepared(preparation)) return this.#inTurn(this.#conclude, preparation as FinalizedCall);
+      return this.#execute(preparation, this.#updatesOf(toolCall), (executed) => this.#inTurn(this.#finalizeAndConclude, { prepared: preparation, executed }));
     });
-    return { messages, terminate: shouldTerminateBatch(finalizedCalls) };
   }
 
-  /** A parallel batch's prepared call, once every call was prepared: it runs unless the batch was aborted meanwhile (pi 1.6). */
-  #startExecution(prepared: PreparedCall): Promise<FinalizedCall> {
-    if (this.#rules.checksAbort && this.#scope.signal?.aborted) {
-      const finalized: FinalizedCall = { toolCall: prepared.toolCall, result: createErrorToolResult(abortedText), isError: true };
-      return this.#inTurn(async () => {
-        this.#endCallTrace(prepared, finalized);
-        await this.#deliverEnd(finalized);
-        return finalized;
-      });
-    }
-    return this.#execute(prepared, this.#updatesOf(prepared.toolCall)).then((executed) =>
-      this.#inTurn(async () => {
-        const finalized = await this.#finalize(prepared, executed);
-        await this.#deliverEnd(finalized);
-        return finalized;
-      }),
+  #finalizeAndConclude(executed: ExecutedStep): MaybePromise<ConcludedCall> {
+    return andThen(this.#finalizeJob(executed), (finalized) => this.#conclude(finalized));
+  }
+
+  /** Stages 4–5 of a call of a sequential batch, as one job. */
+  #conclude(finalized: FinalizedCall): MaybePromise<ConcludedCall> {
+    return andThen(afterStep(this.#deliverEnd(finalized), finalized), (finalized) =>
+      andThen(this.#deliverMessage(finalized), (message) => ({ finalized, message })),
     );
   }
 
-  /** pi 1.6's truncated response: in order, every call gets its start event, an error end event and its message; none runs. */
-  async #runUnexecuted(toolCalls: ToolCall[]): Promise<BatchOutcome> {
-    const messages: ToolResultMessage[] = [];
-    for (const toolCall of toolCalls) {
-      const result = createErrorToolResult(this.#rules.unexecutedReason(this.#scope.assistantMessage, toolCall)!);
-      messages.push(
-        await this.#inTurn(async () => {
-          this.#startCallTrace(toolCall)?.end(result, true, "none");
-          await this.#deliverStart(toolCall);
-          const finalized: FinalizedCall = { toolCall, result, isError: true };
-          await this.#deliverEnd(finalized);
-          return this.#deliverMessage(finalized);
-        }),
+  /**
+   * Stage 1 for every call, in order (an immediate outcome ends at once);
+   * then stages 2–4 of every prepared call at once, each ending when it is
+   * finalized; then stage 5 in the assistant's order.
+   */
+  #runParallel(toolCalls: ToolCall[]): MaybePromise<BatchOutcome> {
+    return andThen(eachInOrder(toolCalls, this, this.#prepareInParallel), (entries) => {
+      const steps: MaybePromise<FinalizedCall>[] = [];
+      for (const entry of entries) steps.push(isPrepared(entry) ? this.#startExecution(entry) : (entry as FinalizedCall));
+      return allThen(steps, (finalizedCalls) =>
+        andThen(this.#inTurn(this.#deliverMessages, finalizedCalls), (messages) => ({
+          messages,
+          terminate: shouldTerminateBatch(finalizedCalls),
+        })),
       );
+    });
+  }
+
+  #prepareInParallel(toolCall: ToolCall): MaybePromise<Preparation> {
+    return this.#inTurn(this.#startAndPrepareInParallel, toolCall);
+  }
+
+  /** Mailbox job of a parallel batch: stage 1, and the end event of an immediate outcome. */
+  #startAndPrepareInParallel(toolCall: ToolCall): MaybePromise<Preparation> {
+    return andThen(this.#startAndPrepare(toolCall), (preparation) =>
+      isPrepared(preparation) ? preparation : afterStep(this.#deliverEnd(preparation as FinalizedCall), preparation),
+    );
+  }
+
+  #deliverMessages(finalizedCalls: FinalizedCall[]): MaybePromise<ToolResultMessage[]> {
+    return eachInOrder(finalizedCalls, this, this.#deliverMessage);
+  }
+
+  /** A parallel batch's prepared call, once every call was prepared: it runs unless the batch was aborted meanwhile (pi 1.6). */
+  #startExecution(prepared: PreparedCall): MaybePromise<FinalizedCall> {
+    if (this.#rules.checksAbort && this.#scope.signal?.aborted) {
+      const finalized: FinalizedCall = { toolCall: prepared.toolCall, result: createErrorToolResult(abortedText), isError: true };
+      this.#endCallTrace(prepared, finalized);
+      return this.#inTurn(this.#end, finalized);
     }
-    return { messages, terminate: false };
+    return this.#execute(prepared, this.#updatesOf(prepared.toolCall), (executed) => this.#inTurn(this.#finalizeAndEnd, { prepared, executed }));
+  }
+
+  #finalizeAndEnd(executed: ExecutedStep): MaybePromise<FinalizedCall> {
+    return andThen(this.#finalizeJob(executed), (finalized) => this.#end(finalized));
+  }
+
+  /** Stage 4 as a job: the end event; the finalized call. */
+  #end(finalized: FinalizedCall): MaybePromise<FinalizedCall> {
+    return afterStep(this.#deliverEnd(finalized), finalized);
+  }
+
+  /** pi 1.6's truncated response: in order, every call gets its start event, an error end event and its message; none runs. */
+  #runUnexecuted(toolCalls: ToolCall[]): MaybePromise<BatchOutcome> {
+    return andThen(eachInOrder(toolCalls, this, this.#failUnexecuted), (messages) => ({ messages, terminate: false }));
+  }
+
+  #failUnexecuted(toolCall: ToolCall): MaybePromise<ToolResultMessage> {
+    return this.#inTurn(this.#failUnexecutedJob, toolCall);
+  }
+
+  #failUnexecutedJob(toolCall: ToolCall): MaybePromise<ToolResultMessage> {
+    const result = createErrorToolResult(this.#rules.unexecutedReason(this.#scope.assistantMessage, toolCall)!);
+    this.#startCallTrace(toolCall)?.end(result, true, "none");
+    const finalized: FinalizedCall = { toolCall, result, isError: true };
+    return andThen(afterStep(this.#deliverStart(toolCall), finalized), (finalized) =>
+      andThen(this.#end(finalized), (finalized) => this.#deliverMessage(finalized)),
+    );
   }
 
   #startCallTrace(toolCall: ToolCall): CallTrace | undefined {
@@ -216,22 +256,21 @@ export class BatchCoordinator {
   }
 
   /** Mailbox job: the start event, then stage 1. */
-  async #startAndPrepare(toolCall: ToolCall): Promise<Preparation> {
-    await this.#deliverStart(toolCall);
-    return this.#prepare(toolCall);
+  #startAndPrepare(toolCall: ToolCall): MaybePromise<Preparation> {
+    const started = this.#deliverStart(toolCall);
+    return started === undefined ? this.#prepare(toolCall) : Promise.resolve(started).then(() => this.#prepare(toolCall));
   }
 
   /** Stage 1; a traced call's span starts here and, for an immediate outcome, ends here. */
-  #prepare(toolCall: ToolCall): Preparation | Promise<Preparation> {
+  #prepare(toolCall: ToolCall): MaybePromise<Preparation> {
     const callTrace = this.#startCallTrace(toolCall);
     const preparation = prepareToolCall(this.#scope, toolCall);
     if (callTrace === undefined) return preparation;
-    const keep = (preparation: Preparation): Preparation => {
-      if (isPrepared(preparation)) this.#callTraces!.set(preparation, callTrace);
-      else callTrace.end(preparation.result, true, "none");
-      return preparation;
-    };
-    return preparation instanceof Promise ? preparation.then(keep) : keep(preparation);
+    return andThen(preparation, (settled) => {
+      if (isPrepared(settled)) this.#callTraces!.set(settled, callTrace);
+      else callTrace.end(settled.result, true, "none");
+      return settled;
+    });
   }
 
   /** A call's update events, while anyone listens; undefined (partials ignored) while nobody does. */
@@ -244,21 +283,22 @@ export class BatchCoordinator {
    * Stage 2, outside the mailbox. Partial results go to `updates` as they
    * come, and every delivery of one sent before the tool settled is awaited
    * before the stage ends; one sent later is still delivered (pi 0.73.1) or
-   * dropped (pi 1.6), as the batch's rules say.
+   * dropped (pi 1.6), as the batch's rules say. `next` takes the executed
+   * call on: the stages after it, in the same promise hop.
    */
-  #execute(prepared: PreparedCall, updates: UpdateDeliveries | undefined): Promise<ExecutedCall> {
-    if (prepared.entry.kind !== "worker") return this.#executeInline(prepared, updates);
-    // A promise chain, not an async function: this runs for every worker call.
+  #execute<T>(prepared: PreparedCall, updates: UpdateDeliveries | undefined, next: (executed: ExecutedCall) => MaybePromise<T>): Promise<T> {
+    if (prepared.entry.kind !== "worker") return this.#executeInline(prepared, updates).then(next);
     return this.#runOnPool(prepared, updates?.onUpdate ?? ignoreUpdate).then((outcome) => {
       const rules = this.#rules;
       if (rules.dropsLatePartials) updates?.close();
       const { timing } = outcome;
-      const durationMs = rules.durationOf(timing === undefined ? 0 : toCallDurations(timing).runMs);
+      // The run time on the call's thread (or node), as the pool timed it.
+      const durationMs = rules.reportsDuration ? Math.round(timing === undefined ? 0 : toCallDurations(timing).runMs) : undefined;
       const executed: ExecutedCall =
         outcome.kind === "ok"
           ? { result: outcome.result, isError: rules.isErrorResult(outcome.result), timing, durationMs }
           : { result: createErrorToolResult(outcome.message, outcome.code), isError: true, timing, durationMs };
-      return updates?.pending === undefined ? executed : updates.settled().then(() => executed);
+      return updates?.pending === undefined ? next(executed) : updates.settled().then(() => next(executed));
     });
   }
 
@@ -302,7 +342,7 @@ export class BatchCoordinator {
     const ran = (): { timing: CallTiming; durationMs: number | undefined } => {
       const endedAt = now();
       if (rules.dropsLatePartials) updates?.close();
-      return { timing: { submittedAt: startedAt, startedAt, endedAt }, durationMs: rules.durationOf(endedAt - startedAt) };
+      return { timing: { submittedAt: startedAt, startedAt, endedAt }, durationMs: rules.reportsDuration ? Math.round(endedAt - startedAt) : undefined };
     };
     let executed: ExecutedCall;
     try {
@@ -323,24 +363,32 @@ export class BatchCoordinator {
   }
 
   /** Stage 3, a mailbox job: `afterToolCall` overrides field by field; a throw becomes an error result. Ends the call's span. */
-  async #finalize(prepared: PreparedCall, executed: ExecutedCall): Promise<FinalizedCall> {
+  #finalizeJob({ prepared, executed }: ExecutedStep): MaybePromise<FinalizedCall> {
+    const { afterToolCall } = this.#scope;
+    if (afterToolCall === undefined) return this.#finalized(prepared, executed, executed.result, executed.isError);
+    return this.#askAfterToolCall(afterToolCall, prepared, executed);
+  }
+
+  async #askAfterToolCall(afterToolCall: AfterToolCallHook, prepared: PreparedCall, executed: ExecutedCall): Promise<FinalizedCall> {
     let { result, isError } = executed;
-    const { afterToolCall, assistantMessage, context, signal } = this.#scope;
-    if (afterToolCall !== undefined) {
-      try {
-        const override = await afterToolCall(
-          { assistantMessage, toolCall: prepared.toolCall, args: prepared.args, result, isError, context },
-          signal,
-        );
-        if (override) {
-          result = this.#rules.applyOverride(result, override);
-          isError = override.isError ?? isError;
-        }
-      } catch (error) {
-        result = createErrorToolResult(describeThrown(error));
-        isError = true;
+    const { assistantMessage, context, signal } = this.#scope;
+    try {
+      const override = await afterToolCall(
+        { assistantMessage, toolCall: prepared.toolCall, args: prepared.args, result, isError, context },
+        signal,
+      );
+      if (override) {
+        result = this.#rules.applyOverride(result, override);
+        isError = override.isError ?? isError;
       }
+    } catch (error) {
+      result = createErrorToolResult(describeThrown(error));
+      isError = true;
     }
+    return this.#finalized(prepared, executed, result, isError);
+  }
+
+  #finalized(prepared: PreparedCall, executed: ExecutedCall, result: AgentToolResult<unknown>, isError: boolean): FinalizedCall {
     const finalized: FinalizedCall = { toolCall: prepared.toolCall, result, isError };
     if (executed.timing !== undefined) finalized.timing = executed.timing;
     if (executed.durationMs !== undefined) finalized.durationMs = executed.durationMs;
@@ -368,13 +416,12 @@ export class BatchCoordinator {
   }
 
   /** Stage 5. */
-  async #deliverMessage(finalized: FinalizedCall): Promise<ToolResultMessage> {
+  #deliverMessage(finalized: FinalizedCall): MaybePromise<ToolResultMessage> {
     const message = this.#rules.resultMessage(finalized);
-    if (this.#hasAudience()) {
-      await this.#deliver({ type: "message_start", message });
-      await this.#deliver({ type: "message_end", message });
-    }
-    return message;
+    if (!this.#hasAudience()) return message;
+    return andThen(afterStep(this.#deliver({ type: "message_start", message }), message), (message) =>
+      afterStep(this.#deliver({ type: "message_end", message }), message),
+    );
   }
 
   /** Runs only inside mailbox jobs, so deliveries never overlap. */

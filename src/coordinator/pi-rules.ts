@@ -51,8 +51,8 @@ export interface PiRules {
   blockedResult(decision: BeforeToolCallResult): AgentToolResult<unknown>;
   /** The result after `afterToolCall`'s override, field by field. */
   applyOverride(result: AgentToolResult<unknown>, override: AfterToolCallResult): AgentToolResult<unknown>;
-  /** How long an executed call ran, as its end event and message carry it; `undefined` where this pi has none. */
-  durationOf(runMs: number): number | undefined;
+  /** Whether an executed call's end event and message carry its `durationMs` (pi 1.6). */
+  readonly reportsDuration: boolean;
   /** Stage 5's message for a finalized call. */
   resultMessage(finalized: FinalizedCall): ToolResultMessage;
   /**
@@ -73,6 +73,7 @@ export const pi073Rules: PiRules = Object.freeze({
   version: "0.73",
   checksAbort: false,
   dropsLatePartials: false,
+  reportsDuration: false,
   isErrorResult: (): boolean => false,
   compileSchema(schema: JsonSchema): void {
     compileArgumentValidator(schema);
@@ -91,7 +92,6 @@ export const pi073Rules: PiRules = Object.freeze({
       terminate: override.terminate ?? result.terminate,
     };
   },
-  durationOf: (): undefined => undefined,
   resultMessage({ toolCall, result, isError }: FinalizedCall): ToolResultMessage {
     return {
       role: "toolResult",
@@ -111,6 +111,7 @@ export const pi16Rules: PiRules = Object.freeze({
   version: "1.6",
   checksAbort: true,
   dropsLatePartials: true,
+  reportsDuration: true,
   isErrorResult: (result: AgentToolResult<unknown>): boolean => result.isError === true,
   compileSchema(schema: JsonSchema): void {
     compileArgumentValidator16(schema);
@@ -138,7 +139,6 @@ export const pi16Rules: PiRules = Object.freeze({
     else next.structuredContent = structuredContent;
     return next;
   },
-  durationOf: (runMs: number): number => Math.round(runMs),
   resultMessage({ toolCall, result, isError, durationMs }: FinalizedCall): ToolResultMessage {
     // pi's fields in pi's order (`durationMs` before `timestamp`), for transcripts compared as text.
     return {
