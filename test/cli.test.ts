@@ -5,6 +5,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
+import { supportsPi16 } from "toolpool";
+
+import { warnSkippedPi16 } from "./support/pi16.js";
+
+warnSkippedPi16("test/cli.test.ts");
+
 // The CLI runs for real, from the build (`npm run build` comes first): its
 // worker threads cannot load TypeScript, and the bin is what users run.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -238,6 +244,66 @@ describe("toolpool usage errors", () => {
     const version = await runCli(["--version"]);
     expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe("toolpool --pi", () => {
+  // Each command stops before it listens: stdin is closed.
+  const commands: [string, string[]][] = [
+    ["run", ["run", fixture("builtin-batch.json"), "--threads", "1"]],
+    ["serve", ["serve", "--port", "0"]],
+    ["mcp", ["mcp"]],
+  ];
+
+  it.each(commands)("%s refuses a --pi other than 0.73 or 1.6: exit 2, one line naming the choices", async (_command, args) => {
+    const { code, stdout, stderr } = await runCli([...args, "--pi", "1.7"]);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr).toMatch(/^toolpool: option '--pi <version>' argument '1\.7' is invalid\. Allowed choices are 0\.73, 1\.6\.\n$/);
+  });
+
+  it("runs the batch with --pi 0.73", async () => {
+    const { code, stdout } = await runCli(["run", fixture("builtin-batch.json"), "--pi", "0.73", "--threads", "1", "--ndjson"]);
+    expect(code).toBe(0);
+    expect(batchEnd(parseNdjson(stdout)).messages?.map((message) => message.toolCallId)).toEqual(["call_hash", "call_diff", "call_grep", "call_missing"]);
+  });
+
+  it("says in every command's help that the default is 0.73 and that 1.6 needs Node >= 22.19", async () => {
+    for (const command of ["run", "serve", "mcp"]) {
+      const { code, stdout } = await runCli([command, "--help"]);
+      expect(code).toBe(0);
+      const help = stdout.replace(/\s+/g, " ");
+      expect(help).toMatch(/--pi <version> .*1\.6 .*needs Node >= 22\.19\.0.*\(default: 0\.73\) \(choices: "0\.73", "1\.6"\)/);
+    }
+  });
+
+  describe.skipIf(supportsPi16())("on a Node older than 22.19", () => {
+    it.each(commands)("%s --pi 1.6 exits 2 with one line naming the Node it needs", async (_command, args) => {
+      const { code, stdout, stderr } = await runCli([...args, "--pi", "1.6"]);
+      expect(code).toBe(2);
+      expect(stdout).toBe("");
+      expect(stderr).toMatch(/^toolpool: [^\n]+\n$/);
+      expect(stderr).toContain(`\`pi: "1.6"\` needs Node >= 22.19.0, as pi 1.6 does; this is Node ${process.versions.node}`);
+    });
+  });
+});
+
+describe.skipIf(!supportsPi16())("toolpool run --pi 1.6 (pi 1.6, Node >= 22.19)", () => {
+  it("runs the batch: every call gets its end event and its result message", async () => {
+    const { code, stdout } = await runCli(["run", fixture("builtin-batch.json"), "--pi", "1.6", "--threads", "1", "--ndjson"]);
+    expect(code).toBe(0);
+    const events = parseNdjson(stdout);
+    expect(events.filter((event) => event.type === "tool_execution_end").map((event) => event.toolCallId).sort()).toEqual(
+      ["call_diff", "call_grep", "call_hash", "call_missing"],
+    );
+    const messages = batchEnd(events).messages ?? [];
+    expect(messages.map((message) => [message.toolCallId, message.isError])).toEqual([
+      ["call_hash", false],
+      ["call_diff", false],
+      ["call_grep", false],
+      ["call_missing", true],
+    ]);
+    expect(textOf(messages[3])).toBe("Tool no_such_tool not found");
   });
 });
 

@@ -10,8 +10,12 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ProgressNotificationSchema, type CallToolResult, type ProgressNotification } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, type AgentTool, type Runtime } from "toolpool";
+import { createRuntime, supportsPi16, type AgentTool, type Runtime } from "toolpool";
 import { checkBrowserGuard, createMcpServer, McpHttpServer } from "toolpool/mcp";
+
+import { warnSkippedPi16 } from "./support/pi16.js";
+
+warnSkippedPi16("test/mcp.test.ts");
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const CLI = join(ROOT, "dist", "cli", "main.js");
@@ -266,6 +270,24 @@ describe("toolpool mcp with the built-in tools", () => {
       expect(textOf(outside)).toContain("outside the workspace root");
       const inside = (await session.client.callTool({ name: "hash", arguments: { path: "cli/invalid.json" } })) as CallToolResult;
       expect(inside.isError).toBe(false);
+    } finally {
+      await session.close();
+    }
+  });
+});
+
+describe.skipIf(!supportsPi16())("toolpool mcp --pi 1.6 (pi 1.6, Node >= 22.19)", () => {
+  it("serves the tools: a call runs, and invalid arguments are an error result", async () => {
+    const session = await startStdio(["--tools", TOOLS, "--threads", "1", "--pi", "1.6"]);
+    try {
+      const { tools } = await session.client.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual(["work", "fault", "rendezvous"]);
+      const result = await call(session, "work", { text: "hello from pi 1.6" });
+      expect(result.isError).toBe(false);
+      expect(textOf(result)).toBe("hello from pi 1.6");
+      const invalid = await call(session, "work", { count: "many" });
+      expect(invalid.isError).toBe(true);
+      expect(textOf(invalid)).toContain('Validation failed for tool "work"');
     } finally {
       await session.close();
     }

@@ -9,6 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   createRuntime,
   createServer,
+  supportsPi16,
   ToolpoolError,
   type AssistantMessage,
   type RuntimeOptions,
@@ -22,7 +23,10 @@ import {
 import serverTools from "./fixtures/server/tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";
 import { deferred, GateController } from "./support/gates.js";
+import { warnSkippedPi16 } from "./support/pi16.js";
 import { spawnServe, type ServeProcess } from "./support/serve-process.js";
+
+warnSkippedPi16("test/server.test.ts");
 
 // Everything runs for real: the built package (worker threads cannot load
 // TypeScript), a server on a loopback port, Node's own fetch.
@@ -397,9 +401,11 @@ describe("createServer: GET endpoints", () => {
     const { url } = await startServer();
     const tools = (await (await fetch(`${url}/v1/tools`)).json()) as {
       toolExecution: string;
+      pi: string;
       tools: { name: string; description: string; parameters: { type: string } }[];
     };
     expect(tools.toolExecution).toBe("parallel");
+    expect(tools.pi).toBe("0.73");
     expect(tools.tools.map((tool) => tool.name)).toEqual(["work", "stubborn"]);
     expect(tools.tools[1]?.parameters.type).toBe("object");
     expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: "ok" });
@@ -544,19 +550,75 @@ describe("toolpool serve", () => {
   });
 
   it("refuses a host beyond loopback without a token, before listening", async () => {
-    const child = spawn(process.execPath, [CLI, "serve", "--host", "0.0.0.0", "--port", "0"], {
-      cwd: ROOT,
-      env: { ...process.env, TOOLPOOL_TOKEN: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.push(child);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const [code] = (await once(child, "close")) as [number | null];
+    const { code, stdout, stderr } = await serveUntilExit(["--host", "0.0.0.0", "--port", "0"]);
     expect(code).toBe(2);
     expect(stdout).toBe("");
     expect(stderr).toMatch(/^toolpool: --host 0\.0\.0\.0 is not a loopback address/);
   });
+
+  it("takes pi from --config, and --pi overrides it", async () => {
+    // The file asks for 1.6, which Node < 22.19 refuses: this serves only if the flag wins.
+    const { child, url, exited } = await serve(["--port", "0", "--config", `${FIXTURES}/pi16-config.json`, "--pi", "0.73"]);
+    const tools = (await (await fetch(`${url}/v1/tools`)).json()) as { pi: string; tools: { name: string }[] };
+    expect(tools.pi).toBe("0.73");
+    expect(tools.tools.map((tool) => tool.name)).toEqual(["work", "stubborn"]);
+    child.kill("SIGTERM");
+    expect(await exited).toEqual([0, null]);
+  });
+
+  it("refuses a config file whose pi is not \"0.73\" or \"1.6\", naming the choices, before listening", async () => {
+    const { code, stdout, stderr } = await serveUntilExit(["--port", "0", "--config", `${FIXTURES}/pi-number-config.json`]);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr).toBe('toolpool: Expected `pi` to be one of "0.73", "1.6", got `1.6` (number)\n');
+  });
+
+  it.skipIf(supportsPi16())("on a Node older than 22.19, refuses a config file's pi 1.6 with exit 2, naming the Node it needs", async () => {
+    const { code, stdout, stderr } = await serveUntilExit(["--port", "0", "--config", `${FIXTURES}/pi16-config.json`]);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr).toMatch(/^toolpool: [^\n]+\n$/);
+    expect(stderr).toContain(`\`pi: "1.6"\` needs Node >= 22.19.0, as pi 1.6 does; this is Node ${process.versions.node}`);
+  });
 });
+
+describe.skipIf(!supportsPi16())("toolpool serve with pi 1.6 (Node >= 22.19)", () => {
+  it("follows the config file's pi 1.6: GET /v1/tools reports it, and a batch runs", async () => {
+    const { child, url, exited } = await spawnServe(["--port", "0", "--config", `${FIXTURES}/pi16-config.json`], {}, children);
+    const tools = (await (await fetch(`${url}/v1/tools`)).json()) as { pi: string };
+    expect(tools.pi).toBe("1.6");
+    const response = await postBatch(url, { assistantMessage: assistantMessage([{ id: "a", name: "work" }, { id: "b", name: "nope" }]) }, { accept: "application/json" });
+    expect(response.status).toBe(200);
+    const { messages } = (await response.json()) as { messages: ToolResultMessage[] };
+    expect(messages.map((message) => [message.toolCallId, message.isError])).toEqual([
+      ["a", false],
+      ["b", true],
+    ]);
+    child.kill("SIGTERM");
+    expect(await exited).toEqual([0, null]);
+  });
+
+  it("follows --pi 1.6 over the config file's choice", async () => {
+    const { child, url, exited } = await spawnServe(["--port", "0", "--config", `${FIXTURES}/serve-config.json`, "--pi", "1.6"], {}, children);
+    const tools = (await (await fetch(`${url}/v1/tools`)).json()) as { pi: string };
+    expect(tools.pi).toBe("1.6");
+    child.kill("SIGTERM");
+    expect(await exited).toEqual([0, null]);
+  });
+});
+
+/** Runs `toolpool serve ARGS` that is expected to stop before it listens; resolves with how it ended. */
+async function serveUntilExit(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, "serve", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, TOOLPOOL_TOKEN: "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const [code] = (await once(child, "close")) as [number | null];
+  return { code, stdout, stderr };
+}

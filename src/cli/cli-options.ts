@@ -5,7 +5,8 @@
  */
 import { InvalidArgumentError, Option } from "commander";
 
-import type { ToolExecutionMode } from "../index.js";
+import type { PiVersion, ToolExecutionMode } from "../index.js";
+import { pi16MinimumNode } from "../options.js";
 
 /** The options common to `run` and `demo`, as commander hands them over. */
 export interface BatchCliOptions {
@@ -18,6 +19,7 @@ export interface RunCliOptions extends BatchCliOptions, FleetCliOptions {
   tools: string[];
   hooks?: string;
   mode?: ToolExecutionMode;
+  pi?: PiVersion;
   root?: string;
   allowWrite?: boolean;
 }
@@ -51,6 +53,20 @@ export function modeOption(): Option {
   return new Option("--mode <mode>", "how the batch runs, as pi's toolExecution (default: parallel)").choices(
     toolExecutionModes,
   );
+}
+
+const piVersions: readonly PiVersion[] = ["0.73", "1.6"];
+
+/**
+ * `--pi 0.73|1.6`: the runtime's `pi`. Left undefined when absent, so that the
+ * runtime's default applies (and, for `serve`, the config file's `pi`). A
+ * Node too old for 1.6 is refused by the runtime, whose message names it.
+ * `description` replaces the help text (a fleet node's `--pi` means more).
+ */
+export function piOption(
+  description = `which pi's tool-execution rules batches follow: 0.73 (pi-agent-core 0.73.1) or 1.6 (pi-agent-core 1.6.0, needs Node >= ${pi16MinimumNode.join(".")}) (default: 0.73)`,
+): Option {
+  return new Option("--pi <version>", description).choices(piVersions);
 }
 
 /** `--tools MODULE`, repeatable: collects every module in the order given. */

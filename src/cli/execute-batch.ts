@@ -4,7 +4,15 @@
  *
  * @module
  */
-import { createRuntime, ToolpoolError, type FleetOptions, type Runtime, type ToolDefinition, type ToolExecutionMode } from "../index.js";
+import {
+  createRuntime,
+  ToolpoolError,
+  type FleetOptions,
+  type PiVersion,
+  type Runtime,
+  type ToolDefinition,
+  type ToolExecutionMode,
+} from "../index.js";
 import type { BatchView } from "./batch-view.js";
 import { HumanView } from "./human-view.js";
 import type { BatchInput } from "./load-batch.js";
@@ -20,6 +28,8 @@ export interface BatchRequest {
   hooks: LoadedHooks;
   /** Left to the runtime's default when absent. */
   toolExecution?: ToolExecutionMode;
+  /** Which pi's rules the batch follows; the runtime's default when absent. */
+  pi?: PiVersion;
   /** Fixed pool size (`maxThreads` = `minThreads`); the runtime's default when absent. */
   threads?: number;
   /** Runs worker calls on a fleet (`--fleet`, `--remote`). */
@@ -72,6 +82,7 @@ function createBatchRuntime(request: BatchRequest): Runtime {
       tools: request.tools,
       ...request.hooks,
       ...(request.toolExecution === undefined ? {} : { toolExecution: request.toolExecution }),
+      ...(request.pi === undefined ? {} : { pi: request.pi }),
       ...(request.threads === undefined ? {} : { pool: { maxThreads: request.threads, minThreads: request.threads } }),
       ...(request.fleet === undefined ? {} : { fleet: request.fleet }),
     });

@@ -6,8 +6,8 @@
  */
 import { Command, InvalidArgumentError, Option } from "commander";
 
-import type { ToolExecutionMode } from "../index.js";
-import { allowWriteOption, fleetOption, hooksOption, modeOption, remoteOption, rootOption, threadsOption, toolsOption } from "./cli-options.js";
+import type { PiVersion, ToolExecutionMode } from "../index.js";
+import { allowWriteOption, fleetOption, hooksOption, modeOption, piOption, remoteOption, rootOption, threadsOption, toolsOption } from "./cli-options.js";
 
 /** Where `--http` listens. */
 export interface HttpAddress {
@@ -26,6 +26,7 @@ export interface McpCliOptions {
   hooks?: string;
   threads?: number;
   mode?: ToolExecutionMode;
+  pi?: PiVersion;
   root?: string;
   allowWrite?: boolean;
   fleet?: string;
@@ -51,6 +52,7 @@ export function addMcpCommand(program: Command): Command {
     .addOption(hooksOption())
     .addOption(threadsOption())
     .addOption(modeOption())
+    .addOption(piOption())
     .addOption(rootOption())
     .addOption(allowWriteOption())
     .addOption(fleetOption())

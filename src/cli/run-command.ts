@@ -14,6 +14,7 @@ import {
   hooksOption,
   modeOption,
   ndjsonOption,
+  piOption,
   remoteOption,
   rootOption,
   threadsOption,
@@ -41,6 +42,7 @@ export async function runBatchFile(batchPath: string, options: RunCliOptions): P
     tools,
     hooks,
     ...(options.mode === undefined ? {} : { toolExecution: options.mode }),
+    ...(options.pi === undefined ? {} : { pi: options.pi }),
     ...(options.threads === undefined ? {} : { threads: options.threads }),
     isNdjson: options.ndjson === true,
     streams: processStreams(),
@@ -56,6 +58,7 @@ export function addRunCommand(program: Command): Command {
     .addOption(toolsOption())
     .addOption(hooksOption())
     .addOption(modeOption())
+    .addOption(piOption())
     .addOption(threadsOption())
     .addOption(ndjsonOption())
     .addOption(fleetOption())

@@ -14,6 +14,7 @@ import {
   builtinTools,
   createRuntime,
   createServer,
+  type PiVersion,
   type PoolOptions,
   type ServerOptions,
   type ToolDefinition,
@@ -22,7 +23,19 @@ import {
 } from "../index.js";
 import { isLoopbackHost } from "../server/server-options.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
-import { allowWriteOption, fleetFromCli, fleetOption, hooksOption, modeOption, remoteOption, rootOption, threadsOption, toolsOption, type FleetCliOptions } from "./cli-options.js";
+import {
+  allowWriteOption,
+  fleetFromCli,
+  fleetOption,
+  hooksOption,
+  modeOption,
+  piOption,
+  remoteOption,
+  rootOption,
+  threadsOption,
+  toolsOption,
+  type FleetCliOptions,
+} from "./cli-options.js";
 import { withCallTimeout } from "./call-timeout.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { describeThrown } from "../errors.js";
@@ -41,6 +54,7 @@ export interface ServeCliOptions extends FleetCliOptions {
   maxBody?: number;
   threads?: number;
   mode?: ToolExecutionMode;
+  pi?: PiVersion;
   config?: string;
   root?: string;
   allowWrite?: boolean;
@@ -79,6 +93,8 @@ export interface ServeConfig {
   retryAfterSeconds?: number;
   threads?: number;
   toolExecution?: ToolExecutionMode;
+  /** Which pi's rules every batch follows, as the runtime's `pi`; `--pi` overrides it. */
+  pi?: PiVersion;
   /** The runtime's pool options (`maxQueue`, `abortGraceMs`, …); `threads` overrides the thread counts. */
   pool?: PoolOptions;
 }
@@ -111,6 +127,9 @@ const configSchema = {
     retryAfterSeconds: { type: "integer" },
     threads: { type: "integer", minimum: 1 },
     toolExecution: { enum: ["parallel", "sequential"] },
+    // Any value: createRuntime checks it, and its message names the choices
+    // (`"pi": 1.6`, a number, is the likely slip).
+    pi: {},
     pool: { type: "object" },
   },
 } as const;
@@ -145,11 +164,19 @@ export async function serve(options: ServeCliOptions): Promise<void> {
   const hooks = hooksPath === undefined ? {} : await loadHooksModule(hooksPath);
   const threads = options.threads ?? config.threads;
   const toolExecution = options.mode ?? config.toolExecution;
+  const pi = options.pi ?? config.pi;
   const pool: PoolOptions = { ...config.pool, ...(threads === undefined ? {} : { maxThreads: threads, minThreads: threads }) };
   const fleet = fleetFromCli(options);
 
   const runtime = inputErrors(() =>
-    createRuntime({ tools, ...hooks, ...(toolExecution === undefined ? {} : { toolExecution }), pool, ...(fleet === undefined ? {} : { fleet }) }),
+    createRuntime({
+      tools,
+      ...hooks,
+      ...(toolExecution === undefined ? {} : { toolExecution }),
+      ...(pi === undefined ? {} : { pi }),
+      pool,
+      ...(fleet === undefined ? {} : { fleet }),
+    }),
   );
   let server: ToolpoolServer;
   try {
@@ -193,6 +220,7 @@ export function addServeCommand(program: Command): Command {
     .addOption(new Option("--max-body <bytes>", "largest request body, in bytes (default: 1048576)").argParser(parseMaxBody))
     .addOption(threadsOption())
     .addOption(modeOption())
+    .addOption(piOption())
     .addOption(fleetOption())
     .addOption(remoteOption())
     .addOption(rootOption())

@@ -47,6 +47,7 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
       ...hooks,
       pool,
       ...(options.mode === undefined ? {} : { toolExecution: options.mode }),
+      ...(options.pi === undefined ? {} : { pi: options.pi }),
       ...(fleet === undefined ? {} : { fleet }),
     }),
   );

@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from "fastify";
 
+import type { PiVersion } from "../options.js";
 import type { Runtime } from "../runtime.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
 import type { ServerMetrics } from "./server-metrics.js";
@@ -24,6 +25,8 @@ export interface ToolDescription {
 export interface ToolsResponse {
   /** The mode every batch of this server runs in. */
   toolExecution: ToolExecutionMode;
+  /** Which pi's rules every batch of this server follows (its runtime's `pi`). */
+  pi: PiVersion;
   tools: ToolDescription[];
 }
 
@@ -32,6 +35,7 @@ export function addInfoRoutes(app: FastifyInstance, { runtime, metrics }: { runt
   // The tools never change after the runtime is created.
   const body: ToolsResponse = {
     toolExecution: runtime.options.toolExecution,
+    pi: runtime.options.pi,
     tools: runtime.agentTools().map((tool) => ({
       name: tool.name,
       label: tool.label,
