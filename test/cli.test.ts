@@ -248,11 +248,12 @@ describe("toolpool usage errors", () => {
 });
 
 describe("toolpool --pi", () => {
-  // Each command stops before it listens: stdin is closed.
+  // Each command stops before it listens or connects: the redis URL leads nowhere, and stdin is closed.
   const commands: [string, string[]][] = [
     ["run", ["run", fixture("builtin-batch.json"), "--threads", "1"]],
     ["serve", ["serve", "--port", "0"]],
     ["mcp", ["mcp"]],
+    ["node", ["node", "--redis", "redis://127.0.0.1:1", "--threads", "1"]],
   ];
 
   it.each(commands)("%s refuses a --pi other than 0.73 or 1.6: exit 2, one line naming the choices", async (_command, args) => {
@@ -269,7 +270,7 @@ describe("toolpool --pi", () => {
   });
 
   it("says in every command's help that the default is 0.73 and that 1.6 needs Node >= 22.19", async () => {
-    for (const command of ["run", "serve", "mcp"]) {
+    for (const command of ["run", "serve", "mcp", "node"]) {
       const { code, stdout } = await runCli([command, "--help"]);
       expect(code).toBe(0);
       const help = stdout.replace(/\s+/g, " ");

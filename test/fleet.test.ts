@@ -6,13 +6,16 @@ import { fileURLToPath } from "node:url";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, createServer, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type RuntimeOptions, type ToolResultMessage } from "toolpool";
+import { createRuntime, createServer, supportsPi16, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type RuntimeOptions, type ToolResultMessage } from "toolpool";
 
 import { resolveFleetOptions } from "../dist/fleet/fleet-options.js";
 import { RemotePool } from "../dist/fleet/remote-pool.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
+import { warnSkippedPi16 } from "./support/pi16.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
+
+warnSkippedPi16("test/fleet.test.ts");
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
 const codeOf = (message: ToolResultMessage) => (message.details as { code?: string } | undefined)?.code;
@@ -58,7 +61,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     runtimes.push(runtime);
     return runtime;
   };
-  const spawnNodes = async (count: number, extra: { concurrency?: number; threads?: number } = {}) => {
+  const spawnNodes = async (count: number, extra: { concurrency?: number; threads?: number; pi?: "0.73" | "1.6" } = {}) => {
     const started = await Promise.all(
       Array.from({ length: count }, (_, index) => startNode({ redis: redis.url, tools: toolsModule, name: `n${nodes.length + index + 1}`, ...extra })),
     );
@@ -85,7 +88,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   it("a node prints its ready line with name, threads and toolset hash", async () => {
     const [node] = await spawnNodes(1);
     const runtime = fleetRuntime();
-    expect(node!.readyLine).toMatch(/^node ready name=n1 threads=1 toolset=[0-9a-f]{16}$/);
+    expect(node!.readyLine).toMatch(/^node ready name=n1 threads=1 toolset=[0-9a-f]{16} pi=0\.73$/);
     const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }]));
     expect(textOf(messages[0]!)).toBe("done c1");
     expect(node!.readyLine).toContain(runtime.fleetStats!.toolsetHash.slice(0, 16));
@@ -275,6 +278,66 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log } }]));
     expect(codeOf(messages[0]!)).toBe("TP_ERR_TOOL_MISMATCH");
     expect(startsIn(log).size).toBe(0);
+  });
+
+  /** The remote pool itself, as a runtime of this pi hands it its worker calls. */
+  const remotePoolFor = (pi: "0.73" | "1.6", tools = fleetTools) =>
+    new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs }), tools, {
+      abortGraceMs: 500,
+      pi,
+      clock: { now: () => Date.now(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout) },
+    });
+
+  it("a fleet speaks one pi: a pi 0.73 node never gets a pi 1.6 coordinator's calls, which end TP_ERR_TOOL_MISMATCH naming both", async () => {
+    const [node] = await spawnNodes(1);
+    expect(node!.readyLine).toMatch(/ pi=0\.73$/);
+    const log = newLog();
+    const changed = [
+      workerTool({ name: "task", description: "changed", parameters: { type: "object" }, module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url), timeoutMs: 5_000 }),
+      ...fleetTools.slice(1),
+    ];
+    const pools = [remotePoolFor("0.73"), remotePoolFor("1.6"), remotePoolFor("1.6", changed)];
+    try {
+      const [same, otherPi, otherPiAndTools] = await Promise.all(
+        pools.map((pool, index) => pool.run({ tool: fleetTools[0]!, toolCallId: `c${index}`, args: { log } })),
+      );
+      // The same tools under the node's pi run: only the pi keeps the second pool's call off the node.
+      expect(same).toMatchObject({ kind: "ok", result: { content: [{ type: "text", text: "done c0" }] } });
+      expect(otherPi).toEqual({
+        kind: "error",
+        code: "TP_ERR_TOOL_MISMATCH",
+        message: expect.stringMatching(
+          /^Tool "task" was not run: the fleet's nodes serve pi 0\.73 \(toolset [0-9a-f]{16}\) and this runtime follows pi 1\.6 \(toolset [0-9a-f]{16}\); a fleet speaks one pi: start its nodes with --pi 1\.6$/,
+        ),
+      });
+      expect(otherPiAndTools).toMatchObject({ kind: "error", code: "TP_ERR_TOOL_MISMATCH" });
+      expect((otherPiAndTools as { message: string }).message).toMatch(/serve pi 0\.73 .* follows pi 1\.6 .*; they differ beyond the pi too/);
+      expect([...startsIn(log).keys()]).toEqual(["c0"]);
+    } finally {
+      await Promise.all(pools.map((pool) => pool.close({ force: true })));
+    }
+  });
+
+  describe.skipIf(!supportsPi16())("nodes of pi 1.6 (Node >= 22.19)", () => {
+    it("a node started with --pi 1.6 serves pi 1.6 coordinators only: a default (pi 0.73) runtime's call ends TP_ERR_TOOL_MISMATCH naming both", async () => {
+      const [node] = await spawnNodes(1, { pi: "1.6" });
+      expect(node!.readyLine).toMatch(/ pi=1\.6$/);
+      const log = newLog();
+      const runtime = fleetRuntime();
+      expect(runtime.options.pi).toBe("0.73");
+      const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log } }]));
+      expect(codeOf(messages[0]!)).toBe("TP_ERR_TOOL_MISMATCH");
+      expect(textOf(messages[0]!)).toMatch(
+        /^Tool "task" was not run: the fleet's nodes serve pi 1\.6 \(toolset [0-9a-f]{16}\) and this runtime follows pi 0\.73 \(toolset [0-9a-f]{16}\); a fleet speaks one pi: start its nodes with --pi 0\.73$/,
+      );
+      const pool = remotePoolFor("1.6");
+      try {
+        expect(await pool.run({ tool: fleetTools[0]!, toolCallId: "c2", args: { log } })).toMatchObject({ kind: "ok" });
+      } finally {
+        await pool.close({ force: true });
+      }
+      expect([...startsIn(log).keys()]).toEqual(["c2"]);
+    });
   });
 
   it("runs only the tools named in fleet.remote on the fleet; the rest locally", async () => {

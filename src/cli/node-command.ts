@@ -6,15 +6,17 @@
  */
 import { Command, InvalidArgumentError, Option } from "commander";
 
-import { builtinTools, FleetNode } from "../index.js";
-import { parseThreads, toolsOption } from "./cli-options.js";
+import { builtinTools, FleetNode, type PiVersion } from "../index.js";
+import { pi16MinimumNode } from "../options.js";
+import { parseThreads, piOption, toolsOption } from "./cli-options.js";
 import { loadToolModules } from "./load-modules.js";
-import { UsageError } from "./usage-error.js";
+import { toInputError, UsageError } from "./usage-error.js";
 
 /** The options of `node`, as commander hands them over. */
 export interface NodeCliOptions {
   redis: string;
   tools: string[];
+  pi?: PiVersion;
   threads?: number;
   concurrency?: number;
   name?: string;
@@ -24,8 +26,8 @@ export interface NodeCliOptions {
 }
 
 /**
- * Starts a node, prints `node ready name=… threads=… toolset=…` on stdout once
- * it serves, and on SIGTERM or SIGINT lets its running calls finish, then
+ * Starts a node, prints `node ready name=… threads=… toolset=… pi=…` on stdout
+ * once it serves, and on SIGTERM or SIGINT lets its running calls finish, then
  * returns (the process exits 0).
  */
 export async function serveNode(options: NodeCliOptions): Promise<void> {
@@ -41,6 +43,7 @@ export async function serveNode(options: NodeCliOptions): Promise<void> {
     const node = await FleetNode.start({
       redis: options.redis,
       tools,
+      ...(options.pi === undefined ? {} : { pi: options.pi }),
       ...(options.name === undefined ? {} : { name: options.name }),
       ...(options.threads === undefined ? {} : { threads: options.threads }),
       ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
@@ -48,8 +51,11 @@ export async function serveNode(options: NodeCliOptions): Promise<void> {
       ...(options.stalledInterval === undefined ? {} : { stalledIntervalMs: options.stalledInterval }),
       ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
       onError: (error) => process.stderr.write(`toolpool node: ${String((error as Error)?.message ?? error)}\n`),
+    }).catch((error: unknown) => {
+      // An invalid option (a name, `--pi 1.6` on too old a Node) is bad usage: exit 2.
+      throw toInputError(error);
     });
-    process.stdout.write(`node ready name=${node.name} threads=${node.threads} toolset=${node.toolsetHash.slice(0, 16)}\n`);
+    process.stdout.write(`node ready name=${node.name} threads=${node.threads} toolset=${node.toolsetHash.slice(0, 16)} pi=${node.pi}\n`);
     const signal = await stopped;
     process.stderr.write(`toolpool node: ${signal}: finishing ${node.running} running calls\n`);
     await node.close();
@@ -71,6 +77,11 @@ export function addNodeCommand(program: Command): Command {
     .description("serve worker tools to a fleet's coordinators through Redis, until SIGTERM or SIGINT")
     .addOption(new Option("--redis <url>", "the fleet's Redis (redis://host:port)").makeOptionMandatory())
     .addOption(toolsOption())
+    .addOption(
+      piOption(
+        `the pi of the coordinators this node serves: 0.73 or 1.6 (needs Node >= ${pi16MinimumNode.join(".")}); it must match their runtime's pi, or their calls end TP_ERR_TOOL_MISMATCH (default: 0.73)`,
+      ),
+    )
     .addOption(new Option("--threads <n>", "worker threads of the node's pool (default: the number of CPUs)").argParser(parseThreads))
     .addOption(new Option("--concurrency <n>", "calls taken from the queue at once (default: --threads)").argParser(parseThreads))
     .addOption(new Option("--name <name>", "the node's name in the fleet (default: <hostname>-<pid>)"))

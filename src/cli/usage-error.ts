@@ -52,8 +52,16 @@ export function inputErrors<T>(create: () => T): T {
   try {
     return create();
   } catch (error) {
-    const isInputError =
-      error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
-    throw isInputError ? new UsageError(error.message, { cause: error }) : error;
+    throw toInputError(error);
   }
+}
+
+/**
+ * A `TP_ERR_INVALID_OPTION` or `TP_ERR_INVALID_TOOL` error as a
+ * {@link UsageError} with its message; any other thrown value unchanged.
+ * For errors that arrive as rejections (see {@link inputErrors}).
+ */
+export function toInputError(error: unknown): unknown {
+  const isInputError = error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
+  return isInputError ? new UsageError(error.message, { cause: error }) : error;
 }

@@ -6,7 +6,7 @@ import type { Redis } from "ioredis";
 
 import { systemClock } from "../clock.js";
 import { describeThrown, ToolpoolError } from "../errors.js";
-import { resolveRuntimeOptions, type PoolOptions, type ToolDefinition } from "../options.js";
+import { resolveRuntimeOptions, type PiVersion, type PoolOptions, type ToolDefinition } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import type { WorkerCallOutcome } from "../workers/pool-contract.js";
 import { WorkerPool } from "../workers/worker-pool.js";
@@ -30,6 +30,15 @@ export interface FleetNodeOptions {
   redis: string;
   /** The tools; the node serves the worker tools among them (inline tools run on coordinators). */
   tools: readonly ToolDefinition[];
+  /**
+   * The pi of the coordinators the node serves: only runtimes with the same
+   * `pi` hand it calls (it is part of the toolset hash); a runtime with the
+   * other pi gets `TP_ERR_TOOL_MISMATCH` naming both. pi's rules run on the
+   * coordinators; the node only runs tools. `"1.6"` needs Node >= 22.19, as
+   * on a runtime.
+   * @default "0.73"
+   */
+  pi?: PiVersion;
   /** The node's name, unique in the fleet (no `:`). @default `<hostname>-<pid>` */
   name?: string;
   /** Worker threads of the node's local pool. @default the pool's default (the number of CPUs) */
@@ -88,6 +97,7 @@ export class FleetNode {
     const workerTools = options.tools.filter(isWorkerTool);
     const runtimeOptions = resolveRuntimeOptions({
       tools: workerTools,
+      ...(options.pi === undefined ? {} : { pi: options.pi }),
       pool: {
         ...options.pool,
         ...(options.threads === undefined ? {} : { maxThreads: options.threads, minThreads: options.threads }),
@@ -100,7 +110,7 @@ export class FleetNode {
     this.#threads = runtimeOptions.pool.maxThreads;
     this.#tools = new Map(workerTools.map((tool) => [tool.name, tool]));
     if (this.#tools.size !== workerTools.length) throw new ToolpoolError("TP_ERR_INVALID_TOOL", "Two worker tools of the node share a name");
-    this.#toolset = describeToolset(workerTools);
+    this.#toolset = describeToolset(workerTools, runtimeOptions.pi);
     this.#keys = new FleetKeys(options.prefix ?? "toolpool");
     this.#lockDurationMs = options.lockDurationMs ?? 10_000;
     this.#onError = options.onError ?? (() => {});
@@ -193,6 +203,11 @@ export class FleetNode {
     return this.#toolset.hash;
   }
 
+  /** The pi of the coordinators the node serves. */
+  get pi(): PiVersion {
+    return this.#toolset.pi;
+  }
+
   /** Calls running on the node now. */
   get running(): number {
     return this.#running.size;
@@ -219,6 +234,7 @@ export class FleetNode {
     const record: NodeRecord = {
       name: this.#name,
       toolsetHash: this.#toolset.hash,
+      pi: this.#toolset.pi,
       tools: [...this.#tools.keys()],
       threads: this.#threads,
       pid: process.pid,

@@ -2,6 +2,7 @@ import { deserialize, serialize } from "node:v8";
 
 import type { RedisOptions } from "ioredis";
 
+import type { PiVersion } from "../options.js";
 import type { WorkerCallOutcome } from "../workers/pool-contract.js";
 import { fleetProtocolVersion } from "./toolset.js";
 
@@ -73,6 +74,8 @@ export class FleetKeys {
 export interface NodeRecord {
   name: string;
   toolsetHash: string;
+  /** The pi of the coordinators it serves (part of `toolsetHash`); absent in a record of a node that predates the choice. */
+  pi?: PiVersion;
   tools: string[];
   threads: number;
   pid: number;

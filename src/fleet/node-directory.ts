@@ -2,7 +2,14 @@ import { performance } from "node:perf_hooks";
 
 import type { Redis } from "ioredis";
 
+import type { PiVersion } from "../options.js";
 import type { FleetKeys, NodeRecord } from "./fleet-protocol.js";
+
+/** What other nodes serve under a tool's name: their toolset, and their pi when they name one. */
+export interface OtherToolset {
+  readonly toolsetHash: string;
+  readonly pi: PiVersion | undefined;
+}
 
 /**
  * A coordinator's view of the fleet's node registry: which live nodes serve
@@ -16,7 +23,7 @@ export class NodeDirectory {
   #nodes = 0;
   #threads = 0;
   #noNodeSince: number | undefined;
-  #otherTools = new Map<string, string>();
+  #otherTools = new Map<string, OtherToolset>();
 
   constructor(keys: FleetKeys, toolsetHash: string) {
     this.#keys = keys;
@@ -38,8 +45,8 @@ export class NodeDirectory {
     return this.#noNodeSince === undefined ? 0 : performance.now() - this.#noNodeSince;
   }
 
-  /** The toolset hash of other nodes serving a tool of this name, if any. */
-  otherToolsetOf(toolName: string): string | undefined {
+  /** The toolset (and pi) of other nodes serving a tool of this name, if any. */
+  otherToolsetOf(toolName: string): OtherToolset | undefined {
     return this.#otherTools.get(toolName);
   }
 
@@ -49,7 +56,7 @@ export class NodeDirectory {
     const records = ids.length === 0 ? [] : await commands.mget(ids.map((id) => this.#keys.node(id)));
     let nodes = 0;
     let threads = 0;
-    const otherTools = new Map<string, string>();
+    const otherTools = new Map<string, OtherToolset>();
     const gone: string[] = [];
     records.forEach((text, index) => {
       if (text === null) {
@@ -60,7 +67,7 @@ export class NodeDirectory {
       if (record.toolsetHash === this.#toolsetHash) {
         nodes += 1;
         threads += record.threads;
-      } else for (const tool of record.tools) otherTools.set(tool, record.toolsetHash);
+      } else for (const tool of record.tools) otherTools.set(tool, { toolsetHash: record.toolsetHash, pi: record.pi });
     });
     if (gone.length > 0) commands.srem(this.#keys.nodes, ...gone).catch(() => {});
     this.#nodes = nodes;

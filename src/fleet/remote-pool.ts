@@ -4,6 +4,7 @@ import { performance } from "node:perf_hooks";
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
 import { describeThrown, type ErrorCode } from "../errors.js";
+import type { PiVersion } from "../options.js";
 import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import type { ResolvedFleetOptions } from "./fleet-options.js";
@@ -81,6 +82,7 @@ export class RemotePool implements ToolCallPool {
   readonly #options: ResolvedFleetOptions;
   readonly #abortGraceMs: number;
   readonly #clock: Clock;
+  readonly #tools: readonly WorkerTool[];
   readonly #toolset: Toolset;
   readonly #keys: FleetKeys;
   readonly #queueName: string;
@@ -107,17 +109,29 @@ export class RemotePool implements ToolCallPool {
   #drained: Deferred<void> | undefined;
   #shutdown: Promise<void> | undefined;
 
+  /**
+   * `settings.pi` is the runtime's `pi`: only nodes started with the same
+   * `--pi` take this pool's calls (it is part of the toolset hash).
+   * Absent, "0.73", the runtime's default.
+   */
   constructor(
     options: ResolvedFleetOptions,
     tools: readonly WorkerTool[],
-    settings: { abortGraceMs: number; clock: Clock; onCall?: (record: RemoteCallRecord) => void; onError?: (error: unknown) => void },
+    settings: {
+      abortGraceMs: number;
+      clock: Clock;
+      pi?: PiVersion;
+      onCall?: (record: RemoteCallRecord) => void;
+      onError?: (error: unknown) => void;
+    },
   ) {
     this.#options = options;
     this.#abortGraceMs = settings.abortGraceMs;
     this.#clock = settings.clock;
     this.#onCall = settings.onCall ?? (() => {});
     this.#onError = settings.onError ?? (() => {});
-    this.#toolset = describeToolset(tools);
+    this.#tools = tools;
+    this.#toolset = describeToolset(tools, settings.pi ?? "0.73");
     this.#keys = new FleetKeys(options.prefix);
     this.#queueName = FleetKeys.queueName(this.#toolset.hash);
     this.#replyKey = this.#keys.reply(this.#coordinatorId);
@@ -273,13 +287,26 @@ export class RemotePool implements ToolCallPool {
     }, this.#abortGraceMs + this.#options.abortSlackMs);
   }
 
-  /** No live node for the toolset: a mismatch if nodes serve a tool of that name with other tools, else unavailable. */
+  /**
+   * No live node for the toolset: a mismatch if nodes serve a tool of that
+   * name with other tools or for another pi (both pis named), else unavailable.
+   */
   #unservedOutcome(name: string): WorkerCallOutcome {
     const other = this.#directory.otherToolsetOf(name);
+    const ours = this.#toolset;
+    if (other !== undefined && other.pi !== undefined && other.pi !== ours.pi) {
+      // Rare and off the hot path: the tool modules are hashed again to tell "only the pi differs" apart.
+      const isPiOnly = describeToolset(this.#tools, other.pi).hash === other.toolsetHash;
+      return fault(
+        "TP_ERR_TOOL_MISMATCH",
+        `Tool "${name}" was not run: the fleet's nodes serve pi ${other.pi} (toolset ${other.toolsetHash.slice(0, 16)}) and this runtime follows pi ${ours.pi} (toolset ${ours.hash.slice(0, 16)}); ` +
+          (isPiOnly ? `a fleet speaks one pi: start its nodes with --pi ${ours.pi}` : "they differ beyond the pi too (tools, or Node's major version)"),
+      );
+    }
     if (other !== undefined) {
       return fault(
         "TP_ERR_TOOL_MISMATCH",
-        `Tool "${name}" was not run: the fleet's nodes serve other tools (toolset ${other.slice(0, 16)}) than this runtime (toolset ${this.#toolset.hash.slice(0, 16)})`,
+        `Tool "${name}" was not run: the fleet's nodes serve other tools (toolset ${other.toolsetHash.slice(0, 16)}) than this runtime (toolset ${ours.hash.slice(0, 16)})`,
       );
     }
     return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: no live fleet node serves this runtime's tools (toolset ${this.#toolset.hash.slice(0, 16)})`);

@@ -27,6 +27,8 @@ export interface NodeSpec {
   name: string;
   threads?: number;
   concurrency?: number;
+  /** `--pi`; absent, the node's default. */
+  pi?: "0.73" | "1.6";
   env?: Record<string, string>;
   lockMs?: number;
   stalledMs?: number;
@@ -50,6 +52,7 @@ export function startNode(spec: NodeSpec): Promise<TestNode> {
     "--stalled-interval",
     String(spec.stalledMs ?? testStalledMs),
     ...(spec.concurrency === undefined ? [] : ["--concurrency", String(spec.concurrency)]),
+    ...(spec.pi === undefined ? [] : ["--pi", spec.pi]),
   ];
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...spec.env } });
   let stderr = "";
