@@ -229,6 +229,7 @@ describe("toolpool usage errors", () => {
     ["an unknown option", ["run", fixture("builtin-batch.json"), "--fast"], /unknown option '--fast'/],
     ["a missing batch argument", ["run"], /missing required argument/],
     ["no command", [], /missing command/],
+    ["a fleet node name the node refuses", ["node", "--redis", "redis://127.0.0.1:1", "--name", "a:b"], /Expected the node's name to hold only letters/],
   ])("exits 2 with one line on stderr for %s", async (_case, args, message) => {
     const { code, stdout, stderr } = await runCli(args);
     expect(code).toBe(2);
