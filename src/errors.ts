@@ -50,8 +50,8 @@ export const errorCodes = {
   TP_ERR_NODE_LOST: "the fleet node running the call was lost; the call may have run partly or fully",
   /** Redis is unreachable, or no live node serves the runtime's toolset. Result. */
   TP_ERR_FLEET_UNAVAILABLE: "Redis is unreachable, or no live fleet node serves the toolset",
-  /** The fleet's nodes serve tools that differ from the coordinator's. Result. */
-  TP_ERR_TOOL_MISMATCH: "the fleet's nodes serve different tools than the coordinator",
+  /** The fleet's nodes serve tools that differ from the coordinator's, or serve another pi's coordinators. Result. */
+  TP_ERR_TOOL_MISMATCH: "the fleet's nodes serve different tools, or another pi, than the coordinator",
   /** The server is overloaded (event-loop delay, heap or RSS past its limit) and answers 503 with Retry-After. */
   TP_ERR_OVERLOADED: "the server is overloaded and answers 503 with Retry-After",
 } as const;
