@@ -10,7 +10,7 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 
-import { builtinTools, createRuntime, ToolpoolError, type PoolOptions, type Runtime } from "../index.js";
+import { builtinTools, createRuntime, type PoolOptions, type Runtime } from "../index.js";
 import { McpHttpServer } from "../mcp/mcp-http-server.js";
 import { createMcpServer, type McpServerOptions } from "../mcp/mcp-server.js";
 import { builtinToolAnnotations } from "../mcp/mcp-tools.js";
@@ -20,7 +20,7 @@ import type { McpCliOptions } from "./mcp-command.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { readPackageVersion } from "./program.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
-import { UsageError } from "./usage-error.js";
+import { inputErrors, UsageError } from "./usage-error.js";
 
 /** Largest MCP message read from standard input, in bytes. */
 const maxStdioMessageBytes = 16 * 1024 * 1024;
@@ -30,7 +30,7 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
   const isBuiltin = options.tools.length === 0;
   const allowWrite = options.allowWrite === true;
   const tools = isBuiltin
-    ? asUsageError(() => builtinTools({ ...(options.root === undefined ? {} : { root: options.root }), allowWrite }))
+    ? inputErrors(() => builtinTools({ ...(options.root === undefined ? {} : { root: options.root }), allowWrite }))
     : await loadToolModules(options.tools);
   const fleet = fleetFromCli(options);
   const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
@@ -41,7 +41,7 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
   if (options.http !== undefined && token === undefined && !isLoopbackHost(options.http.host)) {
     throw new UsageError(`--http ${options.http.host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
   }
-  const runtime: Runtime = asUsageError(() =>
+  const runtime: Runtime = inputErrors(() =>
     createRuntime({
       tools,
       ...hooks,
@@ -94,14 +94,4 @@ async function serveHttp(runtime: Runtime, serverOptions: McpServerOptions, opti
   process.stdout.write(`listening on ${url}\n`);
   await stopped;
   await http.close();
-}
-
-/** Runs `make`; an invalid option or tool becomes a usage error (one line, exit 2). */
-function asUsageError<T>(make: () => T): T {
-  try {
-    return make();
-  } catch (error) {
-    const isInputError = error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
-    throw isInputError ? new UsageError(error.message, { cause: error }) : error;
-  }
 }
