@@ -27,6 +27,7 @@ interface CliRun {
 interface JsonEvent {
   type: string;
   toolCallId?: string;
+  durationMs?: number;
   toolName?: string;
   isError?: boolean;
   message?: ToolResult;
@@ -39,6 +40,7 @@ interface ToolResult {
   toolName: string;
   content: { type: string; text?: string }[];
   isError: boolean;
+  durationMs?: number;
 }
 
 function runCli(args: readonly string[], input?: string): Promise<CliRun> {
@@ -264,10 +266,12 @@ describe("toolpool --pi", () => {
     expect(stderr).toMatch(/^toolpool: option '--pi <version>' argument '1\.7' is invalid\. Allowed choices are 0\.73, 1\.6\.\n$/);
   });
 
-  it("runs the batch with --pi 0.73", async () => {
+  it("runs the batch by pi 0.73's rules with --pi 0.73: no durationMs anywhere", async () => {
     const { code, stdout } = await runCli(["run", fixture("builtin-batch.json"), "--pi", "0.73", "--threads", "1", "--ndjson"]);
     expect(code).toBe(0);
-    expect(batchEnd(parseNdjson(stdout)).messages?.map((message) => message.toolCallId)).toEqual(["call_hash", "call_diff", "call_grep", "call_missing"]);
+    const events = parseNdjson(stdout);
+    expect(batchEnd(events).messages?.map((message) => message.toolCallId)).toEqual(["call_hash", "call_diff", "call_grep", "call_missing"]);
+    expect(stdout).not.toContain("durationMs");
   });
 
   it("says in every command's help that the default is 0.73 and that 1.6 needs Node >= 22.19", async () => {
@@ -291,19 +295,23 @@ describe("toolpool --pi", () => {
 });
 
 describe.skipIf(!supportsPi16())("toolpool run --pi 1.6 (pi 1.6, Node >= 22.19)", () => {
-  it("runs the batch: every call gets its end event and its result message", async () => {
+  it("runs the batch by pi 1.6's rules: calls that executed carry durationMs, the unknown tool none", async () => {
     const { code, stdout } = await runCli(["run", fixture("builtin-batch.json"), "--pi", "1.6", "--threads", "1", "--ndjson"]);
     expect(code).toBe(0);
     const events = parseNdjson(stdout);
-    expect(events.filter((event) => event.type === "tool_execution_end").map((event) => event.toolCallId).sort()).toEqual(
-      ["call_diff", "call_grep", "call_hash", "call_missing"],
-    );
+    const ends = events.filter((event) => event.type === "tool_execution_end");
+    expect(ends.map((event) => [event.toolCallId, Number.isInteger(event.durationMs)]).sort()).toEqual([
+      ["call_diff", true],
+      ["call_grep", true],
+      ["call_hash", true],
+      ["call_missing", false],
+    ]);
     const messages = batchEnd(events).messages ?? [];
-    expect(messages.map((message) => [message.toolCallId, message.isError])).toEqual([
-      ["call_hash", false],
-      ["call_diff", false],
-      ["call_grep", false],
-      ["call_missing", true],
+    expect(messages.map((message) => [message.toolCallId, message.isError, Number.isInteger(message.durationMs)])).toEqual([
+      ["call_hash", false, true],
+      ["call_diff", false, true],
+      ["call_grep", false, true],
+      ["call_missing", true, false],
     ]);
     expect(textOf(messages[3])).toBe("Tool no_such_tool not found");
   });

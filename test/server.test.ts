@@ -583,16 +583,17 @@ describe("toolpool serve", () => {
 });
 
 describe.skipIf(!supportsPi16())("toolpool serve with pi 1.6 (Node >= 22.19)", () => {
-  it("follows the config file's pi 1.6: GET /v1/tools reports it, and a batch runs", async () => {
+  it("follows the config file's pi 1.6: GET /v1/tools reports it, and a batch runs by its rules", async () => {
     const { child, url, exited } = await spawnServe(["--port", "0", "--config", `${FIXTURES}/pi16-config.json`], {}, children);
     const tools = (await (await fetch(`${url}/v1/tools`)).json()) as { pi: string };
     expect(tools.pi).toBe("1.6");
     const response = await postBatch(url, { assistantMessage: assistantMessage([{ id: "a", name: "work" }, { id: "b", name: "nope" }]) }, { accept: "application/json" });
     expect(response.status).toBe(200);
-    const { messages } = (await response.json()) as { messages: ToolResultMessage[] };
-    expect(messages.map((message) => [message.toolCallId, message.isError])).toEqual([
-      ["a", false],
-      ["b", true],
+    const { messages } = (await response.json()) as { messages: (ToolResultMessage & { durationMs?: number })[] };
+    // pi 1.6's rules: the call that executed carries durationMs, the unknown tool none.
+    expect(messages.map((message) => [message.toolCallId, message.isError, Number.isInteger(message.durationMs)])).toEqual([
+      ["a", false, true],
+      ["b", true, false],
     ]);
     child.kill("SIGTERM");
     expect(await exited).toEqual([0, null]);
