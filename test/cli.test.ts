@@ -284,7 +284,8 @@ describe("toolpool --pi", () => {
   });
 
   describe.skipIf(supportsPi16())("on a Node older than 22.19", () => {
-    it.each(commands)("%s --pi 1.6 exits 2 with one line naming the Node it needs", async (_command, args) => {
+    // Named without "pi 1.6": the tests that need pi 1.6's Node carry that string.
+    it.each(commands)("%s exits 2 when --pi asks for 1.6, with one line naming the Node it needs", async (_command, args) => {
       const { code, stdout, stderr } = await runCli([...args, "--pi", "1.6"]);
       expect(code).toBe(2);
       expect(stdout).toBe("");

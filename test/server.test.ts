@@ -573,7 +573,7 @@ describe("toolpool serve", () => {
     expect(stderr).toBe('toolpool: Expected `pi` to be one of "0.73", "1.6", got `1.6` (number)\n');
   });
 
-  it.skipIf(supportsPi16())("on a Node older than 22.19, refuses a config file's pi 1.6 with exit 2, naming the Node it needs", async () => {
+  it.skipIf(supportsPi16())("on a Node older than 22.19, refuses a config file asking for 1.6 with exit 2, naming the Node it needs", async () => {
     const { code, stdout, stderr } = await serveUntilExit(["--port", "0", "--config", `${FIXTURES}/pi16-config.json`]);
     expect(code).toBe(2);
     expect(stdout).toBe("");
