@@ -398,6 +398,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     for (const tool of workerTools) if (fleet.remote === "all" || fleet.remote.includes(tool.name)) this.#remoteTools.add(tool);
     return new RemotePool(fleet, workerTools, {
       abortGraceMs: this.#options.pool.abortGraceMs,
+      pi: this.#options.pi,
       clock: this.#options.clock,
       onCall: (record) => this.#publish("fleet_call", record),
       onError: onPoolError,

@@ -319,6 +319,19 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   });
 
   describe.skipIf(!supportsPi16())("nodes of pi 1.6 (Node >= 22.19)", () => {
+    it("a runtime with pi 1.6 hands its calls to pi 1.6 nodes only", async () => {
+      await spawnNodes(1);
+      const log = newLog();
+      const runtime = fleetRuntime({ pi: "1.6" });
+      const first = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log } }]));
+      expect(codeOf(first.messages[0]!)).toBe("TP_ERR_TOOL_MISMATCH");
+      expect(textOf(first.messages[0]!)).toMatch(/serve pi 0\.73 .* follows pi 1\.6 .*--pi 1\.6$/);
+      await spawnNodes(1, { pi: "1.6" });
+      const second = await runtime.executeToolCalls(batchOf([{ id: "c2", arguments: { log } }]));
+      expect(textOf(second.messages[0]!)).toBe("done c2");
+      expect([...startsIn(log).keys()]).toEqual(["c2"]);
+    });
+
     it("a node started with --pi 1.6 serves pi 1.6 coordinators only: a default (pi 0.73) runtime's call ends TP_ERR_TOOL_MISMATCH naming both", async () => {
       const [node] = await spawnNodes(1, { pi: "1.6" });
       expect(node!.readyLine).toMatch(/ pi=1\.6$/);
