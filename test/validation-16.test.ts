@@ -241,11 +241,14 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
     expect(isIdentityOnValid16({ type: "object", properties: { n: { type: "bigint" } } })).toBe(false);
   });
 
-  it("is taken only for plain data: arrays and objects of Object.prototype", () => {
+  it("is taken only for plain data: arrays and objects of Object.prototype, no NaN", () => {
     expect(isPlainData({ a: [1, { b: null }], c: "x" })).toBe(true);
     expect(isPlainData(structuredClone(new (class Point { x = 1 })()))).toBe(true);
     expect(isPlainData({ a: [new Date(0)] })).toBe(false);
     expect(isPlainData({ a: new Uint8Array(1) })).toBe(false);
+    // The coercion tells a change by !==, and NaN !== NaN: it copies what holds one.
+    expect(isPlainData({ a: [1, Number.NaN] })).toBe(false);
+    expect(isPlainData(Number.NaN)).toBe(false);
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     expect(isPlainData(cyclic)).toBe(false);

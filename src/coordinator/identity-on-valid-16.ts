@@ -38,7 +38,8 @@
  * root (`#`) or its `$defs`/`definitions`. Objects that are not plain (a
  * `Date`, a `Uint8Array`, a `RegExp`…) inherit values that the `in` lookup
  * sees and may pass the checks of properties without being objects to them,
- * so {@link isPlainData} keeps them on the full pipeline.
+ * and a `NaN` is not `===` itself, so {@link isPlainData} keeps values
+ * holding either on the full pipeline.
  *
  * @module
  */
@@ -145,12 +146,14 @@ const maxPlainDataObjects = 10_000;
 
 /**
  * Whether every object in `value` is an array or has `Object.prototype` as
- * its prototype, as the copies `structuredClone` makes of JSON data are.
- * Iterative, and bounded: past {@link maxPlainDataObjects} objects (a large
- * or a cyclic value) the answer is false.
+ * its prototype, as the copies `structuredClone` makes of JSON data are, and
+ * no number in it is `NaN`: the coercion tells a changed member by `!==`, so
+ * a `NaN` it passes over makes it copy the object holding it (equal, but
+ * another object). Iterative, and bounded: past {@link maxPlainDataObjects}
+ * objects (a large or a cyclic value) the answer is false.
  */
 export function isPlainData(value: unknown): boolean {
-  if (typeof value !== "object" || value === null) return true;
+  if (typeof value !== "object" || value === null) return !Number.isNaN(value);
   const pending: object[] = [value];
   let visited = 0;
   while (pending.length > 0) {
@@ -162,6 +165,7 @@ export function isPlainData(value: unknown): boolean {
     else return false;
     for (const item of members) {
       if (typeof item === "object" && item !== null) pending.push(item);
+      else if (item !== item) return false;
     }
   }
   return true;
