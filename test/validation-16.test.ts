@@ -249,6 +249,10 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
     // The coercion tells a change by !==, and NaN !== NaN: it copies what holds one.
     expect(isPlainData({ a: [1, Number.NaN] })).toBe(false);
     expect(isPlainData(Number.NaN)).toBe(false);
+    // Shallow enough that no check on the way runs out of stack.
+    const nested = (depth: number): unknown => (depth === 1 ? {} : { a: nested(depth - 1) });
+    expect(isPlainData(nested(200))).toBe(true);
+    expect(isPlainData(nested(201))).toBe(false);
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     expect(isPlainData(cyclic)).toBe(false);

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { supportsPi16 } from "toolpool";
 
 import { isIdentityOnValid16, isPlainData } from "../dist/coordinator/identity-on-valid-16.js";
+import { freeSchema, smallJson } from "./support/arbitrary-json-schemas.js";
 import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
 import { compileArgumentValidator16, validateWithPi16, validateWithToolpool16, type ValidationOutcome } from "./support/validation-oracle-16.js";
 import { printValue } from "./support/validation-outcome.js";
@@ -112,6 +113,38 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
   });
 });
 
+/** Free-form schemas: fewer cases (each compiles two validators for a few values), the same seed. */
+const freeSchemaCount = Math.ceil(caseCount / 10);
+const valuesPerFreeSchema = 10;
+
+if (!supportsPi16()) console.warn(`skipped "validateToolArguments16 on free-form schemas, randomized against pi-ai 1.6.0 (pi 1.6)": pi 1.6 needs Node >= 22.19, and this is Node ${process.versions.node}`);
+
+describe.skipIf(!supportsPi16())("validateToolArguments16 on free-form schemas, randomized against pi-ai 1.6.0 (pi 1.6)", () => {
+  it(`gives pi's outcome, and takes the fast path only where coercion keeps valid values, for ${freeSchemaCount} × ${valuesPerFreeSchema} cases (seed ${seed})`, { timeout: 300_000 }, () => {
+    const tally = { cases: 0, valid: 0, coerced: 0, errors: 0, argumentsErrors: 0, thrown: 0, validOnFastSchemas: 0, fastValid: 0 };
+    fc.assert(
+      fc.property(freeSchema, fc.array(smallJson, { minLength: valuesPerFreeSchema, maxLength: valuesPerFreeSchema }), (schema, values) => {
+        for (const args of values) {
+          const pi = validateWithPi16("free", schema, args);
+          const shown = { schema: JSON.stringify(schema), args: inspect(args, { depth: Infinity }) };
+          expect({ ...shown, outcome: validateWithToolpool16("free", schema, args) }).toEqual({ ...shown, outcome: pi });
+          if (pi.kind === "valid" && isIdentityOnValid16(schema)) {
+            tally.validOnFastSchemas++;
+            if (isFastCase(schema, args)) tally.fastValid++;
+          }
+          count(tally, pi, args);
+        }
+      }),
+      { seed, numRuns: freeSchemaCount },
+    );
+    console.info(`pi 1.6 validation differential, free-form schemas (seed ${seed}):`, tally);
+    expect(tally.valid).toBeGreaterThan(tally.cases * 0.1);
+    expect(tally.coerced).toBeGreaterThan(tally.cases * 0.01);
+    expect(tally.errors).toBeGreaterThan(tally.cases * 0.1);
+    expect(tally.fastValid).toBeGreaterThan(tally.cases * 0.05);
+  });
+});
+
 /**
  * Whether the call is one the fast path returns from (a valid plain copy on
  * a schema where it applies), asserting the property that makes it exact:
@@ -125,7 +158,14 @@ function isFastCase(schema: object, args: unknown): boolean {
   } catch {
     return false;
   }
-  if (!validator.check(copy) || !isPlainData(copy)) return false;
+  // A check that runs out of stack (a reference loop that consumes no depth of the value) sends the fast path to the full pipeline.
+  let isValid: boolean;
+  try {
+    isValid = validator.check(copy);
+  } catch {
+    return false;
+  }
+  if (!isValid || !isPlainData(copy)) return false;
   expect(validator.coerce(copy), `${JSON.stringify(schema)} coerces ${printValue(copy)}`).toBe(copy);
   return true;
 }

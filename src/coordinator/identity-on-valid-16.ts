@@ -143,28 +143,37 @@ function mentionsContextKeyword(value: unknown, depth: number): boolean {
 
 /** At most this many objects are looked at; a larger (or cyclic) value takes the full pipeline. */
 const maxPlainDataObjects = 10_000;
+/** Deeper values take the full pipeline (see {@link isPlainData}). */
+const maxPlainDataDepth = 200;
 
 /**
  * Whether every object in `value` is an array or has `Object.prototype` as
  * its prototype, as the copies `structuredClone` makes of JSON data are, and
  * no number in it is `NaN`: the coercion tells a changed member by `!==`, so
  * a `NaN` it passes over makes it copy the object holding it (equal, but
- * another object). Iterative, and bounded: past {@link maxPlainDataObjects}
- * objects (a large or a cyclic value) the answer is false.
+ * another object).
+ *
+ * Also false for a value nested deeper than {@link maxPlainDataDepth}: the
+ * coercion reads a check that throws as one that fails, so a check that ran
+ * out of stack inside the coercion's own recursion, while the fast path's
+ * check of the same value passed, would break the proof; values this
+ * shallow keep both far from the stack's end. Iterative, and bounded: past
+ * {@link maxPlainDataObjects} objects (a large or a cyclic value) the answer
+ * is false.
  */
 export function isPlainData(value: unknown): boolean {
   if (typeof value !== "object" || value === null) return !Number.isNaN(value);
-  const pending: object[] = [value];
+  const pending: [object, number][] = [[value, 1]];
   let visited = 0;
   while (pending.length > 0) {
-    const object = pending.pop()!;
-    if (++visited > maxPlainDataObjects) return false;
+    const [object, depth] = pending.pop()!;
+    if (++visited > maxPlainDataObjects || depth > maxPlainDataDepth) return false;
     let members: unknown[];
     if (Array.isArray(object)) members = object;
     else if (Object.getPrototypeOf(object) === Object.prototype) members = Object.values(object);
     else return false;
     for (const item of members) {
-      if (typeof item === "object" && item !== null) pending.push(item);
+      if (typeof item === "object" && item !== null) pending.push([item, depth + 1]);
       else if (item !== item) return false;
     }
   }

@@ -82,7 +82,10 @@ export const formatSamples16: Record<string, string[]> = {
   "relative-json-pointer": ["0/a", "1#", "/a"],
   "uri-template": ["https://example.com/{id}", "https://example.com/{id"],
   "idn-email": ["a@b.co", "nope"],
-  iri: ["https://exämple.com/ä", "not an iri"],
+  // No Latin-1 IRI such as "https://exämple.com/": URL.canParse, which this format calls, turns false for one
+  // once V8 optimizes its caller (seen on Node 20.20 and 22.23, not 26.12; also reported in
+  // AikidoSec/firewall-node#1086), so pi's own outcome changes between two calls.
+  iri: ["https://例え.jp/パス", "not an iri"],
   url: ["https://example.com/a", "example.com"],
 };
 
