@@ -1,41 +1,114 @@
-// Placeholder until the pi-schema validation module lands; replaced on merge.
+/**
+ * Argument validation under pi 1.6 (`RuntimeOptions.pi: "1.6"`): pi-ai
+ * 1.6.0's `validateToolArguments`, step for step and on the library it uses,
+ * `@earendil-works/pi-schema` (JSON Schema 2020-12 compiled into closures,
+ * no `eval`), so that the validated arguments and every text are pi's byte
+ * for byte. Main thread only.
+ *
+ * pi-schema is loaded on the first compile, never by `import("toolpool")`,
+ * and synchronously, because `createRuntime` is synchronous and compiles
+ * every tool's schema up front. It ships as ES modules with only an `import`
+ * export condition, so its files are found with `import.meta.resolve` and
+ * loaded with `require()`, which Node loads ES modules with from 20.19 and
+ * 22.12, and without a warning on the Node versions pi 1.6 runs on (>=
+ * 22.19, the only ones `pi: "1.6"` is accepted on).
+ *
+ * @module
+ */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
-import type { JsonSchema } from "../types.js";
-import { formatReceivedArguments } from "./received-arguments.js";
+import type { CoercingValidator, FormatCheck, compile as piSchemaCompile } from "@earendil-works/pi-schema";
 
-interface Parser {
-  parse(value: unknown): { ok: true; value: unknown } | { ok: false; errors: { path: string; message: string }[] };
+import type { JsonSchema } from "../types.js";
+import { isIdentityOnValid16, isPlainData } from "./identity-on-valid-16.js";
+import { formatValidationFailure16 } from "./validation-message-16.js";
+
+/** What validation uses of pi-schema. */
+interface PiSchema {
+  compile: typeof piSchemaCompile;
+  formats: Readonly<Record<string, FormatCheck>>;
 }
-let piSchema: { compile(schema: unknown, options: unknown): Parser; formats: unknown } | undefined;
-function load() {
+
+let piSchema: PiSchema | undefined;
+
+/** pi-schema and its standard formats, loaded once per thread. */
+function loadPiSchema(): PiSchema {
   if (piSchema === undefined) {
-    const require = createRequire(import.meta.url);
-    const main = require(fileURLToPath(import.meta.resolve("@earendil-works/pi-schema")));
-    const formats = require(fileURLToPath(import.meta.resolve("@earendil-works/pi-schema/formats")));
-    piSchema = { compile: main.compile, formats: formats.formats };
+    const load = createRequire(import.meta.url);
+    const loadResolved = (specifier: string): unknown => load(fileURLToPath(import.meta.resolve(specifier)));
+    const { compile } = loadResolved("@earendil-works/pi-schema") as { compile: PiSchema["compile"] };
+    const { formats } = loadResolved("@earendil-works/pi-schema/formats") as { formats: PiSchema["formats"] };
+    piSchema = { compile, formats };
   }
   return piSchema;
 }
-const validators = new WeakMap<object, Parser>();
-export function compileArgumentValidator16(schema: JsonSchema): Parser {
+
+/** One validator per schema object, as pi-ai 1.6 keeps them: tool schemas live as long as their tools. */
+const validators = new WeakMap<object, CoercingValidator>();
+
+/**
+ * Compiles (once per schema object) and returns the pi-schema validator of a
+ * tool's `parameters`, with the options pi-ai 1.6 compiles it with: the
+ * standard `formats`, `coerce: true`, and `unresolvedRefs: "reject"` (a
+ * `$ref` that names nothing rejects only the values at its place). Throws
+ * pi-schema's error for a schema it cannot compile, which is the error pi's
+ * first validation with that tool throws.
+ *
+ * @example
+ * const validator = compileArgumentValidator16({ type: "object", properties: { n: { type: "integer" } } });
+ * validator.parse({ n: "5" }); // { ok: true, value: { n: 5 } }
+ */
+export function compileArgumentValidator16(schema: JsonSchema): CoercingValidator {
   let validator = validators.get(schema);
   if (validator === undefined) {
-    const lib = load();
-    validator = lib.compile(schema, { formats: lib.formats, coerce: true, unresolvedRefs: "reject" });
+    const { compile, formats } = loadPiSchema();
+    validator = compile(schema, { formats, coerce: true, unresolvedRefs: "reject" });
     validators.set(schema, validator);
   }
   return validator;
 }
-function dotted(pointer: string): string {
-  if (pointer === "") return "root";
-  return pointer.slice(1).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~")).join(".");
-}
+
+/**
+ * Validates a call's arguments as pi-ai 1.6.0's `validateToolArguments`
+ * does and returns what it returns: the validated arguments, a copy (coerced
+ * where pi-schema coerces: `"5"` → 5, a single value → a one-item array, an
+ * optional `null` dropped…), never the caller's object. Throws an `Error`
+ * with pi's text: `Invalid arguments for tool "NAME": ARGUMENTS_ERROR` when
+ * `argumentsError` is truthy (the tool call's arguments could not be
+ * parsed); else `Validation failed for tool "NAME":`, one line per
+ * pi-schema error, then the arguments received (at most 4 KiB of them: see
+ * `received-arguments.ts`). Throws pi-schema's compile error for a schema
+ * it cannot compile, and what `structuredClone` throws for arguments it
+ * cannot copy, as pi does.
+ *
+ * @example
+ * validateToolArguments16("read", { type: "object", properties: { paths: { type: "array", items: { type: "string" } } } }, { paths: "a.txt" });
+ * // { paths: ["a.txt"] }
+ */
 export function validateToolArguments16(toolName: string, schema: JsonSchema, args: unknown, argumentsError?: unknown): unknown {
-  if (argumentsError) throw new Error(`Invalid arguments for tool "${toolName}": ${String(argumentsError)}`);
-  const result = compileArgumentValidator16(schema).parse(structuredClone(args));
+  // A template literal, as pi's: the same text for whatever the error is.
+  if (argumentsError) throw new Error(`Invalid arguments for tool "${toolName}": ${argumentsError}`);
+  const validator = compileArgumentValidator16(schema);
+  const copy = structuredClone(args);
+  // Most calls are valid as sent. Where coercion provably returns a valid
+  // value as it is (identity-on-valid-16.ts), checking the copy gives pi's
+  // result without the coercion walk, which costs about as much as the copy.
+  if (isIdentityOnValid16(schema) && passes(validator, copy) && isPlainData(copy)) return copy;
+  // pi-schema's coercion never writes into its input: the copy goes in as pi's does.
+  const result = validator.parse(copy);
   if (result.ok) return result.value;
-  const lines = result.errors.map((error) => `  - ${dotted(error.path)}: ${error.message}`).join("\n");
-  throw new Error(`Validation failed for tool "${toolName}":\n${lines}\n\nReceived arguments:\n${formatReceivedArguments(args)}`);
+  throw new Error(formatValidationFailure16(toolName, result.errors, args));
+}
+
+/**
+ * The fast path's check; false when it throws (a value too deep for the
+ * stack), so that `parse` then fails, or not, exactly as pi's does.
+ */
+function passes(validator: CoercingValidator, value: unknown): boolean {
+  try {
+    return validator.check(value);
+  } catch {
+    return false;
+  }
 }
