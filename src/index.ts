@@ -21,6 +21,7 @@ export { ToolpoolError, errorCodes } from "./errors.js";
 export type { ErrorCode } from "./errors.js";
 export type { Clock } from "./clock.js";
 export { supportsPi16 } from "./options.js";
+export { minimumResourceLimits } from "./workers/minimum-resource-limits.js";
 export type {
   PiVersion,
   PoolOptions,

@@ -7,6 +7,7 @@ import { compiledValidator } from "./compiled-validators.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from "./fleet/fleet-options.js";
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
+import { findTooSmallResourceLimit } from "./workers/minimum-resource-limits.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
 
 /** Which pi's rules a runtime follows: see {@link RuntimeOptions.pi}. */
@@ -30,13 +31,13 @@ export type ToolDefinition = AgentTool | WorkerTool;
 
 /** JS heap limits of each worker thread (Node's `resourceLimits`). */
 export interface WorkerResourceLimits {
-  /** Size of the main heap, in MiB. */
+  /** Size of the main heap, in MiB; at least 16 (see `minimumResourceLimits`). */
   maxOldGenerationSizeMb?: number;
   /** Size of the heap space for recently created objects, in MiB. */
   maxYoungGenerationSizeMb?: number;
   /** Size of the pre-allocated memory range for generated code, in MiB. */
   codeRangeSizeMb?: number;
-  /** Default maximum stack size of the thread, in MiB. */
+  /** Default maximum stack size of the thread, in MiB; at least 1 (see `minimumResourceLimits`). */
   stackSizeMb?: number;
 }
 
@@ -277,6 +278,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     Pick<PoolOptions, "maxThreads" | "idleTimeout" | "abortGraceMs" | "maxResultBytes" | "leftoverGraceMs" | "scheduling">
   > &
     PoolOptions;
+  const tooSmall = resolvedPool.resourceLimits && findTooSmallResourceLimit(resolvedPool.resourceLimits);
+  if (tooSmall) throw invalidOption(`pool.resourceLimits.${tooSmall.name}`, tooSmall.expected, tooSmall.received);
   const resolvedFleet = fleet === undefined ? undefined : resolveFleetOptions(fleet);
   const minThreads = resolvedPool.minThreads ?? resolvedPool.maxThreads;
   if (minThreads > resolvedPool.maxThreads) {

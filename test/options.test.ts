@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 
 import { describe, expect, it } from "vitest";
 
-import { createRuntime, ToolpoolError, workerTool, type RuntimeOptions } from "toolpool";
+import { createRuntime, minimumResourceLimits, ToolpoolError, workerTool, type RuntimeOptions } from "toolpool";
 
 const echo = {
   name: "echo",
@@ -58,6 +58,14 @@ describe("resolveRuntimeOptions", () => {
     [{ pool: { abortGraceMs: 2 ** 31 } }, "Expected `pool.abortGraceMs` to be a number <= 2147483647, got `2147483648` (number)"],
     [{ pool: { env: { A: 1 } } }, "Expected `pool.env.A` to be a string, got `1` (number)"],
     [{ pool: { resourceLimits: { maxOldGenerationSizeMb: -1 } } }, "Expected `pool.resourceLimits.maxOldGenerationSizeMb` to be a number > 0, got `-1` (number)"],
+    [
+      { pool: { resourceLimits: { maxOldGenerationSizeMb: 1, maxYoungGenerationSizeMb: 1 } } },
+      "Expected `pool.resourceLimits.maxOldGenerationSizeMb` to be a number >= 16 (a worker needs about half of that to start, and with too little Node 22 and later abort the whole process), got `1` (number)",
+    ],
+    [
+      { pool: { resourceLimits: { maxOldGenerationSizeMb: 64, stackSizeMb: 0.25 } } },
+      "Expected `pool.resourceLimits.stackSizeMb` to be a number >= 1 (a worker needs about a third of that to start, and with too little the whole process dies), got `0.25` (number)",
+    ],
     [{ beforeToolCall: "yes" }, 'Expected `beforeToolCall` to be a function, got `"yes"` (string)'],
     [{ tools: {} }, "Expected `tools` to be an array of tools, got `{}` (object)"],
     ["fast", 'Expected `options` to be an object, got `"fast"` (string)'],
@@ -65,6 +73,13 @@ describe("resolveRuntimeOptions", () => {
     const error = creationError(options);
     expect(error.code).toBe("TP_ERR_INVALID_OPTION");
     expect(error.message).toBe(message);
+  });
+
+  it("accepts resourceLimits at the floors of minimumResourceLimits, and any young generation or code range", async () => {
+    const resourceLimits = { ...minimumResourceLimits, maxYoungGenerationSizeMb: 0.5, codeRangeSizeMb: 0.5 };
+    const runtime = createRuntime({ pool: { maxThreads: 1, resourceLimits } });
+    expect(runtime.options.pool.resourceLimits).toEqual({ maxOldGenerationSizeMb: 16, stackSizeMb: 1, maxYoungGenerationSizeMb: 0.5, codeRangeSizeMb: 0.5 });
+    await runtime.close();
   });
 
   it.each([
@@ -99,6 +114,11 @@ describe("workerTool", () => {
     [{ ...base, parameters: [] }, "to be a JSON Schema object"],
     [{ ...base, cost: 0 }, "Expected `cost` of worker tool \"t\" to be an integer from 1 to 1000, got `0` (number)"],
     [{ ...base, cost: 2.5 }, "to be an integer from 1 to 1000"],
+    [
+      { ...base, resourceLimits: { maxOldGenerationSizeMb: 8 } },
+      'Expected `resourceLimits.maxOldGenerationSizeMb` of worker tool "t" to be a number >= 16 (a worker needs about half of that to start, and with too little Node 22 and later abort the whole process), got `8` (number)',
+    ],
+    [{ ...base, resourceLimits: { stackSizeMb: 0.5 } }, 'Expected `resourceLimits.stackSizeMb` of worker tool "t" to be a number >= 1 ('],
   ])("rejects an invalid definition with TP_ERR_INVALID_TOOL (%#)", (options, message) => {
     expect(() => workerTool(options as never)).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message: expect.stringContaining(message) }));
   });

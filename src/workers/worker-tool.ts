@@ -5,6 +5,7 @@ import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
 import { maxTimerMs, type WorkerResourceLimits } from "../options.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
+import { findTooSmallResourceLimit } from "./minimum-resource-limits.js";
 
 /** What {@link workerTool} takes. */
 export interface WorkerToolOptions<TArgs = any> {
@@ -37,7 +38,8 @@ export interface WorkerToolOptions<TArgs = any> {
   /**
    * JS heap limits for this tool's calls. A tool that sets them runs on a
    * pool of its own, so that its limits cannot tighten (or loosen) anyone
-   * else's; past them the call ends with `TP_ERR_OUT_OF_MEMORY`.
+   * else's; past them the call ends with `TP_ERR_OUT_OF_MEMORY`. Limits too
+   * small for a worker to start are refused (see `minimumResourceLimits`).
    * @default the runtime's `pool.resourceLimits`
    */
   resourceLimits?: WorkerResourceLimits;
@@ -145,6 +147,8 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
       resourceLimits,
     );
   }
+  const tooSmall = resourceLimits && findTooSmallResourceLimit(resourceLimits);
+  if (tooSmall) throw invalidTool(`Expected \`resourceLimits.${tooSmall.name}\` of ${where} to be ${tooSmall.expected}`, tooSmall.received);
   if (typeof idempotent !== "boolean") throw invalidTool(`Expected \`idempotent\` of ${where} to be a boolean`, idempotent);
   const tool: WorkerTool<TArgs> = {
     [workerToolBrand]: true,
