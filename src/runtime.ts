@@ -258,7 +258,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       return Promise.reject(new ToolpoolError("TP_ERR_CLOSED", "runToolCall was called after close()"));
     }
     const batchId = `b${++this.#batchCount}`;
-    let coordinator: BatchCoordinator;
     try {
       const ownMessage: AssistantMessage = { role: "assistant", content: [toolCall] };
       checkBatchInput(ownMessage, options);
@@ -268,7 +267,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`onUpdate\` to be a function, got ${describeValue(onUpdate)}`);
       }
       // No sink: the call emits no event (runToolCall never delivers any).
-      coordinator = new BatchCoordinator(this.#batchScope(batchId, assistantMessage, { context, signal, sessionKey }, undefined));
+      const coordinator = new BatchCoordinator(this.#batchScope(batchId, assistantMessage, { context, signal, sessionKey }, undefined));
       this.#runningBatches += 1;
       return coordinator.runToolCall(toolCall, onUpdate ?? ignoreUpdate).then(
         ({ toolCall, result, isError, durationMs }) => {
