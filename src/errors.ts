@@ -32,10 +32,12 @@ export const errorCodes = {
   TP_ERR_WORKER_EXIT: "the worker running the call exited",
   /** The worker running the call exceeded its JS heap limit (`resourceLimits`). Result. */
   TP_ERR_OUT_OF_MEMORY: "the worker running the call ran out of memory",
-  /** The call ran past its `timeoutMs` and its worker was terminated. Result. */
-  TP_ERR_TIMEOUT: "the call ran past its timeoutMs and its worker was terminated",
+  /** The call ran past its `timeoutMs` and its worker was terminated while the tool was running: it may have had some of its effects. Never given to a call whose tool finished. Result. */
+  TP_ERR_TIMEOUT: "the call ran past its timeoutMs and its worker was terminated; it may have had some of its effects",
   /** The batch was aborted and the call ignored its signal past the grace period; its worker was terminated. Result. */
   TP_ERR_ABORTED: "the call ignored the batch's abort past the grace period and its worker was terminated",
+  /** The call's tool finished, but its worker was blocked (by work the tool left running) before it could deliver the result; it was terminated. The tool's effects took place. Result. */
+  TP_ERR_REPLY_LOST: "the call's tool finished but its worker could not deliver the result; its effects took place",
   /** The call's result (or a partial result) cannot be structured-cloned across threads. Result. */
   TP_ERR_RESULT_NOT_CLONEABLE: "the call's result cannot be structured-cloned",
   /** The call's result holds more bytes than `maxResultBytes`. Result. */

@@ -28,7 +28,13 @@ describe("soak", () => {
       expect(report.misattributed, context).toBe(0);
       expect(report.healthyFailed, context).toBe(0);
       expect(report.wrongOutcomes, context).toEqual([]);
-      expect(report.rssEnd, context).toBeLessThanOrEqual(report.rssStart * 1.1);
+      // The leak check: objects the runtime still holds after the soak, with the
+      // runtime closed and a last-resort collection done. The process RSS also
+      // holds the allocator's and V8's retained pages, whose amount varies by
+      // Node version and machine load (Node 26 under a parallel CI run: +10%
+      // with a flat heap), so RSS is only bounded against gross growth.
+      expect(report.heapEnd, context).toBeLessThanOrEqual(report.heapStart * 1.1);
+      expect(report.rssEnd, context).toBeLessThanOrEqual(report.rssStart * 1.25);
     },
     timeoutMs,
   );

@@ -231,7 +231,7 @@ describe("WorkerPool", () => {
         [true, { code: "TP_ERR_TIMEOUT" }],
       ]);
       expect((rec.events.find((e) => e.type === "tool_execution_end" && e.toolCallId === "s") as ToolExecutionEndEvent).result.content[0])
-        .toEqual({ type: "text", text: 'Tool "stubborn" timed out after 300 ms; its worker was terminated' });
+        .toEqual({ type: "text", text: 'Tool "stubborn" timed out after 300 ms; its worker was terminated while the tool was still running, so it may have had some of its effects' });
     } finally {
       gates.close();
     }

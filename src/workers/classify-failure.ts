@@ -5,8 +5,10 @@ import type { WorkerTool } from "./worker-tool.js";
 /** What the pool knows of a failed call besides the error Piscina reported. */
 export interface FailureContext {
   /** Set when the pool itself terminated the call's thread, and why. */
-  killReason: "timeout" | "aborted" | undefined;
+  killReason: "timeout" | "aborted" | "reply-lost" | undefined;
   abortGraceMs: number;
+  /** How long the pool waited for the reply of a call whose tool had finished. */
+  replyWaitMs: number;
   isClosed: boolean;
 }
 
@@ -22,14 +24,21 @@ export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, er
     return {
       kind: "error",
       code: "TP_ERR_TIMEOUT",
-      message: `Tool "${name}" timed out after ${tool.timeoutMs} ms; its worker was terminated`,
+      message: `Tool "${name}" timed out after ${tool.timeoutMs} ms; its worker was terminated while the tool was still running, so it may have had some of its effects`,
     };
   }
   if (context.killReason === "aborted") {
     return {
       kind: "error",
       code: "TP_ERR_ABORTED",
-      message: `Tool "${name}" did not stop within ${context.abortGraceMs} ms of the abort; its worker was terminated`,
+      message: `Tool "${name}" did not stop within ${context.abortGraceMs} ms of the abort; its worker was terminated while the tool was still running, so it may have had some of its effects`,
+    };
+  }
+  if (context.killReason === "reply-lost") {
+    return {
+      kind: "error",
+      code: "TP_ERR_REPLY_LOST",
+      message: `Tool "${name}" finished, but its reply did not arrive within ${context.replyWaitMs} ms (work it left running blocked its worker), so its worker was terminated; the tool ran to its end and had its effects, but its result is lost`,
     };
   }
   const code = (error as { code?: unknown } | null)?.code;

@@ -100,7 +100,33 @@ export interface WorkerBootData {
   retireFlags: Int32Array;
   /** Milliseconds a task's leftover work may take to settle before its worker is retired. */
   leftoverGraceMs: number;
+  /**
+   * The handshake that keeps a finished call from being reported as timed
+   * out, one slot per thread (`threadId & flagSlotMask`; a thread runs one
+   * call at a time). The worker swaps in its call's `seq` once the tool has
+   * finished, before the reply is posted; the pool swaps in `-seq` before it
+   * terminates the thread at a deadline or past an abort's grace. Whoever
+   * swaps first decides: a pool that finds `seq` waits for the reply (it is
+   * on its way, or behind a busy main thread), and a worker that finds `-seq`
+   * knows its reply will not count.
+   */
+  endFlags: Int32Array;
+  /**
+   * `takenUpdates[seq & flagSlotMask]`: how many of call `seq`'s partials the
+   * pool has taken off the port. A worker with {@link maxUpdatesInFlight}
+   * partials not yet taken holds the next ones back, keeping only the latest,
+   * so a main thread that falls behind never has more than that many of a
+   * call's partials queued.
+   */
+  takenUpdates: Int32Array;
 }
+
+/**
+ * Partials of one call that may be in flight between its worker and the pool
+ * (posted, not yet taken) before the worker coalesces the next ones, latest
+ * wins. Large enough that a main thread keeping up never sees it.
+ */
+export const maxUpdatesInFlight = 16;
 
 /** Slots of the shared flag arrays; a power of two. Keys 65,536 apart share a slot, which only delays a flag read. */
 export const flagSlotCount = 65_536;

@@ -17,7 +17,16 @@ import { importToolModule } from "./import-tool-module.js";
 import { inspectResult } from "./inspect-result.js";
 import { moveToHost } from "./move-to-host.js";
 import { dropSpreadsOf, requestSpread } from "./spread-client.js";
-import { bootTag, flagSlotMask, updateTag, type WorkerBootData, type WorkerReply, type WorkerTask, type WorkerToolDefinition } from "./protocol.js";
+import {
+  bootTag,
+  flagSlotMask,
+  maxUpdatesInFlight,
+  updateTag,
+  type WorkerBootData,
+  type WorkerReply,
+  type WorkerTask,
+  type WorkerToolDefinition,
+} from "./protocol.js";
 
 const boot = workerData as WorkerBootData;
 const running = new Map<number, AbortController>();
@@ -53,6 +62,7 @@ export default function runWorkerTask(task: WorkerTask): unknown {
   if (tool === undefined) {
     // The pool sends a definition until it has seen this thread answer a call of the tool.
     const message = `Tool number ${task.tool} is unknown to worker thread ${threadId}`;
+    markEnded(task.seq);
     return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message, updates: 0 } satisfies WorkerReply;
   }
   // A tool already loaded runs at once; a call whose tool is not loaded yet
@@ -60,7 +70,10 @@ export default function runWorkerTask(task: WorkerTask): unknown {
   if (tool.execute !== undefined) return runCall(task, tool, tool.execute);
   const known = tool;
   return loadExecute(known).then((loaded) => {
-    if (typeof loaded !== "function") return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message: loaded, updates: 0 } satisfies WorkerReply;
+    if (typeof loaded !== "function") {
+      markEnded(task.seq);
+      return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message: loaded, updates: 0 } satisfies WorkerReply;
+    }
     known.execute = loaded;
     // A module's start-up work is not the call's leftover: count afresh.
     resourceBaseline = undefined;
@@ -109,6 +122,10 @@ class CallRun {
   readonly #startedAt = performance.now();
   #updates = 0;
   #unclonedUpdate: string | undefined;
+  /** The latest partial held back while the pool has too many of this call's to take; see {@link maxUpdatesInFlight}. */
+  #heldUpdate: AgentToolResult<unknown> | undefined;
+  #isHoldingUpdate = false;
+  #heldUpdateTimer: NodeJS.Timeout | undefined;
   /** Set once the outcome is in: the call's `ctx` no longer acts. */
   isFinished = false;
 
@@ -127,6 +144,42 @@ class CallRun {
    */
   readonly onUpdate = (partialResult: AgentToolResult<unknown>): void => {
     if (this.isFinished) return;
+    // The pool's count of this call's partials starts at zero (the slot may
+    // hold another call's): set before the first partial can reach the pool.
+    if (this.#updates === 0 && !this.#isHoldingUpdate) Atomics.store(boot.takenUpdates, this.#task.seq & flagSlotMask, 0);
+    if (this.#isHoldingUpdate || this.#isPoolBehind()) {
+      // Latest wins: a partial is a snapshot of progress, and the pool is
+      // behind; only the newest is worth its memory.
+      this.#heldUpdate = partialResult;
+      this.#isHoldingUpdate = true;
+      this.#heldUpdateTimer ??= setTimeout(this.#postHeldUpdate, heldUpdatePollMs);
+      return;
+    }
+    this.#post(partialResult);
+  };
+
+  #isPoolBehind(): boolean {
+    return this.#updates - Atomics.load(boot.takenUpdates, this.#task.seq & flagSlotMask) >= maxUpdatesInFlight;
+  }
+
+  readonly #postHeldUpdate = (): void => {
+    this.#heldUpdateTimer = undefined;
+    if (!this.#isHoldingUpdate || this.isFinished) return;
+    if (this.#isPoolBehind()) {
+      this.#heldUpdateTimer = setTimeout(this.#postHeldUpdate, heldUpdatePollMs);
+      return;
+    }
+    this.#postHeld();
+  };
+
+  #postHeld(): void {
+    const partial = this.#heldUpdate!;
+    this.#heldUpdate = undefined;
+    this.#isHoldingUpdate = false;
+    this.#post(partial);
+  }
+
+  #post(partialResult: AgentToolResult<unknown>): void {
     try {
       parentPort!.postMessage({ [updateTag]: true, seq: this.#task.seq, partial: partialResult });
       this.#updates += 1;
@@ -135,14 +188,18 @@ class CallRun {
       // fails once the tool returns.
       this.#unclonedUpdate ??= describeThrown(error);
     }
-  };
+  }
 
   /** The reply for the tool's outcome; a promise only when the call left work behind that needs a grace period. */
   finish(outcome: { kind: "ok"; result: unknown } | { kind: "error"; message: string }): unknown {
     const runMs = performance.now() - this.#startedAt;
     const task = this.#task;
     const { toolName, maxResultBytes } = this.#tool;
+    if (this.#heldUpdateTimer !== undefined) clearTimeout(this.#heldUpdateTimer);
+    // The newest progress is sent before the result, as the tool sent it before returning.
+    if (this.#isHoldingUpdate) this.#postHeld();
     this.isFinished = true;
+    markEnded(task.seq);
     running.delete(task.seq);
     dropSpreadsOf(task.seq);
     const updates = this.#updates;
@@ -203,6 +260,19 @@ async function loadExecute(tool: WorkerToolDefinition): Promise<ToolExecute | st
   }
   return execute as ToolExecute;
 }
+
+/**
+ * Tells the pool the tool has finished and its reply follows, before it is
+ * posted: a deadline that fires now (or fired behind a busy main thread)
+ * waits for the reply instead of reporting a finished call as timed out. If
+ * the pool swapped first, this thread is being terminated; nothing to do.
+ */
+function markEnded(seq: number): void {
+  Atomics.exchange(boot.endFlags, threadId & flagSlotMask, seq);
+}
+
+/** How often a held-back partial checks whether the pool has caught up. */
+const heldUpdatePollMs = 5;
 
 function fault(code: "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_ERR_RESULT_TOO_LARGE", message: string, updates: number, runMs: number): WorkerReply {
   return { kind: "fault", code, message, updates, runMs };

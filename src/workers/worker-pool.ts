@@ -48,7 +48,9 @@ interface CallState extends QueuedCall {
   startedAt: number | undefined;
   /** The run time the worker timed, from its reply. */
   runMs: number | undefined;
-  killReason: "timeout" | "aborted" | undefined;
+  killReason: "timeout" | "aborted" | "reply-lost" | undefined;
+  /** Its tool has finished (the worker's end flag said so at a deadline): the reply is awaited, never overtaken by a timeout. */
+  hasFinished: boolean;
   isDispatched: boolean;
   isAborted: boolean;
   isSettled: boolean;
@@ -111,6 +113,9 @@ const maxBootFailures = 5;
 /** Milliseconds a terminated thread may take to exit before its Piscina instance is counted as short of a thread. */
 const exitWatchMs = 2_000;
 
+/** Beyond a call's leftover grace, how long the reply of a finished call may take to be read. */
+const replyMarginMs = 5_000;
+
 /** Settles a moved call's old Piscina task; its handlers ignore it. */
 const movedReason = new Error("moved to a fresh Piscina instance");
 /** Settles the Piscina task of a waiting call that was ended before it ran. */
@@ -155,6 +160,8 @@ export class WorkerPool implements ToolCallPool {
   readonly #calls = new Map<number, CallState>();
   readonly #abortFlags = new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
   readonly #retireFlags = new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
+  readonly #endFlags = new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
+  readonly #takenUpdates = new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
   readonly #control: BroadcastChannel;
   readonly #controlChannel: string;
   readonly #onPoolError: (error: unknown) => void;
@@ -300,6 +307,7 @@ export class WorkerPool implements ToolCallPool {
       startedAt: undefined,
       runMs: undefined,
       killReason: undefined,
+      hasFinished: false,
       isDispatched: false,
       isAborted: false,
       isSettled: false,
@@ -384,6 +392,8 @@ export class WorkerPool implements ToolCallPool {
       controlChannel: this.#controlChannel,
       retireFlags: this.#retireFlags,
       leftoverGraceMs: this.#options.leftoverGraceMs,
+      endFlags: this.#endFlags,
+      takenUpdates: this.#takenUpdates,
     };
     const options = this.#options;
     let generation: Generation | undefined;
@@ -644,9 +654,7 @@ export class WorkerPool implements ToolCallPool {
     call.generation.running += 1;
     this.#queued -= 1;
     const { timeoutMs } = call.request.tool;
-    if (timeoutMs !== undefined) {
-      call.timeoutTimer = this.#clock.setTimeout(() => this.#terminate(call, "timeout"), timeoutMs);
-    }
+    if (timeoutMs !== undefined) call.timeoutTimer = this.#clock.setTimeout(() => this.#terminate(call, "timeout"), timeoutMs);
     if (call.isAborted) this.#startGracePeriod(call);
   }
 
@@ -660,6 +668,7 @@ export class WorkerPool implements ToolCallPool {
   }
 
   #startGracePeriod(call: CallState): void {
+    if (call.hasFinished) return;
     call.graceTimer ??= this.#clock.setTimeout(() => this.#terminate(call, "aborted"), this.#options.abortGraceMs);
   }
 
@@ -669,10 +678,40 @@ export class WorkerPool implements ToolCallPool {
    * never), then its thread is terminated and Piscina replaces it.
    */
   #terminate(call: CallState, reason: "timeout" | "aborted"): void {
-    if (call.isSettled || call.reply !== undefined) return;
+    if (call.isSettled || call.reply !== undefined || call.hasFinished) return;
+    // The tool may have finished with its reply on the way: the timer fired
+    // in the same turn, or late behind a busy main thread (timers run before
+    // the messages that came meanwhile). The worker swapped its mark in
+    // before posting the reply; whichever side swaps first decides.
+    if (Atomics.exchange(this.#endFlags, call.threadId & flagSlotMask, -call.seq) === call.seq) {
+      this.#awaitReply(call);
+      return;
+    }
     call.killReason = reason;
     this.#settle(call, this.#classifyFailure(call, undefined));
     this.#terminateThread(call.generation, call.threadId);
+  }
+
+  /**
+   * Waits for the reply of a call whose tool finished: it comes once the
+   * call's leftover work has had its grace. A thread blocked before posting
+   * it (a busy loop in that leftover work) is terminated after the wait, and
+   * the call reported as finished with its result lost, never as timed out.
+   */
+  #awaitReply(call: CallState): void {
+    this.#clearTimers(call);
+    call.hasFinished = true;
+    call.timeoutTimer = this.#clock.setTimeout(() => {
+      if (call.isSettled || call.reply !== undefined) return;
+      call.killReason = "reply-lost";
+      this.#settle(call, this.#classifyFailure(call, undefined));
+      this.#terminateThread(call.generation, call.threadId);
+    }, this.#replyWaitMs);
+  }
+
+  /** How long a finished call's reply may take to arrive: its leftover work's grace, and a margin for a busy main thread. */
+  get #replyWaitMs(): number {
+    return this.#options.leftoverGraceMs + replyMarginMs;
   }
 
   /**
@@ -698,6 +737,8 @@ export class WorkerPool implements ToolCallPool {
     const call = this.#calls.get(seq);
     if (call === undefined || call.isSettled) return;
     call.updatesSeen += 1;
+    // Lets the worker send more: it holds partials back while too many are untaken.
+    Atomics.store(this.#takenUpdates, seq & flagSlotMask, call.updatesSeen);
     call.request.onUpdate?.(partial as AgentToolResult<unknown>);
     if (call.reply !== undefined && call.updatesSeen >= call.reply.updates) this.#settle(call, toOutcome(call.reply));
   }
@@ -730,6 +771,7 @@ export class WorkerPool implements ToolCallPool {
     return classifyFailure(call.request.tool, error, {
       killReason: call.killReason,
       abortGraceMs: this.#options.abortGraceMs,
+      replyWaitMs: this.#replyWaitMs,
       isClosed: this.#isClosed,
     });
   }

@@ -73,6 +73,9 @@ export interface SoakReport {
   wrongOutcomes: string[];
   rssStart: number;
   rssEnd: number;
+  /** The main thread's V8 heap in use once garbage is collected: what a leak of the runtime's own objects grows. */
+  heapStart: number;
+  heapEnd: number;
   wallMs: number;
 }
 
@@ -94,19 +97,20 @@ const collectGarbage: NodeJS.GCFunction = (() => {
 })();
 
 /**
- * The process RSS once garbage is collected. The last collection is V8's
+ * The process RSS and the heap in use once garbage is collected. The last collection is V8's
  * last-resort one, which also hands back the heap pages V8 keeps pooled for
  * reuse: after a soak, Node 22's V8 keeps enough of them to pass the RSS
  * bound (resident, but retained by nothing), and an ordinary collection
  * leaves them in place.
  */
-async function settledRss(): Promise<number> {
+async function settledMemory(): Promise<{ rss: number; heap: number }> {
   for (let round = 0; round < 3; round++) {
     if (round < 2) collectGarbage();
     else collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" });
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  return process.memoryUsage().rss;
+  const { rss, heapUsed } = process.memoryUsage();
+  return { rss, heap: heapUsed };
 }
 
 /**
@@ -154,6 +158,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     ...freshCounts(),
     rssStart: 0,
     rssEnd: 0,
+    heapStart: 0,
+    heapEnd: 0,
     wallMs: 0,
   };
   let nextCall = 0;
@@ -251,7 +257,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   phase = "closing warm-up";
   await runtime.close();
   phase = "baseline";
-  report.rssStart = await settledRss();
+  ({ rss: report.rssStart, heap: report.heapStart } = await settledMemory());
   phase = "soak";
   Object.assign(report, freshCounts());
   runtime = createSoakRuntime();
@@ -264,7 +270,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   clearInterval(debugTicker);
   clearTimeout(watchdog);
   killer.close();
-  report.rssEnd = await settledRss();
+  ({ rss: report.rssEnd, heap: report.heapEnd } = await settledMemory());
   return report;
 }
 
