@@ -410,7 +410,11 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     expect(remote).toEqual(local);
     expect(remote).toEqual([
       ["polite", null, "aborted polite"],
-      ["stubborn", "TP_ERR_ABORTED", 'Tool "task" did not stop within 500 ms of the abort; its worker was terminated'],
+      [
+        "stubborn",
+        "TP_ERR_ABORTED",
+        'Tool "task" did not stop within 500 ms of the abort; its worker was terminated while the tool was still running, so it may have had some of its effects',
+      ],
       ["queued", null, "aborted queued"],
     ]);
   });
