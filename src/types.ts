@@ -53,7 +53,8 @@ export interface AssistantMessage {
   content: (TextContent | ThinkingContent | ToolCall)[];
   /** pi 1.6: `"length"` (the output token limit cut the response) fails every tool call unexecuted. */
   stopReason?: string;
-  [field: string]: unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: an `any` index signature is what lets pi's AssistantMessage (an interface) be passed in
+  [field: string]: any;
 }
 
 /** A JSON value (pi 1.6's `JsonValue`). */
@@ -68,8 +69,18 @@ export interface Usage {
   cacheWrite1h?: number;
   reasoning?: number;
   totalTokens: number;
-  cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number; [field: string]: number };
-  [field: string]: unknown;
+  cost: {
+    input: number;
+    output: number;
+    cacheRead: number;
+    cacheWrite: number;
+    total: number;
+    /** pi-ai 1.6: whether `total` is the billed cost the provider reported. */
+    totalFromProvider?: boolean;
+    [field: string]: unknown;
+  };
+  // biome-ignore lint/suspicious/noExplicitAny: an `any` index signature is what lets pi-ai's Usage (an interface) be assigned
+  [field: string]: any;
 }
 
 /** What a tool returns: pi's `AgentToolResult`. */
@@ -97,8 +108,13 @@ export type AgentToolUpdateCallback<TDetails = unknown> = (partialResult: AgentT
 /** Per-call execution mode override, as in pi. */
 export type ToolExecutionMode = "sequential" | "parallel";
 
-/** A JSON Schema object describing a tool's arguments (TypeBox schemas qualify). */
-export type JsonSchema = Record<string, unknown>;
+/**
+ * A JSON Schema object describing a tool's arguments (TypeBox schemas, pi
+ * 0.73.1's `TSchema` and pi 1.6.0's `object` parameters qualify: the index
+ * signature's `any` is what lets an interface without one be assigned).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: only an `any` index signature accepts interfaces such as TypeBox's TSchema
+export type JsonSchema = { [keyword: string]: any };
 
 /**
  * A tool that runs on the main thread, exactly as in pi: pi's `AgentTool`.
@@ -170,7 +186,8 @@ export type WorkerToolExecute<TArgs = any, TDetails = any> = (
 
 /** Context of the agent handed to hooks (pi's `AgentContext`). */
 export interface AgentContext {
-  systemPrompt: string;
+  /** The runtime's system prompt (`""` unless given); optional in the type, as pi 1.6's context has none. */
+  systemPrompt?: string;
   messages: unknown[];
   tools?: AgentTool[];
 }

@@ -153,7 +153,7 @@ describe.skipIf(!supportsPi16())("a pi 1.6 Agent on toolpool's pool", () => {
       };
       const agent = new Agent({
         streamFn: streamFn as never,
-        initialState: { tools: runtime.agentTools() as never, model: { id: "scripted", name: "scripted", api: "scripted", provider: "scripted" } as never },
+        initialState: { tools: runtime.agentTools(), model: { id: "scripted", name: "scripted", api: "scripted", provider: "scripted" } as never },
       });
       const updates: unknown[] = [];
       agent.subscribe((event) => {

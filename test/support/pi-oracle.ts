@@ -43,7 +43,7 @@ export async function runPiBatch(input: PiBatchInput): Promise<BatchOutcome> {
   const context = {
     systemPrompt: input.systemPrompt,
     messages: [...(input.history as never[])],
-    tools: input.tools as unknown as PiAgentTool[],
+    tools: input.tools satisfies PiAgentTool[],
   };
   const config = {
     model,
