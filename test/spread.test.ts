@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { BroadcastChannel } from "node:worker_threads";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
@@ -117,6 +118,9 @@ describe("ctx.spread", () => {
     expect(messages).toHaveLength(1);
     expect(messages[0]!.isError).toBe(true);
     expect(events.filter((event) => event.type === "tool_execution_end")).toHaveLength(1);
+    await until(() => partSaid.includes("aborted"), 30_000);
+    channel.close();
+    expect(partSaid).toEqual(["started", "aborted"]);
     await until(() => callsRunning(runtime).length === 0);
   });
 
@@ -138,8 +142,15 @@ describe("ctx.spread", () => {
 
   it("stops the parts when the calling call's thread dies: the call ends once, with its crash", async () => {
     const runtime = await warmRuntime(3, { abortGraceMs: 200 });
+    // The part says when it starts (the caller exits only then) and when its signal aborts.
+    const channelName = `spread-then-exit-${process.pid}`;
+    const partSaid: string[] = [];
+    const channel = new BroadcastChannel(channelName);
+    channel.onmessage = (event) => {
+      partSaid.push((event as MessageEvent<{ part: string }>).data.part);
+    };
     const events: BatchEvent[] = [];
-    const { messages } = await runtime.executeToolCalls(batch(["s", "spread_then_exit"]), {
+    const { messages } = await runtime.executeToolCalls(batch(["s", "spread_then_exit", { channel: channelName }]), {
       emit: (event) => {
         events.push(event);
       },
@@ -148,6 +159,9 @@ describe("ctx.spread", () => {
     expect(messages[0]!.isError).toBe(true);
     expect(JSON.stringify(messages[0]!.content)).toMatch(/exit/i);
     expect(events.filter((event) => event.type === "tool_execution_end")).toHaveLength(1);
+    await until(() => partSaid.includes("aborted"), 30_000);
+    channel.close();
+    expect(partSaid).toEqual(["started", "aborted"]);
     await until(() => callsRunning(runtime).length === 0);
   });
 
