@@ -118,9 +118,6 @@ describe("ctx.spread", () => {
     expect(messages).toHaveLength(1);
     expect(messages[0]!.isError).toBe(true);
     expect(events.filter((event) => event.type === "tool_execution_end")).toHaveLength(1);
-    await until(() => partSaid.includes("aborted"), 30_000);
-    channel.close();
-    expect(partSaid).toEqual(["started", "aborted"]);
     await until(() => callsRunning(runtime).length === 0);
   });
 
