@@ -144,7 +144,7 @@ describe("ctx.spread", () => {
     const partSaid: string[] = [];
     const channel = new BroadcastChannel(channelName);
     channel.onmessage = (event) => {
-      partSaid.push((event as MessageEvent<{ part: string }>).data.part);
+      partSaid.push((event as { data: { part: string } }).data.part);
     };
     const events: BatchEvent[] = [];
     const { messages } = await runtime.executeToolCalls(batch(["s", "spread_then_exit", { channel: channelName }]), {
