@@ -35,7 +35,7 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const temporaryFiles = (dir = root): string[] => readdirSync(dir).filter((name) => name.endsWith(".toolpool.tmp"));
+const temporaryFiles = (dir: string): string[] => readdirSync(dir).filter((name) => name.endsWith(".toolpool.tmp"));
 
 /** The kernel thread that wrote a temporary file, from its name. */
 const writerThread = (name: string): string => /\.\d+-(\d+)\.[0-9a-f]{12}\.toolpool\.tmp$/.exec(name)![1]!;
@@ -118,37 +118,43 @@ describe.runIf(hasThreadList)("a write cut short by termination (Linux)", () => 
     return messages[0]!;
   }
 
+  /** A folder of its own holding a.txt, for one write cut short. */
+  function folderWithFile(): string {
+    const dir = mkdtempSync(join(root, "cut-"));
+    writeFileSync(join(dir, "a.txt"), "needle a\n");
+    return dir;
+  }
+
   /** After a stuck write's outcome: grep never lists its file; once its thread has ended, the next patch in the folder removes it. */
-  async function expectCleanedByNextPatch(runtime: Runtime): Promise<void> {
-    expect(temporaryFiles()).toHaveLength(1);
-    const grep = await call(runtime, "grep", { pattern: "needle" });
+  async function expectCleanedByNextPatch(runtime: Runtime, dir: string): Promise<void> {
+    expect(temporaryFiles(dir)).toHaveLength(1);
+    const grep = await call(runtime, "grep", { pattern: "needle", path: dir });
     expect(textOf(grep)).toBe("a.txt:1: needle a");
-    await untilWritersEnded(root);
-    const patch = await call(runtime, "patch", { path: "a.txt", patch: patchToB, write: true });
-    expect(textOf(patch)).toBe("patch: applied 1 hunk to a.txt (9 bytes written)");
-    expect(temporaryFiles()).toEqual([]);
-    writeFileSync(join(root, "a.txt"), "needle a\n");
+    await untilWritersEnded(dir);
+    const patch = await call(runtime, "patch", { path: join(dir, "a.txt"), patch: patchToB, write: true });
+    expect(textOf(patch)).toBe(`patch: applied 1 hunk to ${join(dir, "a.txt")} (9 bytes written)`);
+    expect(temporaryFiles(dir)).toEqual([]);
   }
 
   it("by an abort past its grace: no temporary file is left once the next patch writes in its folder", async () => {
-    writeFileSync(join(root, "a.txt"), "needle a\n");
+    const dir = folderWithFile();
     const runtime = open();
     const controller = new AbortController();
-    const outcome = call(runtime, "stuck_write", { dir: root, name: "a.txt" }, controller.signal);
+    const outcome = call(runtime, "stuck_write", { dir, name: "a.txt" }, controller.signal);
     // Aborted only once its write has started.
-    await vi.waitFor(() => expect(temporaryFiles()).toHaveLength(1), { timeout: 60_000, interval: 10 });
+    await vi.waitFor(() => expect(temporaryFiles(dir)).toHaveLength(1), { timeout: 60_000, interval: 10 });
     controller.abort();
     const message = await outcome;
     expect(codeOf(message)).toBe("TP_ERR_ABORTED");
-    await expectCleanedByNextPatch(runtime);
+    await expectCleanedByNextPatch(runtime, dir);
   });
 
   it("by its time limit: no temporary file is left once the next patch writes in its folder", async () => {
-    writeFileSync(join(root, "a.txt"), "needle a\n");
+    const dir = folderWithFile();
     // Generous: the write starts at once, and the limit only has to come after that.
     const runtime = open(5_000);
-    const message = await call(runtime, "stuck_write", { dir: root, name: "a.txt" });
+    const message = await call(runtime, "stuck_write", { dir, name: "a.txt" });
     expect(codeOf(message)).toBe("TP_ERR_TIMEOUT");
-    await expectCleanedByNextPatch(runtime);
+    await expectCleanedByNextPatch(runtime, dir);
   });
 });
