@@ -60,9 +60,9 @@ export function checkReplaceable(realPath: string, stats: Stats, label: string):
  * files its folder holds from writers that are gone, writes a temporary file
  * with the old file's owner, group and permission bits (setuid and setgid
  * cleared), then renames it over the file, unless the file was replaced
- * meanwhile. Throws an `Error` naming `label` when anything fails; the
- * temporary file is then removed (a thread terminated mid-write leaves it to
- * the next sweep of the folder).
+ * meanwhile or no longer passes the checks. Throws an `Error` naming
+ * `label` when anything fails; the temporary file is then removed (a thread
+ * terminated mid-write leaves it to the next sweep of the folder).
  */
 export function replaceFile(realPath: string, original: Stats, content: string, label: string): void {
   checkReplaceable(realPath, original, label);
@@ -83,7 +83,12 @@ export function replaceFile(realPath: string, original: Stats, content: string, 
       closeSync(file.fd);
     }
     if (realpathSync(dir) !== dir) throw new Error("its folder changed while the file was written");
-    if (!isSameFile(realPath, original)) throw new Error("it was replaced while it was patched (by another writer?); patch it again");
+    const current = statIfPresent(realPath);
+    if (current === undefined || current.dev !== original.dev || current.ino !== original.ino) {
+      throw new Error("it was replaced while it was patched (by another writer?); patch it again");
+    }
+    // A link added or the write bits removed meanwhile count as much as before.
+    checkReplaceable(realPath, current, label);
     renameSync(temporary, realPath);
   } catch (error) {
     if (temporary !== undefined) {
@@ -115,13 +120,12 @@ function keepOwnerAndMode(fd: number, original: Stats, label: string): void {
   fchmodSync(fd, original.mode & KEPT_MODE_BITS);
 }
 
-/** Whether `realPath` still is the file `original` describes (not replaced since it was read). */
-function isSameFile(realPath: string, original: Stats): boolean {
+/** The file now at `realPath`, not followed if a link; undefined when there is none. */
+function statIfPresent(realPath: string): Stats | undefined {
   try {
-    const now = lstatSync(realPath);
-    return now.dev === original.dev && now.ino === original.ino;
+    return lstatSync(realPath);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
