@@ -29,7 +29,9 @@ export interface BuiltinToolsOptions {
   /**
    * Whether `patch` may write files (`write: true`); without it such a call
    * is an error result. Writes go to a temporary file in the same directory,
-   * which is then renamed into place.
+   * which is then renamed into place, with the old file's owner, group and
+   * permission bits (setuid and setgid cleared); read-only files, files with
+   * several hard links and files whose owner cannot be kept are refused.
    * @default false
    */
   allowWrite?: boolean;

@@ -13,6 +13,7 @@
 // then sat idle 35–42% of a busy run).
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchOptionsAbortable } from "diff";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
+import { quotePath } from "./quote-path.js";
 import { readRegularFile } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
@@ -69,7 +70,9 @@ export interface DiffDetails {
  * two sides.
  *
  * Contract:
- * - Header names are the paths when given, otherwise "old" / "new".
+ * - Header names are the paths when given, otherwise "old" / "new"; a name
+ *   holding control characters, quotes or non-ASCII characters is quoted
+ *   with C-style escapes, as git does.
  * - Identical inputs give the text "The inputs are identical." and
  *   `identical: true`, `hunks: 0`.
  * - The patch text is cut at a line boundary at 64 KiB, with a note; the
@@ -175,7 +178,8 @@ function readSide(
   if (text !== undefined) return { name: side, text };
   const file = path!;
   const realPath = resolveInWorkspace(workspace, "diff", pathKey, file);
-  return { name: file, text: readRegularFile(realPath, `diff: ${pathKey} ${file}`, DIFF_MAX_FILE_BYTES).toString("utf8") };
+  // The name goes into the patch header, where jsdiff quotes it as git does.
+  return { name: file, text: readRegularFile(realPath, `diff: ${pathKey} ${quotePath(file)}`, DIFF_MAX_FILE_BYTES).toString("utf8") };
 }
 
 /** Keeps whole lines while the UTF-8 size stays within `maxBytes`. */

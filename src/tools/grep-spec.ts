@@ -18,7 +18,8 @@ export const grepSpec = {
   label: "Grep",
   description:
     "Search files under a directory for lines matching a JavaScript regular expression. " +
-    "Returns `file:line: text` lines (file relative to `path`). Respects .gitignore files, " +
+    "Returns `file:line: text` lines (file relative to `path`; a name holding control characters, quotes or backslashes " +
+    "is shown in double quotes with C-style escapes). Respects .gitignore files, " +
     "skips .git/, node_modules/, binary files and files over 4 MiB. Lines are matched one at a time. " +
     `Returns at most maxResults matches (default ${GREP_DEFAULT_MAX_RESULTS}, max ${GREP_MAX_RESULTS_LIMIT}) ` +
     "and at most 64 KiB of text; a truncated result says so.",

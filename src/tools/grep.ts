@@ -13,7 +13,9 @@ import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import ignore, { type Ignore } from "ignore";
 import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../types.js";
 import { createLineMatcher, requiredLiterals, type LineMatcher } from "./line-matcher.js";
+import { escapeControlCharacters, messageOf, quotePath } from "./quote-path.js";
 import { openRegularFile, readRegularFile, readRegularFileInto, type ReadScratch } from "./regular-file.js";
+import { isTemporaryFileName } from "./temporary-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 import { GREP_DEFAULT_MAX_RESULTS, GREP_MAX_RESULTS_LIMIT } from "./grep-spec.js";
@@ -139,7 +141,7 @@ function compilePattern(pattern: string, flags: string | undefined): RegExp {
   try {
     return new RegExp(pattern, effective);
   } catch (err) {
-    throw new Error(`grep: invalid pattern ${JSON.stringify(pattern)}: ${(err as Error).message}`);
+    throw new Error(`grep: invalid pattern ${JSON.stringify(pattern)}: ${messageOf(err)}`);
   }
 }
 
@@ -152,8 +154,12 @@ function compilePattern(pattern: string, flags: string | undefined): RegExp {
  * - Result text: one `file:line: text` line per match (file relative to
  *   `path` with `/` separators; the basename when `path` is a file), or a
  *   "no matches" sentence; a truncated result ends with a note saying so.
+ *   No file can forge a line: a name holding control characters is quoted,
+ *   and control characters in a matched line (tab excepted) are escaped
+ *   (see quote-path.ts).
  * - Honors `.gitignore` files at the root of `path` and below (not those above
- *   it); never enters `.git/` or `node_modules/`; does not follow symlinks;
+ *   it); never enters `.git/` or `node_modules/`; skips `patch`'s temporary
+ *   files (`.*.toolpool.tmp`); does not follow symlinks;
  *   skips files with a NUL byte in their first 8 KiB and files over 4 MiB;
  *   silently skips entries it cannot read.
  * - Checks `ctx.signal` for every file and every 4096 lines passed (a file
@@ -235,10 +241,11 @@ function searchFile(search: Search, absPath: string, relPath: string, budget: Bu
     if (at === -1 || at + needle.length > length) return found;
   }
   let bytes = 0;
+  const shownPath = quotePath(relPath);
   search.matcher.forEachMatch(
     buf.toString("utf8", 0, length),
     (lineNumber, line) => {
-      const out = `${relPath}:${lineNumber}: ${clipLine(line)}`;
+      const out = `${shownPath}:${lineNumber}: ${escapeControlCharacters(clipLine(line))}`;
       found.push(out);
       bytes += Buffer.byteLength(out, "utf8") + 1;
       return found.length < budget.lines && bytes <= budget.bytes;
@@ -317,12 +324,12 @@ async function executeGrep(
     rootIsDir = statSync(root).isDirectory();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`grep: path not found: ${rootArg}`);
-    throw new Error(`grep: cannot read path ${rootArg}: ${(err as Error).message}`);
+    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`grep: path not found: ${quotePath(rootArg)}`);
+    throw new Error(`grep: cannot read path ${quotePath(rootArg)}: ${messageOf(err)}`);
   }
   // A path given explicitly must be searchable: a FIFO or device is an error,
   // not a silent "no matches".
-  if (!rootIsDir) closeSync(openRegularFile(root, `grep: path ${rootArg}`).fd);
+  if (!rootIsDir) closeSync(openRegularFile(root, `grep: path ${quotePath(rootArg)}`).fd);
 
   const merge = new Merge(maxResults);
   const search = createSearch(regex, signal);
@@ -381,7 +388,7 @@ async function executeGrep(
   const { lines, filesScanned, truncated } = merge;
   let text: string;
   if (lines.length === 0) {
-    text = `No matches for /${args.pattern}/ in ${rootArg} (${filesScanned} files scanned).`;
+    text = `No matches for /${escapeControlCharacters(args.pattern)}/ in ${quotePath(rootArg)} (${filesScanned} files scanned).`;
   } else {
     text = lines.join("\n");
     if (truncated) {
@@ -442,6 +449,8 @@ async function walkTree(
         if (isIgnored(`${rel}/`, layers)) continue;
         await walk(prefix + entry.name, rel, layers);
       } else if (entry.isFile()) {
+        // patch's temporary files, complete or cut short: never search results.
+        if (isTemporaryFileName(entry.name)) continue;
         if (nameFilter && !nameFilter.test(entry.name)) continue;
         if (isIgnored(rel, layers)) continue;
         files.abs.push(prefix + entry.name);

@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 // Synchronous file calls on purpose: see the note in diff.ts.
 import { closeSync, readSync } from "node:fs";
 import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
+import { quotePath } from "./quote-path.js";
 import { openRegularFile } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
@@ -65,7 +66,8 @@ export const hashSpec = {
  * Hashes `args.text` (as UTF-8) or the file at `args.path`.
  *
  * Contract:
- * - Result text: `<algorithm> <hex>  <path or "(text)">`.
+ * - Result text: `<algorithm> <hex>  <path or "(text)">`; a path holding
+ *   control characters is quoted (see quote-path.ts).
  * - Files are streamed in 1 MiB chunks; `ctx.signal` is checked between
  *   chunks and a progress update is sent at most every 200 ms (never in the
  *   first 200 ms).
@@ -107,8 +109,8 @@ async function executeHash(
     bytes = buf.length;
     label = "(text)";
   } else {
-    label = args.path!;
-    bytes = hashFile(resolveInWorkspace(workspace, "hash", "path", label, "file"), label, hash, algorithm, ctx);
+    label = quotePath(args.path!);
+    bytes = hashFile(resolveInWorkspace(workspace, "hash", "path", args.path!, "file"), label, hash, algorithm, ctx);
   }
   signal.throwIfAborted();
 
@@ -119,6 +121,7 @@ async function executeHash(
   };
 }
 
+/** Hashes the file at `realPath`; `path` is how messages name it (quoted already). */
 function hashFile(
   realPath: string,
   path: string,

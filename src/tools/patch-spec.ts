@@ -17,7 +17,8 @@ export const patchSpec = {
   description:
     'Apply a unified diff (one file, one or more hunks) to a file ("path") or a text ("text"); give exactly one. ' +
     "Hunks may sit at other line numbers than their headers say; fuzzFactor (default 0, max 10) tolerates that many " +
-    "mismatched context lines. With write: true and path, the file is rewritten and a one-line summary returned; " +
+    "mismatched context lines. With write: true and path, the file is rewritten (keeping its owner and permissions, " +
+    "setuid/setgid cleared; read-only files and files with several hard links are refused) and a one-line summary returned; " +
     "otherwise the patched content is returned (at most 64 KiB, a truncated result says so). " +
     "Fails, changing nothing, if any hunk does not apply.",
   parameters: {

@@ -7,13 +7,12 @@
  * @module
  */
 
-// Synchronous file calls on purpose: see the note in diff.ts.
-import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import type { Stats } from "node:fs";
 import { applyPatch, parsePatch, type ApplyPatchOptions, type StructuredPatch, type StructuredPatchHunk } from "diff";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
-import { isOpenedAt, readRegularFile } from "./regular-file.js";
+import { quotePath } from "./quote-path.js";
+import { readRegularFileWithStats } from "./regular-file.js";
+import { checkReplaceable, replaceFile } from "./replace-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 import { PATCH_MAX_FUZZ } from "./patch-spec.js";
@@ -64,7 +63,12 @@ export interface PatchDetails {
  *   with a note); with `write: true` (requires `path` and a workspace that
  *   allows writes) the patched content goes to a temporary file in the same
  *   directory, which is then renamed over the file, and the text is a
- *   one-line summary.
+ *   one-line summary. The new file keeps the old one's owner, group and
+ *   permission bits, setuid and setgid cleared; a read-only file, one with
+ *   several hard links, or one whose owner cannot be kept is refused before
+ *   anything is written (see replace-file.ts).
+ * - Paths in the result and in error texts are quoted when they hold control
+ *   characters (see quote-path.ts).
  * - `ctx.signal` is checked during the hunk placement search (whose cost grows
  *   with file size and fuzz) and once more right before writing.
  * - Throws for a patch that cannot be parsed, has no hunks or targets several
@@ -104,10 +108,17 @@ async function executePatch(
   }
   const parsed = parseSingle(args.patch);
   const realPath = args.path === undefined ? undefined : resolveInWorkspace(workspace, "patch", "path", args.path, "file");
-  const source =
-    realPath === undefined
-      ? args.text!
-      : readRegularFile(realPath, `patch: ${args.path}`, PATCH_MAX_FILE_BYTES).toString("utf8");
+  const label = `patch: ${quotePath(args.path ?? "")}`;
+  let source: string;
+  let stats: Stats | undefined;
+  if (realPath === undefined) source = args.text!;
+  else {
+    const read = readRegularFileWithStats(realPath, label, PATCH_MAX_FILE_BYTES);
+    source = read.bytes.toString("utf8");
+    stats = read.stats;
+    // A file that will be refused is refused before the work of placing the hunks.
+    if (write) checkReplaceable(realPath, stats, label);
+  }
   signal.throwIfAborted();
 
   let comparisons = 0;
@@ -130,10 +141,9 @@ async function executePatch(
   const bytes = Buffer.byteLength(result, "utf8");
   const hunks = parsed.hunks.length;
   if (write) {
-    const path = args.path!;
-    replaceFile(realPath!, result);
+    replaceFile(realPath!, stats!, result, label);
     return {
-      content: [{ type: "text", text: `patch: applied ${hunks} hunk${hunks === 1 ? "" : "s"} to ${path} (${bytes} bytes written)` }],
+      content: [{ type: "text", text: `patch: applied ${hunks} hunk${hunks === 1 ? "" : "s"} to ${quotePath(args.path!)} (${bytes} bytes written)` }],
       details: { applied: true, hunks, written: true, bytes, truncated: false },
     };
   }
@@ -164,38 +174,6 @@ function parseSingle(patch: string): StructuredPatch {
 }
 
 /**
- * Writes `content` to a new file beside `realPath` (created exclusively, so
- * nothing already there is followed or overwritten), then renames it over
- * `realPath`: a reader sees the old file or the new one, never half of it,
- * and a link planted at the temporary name cannot redirect the write.
- */
-function replaceFile(realPath: string, content: string): void {
-  const temporary = join(dirname(realPath), `.${basename(realPath)}.${randomBytes(6).toString("hex")}.toolpool.tmp`);
-  // The new file keeps the old one's permission bits.
-  const fd = openSync(temporary, "wx", statSync(realPath).mode & 0o7777);
-  try {
-    try {
-      // The folder may have been swapped for a link since it was resolved:
-      // write only to a file that is where it was meant to be.
-      if (!isOpenedAt(fd, temporary)) throw new Error("its folder changed while the file was written");
-      writeSync(fd, content, null, "utf8");
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    if (realpathSync(dirname(realPath)) !== dirname(realPath)) throw new Error("its folder changed while the file was written");
-    renameSync(temporary, realPath);
-  } catch (error) {
-    try {
-      unlinkSync(temporary);
-    } catch {
-      // Already renamed or never written: nothing to clean up.
-    }
-    throw new Error(`patch: cannot write ${realPath}: ${(error as Error).message}`);
-  }
-}
-
-/**
  * applyPatch only says "false". Hunks are placed first to last, each
  * placement depending only on the hunks before it, so "the first k hunks
  * apply" holds for every k below the failing hunk and for none from it on: a
@@ -220,7 +198,7 @@ function notApplying(
     else applies = middle;
   }
   const hunk = patch.hunks[failing - 1]!;
-  const target = path === undefined ? "the text" : path;
+  const target = path === undefined ? "the text" : quotePath(path);
   return new Error(
     `patch: hunk ${failing} of ${total} (${hunkHeader(hunk)}) does not apply to ${target}: ` +
       `its context and removed lines were not found${failing > 1 ? " after the previous hunks" : ""} ` +

@@ -14,6 +14,7 @@
  * @module
  */
 import { closeSync, constants, existsSync, fstatSync, openSync, readlinkSync, readSync, statSync, type Stats } from "node:fs";
+import { messageOf } from "./quote-path.js";
 
 /**
  * `O_NONBLOCK` makes `open()` of a FIFO return at once; `O_NOFOLLOW` refuses
@@ -44,7 +45,7 @@ export function openRegularFile(path: string, label: string): RegularFile {
     if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`${label} not found`);
     if (code === "ELOOP") throw new Error(`${label} is a symbolic link that changed while it was opened`);
     if (code === "ENXIO") throw new Error(`${label} is not a regular file (a socket or an unopened device)`);
-    throw new Error(`${label} cannot be opened: ${(error as Error).message}`);
+    throw new Error(`${label} cannot be opened: ${messageOf(error)}`);
   }
   try {
     const stats = fstatSync(fd);
@@ -96,9 +97,22 @@ export function isOpenedAt(fd: number, path: string, stats: Stats = fstatSync(fd
  * for a file that is not empty.
  */
 export function readRegularFile(path: string, label: string, maxBytes: number): Buffer {
+  return readRegularFileWithStats(path, label, maxBytes).bytes;
+}
+
+/**
+ * Like {@link readRegularFile}, and also gives the `fstat` of the descriptor
+ * read: owner, mode, links and inode of the very file whose bytes these are.
+ */
+export function readRegularFileWithStats(path: string, label: string, maxBytes: number): { bytes: Buffer; stats: Stats } {
   const scratch: ReadScratch = { buffer: Buffer.alloc(0) };
-  const length = readRegularFileInto(path, label, maxBytes, scratch);
-  return scratch.buffer.subarray(0, length);
+  const file = openRegularFile(path, label);
+  try {
+    const length = readOpenedFile(file, label, maxBytes, scratch);
+    return { bytes: scratch.buffer.subarray(0, length), stats: file.stats };
+  } finally {
+    closeSync(file.fd);
+  }
 }
 
 /** A buffer reused from one read to the next, grown on demand; one per thread is enough for synchronous reads. */
@@ -113,36 +127,41 @@ export interface ReadScratch {
  * of bytes read; they are valid until the next read into `scratch`.
  */
 export function readRegularFileInto(path: string, label: string, maxBytes: number, scratch: ReadScratch): number {
-  const { fd, stats } = openRegularFile(path, label);
+  const file = openRegularFile(path, label);
   try {
-    if (stats.size > maxBytes) throw new Error(`${label} is ${stats.size} bytes, over the ${maxBytes}-byte limit`);
-    // One byte more than the size tells a file that grew since; more than
-    // maxBytes tells one past the limit.
-    let want = Math.min(maxBytes + 1, Math.max(stats.size + 1, 64 * 1024));
-    if (scratch.buffer.length < want) scratch.buffer = Buffer.allocUnsafe(want);
-    let length = 0;
-    for (;;) {
-      let bytesRead: number;
-      try {
-        bytesRead = readSync(fd, scratch.buffer, length, want - length, null);
-      } catch (error) {
-        throw new Error(`${label} cannot be read: ${(error as Error).message}`);
-      }
-      length += bytesRead;
-      if (length > maxBytes) throw new Error(`${label} holds more than the ${maxBytes}-byte limit`);
-      // A file that says it has a size ends at a short read; one that says 0 (`/proc`) ends at a read of nothing.
-      if (bytesRead === 0 || (stats.size > 0 && length < want)) return length;
-      if (length === want) {
-        want = Math.min(maxBytes + 1, want * 2);
-        if (scratch.buffer.length < want) {
-          const grown = Buffer.allocUnsafe(want);
-          scratch.buffer.copy(grown, 0, 0, length);
-          scratch.buffer = grown;
-        }
+    return readOpenedFile(file, label, maxBytes, scratch);
+  } finally {
+    closeSync(file.fd);
+  }
+}
+
+/** Reads an open regular file (see {@link readRegularFileInto}); the caller closes it. */
+function readOpenedFile({ fd, stats }: RegularFile, label: string, maxBytes: number, scratch: ReadScratch): number {
+  if (stats.size > maxBytes) throw new Error(`${label} is ${stats.size} bytes, over the ${maxBytes}-byte limit`);
+  // One byte more than the size tells a file that grew since; more than
+  // maxBytes tells one past the limit.
+  let want = Math.min(maxBytes + 1, Math.max(stats.size + 1, 64 * 1024));
+  if (scratch.buffer.length < want) scratch.buffer = Buffer.allocUnsafe(want);
+  let length = 0;
+  for (;;) {
+    let bytesRead: number;
+    try {
+      bytesRead = readSync(fd, scratch.buffer, length, want - length, null);
+    } catch (error) {
+      throw new Error(`${label} cannot be read: ${messageOf(error)}`);
+    }
+    length += bytesRead;
+    if (length > maxBytes) throw new Error(`${label} holds more than the ${maxBytes}-byte limit`);
+    // A file that says it has a size ends at a short read; one that says 0 (`/proc`) ends at a read of nothing.
+    if (bytesRead === 0 || (stats.size > 0 && length < want)) return length;
+    if (length === want) {
+      want = Math.min(maxBytes + 1, want * 2);
+      if (scratch.buffer.length < want) {
+        const grown = Buffer.allocUnsafe(want);
+        scratch.buffer.copy(grown, 0, 0, length);
+        scratch.buffer = grown;
       }
     }
-  } finally {
-    closeSync(fd);
   }
 }
 

@@ -15,6 +15,7 @@
  */
 import { realpathSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
+import { messageOf, quotePath, quotePathAlways } from "./quote-path.js";
 
 /** The settings of a tool module instance. */
 export interface Workspace {
@@ -69,7 +70,8 @@ export function workspaceFromModuleUrl(moduleUrl: string): Workspace {
  * Resolves a path argument against the workspace root and returns its real
  * path, which must lie inside the real root (absolute paths inside it are
  * fine). Throws an `Error` (the call's error result) when the path, lexically
- * or once its symlinks are resolved, leaves the root, or does not exist.
+ * or once its symlinks are resolved, leaves the root, or does not exist;
+ * the message shows the path quoted when it holds control characters.
  * The lexical check comes first, so that nothing outside the root is ever
  * looked at, not even whether it exists.
  *
@@ -79,7 +81,7 @@ export function workspaceFromModuleUrl(moduleUrl: string): Workspace {
  */
 export function resolveInWorkspace(workspace: Workspace, tool: string, argName: string, path: string, noun = argName): string {
   const outside = (): Error =>
-    new Error(`${tool}: ${argName} ${JSON.stringify(path)} is outside the workspace root ${workspace.realRoot}`);
+    new Error(`${tool}: ${argName} ${quotePathAlways(path)} is outside the workspace root ${quotePath(workspace.realRoot)}`);
   if (path.includes("\0")) throw new Error(`${tool}: ${argName} must not contain a NUL character`);
   const absolute = resolve(workspace.realRoot, path);
   const isLexicallyInside =
@@ -90,8 +92,8 @@ export function resolveInWorkspace(workspace: Workspace, tool: string, argName: 
     real = realpathSync(absolute);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`${tool}: ${noun} not found: ${path}`);
-    throw new Error(`${tool}: cannot resolve ${argName} ${path}: ${(error as Error).message}`);
+    if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`${tool}: ${noun} not found: ${quotePath(path)}`);
+    throw new Error(`${tool}: cannot resolve ${argName} ${quotePath(path)}: ${messageOf(error)}`);
   }
   if (!isInside(workspace.realRoot, real)) throw outside();
   return real;

@@ -1,0 +1,160 @@
+import { closeSync, existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+
+import { builtinTools, createRuntime, workerTool, type Runtime, type ToolResultMessage } from "../dist/index.js";
+import {
+  createTemporaryFile,
+  isTemporaryFileName,
+  sweepTemporaryFiles,
+  TEMPORARY_FILE_MAX_AGE_MS,
+} from "../dist/tools/temporary-file.js";
+
+const textOf = (message: ToolResultMessage): string => (message.content[0] as { text: string }).text;
+const codeOf = (message: ToolResultMessage): string | undefined => (message.details as { code?: string } | undefined)?.code;
+/** Linux names every thread of a process in /proc/self/task: a temporary file's writer can be checked. */
+const hasThreadList = existsSync("/proc/thread-self");
+const patchToB = "--- a\n+++ b\n@@ -1,1 +1,1 @@\n-needle a\n+needle b\n";
+const stuckWrite = new URL("./fixtures/tools/stuck-write.mjs", import.meta.url);
+
+let root: string;
+let runtimes: Runtime[] = [];
+
+beforeAll(() => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), "toolpool-temporary-")));
+});
+
+afterEach(async () => {
+  await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
+  runtimes = [];
+});
+
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+const temporaryFiles = (dir: string): string[] => readdirSync(dir).filter((name) => name.endsWith(".toolpool.tmp"));
+
+/** The kernel thread that wrote a temporary file, from its name. */
+const writerThread = (name: string): string => /\.\d+-(\d+)\.[0-9a-f]{12}\.toolpool\.tmp$/.exec(name)![1]!;
+
+/** Waits until the threads that wrote the temporary files in `dir` have ended (a terminated thread exits soon after its call's outcome). */
+async function untilWritersEnded(dir: string): Promise<void> {
+  await vi.waitFor(() => {
+    for (const name of temporaryFiles(dir)) expect(existsSync(`/proc/self/task/${writerThread(name)}`), name).toBe(false);
+  }, { timeout: 60_000, interval: 20 });
+}
+
+describe("temporary files", () => {
+  it("are named after the file, the process and the thread that write them, and recognised by their suffix", () => {
+    const file = createTemporaryFile(root, "a.txt");
+    closeSync(file.fd);
+    const name = file.path.slice(root.length + 1);
+    expect(name).toMatch(new RegExp(`^\\.a\\.txt\\.${process.pid}-\\d+\\.[0-9a-f]{12}\\.toolpool\\.tmp$`));
+    expect(isTemporaryFileName(name)).toBe(true);
+    expect(isTemporaryFileName("a.txt")).toBe(false);
+    rmSync(file.path);
+    // A name near the 255-byte limit still leaves room for the rest.
+    const long = createTemporaryFile(root, "é".repeat(127));
+    closeSync(long.fd);
+    rmSync(long.path);
+  });
+
+  it.runIf(hasThreadList)("a sweep removes those of ended threads and stale ones, and keeps those of running threads and every other file (Linux)", async () => {
+    const dir = mkdtempSync(join(root, "sweep-"));
+    // Written by a thread that then ended without cleaning up.
+    const worker = new Worker(
+      `import(${JSON.stringify(new URL("../dist/tools/temporary-file.js", import.meta.url).href)}).then((m) => {
+        const file = m.createTemporaryFile(${JSON.stringify(dir)}, "gone.txt");
+        require("node:worker_threads").parentPort.postMessage(file.path);
+      });`,
+      { eval: true },
+    );
+    const [ended] = await Promise.all([new Promise<string>((resolve) => worker.once("message", resolve)), new Promise((resolve) => worker.once("exit", resolve))]);
+    await untilWritersEnded(dir);
+    // Written by this thread, which runs.
+    const running = createTemporaryFile(dir, "running.txt");
+    closeSync(running.fd);
+    // Older namings and other processes are judged by age only.
+    const oldName = join(dir, ".old.txt.0123456789ab.toolpool.tmp");
+    const recentName = join(dir, ".recent.txt.0123456789ab.toolpool.tmp");
+    const userFiles = ["notes.toolpool.tmp", ".notes.toolpool.tmp", "plain.txt"].map((name) => join(dir, name));
+    for (const path of [oldName, recentName, ...userFiles]) writeFileSync(path, "x");
+    const longAgo = (Date.now() - TEMPORARY_FILE_MAX_AGE_MS - 60_000) / 1000;
+    for (const path of [oldName, ...userFiles]) utimesSync(path, longAgo, longAgo);
+
+    expect(sweepTemporaryFiles(dir).sort()).toEqual([ended.slice(dir.length + 1), ".old.txt.0123456789ab.toolpool.tmp"].sort());
+    expect(readdirSync(dir).sort()).toEqual([running.path.slice(dir.length + 1), ".recent.txt.0123456789ab.toolpool.tmp", ...userFiles.map((path) => path.slice(dir.length + 1))].sort());
+  });
+});
+
+describe.runIf(hasThreadList)("a write cut short by termination (Linux)", () => {
+  /** grep and patch on the pool, and the tool that never finishes its write. */
+  function open(stuckTimeoutMs?: number): Runtime {
+    const runtime = createRuntime({
+      tools: [
+        ...builtinTools(["grep", "patch"], { root, allowWrite: true }),
+        workerTool({
+          name: "stuck_write",
+          description: "starts a write and never finishes it",
+          parameters: { type: "object" },
+          module: stuckWrite,
+          ...(stuckTimeoutMs === undefined ? {} : { timeoutMs: stuckTimeoutMs }),
+        }),
+      ],
+      pool: { maxThreads: 2, abortGraceMs: 50 },
+    });
+    runtimes.push(runtime);
+    return runtime;
+  }
+
+  async function call(runtime: Runtime, name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<ToolResultMessage> {
+    const { messages } = await runtime.executeToolCalls(
+      { role: "assistant", content: [{ type: "toolCall", id: "c1", name, arguments: args }] },
+      signal === undefined ? {} : { signal },
+    );
+    return messages[0]!;
+  }
+
+  /** A folder of its own holding a.txt, for one write cut short. */
+  function folderWithFile(): string {
+    const dir = mkdtempSync(join(root, "cut-"));
+    writeFileSync(join(dir, "a.txt"), "needle a\n");
+    return dir;
+  }
+
+  /** After a stuck write's outcome: grep never lists its file; once its thread has ended, the next patch in the folder removes it. */
+  async function expectCleanedByNextPatch(runtime: Runtime, dir: string): Promise<void> {
+    expect(temporaryFiles(dir)).toHaveLength(1);
+    const grep = await call(runtime, "grep", { pattern: "needle", path: dir });
+    expect(textOf(grep)).toBe("a.txt:1: needle a");
+    await untilWritersEnded(dir);
+    const patch = await call(runtime, "patch", { path: join(dir, "a.txt"), patch: patchToB, write: true });
+    expect(textOf(patch)).toBe(`patch: applied 1 hunk to ${join(dir, "a.txt")} (9 bytes written)`);
+    expect(temporaryFiles(dir)).toEqual([]);
+  }
+
+  it("by an abort past its grace: no temporary file is left once the next patch writes in its folder", async () => {
+    const dir = folderWithFile();
+    const runtime = open();
+    const controller = new AbortController();
+    const outcome = call(runtime, "stuck_write", { dir, name: "a.txt" }, controller.signal);
+    // Aborted only once its write has started.
+    await vi.waitFor(() => expect(temporaryFiles(dir)).toHaveLength(1), { timeout: 60_000, interval: 10 });
+    controller.abort();
+    const message = await outcome;
+    expect(codeOf(message)).toBe("TP_ERR_ABORTED");
+    await expectCleanedByNextPatch(runtime, dir);
+  });
+
+  it("by its time limit: no temporary file is left once the next patch writes in its folder", async () => {
+    const dir = folderWithFile();
+    // Generous: the write starts at once, and the limit only has to come after that.
+    const runtime = open(5_000);
+    const message = await call(runtime, "stuck_write", { dir, name: "a.txt" });
+    expect(codeOf(message)).toBe("TP_ERR_TIMEOUT");
+    await expectCleanedByNextPatch(runtime, dir);
+  });
+});
