@@ -1,0 +1,75 @@
+/**
+ * The main thread's side of the signals that cross to worker threads without
+ * a message of Piscina's: four slot arrays in shared memory (see
+ * `protocol.ts`, where the worker's side reads them) and the control channel
+ * that wakes a worker awaiting its abort. One per pool.
+ *
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import { BroadcastChannel } from "node:worker_threads";
+
+import { flagSlotCount, flagSlotMask, type WorkerBootData } from "./protocol.js";
+
+const slotArray = () => new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
+
+export class CallSignals {
+  /** Per call's slot: its sequence number once it is aborted. */
+  readonly #abortFlags = slotArray();
+  /** Per thread's slot: its thread id once it must serve no further call (it left work behind). */
+  readonly #retireFlags = slotArray();
+  /** Per thread's slot: the sequence number of the call whose tool finished, swapped in before its reply. */
+  readonly #endFlags = slotArray();
+  /** Per call's slot: how many of its partials the main thread has taken. */
+  readonly #takenUpdates = slotArray();
+  readonly #control: BroadcastChannel;
+  /** The control channel's name, which the workers and spread channels derive theirs from. */
+  readonly controlChannel = `toolpool:${randomUUID()}`;
+
+  constructor() {
+    this.#control = new BroadcastChannel(this.controlChannel);
+    this.#control.unref();
+  }
+
+  /** What every worker of the pool starts with. */
+  bootData(leftoverGraceMs: number): WorkerBootData {
+    return {
+      abortFlags: this.#abortFlags,
+      controlChannel: this.controlChannel,
+      retireFlags: this.#retireFlags,
+      leftoverGraceMs,
+      endFlags: this.#endFlags,
+      takenUpdates: this.#takenUpdates,
+    };
+  }
+
+  /** Aborts call `seq`: a flag a busy tool can poll, and a message that fires its signal. */
+  abort(seq: number): void {
+    Atomics.store(this.#abortFlags, seq & flagSlotMask, seq);
+    this.#control.postMessage({ abort: seq });
+  }
+
+  /** Whether `threadId` retired itself (it must take no further call). */
+  isRetired(threadId: number): boolean {
+    return Atomics.load(this.#retireFlags, threadId & flagSlotMask) === threadId;
+  }
+
+  /**
+   * Claims call `seq`'s end on `threadId` for a deadline: true when the tool
+   * had already finished (its reply is on its way, so the call must not be
+   * reported as overrun), false when the claim came first and the thread may
+   * be terminated. Whichever side swaps first decides.
+   */
+  hasFinished(threadId: number, seq: number): boolean {
+    return Atomics.exchange(this.#endFlags, threadId & flagSlotMask, -seq) === seq;
+  }
+
+  /** Call `seq`'s partials taken so far: the worker holds later ones back while too many are untaken. */
+  tookUpdates(seq: number, count: number): void {
+    Atomics.store(this.#takenUpdates, seq & flagSlotMask, count);
+  }
+
+  close(): void {
+    this.#control.close();
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * A call of the worker pool as the main thread tracks it: a state
+ * machine whose phase says where the call is, with what each phase needs.
+ *
+ * @module
+ */
+import type { AgentToolResult } from "../types.js";
+import type { InstanceCall, PiscinaInstance } from "./piscina-instances.js";
+import type { WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
+import type { WorkerReply, WorkerTask } from "./protocol.js";
+import type { PoolTool } from "./tool-numbering.js";
+
+/**
+ * Where a call is. `waiting`: for a thread (in Piscina's queue, or parked by
+ * session admission). `running`: on a thread. `finished`: its tool ended (the
+ * worker's end mark said so at a deadline) and its reply is on its way, never
+ * overtaken by a timeout. `replied`: its reply is held until the last partial
+ * it announces arrives. `settled`: its outcome is given.
+ */
+export type CallPhase = "waiting" | "running" | "finished" | "replied" | "settled";
+
+/** A call of the pool, from `run` to its outcome. */
+export interface PoolCall extends InstanceCall {
+  readonly seq: number;
+  readonly request: WorkerCallRequest;
+  /** The call's tool, as numbered in this pool. */
+  readonly tool: PoolTool;
+  /** The message for the worker, once submitted; the balancer adds the tool's definition for a thread that may not know it. */
+  task: WorkerTask | undefined;
+  readonly resolve: (outcome: WorkerCallOutcome) => void;
+  phase: CallPhase;
+  /** The thread running the call, once dispatched. */
+  threadId: number;
+  /** When a thread was picked for it (the end of its queue wait); set once it left `waiting`. */
+  startedAt: number | undefined;
+  /** The run time the worker timed, from its reply. */
+  runMs: number | undefined;
+  killReason: "timeout" | "aborted" | "reply-lost" | undefined;
+  isAborted: boolean;
+  updatesSeen: number;
+  /** In `replied`: the worker's reply. */
+  reply: WorkerReply | undefined;
+  timeoutTimer: unknown;
+  graceTimer: unknown;
+  onAbort: (() => void) | undefined;
+}
+
+/** A new call, `waiting`. */
+export function createPoolCall(
+  seq: number,
+  request: WorkerCallRequest,
+  tool: PoolTool,
+  session: unknown,
+  instance: PiscinaInstance,
+  now: number,
+  resolve: (outcome: WorkerCallOutcome) => void,
+): PoolCall {
+  return {
+    seq,
+    tool,
+    task: undefined,
+    phase: "waiting",
+    session,
+    cost: request.tool.cost,
+    enqueuedAt: now,
+    request,
+    resolve,
+    instance,
+    threadId: 0,
+    startedAt: undefined,
+    runMs: undefined,
+    killReason: undefined,
+    isAborted: false,
+    updatesSeen: 0,
+    reply: undefined,
+    timeoutTimer: undefined,
+    graceTimer: undefined,
+    onAbort: undefined,
+  };
+}
+
+/** The outcome a worker's reply gives. */
+export function outcomeOf(reply: WorkerReply): WorkerCallOutcome {
+  switch (reply.kind) {
+    case "ok":
+      return { kind: "ok", result: reply.result as AgentToolResult<unknown> };
+    case "error":
+      return { kind: "error", message: reply.message };
+    case "fault":
+      return { kind: "error", message: reply.message, code: reply.code };
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Tools as a pool numbers them. A call's message names its tool by number;
+ * a thread is sent the tool's definition (module, export, limits) with its
+ * first call of it, and again until it has answered one.
+ *
+ * @module
+ */
+import type { ResolvedPoolOptions } from "../options.js";
+import type { WorkerToolDefinition } from "./protocol.js";
+import type { WorkerTool } from "./worker-tool.js";
+
+/** A tool as the pool numbers it. */
+export interface PoolTool {
+  readonly id: number;
+  readonly definition: WorkerToolDefinition;
+}
+
+/** Different exports one tool's calls may spread to (each keeps a tool entry for the pool's life). */
+export const maxPartExports = 64;
+
+export class ToolNumbering {
+  readonly #options: ResolvedPoolOptions;
+  readonly #tools = new Map<WorkerTool, PoolTool>();
+  /** The tools that parts of spread calls run as: per calling tool's number, by export name. */
+  readonly #partTools = new Map<number, Map<string, WorkerTool>>();
+
+  constructor(options: ResolvedPoolOptions) {
+    this.#options = options;
+  }
+
+  /** The pool's number for `tool`, given on its first call. */
+  toolOf(tool: WorkerTool): PoolTool {
+    let numbered = this.#tools.get(tool);
+    if (numbered === undefined) {
+      numbered = {
+        id: this.#tools.size + 1,
+        definition: {
+          moduleUrl: tool.moduleUrl,
+          exportName: tool.exportName,
+          toolName: tool.name,
+          maxResultBytes: tool.maxResultBytes ?? this.#options.maxResultBytes,
+        },
+      };
+      this.#tools.set(tool, numbered);
+    }
+    return numbered;
+  }
+
+  /**
+   * The tool a part of `parent`'s spread runs as: `exportName` of the calling
+   * tool's module, with its name and result limit, one per calling tool and
+   * export. Throws past {@link maxPartExports} exports for one tool.
+   */
+  partTool(parent: PoolTool, exportName: string): WorkerTool {
+    const { moduleUrl, toolName, maxResultBytes } = parent.definition;
+    let parts = this.#partTools.get(parent.id);
+    if (parts === undefined) this.#partTools.set(parent.id, (parts = new Map()));
+    let tool = parts.get(exportName);
+    if (tool === undefined) {
+      if (parts.size >= maxPartExports) {
+        throw new Error(`tool "${toolName}" already spreads ${maxPartExports} different exports, the most one tool may`);
+      }
+      tool = { name: `${toolName} (part: ${exportName})`, moduleUrl, exportName, maxResultBytes, cost: 1 } as unknown as WorkerTool;
+      parts.set(exportName, tool);
+    }
+    return tool;
+  }
+}
