@@ -7,7 +7,7 @@ import { compiledValidator } from "./compiled-validators.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./options.js";
 import { diffSpec } from "./tools/diff-spec.js";
-import { grepSpec } from "./tools/grep-spec.js";
+import { grepSpec } from "./tools/grep/grep-spec.js";
 import { hashSpec } from "./tools/hash.js";
 import { patchSpec } from "./tools/patch-spec.js";
 import { toWorkspaceModuleUrl } from "./tools/workspace.js";
@@ -47,6 +47,13 @@ export interface BuiltinToolsOptions {
 
 const allBuiltinNames: readonly BuiltinToolName[] = ["grep", "hash", "diff", "patch"];
 const builtinSpecs = { grep: grepSpec, hash: hashSpec, diff: diffSpec, patch: patchSpec } as const;
+/** Each tool's module, relative to this file's. */
+const builtinModules: Record<BuiltinToolName, string> = {
+  grep: "./tools/grep/grep.js",
+  hash: "./tools/hash.js",
+  diff: "./tools/diff.js",
+  patch: "./tools/patch.js",
+};
 
 /** The schema of {@link BuiltinToolsOptions} (compiled at build time: see compiled-validators.ts). */
 export const builtinToolsOptionsSchema = {
@@ -89,7 +96,7 @@ export function builtinTools(
     workerTool({
       ...builtinSpecs[name],
       parameters: builtinSpecs[name].parameters as Record<string, unknown>,
-      module: toWorkspaceModuleUrl(new URL(`./tools/${name}.js`, import.meta.url), resolved),
+      module: toWorkspaceModuleUrl(new URL(builtinModules[name], import.meta.url), resolved),
       timeoutMs: resolved.timeoutMs,
     }),
   );

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createDiffTool } from "../dist/tools/diff.js";
-import { createGrepTool } from "../dist/tools/grep.js";
+import { createGrepTool } from "../dist/tools/grep/grep.js";
 import { createHashTool } from "../dist/tools/hash.js";
 import { createPatchTool } from "../dist/tools/patch.js";
 import { escapeControlCharacters, quotePath } from "../dist/tools/quote-path.js";

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { builtinTools, createRuntime, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type SpreadOutcome } from "toolpool";
 
-import { createGrepTool } from "../dist/tools/grep.js";
+import { createGrepTool } from "../dist/tools/grep/grep.js";
 
 const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
 const tool = (name: string, exportName: string) => workerTool({ name, description: name, parameters: { type: "object" }, module: spreadModule, exportName });

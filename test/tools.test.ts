@@ -6,7 +6,7 @@ import { applyPatch } from "diff";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AgentToolResult, WorkerToolContext } from "../src/types.js";
 import { createDiffTool, diffSpec } from "../dist/tools/diff.js";
-import { createGrepTool, createProgressThrottle, globToRegExp, grepSpec } from "../dist/tools/grep.js";
+import { createGrepTool, createProgressThrottle, globToRegExp, grepSpec } from "../dist/tools/grep/grep.js";
 import { createHashTool, hashSpec } from "../dist/tools/hash.js";
 import { createPatchTool, patchSpec } from "../dist/tools/patch.js";
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { builtinTools, ToolpoolError } from "../dist/index.js";
 import { createDiffTool, DIFF_MAX_EDIT_LENGTH } from "../dist/tools/diff.js";
-import { createGrepTool } from "../dist/tools/grep.js";
+import { createGrepTool } from "../dist/tools/grep/grep.js";
 import { createHashTool } from "../dist/tools/hash.js";
 import { createPatchTool } from "../dist/tools/patch.js";
 import { readRegularFile } from "../dist/tools/regular-file.js";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { JsonSchema } from "../types.js";
+import type { JsonSchema } from "../../types.js";
 
 /** Default number of matching lines returned. */
 export const GREP_DEFAULT_MAX_RESULTS = 200;
