@@ -31,7 +31,7 @@ interface Case {
   schema: JsonSchema;
   args: Record<string, unknown>;
   /** A worker call nobody observes: valid arguments may be passed on uncopied. */
-  mayShare?: boolean;
+  mayReturnInput?: boolean;
 }
 
 const grepSchema: JsonSchema = {
@@ -59,13 +59,13 @@ const validArgs = { pattern: "TODO", path: "src", ignoreCase: true, maxResults: 
 
 const cases: Case[] = [
   { name: "valid, plain JSON schema", schema: grepSchema, args: validArgs },
-  { name: "valid, unobserved worker call", schema: grepSchema, args: validArgs, mayShare: true },
+  { name: "valid, unobserved worker call", schema: grepSchema, args: validArgs, mayReturnInput: true },
   { name: "coercible (\"50\", \"true\")", schema: grepSchema, args: { ...validArgs, maxResults: "50", ignoreCase: "true" } },
   { name: "invalid (missing, extra key)", schema: grepSchema, args: { path: "src", extra: 1 } },
   { name: "valid, TypeBox schema with a union", schema: typeboxSchema, args: { pattern: "TODO", maxResults: 5, mode: "lines" } },
 ];
 
-type Contender = (schema: JsonSchema, args: unknown, mayShare: boolean) => unknown;
+type Contender = (schema: JsonSchema, args: unknown, mayReturnInput: boolean) => unknown;
 
 type Pi16Validate = (tool: unknown, toolCall: unknown) => unknown;
 /** pi-ai 1.6.0, loaded only where it runs. */
@@ -114,18 +114,18 @@ const contenders16: [string, Contender][] = [
 ];
 
 const contenders: [string, Contender][] = [
-  ["toolpool before (ajv)", (schema, args, mayShare) => validateWithAjv("grep", schema, args, mayShare)],
-  ["toolpool after (TypeBox)", (schema, args, mayShare) => toolpoolValidate("grep", schema, args, mayShare)],
+  ["toolpool before (ajv)", (schema, args, mayReturnInput) => validateWithAjv("grep", schema, args, mayReturnInput)],
+  ["toolpool after (TypeBox)", (schema, args, mayReturnInput) => toolpoolValidate("grep", schema, args, mayReturnInput)],
   ["pi-ai 0.73.1", (schema, args) => piValidate({ name: "grep", parameters: schema } as never, { name: "grep", arguments: args } as never)],
 ];
 
 function timeCalls(contender: Contender, testCase: Case, calls: number): number {
-  const mayShare = testCase.mayShare === true;
+  const mayReturnInput = testCase.mayReturnInput === true;
   let sink = 0;
   const start = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) {
     try {
-      sink += contender(testCase.schema, testCase.args, mayShare) === undefined ? 0 : 1;
+      sink += contender(testCase.schema, testCase.args, mayReturnInput) === undefined ? 0 : 1;
     } catch (error) {
       sink += (error as Error).message.length;
     }

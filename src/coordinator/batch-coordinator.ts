@@ -13,6 +13,7 @@ import { toCallDurations, type CallDurations } from "../tracing/call-durations.j
 import type { CallTiming, ToolCallPool, WorkerCallOutcome } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
+import { UpdateDeliveries } from "./update-deliveries.js";
 import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./maybe-async.js";
 import { abortedText, type PiRules } from "./pi-rules.js";
 import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
@@ -428,82 +429,6 @@ export class BatchCoordinator {
   #deliver(event: BatchEvent, durations?: CallDurations): void | Promise<void> {
     this.#scope.services.publish(event, this.#scope.batchId, durations);
     return this.#scope.emit?.(event);
-  }
-}
-
-/**
- * Update events of one call that may wait in the batch's mailbox (posted, not
- * yet delivered) before the next partials are held back, latest wins: a slow
- * event sink then holds at most this many of a call's partials, however many
- * the tool sends. Large enough that a sink keeping up never sees it.
- */
-export const maxQueuedUpdates = 16;
-
-/**
- * The partial results of one call: each is handed to `deliver` as it comes
- * (an update event posted to the mailbox, or a caller's own `onUpdate`); the
- * call's execution ends only once every delivery made so far has settled.
- * While {@link maxQueuedUpdates} deliveries are still waiting, a new partial
- * is held instead, replacing any held before it, and goes out when one of
- * them is done.
- */
-class UpdateDeliveries {
-  readonly #deliver: (partialResult: AgentToolResult<unknown>) => unknown;
-  /** Deliveries made so far; undefined while there are none. */
-  pending: Promise<unknown>[] | undefined;
-  /** Set once the tool settled, where the batch's rules drop later partials. */
-  #isClosed = false;
-  /** Deliveries posted and not yet settled. */
-  #waiting = 0;
-  #held: AgentToolResult<unknown> | undefined;
-  #isHolding = false;
-
-  constructor(deliver: (partialResult: AgentToolResult<unknown>) => unknown) {
-    this.#deliver = deliver;
-  }
-
-  readonly onUpdate = (partialResult: AgentToolResult<unknown>): void => {
-    if (this.#isClosed) return;
-    if (this.#waiting >= maxQueuedUpdates) {
-      this.#held = partialResult;
-      this.#isHolding = true;
-      return;
-    }
-    const delivery = this.#send(partialResult);
-    if (delivery !== undefined) (this.pending ??= []).push(delivery);
-  };
-
-  /** Hands one partial on; the promise settles once it and any partial held meanwhile are delivered. */
-  #send(partialResult: AgentToolResult<unknown>): Promise<unknown> | undefined {
-    const delivery = this.#deliver(partialResult);
-    if (delivery === undefined) return undefined;
-    this.#waiting += 1;
-    return Promise.resolve(delivery).then(this.#onDelivered, this.#onFailed);
-  }
-
-  /** A delivery that failed (an event sink that threw) still frees its place; the failure goes on as before. */
-  readonly #onFailed = (error: unknown): Promise<never> => {
-    const next = this.#onDelivered();
-    return next === undefined ? Promise.reject(error) : next.then(() => Promise.reject(error));
-  };
-
-  readonly #onDelivered = (): Promise<unknown> | undefined => {
-    this.#waiting -= 1;
-    if (!this.#isHolding) return undefined;
-    // Sent by the tool before it settled, so delivered even once closed.
-    const held = this.#held!;
-    this.#held = undefined;
-    this.#isHolding = false;
-    return this.#send(held);
-  };
-
-  /** Partials sent from now on are dropped. */
-  close(): void {
-    this.#isClosed = true;
-  }
-
-  settled(): Promise<unknown> {
-    return Promise.all(this.pending ?? []);
   }
 }
 

@@ -43,10 +43,10 @@ export interface PiRules {
   compileSchema(schema: JsonSchema): void;
   /**
    * Validates (and coerces) a call's arguments as this pi's pi-ai does, or
-   * throws an `Error` with pi-ai's text. `mayShare`: nobody but a copying
+   * throws an `Error` with pi-ai's text. `mayReturnInput`: nobody but a copying
    * consumer sees the result, so valid arguments may be returned as they are.
    */
-  validate(toolCall: ToolCall, schema: JsonSchema, rawArguments: unknown, mayShare: boolean): unknown;
+  validate(toolCall: ToolCall, schema: JsonSchema, rawArguments: unknown, mayReturnInput: boolean): unknown;
   /** The immediate result of a call that `beforeToolCall` blocked. */
   blockedResult(decision: BeforeToolCallResult): AgentToolResult<unknown>;
   /** The result after `afterToolCall`'s override, field by field. */
@@ -78,8 +78,8 @@ export const pi073Rules: PiRules = Object.freeze({
   compileSchema(schema: JsonSchema): void {
     compileArgumentValidator(schema);
   },
-  validate(toolCall: ToolCall, schema: JsonSchema, rawArguments: unknown, mayShare: boolean): unknown {
-    return validateToolArguments(toolCall.name, schema, rawArguments, mayShare);
+  validate(toolCall: ToolCall, schema: JsonSchema, rawArguments: unknown, mayReturnInput: boolean): unknown {
+    return validateToolArguments(toolCall.name, schema, rawArguments, mayReturnInput);
   },
   blockedResult(decision: BeforeToolCallResult): AgentToolResult<unknown> {
     return createErrorToolResult(decision.reason || defaultBlockReason);

@@ -35,8 +35,8 @@ export function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): Prepar
   // No hook sees the validated arguments: a worker call may then get the
   // call's own object when it is valid as it is, as the trip to the worker
   // copies it anyway and nobody could tell.
-  const mayShare = beforeToolCall === undefined && scope.afterToolCall === undefined;
-  const preparation = prepareArguments(scope, toolCall, mayShare);
+  const mayReturnInput = beforeToolCall === undefined && scope.afterToolCall === undefined;
+  const preparation = prepareArguments(scope, toolCall, mayReturnInput);
   if (preparation.kind === "immediate" || beforeToolCall === undefined) return preparation;
   return askBeforeToolCall(scope, beforeToolCall, preparation);
 }
@@ -61,7 +61,7 @@ async function askBeforeToolCall(
 }
 
 /** Finds the tool, applies its `prepareArguments` and validates as the batch's pi does. Never throws. */
-function prepareArguments(scope: PrepareScope, toolCall: ToolCall, mayShareWithWorker: boolean): Preparation {
+function prepareArguments(scope: PrepareScope, toolCall: ToolCall, mayReturnInputToWorker: boolean): Preparation {
   const entry = scope.registry.get(toolCall.name);
   if (entry === undefined) {
     return immediate(toolCall, createErrorToolResult(`Tool ${toolCall.name} not found`));
@@ -70,8 +70,8 @@ function prepareArguments(scope: PrepareScope, toolCall: ToolCall, mayShareWithW
     const { tool } = entry;
     // The shim's output is only validated: hooks and events keep the raw call.
     const rawArgs = tool.prepareArguments === undefined ? toolCall.arguments : tool.prepareArguments(toolCall.arguments);
-    const mayShare = mayShareWithWorker && entry.kind === "worker";
-    return { kind: "prepared", toolCall, entry, args: scope.rules.validate(toolCall, tool.parameters, rawArgs, mayShare) };
+    const mayReturnInput = mayReturnInputToWorker && entry.kind === "worker";
+    return { kind: "prepared", toolCall, entry, args: scope.rules.validate(toolCall, tool.parameters, rawArgs, mayReturnInput) };
   } catch (error) {
     return immediate(toolCall, createErrorToolResult(describeThrown(error)));
   }

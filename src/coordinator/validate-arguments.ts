@@ -47,16 +47,16 @@ const identityOnValid = new WeakMap<object, boolean>();
 /**
  * Validates a call's arguments against its tool's schema, coercing as pi
  * does, and returns the validated arguments: a coerced copy, never the
- * caller's object — unless `mayShare` says nobody but a copying consumer will
+ * caller's object — unless `mayReturnInput` says nobody but a copying consumer will
  * see them and they are valid on a schema whose coercion never changes a
  * valid value. Throws an `Error` with pi's text: `Validation failed for tool
  * "NAME":`, one line per TypeBox error, then the arguments received.
  */
-export function validateToolArguments(toolName: string, schema: JsonSchema, rawArguments: unknown, mayShare = false): unknown {
+export function validateToolArguments(toolName: string, schema: JsonSchema, rawArguments: unknown, mayReturnInput = false): unknown {
   const validator = compileArgumentValidator(schema);
   // Most calls are valid as sent: on most schemas pi's pipeline then returns
   // a plain copy of them, which a check and a copy give for less.
-  if (isIdentityOnValid(schema) && validator.Check(rawArguments)) return mayShare ? rawArguments : structuredClone(rawArguments);
+  if (isIdentityOnValid(schema) && validator.Check(rawArguments)) return mayReturnInput ? rawArguments : structuredClone(rawArguments);
   // Convert and the coercion write into objects: work on a copy, because the
   // raw arguments are still shown in events and in the message.
   const args = structuredClone(rawArguments);

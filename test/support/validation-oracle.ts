@@ -17,7 +17,7 @@ export function validateWithPi(toolName: string, schema: object, args: unknown):
   );
 }
 
-/** toolpool's validation, as its prepare stage calls it (`mayShare`: an unobserved worker call). */
-export function validateWithToolpool(toolName: string, schema: object, args: unknown, mayShare = false): ValidationOutcome {
-  return outcomeOf(() => validateToolArguments(toolName, schema as Record<string, unknown>, args, mayShare));
+/** toolpool's validation, as its prepare stage calls it (`mayReturnInput`: an unobserved worker call). */
+export function validateWithToolpool(toolName: string, schema: object, args: unknown, mayReturnInput = false): ValidationOutcome {
+  return outcomeOf(() => validateToolArguments(toolName, schema as Record<string, unknown>, args, mayReturnInput));
 }
