@@ -60,6 +60,15 @@ describe("ConnectionGuard on toolpool serve", () => {
     expect(flood.closed).toEqual([0]);
   }, 60_000);
 
+  it("past maxConnectionsPerAddress, a new connection from that address takes the place of its oldest incomplete one", async () => {
+    const served = await spawnServe(["--port", "0", "--threads", "1", "--max-connections-per-address", "1", "--headers-timeout", "600000"], {}, children);
+    const flood = await floodConnections(served.port, 3, FLOODER);
+    floods.push(flood);
+    expect((await requestFrom(CLIENT, `${served.url}/healthz`)).status).toBe(200);
+    await flood.whenClosed(2);
+    expect([...flood.closed].sort()).toEqual([0, 1]);
+  }, 60_000);
+
   it("answers 408 TP_ERR_HEADERS_TIMEOUT and closes a connection whose headers are not complete within headersTimeoutMs", async () => {
     const served = await spawnServe(["--port", "0", "--threads", "1", "--headers-timeout", "500"], {}, children);
     const socket = connect(served.port, "127.0.0.1");

@@ -48,9 +48,9 @@ interface Connection {
  *   headers; then it is answered 408 and closed.
  * - One address holds at most `maxConnectionsPerAddress` connections; all of
  *   them hold at most `maxConnections`. A new connection past either limit
- *   takes the place of the oldest connection in that limit that has not sent
- *   a complete request yet (or is already being closed); when there is none,
- *   the new connection is closed at once.
+ *   takes the place of a connection within that limit: one being closed
+ *   already, else the oldest that has not completed a request's headers yet.
+ *   When every one there has, the new connection is closed at once.
  * - A response that closes the connection (`Connection: close`: a 413, a
  *   401 or 403 of toolpool's fronts) while the request's body is still
  *   arriving no longer resets the connection under a client that is still
@@ -80,11 +80,6 @@ export class ConnectionGuard {
     });
   }
 
-  /** Connections open now. */
-  get size(): number {
-    return this.#connections.size;
-  }
-
   #admit(socket: Socket): void {
     const address = addressKey(socket.remoteAddress);
     if (address === undefined) {
@@ -102,8 +97,10 @@ export class ConnectionGuard {
     }
     const connection: Connection = { socket, address, phase: "fresh", request: undefined, timer: undefined };
     this.#connections.set(socket, connection);
-    if (peers === undefined) this.#byAddress.set(address, new Set([connection]));
-    else peers.add(connection);
+    // Looked up again: making room may have closed the address's last connection, and with it its set.
+    const current = this.#byAddress.get(address);
+    if (current === undefined) this.#byAddress.set(address, new Set([connection]));
+    else current.add(connection);
     this.#fresh.add(connection);
     connection.timer = setTimeout(() => this.#onHeadersTimeout(connection), this.#options.headersTimeoutMs);
     connection.timer.unref();
@@ -153,6 +150,7 @@ export class ConnectionGuard {
     // a client is never cut off for the server's own delay.
     setImmediate(() => {
       if (connection.phase !== "fresh" || connection.socket.destroyed) return;
+      this.#setPhase(connection, "closing");
       const body = JSON.stringify({
         statusCode: 408,
         error: "Request Timeout",
