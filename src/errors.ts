@@ -54,6 +54,8 @@ export const errorCodes = {
   TP_ERR_FLEET_UNAVAILABLE: "Redis is unreachable, or no live fleet node serves the toolset",
   /** The fleet's nodes serve tools that differ from the coordinator's, or serve another pi's coordinators. Result. */
   TP_ERR_TOOL_MISMATCH: "the fleet's nodes serve different tools, or another pi, than the coordinator",
+  /** An HTTP connection did not complete its first request's headers within `headersTimeoutMs`: answered 408 and closed. */
+  TP_ERR_HEADERS_TIMEOUT: "an HTTP connection did not complete its request's headers within headersTimeoutMs",
   /** The server is overloaded (event-loop delay, heap or RSS past its limit) and answers 503 with Retry-After. */
   TP_ERR_OVERLOADED: "the server is overloaded and answers 503 with Retry-After",
 } as const;

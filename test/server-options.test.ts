@@ -15,13 +15,16 @@ function messageOf(fn: () => unknown): string {
 }
 
 describe("resolveServerOptions", () => {
-  it("defaults the protections: no extra hosts or origins, 256 calls, 1024 connections, 1 s event-loop delay, memory checks off", () => {
+  it("defaults the protections: no extra hosts or origins, 256 calls, 1024 connections (256 per address), 5 s for headers, 1 s event-loop delay, memory checks off", () => {
     const options = resolveServerOptions(undefined);
     expect(options).toMatchObject({
       allowedHosts: [],
       allowedOrigins: [],
       maxCallsPerBatch: 256,
       maxConnections: 1024,
+      maxConnectionsPerAddress: 256,
+      headersTimeoutMs: 5000,
+      updateArgs: true,
       maxEventLoopDelayMs: 1000,
       maxHeapUsedBytes: 0,
       maxRssBytes: 0,
@@ -43,6 +46,10 @@ describe("resolveServerOptions", () => {
     expect(messageOf(() => resolveServerOptions({ maxCallsPerBatch: 0 }))).toBe(
       "Expected `maxCallsPerBatch` to be a number >= 1, got `0` (number)",
     );
+    expect(messageOf(() => resolveServerOptions({ maxConnectionsPerAddress: 0 }))).toBe(
+      "Expected `maxConnectionsPerAddress` to be a number >= 1, got `0` (number)",
+    );
+    expect(messageOf(() => resolveServerOptions({ updateArgs: "no" as unknown as boolean }))).toMatch(/^Expected `updateArgs` to be a boolean/);
     expect(messageOf(() => resolveServerOptions({ allowedHosts: [""] }))).toMatch(/^Expected `allowedHosts.0` to be a non-empty string/);
     expect(messageOf(() => resolveServerOptions({ allowedOrigins: "https://x" as unknown as string[] }))).toMatch(
       /^Expected `allowedOrigins` to be an? array/,

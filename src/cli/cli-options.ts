@@ -1,5 +1,5 @@
 /**
- * The options `run` and `demo` share, as commander options with their parsers.
+ * The options commands share, as commander options with their parsers.
  *
  * @module
  */
@@ -113,4 +113,41 @@ export function rootOption(): Option {
 /** `--allow-write`: lets the built-in `patch` write files. */
 export function allowWriteOption(): Option {
   return new Option("--allow-write", "let the built-in patch tool write files inside the root (default: it only returns the patched text)");
+}
+
+/** The connection limits of `serve` and `mcp --http`, as commander hands them over. */
+export interface ConnectionCliOptions {
+  maxConnections?: number;
+  maxConnectionsPerAddress?: number;
+  headersTimeout?: number;
+}
+
+/** `--max-connections N`, `--max-connections-per-address N`, `--headers-timeout MS`: the connection guard's limits. */
+export function connectionOptions(): Option[] {
+  return [
+    new Option("--max-connections <n>", "most connections open at once; past it a new one replaces the oldest that sent no complete request (default: 1024)").argParser(
+      parseCount,
+    ),
+    new Option(
+      "--max-connections-per-address <n>",
+      "most connections from one IPv4 address or IPv6 /64, the same way; behind a proxy raise it to --max-connections (default: 256)",
+    ).argParser(parseCount),
+    new Option("--headers-timeout <ms>", "most time from a connection's opening to its first request's complete headers (default: 5000)").argParser(
+      parseMilliseconds,
+    ),
+  ];
+}
+
+/** Parses a count: digits only, at least 1. */
+export function parseCount(value: string): number {
+  const count = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(count) || count < 1) throw new InvalidArgumentError("Expected an integer >= 1.");
+  return count;
+}
+
+/** Parses a duration in milliseconds: digits only, from 1 to the largest timer delay. */
+export function parseMilliseconds(value: string): number {
+  const ms = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(ms) || ms < 1 || ms > 2_147_483_647) throw new InvalidArgumentError("Expected an integer from 1 to 2147483647.");
+  return ms;
 }

@@ -7,7 +7,19 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 
 import type { PiVersion, ToolExecutionMode } from "../index.js";
-import { allowWriteOption, fleetOption, hooksOption, modeOption, piOption, remoteOption, rootOption, threadsOption, toolsOption } from "./cli-options.js";
+import {
+  allowWriteOption,
+  connectionOptions,
+  fleetOption,
+  hooksOption,
+  modeOption,
+  piOption,
+  remoteOption,
+  rootOption,
+  threadsOption,
+  toolsOption,
+  type ConnectionCliOptions,
+} from "./cli-options.js";
 
 /** Where `--http` listens. */
 export interface HttpAddress {
@@ -16,7 +28,7 @@ export interface HttpAddress {
 }
 
 /** The options of `mcp`, as commander hands them over. */
-export interface McpCliOptions {
+export interface McpCliOptions extends ConnectionCliOptions {
   http?: HttpAddress;
   token?: string;
   tokenFile?: string;
@@ -36,7 +48,7 @@ export interface McpCliOptions {
 /** Adds the `mcp` command to `program`. */
 export function addMcpCommand(program: Command): Command {
   const collect = (value: string, previous: string[]) => [...previous, value];
-  return program
+  const command = program
     .command("mcp")
     .description("serve the tools over the Model Context Protocol: on stdio, or on Streamable HTTP with --http")
     .addOption(
@@ -47,7 +59,9 @@ export function addMcpCommand(program: Command): Command {
     .addOption(new Option("--token <token>", "with --http: bearer token clients must send (default: $TOOLPOOL_TOKEN); visible in ps, prefer --token-file"))
     .addOption(new Option("--token-file <path>", "with --http: file holding the bearer token (surrounding whitespace is trimmed)"))
     .addOption(new Option("--allow-host <host>", "with --http and no token: a Host header to accept besides localhost (repeatable)").argParser(collect).default([]))
-    .addOption(new Option("--allow-origin <origin>", "with --http: an Origin header to accept (repeatable; default: none)").argParser(collect).default([]))
+    .addOption(new Option("--allow-origin <origin>", "with --http: an Origin header to accept (repeatable; default: none)").argParser(collect).default([]));
+  for (const option of connectionOptions()) command.addOption(option);
+  return command
     .addOption(toolsOption())
     .addOption(hooksOption())
     .addOption(threadsOption())

@@ -25,6 +25,7 @@ import { isLoopbackHost } from "../server/server-options.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import {
   allowWriteOption,
+  connectionOptions,
   fleetFromCli,
   fleetOption,
   hooksOption,
@@ -34,6 +35,7 @@ import {
   rootOption,
   threadsOption,
   toolsOption,
+  type ConnectionCliOptions,
   type FleetCliOptions,
 } from "./cli-options.js";
 import { withCallTimeout } from "./call-timeout.js";
@@ -44,7 +46,7 @@ import { inputErrors, UsageError } from "./usage-error.js";
 /** The environment variable that may hold the bearer token. */
 
 /** The options of `serve`, as commander hands them over. */
-export interface ServeCliOptions extends FleetCliOptions {
+export interface ServeCliOptions extends FleetCliOptions, ConnectionCliOptions {
   host?: string;
   port?: number;
   token?: string;
@@ -59,6 +61,8 @@ export interface ServeCliOptions extends FleetCliOptions {
   root?: string;
   allowWrite?: boolean;
   callTimeout?: number;
+  /** `--update-args` / `--no-update-args`; undefined when neither is given. */
+  updateArgs?: boolean;
 }
 
 /**
@@ -82,6 +86,10 @@ export interface ServeConfig {
   allowedOrigins?: string[];
   maxCallsPerBatch?: number;
   maxConnections?: number;
+  maxConnectionsPerAddress?: number;
+  headersTimeoutMs?: number;
+  /** Whether SSE `tool_execution_update` frames carry `args`; `--no-update-args` overrides it. */
+  updateArgs?: boolean;
   maxEventLoopDelayMs?: number;
   maxHeapUsedBytes?: number;
   maxRssBytes?: number;
@@ -116,6 +124,9 @@ const configSchema = {
     allowedOrigins: { type: "array", items: { type: "string" } },
     maxCallsPerBatch: { type: "integer" },
     maxConnections: { type: "integer" },
+    maxConnectionsPerAddress: { type: "integer" },
+    headersTimeoutMs: { type: "integer" },
+    updateArgs: { type: "boolean" },
     maxEventLoopDelayMs: { type: "integer" },
     maxHeapUsedBytes: { type: "integer" },
     maxRssBytes: { type: "integer" },
@@ -206,7 +217,7 @@ export async function serve(options: ServeCliOptions): Promise<void> {
 
 /** Adds the `serve` command to `program`. */
 export function addServeCommand(program: Command): Command {
-  return program
+  const command = program
     .command("serve")
     .description("serve batches over HTTP (Server-Sent Events or JSON) until SIGTERM or SIGINT")
     .addOption(new Option("--host <host>", "address to listen on; beyond loopback a token is required (default: 127.0.0.1)"))
@@ -230,6 +241,11 @@ export function addServeCommand(program: Command): Command {
         parseCallTimeout,
       ),
     )
+    // Both forms, so that commander sets no default and the config file's `updateArgs` applies unless one is given.
+    .addOption(new Option("--update-args", "repeat each call's args in its SSE tool_execution_update events, as pi does (default)"))
+    .addOption(new Option("--no-update-args", "leave args out of SSE tool_execution_update events (tool_execution_start carries them)"));
+  for (const option of connectionOptions()) command.addOption(option);
+  return command
     .addOption(new Option("--config <file>", "JSON file with any of these settings; the command line wins"))
     .action((options: ServeCliOptions) => serve(options));
 }
@@ -262,7 +278,10 @@ async function resolveServerCliOptions(options: ServeCliOptions, config: ServeCo
     allowedHosts: config.allowedHosts,
     allowedOrigins: config.allowedOrigins,
     maxCallsPerBatch: config.maxCallsPerBatch,
-    maxConnections: config.maxConnections,
+    maxConnections: options.maxConnections ?? config.maxConnections,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? config.maxConnectionsPerAddress,
+    headersTimeoutMs: options.headersTimeout ?? config.headersTimeoutMs,
+    updateArgs: options.updateArgs ?? config.updateArgs,
     maxEventLoopDelayMs: config.maxEventLoopDelayMs,
     maxHeapUsedBytes: config.maxHeapUsedBytes,
     maxRssBytes: config.maxRssBytes,

@@ -85,6 +85,9 @@ async function serveHttp(runtime: Runtime, serverOptions: McpServerOptions, opti
     ...(token === undefined ? {} : { token }),
     allowedHosts: options.allowHost,
     allowedOrigins: options.allowOrigin,
+    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
+    ...(options.maxConnectionsPerAddress === undefined ? {} : { maxConnectionsPerAddress: options.maxConnectionsPerAddress }),
+    ...(options.headersTimeout === undefined ? {} : { headersTimeoutMs: options.headersTimeout }),
   });
   const stopped = new Promise<void>((resolve) => {
     process.once("SIGTERM", () => resolve());

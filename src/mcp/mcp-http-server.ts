@@ -16,6 +16,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 
 import { BearerAuth } from "../server/bearer-auth.js";
 import { checkBrowserGuard } from "../server/browser-guard.js";
+import { ConnectionGuard } from "../server/connection-guard.js";
 
 /** Options of {@link McpHttpServer}. */
 export interface McpHttpServerOptions {
@@ -40,8 +41,12 @@ export interface McpHttpServerOptions {
   maxSessions?: number;
   /** Milliseconds a session may go without a request before it is closed. @default 600000 (10 minutes) */
   sessionIdleMs?: number;
-  /** Most TCP connections open at once; past it new connections are closed at once. @default 1024 */
+  /** Most TCP connections open at once, as `createServer`'s `maxConnections`. @default 1024 */
   maxConnections?: number;
+  /** Most TCP connections from one IPv4 address or IPv6 /64, as `createServer`'s `maxConnectionsPerAddress`. @default 256 */
+  maxConnectionsPerAddress?: number;
+  /** Milliseconds from a connection's opening until its first request's headers must be complete (then 408). @default 5000 */
+  headersTimeoutMs?: number;
 }
 
 /** The endpoint of the MCP server. */
@@ -101,7 +106,11 @@ export class McpHttpServer {
         else response.destroy();
       });
     });
-    this.#http.maxConnections = options.maxConnections ?? 1024;
+    new ConnectionGuard(this.#http, {
+      maxConnections: options.maxConnections ?? 1024,
+      maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? 256,
+      headersTimeoutMs: options.headersTimeoutMs ?? 5000,
+    });
   }
 
   /** `http://HOST:PORT/mcp` once listening. */
@@ -144,9 +153,13 @@ export class McpHttpServer {
   async #handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = (request.url ?? "/").split("?", 1)[0];
     const verdict = checkBrowserGuard(request.headers.host, request.headers.origin, this.#guard);
-    if (verdict.kind === "deny") return sendJson(response, verdict.status, { code: verdict.code, message: verdict.reason });
+    // A refused client keeps no connection (its body is drained, within bounds).
+    if (verdict.kind === "deny") {
+      response.setHeader("connection", "close");
+      return sendJson(response, verdict.status, { code: verdict.code, message: verdict.reason });
+    }
     if (this.#auth !== undefined && !this.#auth.isAuthorized(request.headers.authorization)) {
-      response.setHeader("www-authenticate", 'Bearer realm="toolpool"');
+      response.setHeader("www-authenticate", 'Bearer realm="toolpool"').setHeader("connection", "close");
       return sendJson(response, 401, { code: "TP_ERR_UNAUTHORIZED", message: "Missing or invalid bearer token (Authorization: Bearer TOKEN)" });
     }
     if (path !== MCP_PATH) return sendJson(response, 404, { code: "FST_ERR_NOT_FOUND", message: `Route ${request.method ?? ""}:${path} not found` });
@@ -206,11 +219,11 @@ export class McpHttpServer {
 
 type BodyRead = { kind: "ok"; value: unknown } | { kind: "too-large" } | { kind: "invalid"; message: string };
 
-/** Reads a JSON body of at most `maxBytes`; stops reading at the limit. */
+/** Reads a JSON body of at most `maxBytes`; stops reading at the limit, leaving the rest to the 413's lingering close. */
 async function readJsonBody(request: IncomingMessage, maxBytes: number): Promise<BodyRead> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
+  for await (const chunk of request.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > maxBytes) return { kind: "too-large" };
     chunks.push(chunk);

@@ -79,7 +79,7 @@ async function runBatch(
       ...(context === undefined ? {} : { context }),
       signal: batch.signal,
       ...(sessionKey === undefined ? {} : { sessionKey }),
-      ...(stream === undefined ? {} : { emit: (event: BatchEvent) => stream.send(event.type, event) }),
+      ...(stream === undefined ? {} : { emit: (event: BatchEvent) => stream.send(event.type, framedEvent(event, options)) }),
     });
     batch.settle();
     if (stream === undefined) {
@@ -102,6 +102,17 @@ async function runBatch(
     await stream.end();
     return reply;
   }
+}
+
+/**
+ * The event as its SSE frame carries it: pi's shape, or, with `updateArgs:
+ * false`, a `tool_execution_update` without `args` (the call's
+ * `tool_execution_start` carried them).
+ */
+function framedEvent(event: BatchEvent, options: ResolvedServerOptions): object {
+  if (event.type !== "tool_execution_update" || options.updateArgs) return event;
+  const { args: _args, ...withoutArgs } = event;
+  return withoutArgs;
 }
 
 /** 503 with `Connection: close`, so that clients go to another instance. */

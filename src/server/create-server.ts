@@ -14,6 +14,7 @@ import { Runtime } from "../runtime.js";
 import { BearerAuth } from "./bearer-auth.js";
 import { checkBrowserGuard, type BrowserGuardOptions } from "./browser-guard.js";
 import { addBatchRoute, sendDraining } from "./batch-route.js";
+import { ConnectionGuard } from "./connection-guard.js";
 import { handleError, sendError, type ErrorBody } from "./http-errors.js";
 import { InFlightBatches } from "./in-flight-batches.js";
 import { loadFastify, loadUnderPressure } from "./lazy-modules.js";
@@ -75,7 +76,7 @@ export class ToolpoolServer {
       // defaults coerce types and drop unknown properties silently.
       ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
     });
-    this.#app.server.maxConnections = this.#options.maxConnections;
+    new ConnectionGuard(this.#app.server, this.#options);
     this.#sockets = new SocketTracker(this.#app.server);
     this.#app.setErrorHandler(handleError);
     this.#app.setNotFoundHandler((request, reply) =>
@@ -91,11 +92,13 @@ export class ToolpoolServer {
       if (this.#isDraining) return sendDraining(reply);
       // Before the token check and before anything runs: a web page must not
       // learn even whether the server wants a token.
+      // A refused client keeps no connection: it cannot hold a slot past
+      // its refusal (the rest of its body is drained, within bounds).
       const verdict = checkBrowserGuard(firstHeader(request.headers.host), firstHeader(request.headers.origin), guard);
-      if (verdict.kind === "deny") return sendError(reply, verdict.status, verdict.code, verdict.reason);
+      if (verdict.kind === "deny") return sendError(reply.header("connection", "close"), verdict.status, verdict.code, verdict.reason);
       // Health checks come from load balancers, which hold no token.
       if (auth !== undefined && request.routeOptions.url !== "/healthz" && !auth.isAuthorized(request.headers.authorization)) {
-        reply.header("www-authenticate", 'Bearer realm="toolpool"');
+        reply.header("www-authenticate", 'Bearer realm="toolpool"').header("connection", "close");
         return sendError(reply, 401, "TP_ERR_UNAUTHORIZED", "Missing or invalid bearer token (Authorization: Bearer TOKEN)");
       }
       return undefined;

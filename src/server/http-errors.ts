@@ -22,7 +22,8 @@ export interface RequestBodyError {
  * The body of every error answer. `code` is stable: a toolpool code
  * (`TP_ERR_INVALID_BATCH` for a 400, `TP_ERR_QUEUE_FULL` for a 429,
  * `TP_ERR_CLOSED` or `TP_ERR_OVERLOADED` for a 503, `TP_ERR_UNAUTHORIZED`
- * for a 401, `TP_ERR_FORBIDDEN` for a 403), and
+ * for a 401, `TP_ERR_FORBIDDEN` for a 403, `TP_ERR_HEADERS_TIMEOUT` for the
+ * 408 of a connection whose headers were too slow), and
  * Fastify's own for the errors Fastify raises (`FST_ERR_CTP_BODY_TOO_LARGE`
  * for a 413).
  */

@@ -80,11 +80,36 @@ export interface ServerOptions {
    */
   maxCallsPerBatch?: number;
   /**
-   * Most TCP connections open at once; past it Node closes new connections
-   * at once.
+   * Most TCP connections open at once. Past it, a new connection takes the
+   * place of the oldest one that has not completed a request yet (or is
+   * being closed after a refusal); when every connection has, the new one is
+   * closed at once.
    * @default 1024
    */
   maxConnections?: number;
+  /**
+   * Most TCP connections open at once from one IPv4 address or one IPv6
+   * /64, with the same rule as `maxConnections` past it, within that
+   * address. Behind a reverse proxy every connection comes from the proxy:
+   * raise it to `maxConnections` there.
+   * @default 256
+   */
+  maxConnectionsPerAddress?: number;
+  /**
+   * Milliseconds from a connection's opening until its first request's
+   * headers must be complete; past it the connection is answered 408
+   * `TP_ERR_HEADERS_TIMEOUT` and closed.
+   * @default 5000
+   */
+  headersTimeoutMs?: number;
+  /**
+   * Whether SSE `tool_execution_update` frames carry the call's `args`, as
+   * pi's event does. `false` leaves them out: a call's arguments are already
+   * in its `tool_execution_start`, and repeating large ones in every update
+   * multiplies the stream's size.
+   * @default true
+   */
+  updateArgs?: boolean;
   /**
    * Mean event-loop delay (ms, sampled every second) past which requests get
    * 503 `TP_ERR_OVERLOADED` with `Retry-After` (`GET /healthz` excepted);
@@ -119,6 +144,9 @@ export interface ResolvedServerOptions {
   readonly allowedOrigins: readonly string[];
   readonly maxCallsPerBatch: number;
   readonly maxConnections: number;
+  readonly maxConnectionsPerAddress: number;
+  readonly headersTimeoutMs: number;
+  readonly updateArgs: boolean;
   readonly maxEventLoopDelayMs: number;
   readonly maxHeapUsedBytes: number;
   readonly maxRssBytes: number;
@@ -140,6 +168,9 @@ export const serverOptionsSchema = {
     allowedOrigins: { type: "array", items: { type: "string", minLength: 1 }, default: [] },
     maxCallsPerBatch: { type: "integer", minimum: 1, default: 256 },
     maxConnections: { type: "integer", minimum: 1, default: 1024 },
+    maxConnectionsPerAddress: { type: "integer", minimum: 1, default: 256 },
+    headersTimeoutMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 5000 },
+    updateArgs: { type: "boolean", default: true },
     maxEventLoopDelayMs: { type: "integer", minimum: 0, default: 1000 },
     maxHeapUsedBytes: { type: "integer", minimum: 0, default: 0 },
     maxRssBytes: { type: "integer", minimum: 0, default: 0 },
@@ -190,6 +221,9 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     allowedOrigins: Object.freeze([...resolved.allowedOrigins]),
     maxCallsPerBatch: resolved.maxCallsPerBatch,
     maxConnections: resolved.maxConnections,
+    maxConnectionsPerAddress: resolved.maxConnectionsPerAddress,
+    headersTimeoutMs: resolved.headersTimeoutMs,
+    updateArgs: resolved.updateArgs,
     maxEventLoopDelayMs: resolved.maxEventLoopDelayMs,
     maxHeapUsedBytes: resolved.maxHeapUsedBytes,
     maxRssBytes: resolved.maxRssBytes,

@@ -1,0 +1,218 @@
+/**
+ * The connection edge of toolpool's HTTP fronts (`toolpool serve` and
+ * `toolpool mcp --http`): how many connections are open, how many come from
+ * one address, how long a new one may take to send its request headers, and
+ * how a refused request's connection is closed.
+ *
+ * @module
+ */
+import type { IncomingMessage, Server } from "node:http";
+import { isIP, type Socket } from "node:net";
+
+import { lingerThenClose } from "./lingering-close.js";
+
+/** The limits of a {@link ConnectionGuard}. */
+export interface ConnectionGuardOptions {
+  /** Most connections open at once. */
+  readonly maxConnections: number;
+  /** Most connections open at once from one IPv4 address or one IPv6 /64. */
+  readonly maxConnectionsPerAddress: number;
+  /** Milliseconds from a connection's opening until its first request's headers must be complete. */
+  readonly headersTimeoutMs: number;
+}
+
+/** Where a connection stands. */
+type Phase =
+  /** Open, its first request's headers not complete yet: it has proven nothing. */
+  | "fresh"
+  /** At least one request arrived. */
+  | "serving"
+  /** Refused and being closed: the rest of its body is read and discarded (see lingering-close.ts). */
+  | "closing";
+
+interface Connection {
+  readonly socket: Socket;
+  readonly address: string;
+  phase: Phase;
+  /** The latest request, to tell whether its body is still arriving when the connection is closed. */
+  request: IncomingMessage | undefined;
+  /** The headers deadline while fresh. */
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * Keeps slots free for new clients while others hold connections without
+ * completing a request (a slowloris flood), on any `node:http` server.
+ *
+ * - A connection has `headersTimeoutMs` to complete its first request's
+ *   headers; then it is answered 408 and closed.
+ * - One address holds at most `maxConnectionsPerAddress` connections; all of
+ *   them hold at most `maxConnections`. A new connection past either limit
+ *   takes the place of a connection within that limit: one being closed
+ *   already, else the oldest that has not completed a request's headers yet.
+ *   When every one there has, the new connection is closed at once.
+ * - A response that closes the connection (`Connection: close`: a 413, a
+ *   401 or 403 of toolpool's fronts) while the request's body is still
+ *   arriving no longer resets the connection under a client that is still
+ *   sending, which then never reads the answer: the rest of the body is read
+ *   and discarded first, within bounds (see lingering-close.ts).
+ *
+ * It replaces Node's `server.maxConnections`, which can only refuse new
+ * connections, however the open ones are used.
+ */
+export class ConnectionGuard {
+  readonly #options: ConnectionGuardOptions;
+  readonly #connections = new Map<Socket, Connection>();
+  /** Each address's connections, oldest first. */
+  readonly #byAddress = new Map<string, Set<Connection>>();
+  /** Connections that may give way to a new one, oldest first: those being closed, then those that proved nothing. */
+  readonly #closing = new Set<Connection>();
+  readonly #fresh = new Set<Connection>();
+
+  constructor(server: Server, options: ConnectionGuardOptions) {
+    this.#options = options;
+    server.on("connection", (socket: Socket) => this.#admit(socket));
+    server.on("request", (request: IncomingMessage) => {
+      const connection = this.#connections.get(request.socket);
+      if (connection === undefined) return;
+      connection.request = request;
+      if (connection.phase === "fresh") this.#setPhase(connection, "serving");
+    });
+  }
+
+  #admit(socket: Socket): void {
+    const address = addressKey(socket.remoteAddress);
+    if (address === undefined) {
+      socket.destroy();
+      return;
+    }
+    const peers = this.#byAddress.get(address);
+    if (peers !== undefined && peers.size >= this.#options.maxConnectionsPerAddress && !this.#makeRoom(peers)) {
+      socket.destroy();
+      return;
+    }
+    if (this.#connections.size >= this.#options.maxConnections && !this.#makeRoom(undefined)) {
+      socket.destroy();
+      return;
+    }
+    const connection: Connection = { socket, address, phase: "fresh", request: undefined, timer: undefined };
+    this.#connections.set(socket, connection);
+    // Looked up again: making room may have closed the address's last connection, and with it its set.
+    const current = this.#byAddress.get(address);
+    if (current === undefined) this.#byAddress.set(address, new Set([connection]));
+    else current.add(connection);
+    this.#fresh.add(connection);
+    connection.timer = setTimeout(() => this.#onHeadersTimeout(connection), this.#options.headersTimeoutMs);
+    connection.timer.unref();
+    socket.once("close", () => this.#forget(connection));
+    // Node's http server calls `destroySoon` once the response of a request
+    // that closes the connection is written; closing at once would reset the
+    // connection under a client still sending its body.
+    const destroySoon = socket.destroySoon.bind(socket);
+    socket.destroySoon = () => {
+      const request = connection.request;
+      if (request === undefined || request.complete || socket.destroyed) {
+        destroySoon();
+        return;
+      }
+      this.#setPhase(connection, "closing");
+      lingerThenClose(socket, request);
+    };
+  }
+
+  /**
+   * Closes the oldest connection that may give way, among `peers` (one
+   * address) or among all; false when every one is serving requests.
+   */
+  #makeRoom(peers: ReadonlySet<Connection> | undefined): boolean {
+    let victim: Connection | undefined;
+    if (peers === undefined) {
+      victim = first(this.#closing) ?? first(this.#fresh);
+    } else {
+      for (const peer of peers) {
+        if (peer.phase === "closing") {
+          victim = peer;
+          break;
+        }
+        if (peer.phase === "fresh") victim ??= peer;
+      }
+    }
+    if (victim === undefined) return false;
+    // Forgotten now, not on its `close` event: the slot is the new connection's at once.
+    this.#forget(victim);
+    victim.socket.destroy();
+    return true;
+  }
+
+  #onHeadersTimeout(connection: Connection): void {
+    // Timers run before the event loop polls its sockets: after the loop was
+    // blocked, headers that have arrived in the meantime are read first, so
+    // a client is never cut off for the server's own delay.
+    setImmediate(() => {
+      if (connection.phase !== "fresh" || connection.socket.destroyed) return;
+      this.#setPhase(connection, "closing");
+      const body = JSON.stringify({
+        statusCode: 408,
+        error: "Request Timeout",
+        code: "TP_ERR_HEADERS_TIMEOUT",
+        message: `The request's headers did not arrive within ${this.#options.headersTimeoutMs} ms of the connection's opening (headersTimeoutMs)`,
+      });
+      const socket = connection.socket;
+      socket.end(
+        `HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
+          `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      // The client has sent only a few header bytes: nothing worth lingering for.
+      socket.destroySoon();
+    });
+  }
+
+  #setPhase(connection: Connection, phase: Phase): void {
+    if (connection.phase === "fresh") {
+      this.#fresh.delete(connection);
+      clearTimeout(connection.timer);
+      connection.timer = undefined;
+    }
+    connection.phase = phase;
+    if (phase === "closing") this.#closing.add(connection);
+  }
+
+  #forget(connection: Connection): void {
+    if (this.#connections.get(connection.socket) !== connection) return;
+    this.#connections.delete(connection.socket);
+    this.#fresh.delete(connection);
+    this.#closing.delete(connection);
+    clearTimeout(connection.timer);
+    const peers = this.#byAddress.get(connection.address)!;
+    peers.delete(connection);
+    if (peers.size === 0) this.#byAddress.delete(connection.address);
+  }
+}
+
+function first<T>(set: ReadonlySet<T>): T | undefined {
+  for (const item of set) return item;
+  return undefined;
+}
+
+/**
+ * What a connection's address counts against: an IPv4 address (also written
+ * as an IPv4-mapped IPv6 address), or an IPv6 address's /64, since one IPv6
+ * host commonly holds a whole /64. `undefined` when the socket is gone.
+ */
+export function addressKey(address: string | undefined): string | undefined {
+  if (address === undefined) return undefined;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped !== null) return mapped[1];
+  if (isIP(address) !== 6) return address;
+  const bare = address.split("%", 1)[0]!;
+  const [head = "", tail] = bare.split("::");
+  const headGroups = head === "" ? [] : head.split(":");
+  const tailGroups = tail === undefined || tail === "" ? [] : tail.split(":");
+  // An embedded IPv4 tail (`::1.2.3.4`) fills two groups.
+  const width = headGroups.length + tailGroups.reduce((sum, group) => sum + (group.includes(".") ? 2 : 1), 0);
+  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<string>(8 - width).fill("0"), ...tailGroups];
+  return `${groups
+    .slice(0, 4)
+    .map((group) => Number.parseInt(group, 16).toString(16))
+    .join(":")}::/64`;
+}
