@@ -8,6 +8,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 
 import type { PiVersion, ToolExecutionMode } from "../index.js";
 import { allowWriteOption, fleetOption, hooksOption, modeOption, piOption, remoteOption, rootOption, threadsOption, toolsOption } from "./cli-options.js";
+import { mcpLimitOptions, type McpLimitCliOptions } from "./mcp-limit-options.js";
 
 /** Where `--http` listens. */
 export interface HttpAddress {
@@ -16,7 +17,7 @@ export interface HttpAddress {
 }
 
 /** The options of `mcp`, as commander hands them over. */
-export interface McpCliOptions {
+export interface McpCliOptions extends McpLimitCliOptions {
   http?: HttpAddress;
   token?: string;
   tokenFile?: string;
@@ -36,7 +37,7 @@ export interface McpCliOptions {
 /** Adds the `mcp` command to `program`. */
 export function addMcpCommand(program: Command): Command {
   const collect = (value: string, previous: string[]) => [...previous, value];
-  return program
+  const command = program
     .command("mcp")
     .description("serve the tools over the Model Context Protocol: on stdio, or on Streamable HTTP with --http")
     .addOption(
@@ -56,11 +57,12 @@ export function addMcpCommand(program: Command): Command {
     .addOption(rootOption())
     .addOption(allowWriteOption())
     .addOption(fleetOption())
-    .addOption(remoteOption())
-    .action(async (options: McpCliOptions) => {
-      const { serveMcp } = await import("./serve-mcp.js");
-      await serveMcp(options);
-    });
+    .addOption(remoteOption());
+  for (const option of mcpLimitOptions()) command.addOption(option);
+  return command.action(async (options: McpCliOptions) => {
+    const { serveMcp } = await import("./serve-mcp.js");
+    await serveMcp(options);
+  });
 }
 
 /** Parses `PORT`, `HOST:PORT` or `[IPV6]:PORT`. */
