@@ -18,7 +18,7 @@ const PROTOCOL_VERSION = "2025-06-18";
 interface McpProcess {
   url: URL;
   child: ChildProcess;
-  exited: Promise<unknown>;
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
   /** Resolves once stderr matches `pattern`. */
   untilStderr(pattern: RegExp): Promise<string>;
 }
@@ -55,8 +55,14 @@ async function startMcp(args: string[]): Promise<McpProcess> {
   children.push(child);
   const untilStderr = watchText(child.stderr!);
   const untilStdout = watchText(child.stdout!);
-  const exited = once(child, "exit");
-  const url = /listening on (\S+)/.exec(await untilStdout(/listening on \S+\n/))![1]!;
+  const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+  const listening = await Promise.race([
+    untilStdout(/listening on \S+\n/),
+    exited.then(async () => {
+      throw new Error(`toolpool mcp exited before listening: ${await untilStderr(/^/)}`);
+    }),
+  ]);
+  const url = /listening on (\S+)/.exec(listening)![1]!;
   return { url: new URL(url), child, exited, untilStderr };
 }
 
@@ -74,7 +80,7 @@ async function connect(server: McpProcess): Promise<Client> {
 
 /** Calls a tool; `timeout` only guards against a hang (the SDK's default is 60 s). */
 const callTool = (client: Client, name: string, args: Record<string, unknown>) =>
-  client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 }) as Promise<CallToolResult>;
+  client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 }) as Promise<CallToolResult>;
 
 /** `gates` (see fixtures/mcp/load-tools.mjs): waits, opens, counts inside the server process. */
 async function gates(client: Client, args: Record<string, unknown>): Promise<number | null> {
