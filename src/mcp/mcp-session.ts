@@ -47,8 +47,8 @@ export interface McpSessionHooks {
  *   is aborted, and one still waiting for a thread never starts.
  * - `send` of a call's progress resolves only once the POST's socket has
  *   taken the bytes, so that a client that reads slowly slows its own calls
- *   down (toolpool's coordinator then holds a call's latest partial only)
- *   instead of growing the server's memory.
+ *   down (toolpool's coordinator then holds a bounded number of a call's
+ *   partials, the latest winning) instead of growing the server's memory.
  */
 export class McpSession implements Transport {
   readonly #inner: StreamableHTTPServerTransport;
@@ -90,7 +90,8 @@ export class McpSession implements Transport {
 
   /** The responses still owed an answer (a shutdown waits for them to go out). */
   get openResponses(): ServerResponse[] {
-    return [...new Set([...this.#inFlight.values()].filter((response) => response !== undefined && !response.writableFinished))] as ServerResponse[];
+    const responses = [...this.#inFlight.values()].filter((response): response is ServerResponse => response !== undefined && !response.writableFinished);
+    return [...new Set(responses)];
   }
 
   /** Connects `server` to this session; it is closed with the session. */
