@@ -46,7 +46,9 @@ const requestTimeoutMs = 30_000;
  * session (an SDK `Server` and its transport) per client, all in front of the
  * same runtime. Requests are checked in this order: Host and Origin (403
  * `TP_ERR_FORBIDDEN`), bearer token (401 `TP_ERR_UNAUTHORIZED`), body size
- * (413), then the session.
+ * (413), then the session and the server's load (see `McpSessions`: 404 for
+ * an unknown session, 503 while shutting down, under pressure, or with no
+ * session slot free).
  */
 export class McpHttpServer {
   readonly #host: string;
