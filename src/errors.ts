@@ -58,6 +58,10 @@ export const errorCodes = {
   TP_ERR_HEADERS_TIMEOUT: "an HTTP connection did not complete its request's headers within headersTimeoutMs",
   /** The server is overloaded (event-loop delay, heap or RSS past its limit) and answers 503 with Retry-After. */
   TP_ERR_OVERLOADED: "the server is overloaded and answers 503 with Retry-After",
+  /** `toolpool mcp --http`: every MCP session slot is taken by a session with requests in flight; a new `initialize` is answered 503 with Retry-After. */
+  TP_ERR_TOO_MANY_SESSIONS: "every MCP session slot is taken by a session with requests in flight",
+  /** `toolpool mcp --http`: the client closed its MCP session while the request was in flight; the request was cancelled. JSON-RPC error. */
+  TP_ERR_SESSION_CLOSED: "the client closed its MCP session while the request was in flight",
 } as const;
 
 /** A stable toolpool error code. */

@@ -20,6 +20,7 @@ import {
   toolsOption,
   type ConnectionCliOptions,
 } from "./cli-options.js";
+import { mcpLimitOptions, type McpLimitCliOptions } from "./mcp-limit-options.js";
 
 /** Where `--http` listens. */
 export interface HttpAddress {
@@ -28,7 +29,7 @@ export interface HttpAddress {
 }
 
 /** The options of `mcp`, as commander hands them over. */
-export interface McpCliOptions extends ConnectionCliOptions {
+export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions {
   http?: HttpAddress;
   token?: string;
   tokenFile?: string;
@@ -70,11 +71,12 @@ export function addMcpCommand(program: Command): Command {
     .addOption(rootOption())
     .addOption(allowWriteOption())
     .addOption(fleetOption())
-    .addOption(remoteOption())
-    .action(async (options: McpCliOptions) => {
-      const { serveMcp } = await import("./serve-mcp.js");
-      await serveMcp(options);
-    });
+    .addOption(remoteOption());
+  for (const option of mcpLimitOptions()) command.addOption(option);
+  return command.action(async (options: McpCliOptions) => {
+    const { serveMcp } = await import("./serve-mcp.js");
+    await serveMcp(options);
+  });
 }
 
 /** Parses `PORT`, `HOST:PORT` or `[IPV6]:PORT`. */

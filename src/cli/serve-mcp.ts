@@ -11,11 +11,14 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 
 import { builtinTools, createRuntime, type PoolOptions, type Runtime } from "../index.js";
+import { McpCallGate } from "../mcp/mcp-call-gate.js";
 import { McpHttpServer } from "../mcp/mcp-http-server.js";
 import { createMcpServer, type McpServerOptions } from "../mcp/mcp-server.js";
 import { builtinToolAnnotations } from "../mcp/mcp-tools.js";
 import { isLoopbackHost } from "../server/server-options.js";
+import { withCallTimeout } from "./call-timeout.js";
 import { fleetFromCli } from "./cli-options.js";
+import { callGateOptions, checkHttpOnlyLimits, sessionLimits } from "./mcp-limit-options.js";
 import type { McpCliOptions } from "./mcp-command.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { readPackageVersion } from "./program.js";
@@ -27,11 +30,19 @@ const maxStdioMessageBytes = 16 * 1024 * 1024;
 
 /** Runs the MCP server until its client goes away (stdio) or a signal stops it (HTTP). */
 export async function serveMcp(options: McpCliOptions): Promise<void> {
+  checkHttpOnlyLimits(options, options.http !== undefined);
   const isBuiltin = options.tools.length === 0;
   const allowWrite = options.allowWrite === true;
+  const { callTimeout } = options;
   const tools = isBuiltin
-    ? inputErrors(() => builtinTools({ ...(options.root === undefined ? {} : { root: options.root }), allowWrite }))
-    : await loadToolModules(options.tools);
+    ? inputErrors(() =>
+        builtinTools({
+          ...(options.root === undefined ? {} : { root: options.root }),
+          allowWrite,
+          ...(callTimeout === undefined ? {} : { timeoutMs: callTimeout }),
+        }),
+      )
+    : withCallTimeout(await loadToolModules(options.tools), callTimeout);
   const fleet = fleetFromCli(options);
   const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
   const pool: PoolOptions = options.threads === undefined ? {} : { maxThreads: options.threads, minThreads: options.threads };
@@ -51,11 +62,14 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
       ...(fleet === undefined ? {} : { fleet }),
     }),
   );
+  const log = (line: string) => void process.stderr.write(`toolpool mcp: ${line}\n`);
   const serverOptions: McpServerOptions = {
     version: readPackageVersion(),
     // The built-in patch writes only with --allow-write: only then is it destructive.
     annotations: isBuiltin ? builtinToolAnnotations({ allowWrite }) : {},
-    log: (line) => process.stderr.write(`toolpool mcp: ${line}\n`),
+    log,
+    // One gate for every session: calls wait there for a thread, not in the pool's queue.
+    callGate: inputErrors(() => new McpCallGate(callGateOptions(runtime, options))),
   };
   try {
     if (options.http === undefined) await serveStdio(runtime, serverOptions);
@@ -88,6 +102,8 @@ async function serveHttp(runtime: Runtime, serverOptions: McpServerOptions, opti
     ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections }),
     ...(options.maxConnectionsPerAddress === undefined ? {} : { maxConnectionsPerAddress: options.maxConnectionsPerAddress }),
     ...(options.headersTimeout === undefined ? {} : { headersTimeoutMs: options.headersTimeout }),
+    ...sessionLimits(options),
+    ...(serverOptions.log === undefined ? {} : { log: serverOptions.log }),
   });
   const stopped = new Promise<void>((resolve) => {
     process.once("SIGTERM", () => resolve());

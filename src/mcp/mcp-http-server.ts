@@ -5,21 +5,20 @@
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 
 import { BearerAuth } from "../server/bearer-auth.js";
 import { checkBrowserGuard } from "../server/browser-guard.js";
 import { ConnectionGuard } from "../server/connection-guard.js";
+import { jsonRpcError, sendJson } from "./http-replies.js";
+import { McpSessions, type McpSessionLimits } from "./mcp-sessions.js";
 
-/** Options of {@link McpHttpServer}. */
-export interface McpHttpServerOptions {
+/** Options of {@link McpHttpServer}; the limits of its sessions and load are {@link McpSessionLimits}'s. */
+export interface McpHttpServerOptions extends McpSessionLimits {
   /** Address to listen on. @default "127.0.0.1" */
   host?: string;
   /** TCP port; 0 picks a free one. @default 0 */
@@ -32,15 +31,6 @@ export interface McpHttpServerOptions {
   allowedOrigins?: readonly string[];
   /** Largest request body, in bytes. @default 1048576 */
   maxBodyBytes?: number;
-  /**
-   * Most MCP sessions open at once. An `initialize` beyond it closes the
-   * session used least recently (its client gets 404 and initializes anew),
-   * so idle or abandoned sessions can never lock new clients out.
-   * @default 64
-   */
-  maxSessions?: number;
-  /** Milliseconds a session may go without a request before it is closed. @default 600000 (10 minutes) */
-  sessionIdleMs?: number;
   /** Most TCP connections open at once, as `createServer`'s `maxConnections`. @default 1024 */
   maxConnections?: number;
   /** Most TCP connections from one IPv4 address or IPv6 /64, as `createServer`'s `maxConnectionsPerAddress`. @default 256 */
@@ -52,13 +42,6 @@ export interface McpHttpServerOptions {
 /** The endpoint of the MCP server. */
 export const MCP_PATH = "/mcp";
 
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  server: Server;
-  /** When the session's last request came (`performance.now()`). */
-  lastUsedAt: number;
-}
-
 /** Milliseconds to receive a request's headers, and the whole request: a client that sends slower is cut off. */
 const headersTimeoutMs = 10_000;
 const requestTimeoutMs = 30_000;
@@ -68,25 +51,22 @@ const requestTimeoutMs = 30_000;
  * session (an SDK `Server` and its transport) per client, all in front of the
  * same runtime. Requests are checked in this order: Host and Origin (403
  * `TP_ERR_FORBIDDEN`), bearer token (401 `TP_ERR_UNAUTHORIZED`), body size
- * (413), then the session.
+ * (413), then the session and the server's load (see `McpSessions`: 404 for
+ * an unknown session, 503 while shutting down, under pressure, or with no
+ * session slot free).
  */
 export class McpHttpServer {
-  readonly #createServer: () => Server;
   readonly #host: string;
   readonly #port: number;
   readonly #auth: BearerAuth | undefined;
   readonly #guard: { allowedHosts: readonly string[]; allowedOrigins: readonly string[]; hasToken: boolean };
   readonly #maxBodyBytes: number;
-  readonly #maxSessions: number;
-  readonly #sessions = new Map<string, Session>();
-  readonly #sessionIdleMs: number;
-  readonly #sweeper: NodeJS.Timeout;
+  readonly #sessions: McpSessions;
   readonly #http: HttpServer;
   #url: string | undefined;
 
   /** @param createServer Makes the MCP server of one session (see `createMcpServer`). */
   constructor(createServer: () => Server, options: McpHttpServerOptions = {}) {
-    this.#createServer = createServer;
     this.#host = options.host ?? "127.0.0.1";
     this.#port = options.port ?? 0;
     this.#auth = options.token === undefined ? undefined : new BearerAuth(options.token);
@@ -96,10 +76,7 @@ export class McpHttpServer {
       hasToken: options.token !== undefined,
     };
     this.#maxBodyBytes = options.maxBodyBytes ?? 1_048_576;
-    this.#maxSessions = options.maxSessions ?? 64;
-    this.#sessionIdleMs = options.sessionIdleMs ?? 600_000;
-    this.#sweeper = setInterval(() => this.#closeIdleSessions(), Math.min(this.#sessionIdleMs, 60_000));
-    this.#sweeper.unref();
+    this.#sessions = new McpSessions(createServer, options);
     this.#http = createHttpServer({ headersTimeout: headersTimeoutMs, requestTimeout: requestTimeoutMs }, (request, response) => {
       this.#handle(request, response).catch((error: unknown) => {
         if (!response.headersSent) sendJson(response, 500, jsonRpcError(-32603, `Internal error: ${String(error)}`));
@@ -138,12 +115,13 @@ export class McpHttpServer {
     return this.#url;
   }
 
-  /** Closes every session, then the HTTP server. The runtime stays the caller's to close. */
+  /**
+   * Closes every session (requests in flight get a JSON-RPC error,
+   * `data.code` `TP_ERR_CLOSED`, and are cancelled), then the HTTP server.
+   * The runtime stays the caller's to close.
+   */
   async close(): Promise<void> {
-    clearInterval(this.#sweeper);
-    const sessions = [...this.#sessions.values()];
-    this.#sessions.clear();
-    await Promise.all(sessions.map((session) => session.server.close().catch(() => {})));
+    await this.#sessions.close();
     await new Promise<void>((resolve) => {
       this.#http.close(() => resolve());
       this.#http.closeAllConnections();
@@ -164,7 +142,6 @@ export class McpHttpServer {
     }
     if (path !== MCP_PATH) return sendJson(response, 404, { code: "FST_ERR_NOT_FOUND", message: `Route ${request.method ?? ""}:${path} not found` });
 
-    const sessionId = request.headers["mcp-session-id"];
     let body: unknown;
     if (request.method === "POST") {
       const read = await readJsonBody(request, this.#maxBodyBytes);
@@ -175,47 +152,9 @@ export class McpHttpServer {
       if (read.kind === "invalid") return sendJson(response, 400, jsonRpcError(-32700, `Parse error: ${read.message}`));
       body = read.value;
     }
-    if (typeof sessionId === "string") {
-      const session = this.#sessions.get(sessionId);
-      if (session === undefined) return sendJson(response, 404, jsonRpcError(-32001, "Session not found"));
-      session.lastUsedAt = performance.now();
-      return session.transport.handleRequest(request, response, body);
-    }
-    if (request.method !== "POST" || !isInitializeRequest(body)) {
-      return sendJson(response, 400, jsonRpcError(-32000, "Bad Request: no valid session id, and not an initialize request"));
-    }
-    if (this.#sessions.size >= this.#maxSessions) this.#closeLeastRecentlyUsed();
-    const server = this.#createServer();
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        this.#sessions.set(id, { transport, server, lastUsedAt: performance.now() });
-      },
-    });
-    transport.onclose = () => {
-      if (transport.sessionId !== undefined) this.#sessions.delete(transport.sessionId);
-    };
-    await server.connect(transport);
-    await transport.handleRequest(request, response, body);
-  }
-
-  #closeSession(id: string, session: Session): void {
-    this.#sessions.delete(id);
-    void session.server.close().catch(() => {});
-  }
-
-  #closeLeastRecentlyUsed(): void {
-    let oldest: [string, Session] | undefined;
-    for (const entry of this.#sessions) if (oldest === undefined || entry[1].lastUsedAt < oldest[1].lastUsedAt) oldest = entry;
-    if (oldest !== undefined) this.#closeSession(...oldest);
-  }
-
-  #closeIdleSessions(): void {
-    const cutoff = performance.now() - this.#sessionIdleMs;
-    for (const [id, session] of [...this.#sessions]) if (session.lastUsedAt < cutoff) this.#closeSession(id, session);
+    return this.#sessions.handle(request, response, body);
   }
 }
-
 
 type BodyRead = { kind: "ok"; value: unknown } | { kind: "too-large" } | { kind: "invalid"; message: string };
 
@@ -233,14 +172,4 @@ async function readJsonBody(request: IncomingMessage, maxBytes: number): Promise
   } catch (error) {
     return { kind: "invalid", message: error instanceof Error ? error.message : String(error) };
   }
-}
-
-function jsonRpcError(code: number, message: string): unknown {
-  return { jsonrpc: "2.0", error: { code, message }, id: null };
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
-  response.end(text);
 }

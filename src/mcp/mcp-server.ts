@@ -17,6 +17,9 @@ import {
 import type { BatchEvent } from "../events.js";
 import type { ExecuteOptions, Runtime } from "../runtime.js";
 import type { AssistantMessage } from "../types.js";
+import { isWorkerTool } from "../workers/worker-tool.js";
+import type { McpCallGate } from "./mcp-call-gate.js";
+import { serverCancelReasons } from "./mcp-refusal.js";
 import { textOfPartial, toCallToolResult, toMcpTools, type McpToolAnnotations } from "./mcp-tools.js";
 
 /** The `_meta` key of a progress notification that holds the tool's partial result as it sent it. */
@@ -32,6 +35,13 @@ export interface McpServerOptions {
   annotations?: McpToolAnnotations;
   /** Receives one line per notable event (a call cancelled by the client); must not throw. @default none */
   log?: (line: string) => void;
+  /**
+   * Where calls wait for a thread, shared by every session of the runtime
+   * (see {@link McpCallGate}): a call refused there is answered with its
+   * JSON-RPC error, and a call cancelled while it waits never starts.
+   * @default none (every call goes to the runtime at once)
+   */
+  callGate?: McpCallGate;
 }
 
 /**
@@ -46,6 +56,8 @@ export interface McpServerOptions {
  *   partial itself under `_meta["toolpool/partialResult"]`), in order.
  * - `notifications/cancelled` aborts the batch: the tool's `ctx.signal`
  *   fires, and a tool that ignores it is terminated after `abortGraceMs`.
+ * - With a `callGate`, a call waits there for its turn; cancelled meanwhile,
+ *   it never starts.
  *
  * @example
  * ```ts
@@ -62,6 +74,8 @@ export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}
   );
   // The tools never change after the runtime is created.
   const tools = toMcpTools(runtime.agentTools(), options.annotations);
+  // Only worker tools wait for a thread; an inline tool runs on the main thread at once.
+  const threadTools = new Set(runtime.options.tools.filter((tool) => isWorkerTool(tool)).map((tool) => tool.name));
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name, arguments: args = {} } = request.params;
@@ -95,11 +109,21 @@ export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}
     const executeOptions: ExecuteOptions & { sessionKey?: string } = { signal: extra.signal };
     if (emit !== undefined) executeOptions.emit = emit;
     if (extra.sessionId !== undefined) executeOptions.sessionKey = `mcp:${extra.sessionId}`;
-    const { messages } = await runtime.executeToolCalls(assistantMessage, executeOptions);
-    const result = toCallToolResult(messages[0]!);
+    const slot = await options.callGate?.acquire(executeOptions.sessionKey ?? "", extra.signal, threadTools.has(name));
+    // Cancelled while it waited: it never started, and the SDK answers nothing.
+    if (options.callGate !== undefined && slot === undefined) throw new Error(`call ${toolCallId} was cancelled before it started`);
+    let result: CallToolResult;
+    try {
+      const { messages } = await runtime.executeToolCalls(assistantMessage, executeOptions);
+      result = toCallToolResult(messages[0]!);
+    } finally {
+      slot?.release();
+    }
     if (extra.signal.aborted) {
       const code = result.structuredContent?.code;
-      options.log?.(`call ${toolCallId} (${name}) cancelled by the client; it ended ${result.isError ? `with an error${code === undefined ? "" : ` (${String(code)})`}` : "normally"}`);
+      const reason: unknown = extra.signal.reason;
+      const by = typeof reason === "string" && serverCancelReasons.has(reason) ? `(${reason})` : "by the client";
+      options.log?.(`call ${toolCallId} (${name}) cancelled ${by}; it ended ${result.isError ? `with an error${code === undefined ? "" : ` (${String(code)})`}` : "normally"}`);
     }
     return result;
   });

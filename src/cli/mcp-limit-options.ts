@@ -1,0 +1,105 @@
+/**
+ * `toolpool mcp`'s limits on load: calls, sessions, pressure. The flags,
+ * their parsers, and what the MCP server is made with from them.
+ *
+ * @module
+ */
+import { InvalidArgumentError, Option } from "commander";
+
+import type { Runtime } from "../index.js";
+import type { McpCallGateOptions } from "../mcp/mcp-call-gate.js";
+import type { McpSessionLimits } from "../mcp/mcp-sessions.js";
+import { UsageError } from "./usage-error.js";
+
+/** The limit flags of `mcp`, as commander hands them over. */
+export interface McpLimitCliOptions {
+  callTimeout?: number;
+  maxQueue?: number;
+  maxSessionCalls?: number;
+  retryAfter?: number;
+  maxSessions?: number;
+  maxEventLoopDelay?: number;
+  maxHeapUsed?: number;
+  maxRss?: number;
+}
+
+/** The flags that only mean something with `--http`. */
+const httpOnly = {
+  maxSessions: "--max-sessions",
+  maxEventLoopDelay: "--max-event-loop-delay",
+  maxHeapUsed: "--max-heap-used",
+  maxRss: "--max-rss",
+} as const;
+
+/** The limit flags, for `mcp` to add. */
+export function mcpLimitOptions(): Option[] {
+  return [
+    new Option("--call-timeout <ms>", "time limit of every worker tool without one of its own (default: 30000 for the built-ins)").argParser(
+      integerParser(1, 2_147_483_647),
+    ),
+    new Option("--max-queue <n>", "calls waiting for a thread, all sessions together; past it a call is refused (default: 1024)").argParser(
+      integerParser(0),
+    ),
+    new Option("--max-session-calls <n>", "calls one session may have waiting or running; past it a call is refused (default: 128)").argParser(
+      integerParser(1),
+    ),
+    new Option("--retry-after <seconds>", "the Retry-After of a refusal for load (default: 1)").argParser(integerParser(0)),
+    new Option(
+      "--max-sessions <n>",
+      "with --http: sessions open at once; a new one closes the idle session used least recently, or gets 503 while all are busy (default: 64)",
+    ).argParser(integerParser(1)),
+    new Option("--max-event-loop-delay <ms>", "with --http: event-loop delay past which requests get 503 (default: 1000; 0: off)").argParser(
+      integerParser(0),
+    ),
+    new Option("--max-heap-used <bytes>", "with --http: heap in use past which requests get 503 (default: 0, off)").argParser(integerParser(0)),
+    new Option("--max-rss <bytes>", "with --http: resident memory past which requests get 503 (default: 0, off)").argParser(integerParser(0)),
+  ];
+}
+
+/** Refuses a `--http`-only flag given without `--http`. */
+export function checkHttpOnlyLimits(options: McpLimitCliOptions, isHttp: boolean): void {
+  if (isHttp) return;
+  for (const [key, flag] of Object.entries(httpOnly)) {
+    if (options[key as keyof typeof httpOnly] !== undefined) throw new UsageError(`${flag} needs --http: on stdio there is one session`);
+  }
+}
+
+/**
+ * The call gate's options: as many calls run at once as the pool has
+ * threads (plus the fleet's `maxOutstanding` with a fleet), so that calls
+ * wait in the gate, where a call whose client is gone leaves unstarted.
+ */
+export function callGateOptions(runtime: Runtime, options: McpLimitCliOptions): McpCallGateOptions {
+  const { pool, fleet } = runtime.options;
+  return {
+    maxRunning: pool.maxThreads + (fleet?.maxOutstanding ?? 0),
+    ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
+    ...(options.maxSessionCalls === undefined ? {} : { maxSessionCalls: options.maxSessionCalls }),
+    ...(options.retryAfter === undefined ? {} : { retryAfterSeconds: options.retryAfter }),
+  };
+}
+
+/** The HTTP server's limits on sessions and pressure. */
+export function sessionLimits(options: McpLimitCliOptions): McpSessionLimits {
+  const limits: McpSessionLimits = {
+    maxSessions: options.maxSessions,
+    maxEventLoopDelayMs: options.maxEventLoopDelay,
+    maxHeapUsedBytes: options.maxHeapUsed,
+    maxRssBytes: options.maxRss,
+    retryAfterSeconds: options.retryAfter,
+  };
+  return Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined)) as McpSessionLimits;
+}
+
+/** Digits only, from `minimum` to `maximum`; commander reports the message as a usage error naming the flag. */
+function integerParser(minimum: number, maximum = Number.MAX_SAFE_INTEGER): (value: string) => number {
+  return (value) => {
+    const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(number) || number < minimum || number > maximum) {
+      throw new InvalidArgumentError(
+        maximum === Number.MAX_SAFE_INTEGER ? `Expected an integer >= ${minimum}.` : `Expected an integer from ${minimum} to ${maximum}.`,
+      );
+    }
+    return number;
+  };
+}

@@ -1,0 +1,235 @@
+/**
+ * One MCP session over Streamable HTTP: the SDK's transport, wrapped so that
+ * toolpool knows which requests are in flight and which HTTP response must
+ * carry each answer.
+ *
+ * @module
+ */
+import { once } from "node:events";
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
+
+import { jsonRpcError, sendJson } from "./http-replies.js";
+import { cancelReasons, McpRefusal } from "./mcp-refusal.js";
+
+/** What the session tells the table of sessions. */
+export interface McpSessionHooks {
+  /** The transport closed (the client's DELETE, or `close()`). */
+  onClosed(session: McpSession): void;
+  /** Receives one line per notable event; must not throw. */
+  log?: (line: string) => void;
+  /** Milliseconds a response may stay full (its client reading nothing) before it is destroyed. */
+  stalledResponseMs: number;
+}
+
+/**
+ * A session's transport, as the SDK's `Server` sees it: the SDK's
+ * Streamable HTTP transport with three things added.
+ *
+ * - It knows the requests in flight (received, not yet answered), so that a
+ *   session with work under way is never mistaken for an idle one.
+ * - A request whose answer can no longer be delivered — the connection of
+ *   the POST that carried it closed (without an event store, the SDK's
+ *   transport sends a response only on its own POST's stream) — is
+ *   cancelled as if its client had sent `notifications/cancelled`: its call
+ *   is aborted, and one still waiting for a thread never starts.
+ * - `send` of a call's progress resolves only once the POST's socket has
+ *   taken the bytes, so that a client that reads slowly slows its own calls
+ *   down (toolpool's coordinator then holds a bounded number of a call's
+ *   partials, the latest winning) instead of growing the server's memory.
+ */
+export class McpSession implements Transport {
+  readonly #inner: StreamableHTTPServerTransport;
+  readonly #hooks: McpSessionHooks;
+  /** Requests received and not yet answered, with the response of the POST that carried each. */
+  readonly #inFlight = new Map<RequestId, ServerResponse | undefined>();
+  /** Requests of POSTs being handled, not yet passed on by the SDK's transport. */
+  readonly #carriers = new Map<RequestId, ServerResponse>();
+  #server: Server | undefined;
+  /** When the session's last request came, or its last request in flight was answered (`performance.now()`). */
+  lastUsedAt = performance.now();
+
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
+
+  constructor(inner: StreamableHTTPServerTransport, hooks: McpSessionHooks) {
+    this.#inner = inner;
+    this.#hooks = hooks;
+    inner.onmessage = (message, extra) => this.#receive(message, extra);
+    inner.onerror = (error) => this.onerror?.(error);
+    inner.onclose = () => {
+      // Nothing in flight can be answered now; the SDK's server aborts every handler as it closes.
+      this.#inFlight.clear();
+      this.#carriers.clear();
+      this.#hooks.onClosed(this);
+      this.onclose?.();
+    };
+  }
+
+  get sessionId(): string | undefined {
+    return this.#inner.sessionId;
+  }
+
+  /** Whether a request of the session is in flight: then it is never closed for being idle. */
+  get isBusy(): boolean {
+    return this.#inFlight.size > 0 || this.#carriers.size > 0;
+  }
+
+  /** The responses still owed an answer (a shutdown waits for them to go out). */
+  get openResponses(): ServerResponse[] {
+    const responses = [...this.#inFlight.values()].filter((response): response is ServerResponse => response !== undefined && !response.writableFinished);
+    return [...new Set(responses)];
+  }
+
+  /** Connects `server` to this session; it is closed with the session. */
+  async connect(server: Server): Promise<void> {
+    this.#server = server;
+    await server.connect(this);
+  }
+
+  async start(): Promise<void> {
+    await this.#inner.start();
+  }
+
+  /** Closes the SDK server, and with it the transport. */
+  async close(): Promise<void> {
+    if (this.#server !== undefined) {
+      const server = this.#server;
+      this.#server = undefined;
+      await server.close();
+    } else {
+      await this.#inner.close();
+    }
+  }
+
+  /** Handles one HTTP request of the session (`body`: a POST's parsed JSON). */
+  async handleRequest(request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {
+    this.lastUsedAt = performance.now();
+    const ids = request.method === "POST" ? requestIdsOf(body) : [];
+    const reused = ids.find((id, index) => this.#inFlight.has(id) || this.#carriers.has(id) || ids.indexOf(id) !== index);
+    if (reused !== undefined) {
+      return sendJson(response, 400, jsonRpcError(-32600, `Invalid Request: request id ${JSON.stringify(reused)} is already in flight in this session`));
+    }
+    for (const id of ids) this.#carriers.set(id, response);
+    if (ids.length > 0) response.once("close", () => this.#onResponseClosed(response, ids));
+    if (request.method === "DELETE") {
+      this.cutShort(new McpRefusal("TP_ERR_SESSION_CLOSED", cancelReasons.sessionClosed));
+    }
+    try {
+      await this.#inner.handleRequest(request, response, body);
+    } finally {
+      // Requests the SDK's transport answered itself (a bad header) never came through.
+      for (const id of ids) if (this.#carriers.get(id) === response) this.#carriers.delete(id);
+    }
+  }
+
+  /**
+   * Answers every request in flight with `refusal` where the answer can
+   * still be delivered, and cancels them all (their calls are aborted, and
+   * calls still waiting never start).
+   */
+  cutShort(refusal: McpRefusal): void {
+    for (const [id, response] of [...this.#inFlight]) {
+      this.#inFlight.delete(id);
+      if (response !== undefined && !response.destroyed) void this.#inner.send(refusal.toResponse(id)).catch(() => {});
+      this.#cancel(id, refusal.message);
+    }
+    this.lastUsedAt = performance.now();
+  }
+
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+      // Not in flight: cut short (and answered) already, or cancelled, so wanted by nobody.
+      if (message.id !== undefined && !this.#settle(message.id)) return;
+      return this.#inner.send(message, options);
+    }
+    await this.#inner.send(message, options);
+    const id = options?.relatedRequestId;
+    const response = id === undefined ? undefined : this.#inFlight.get(id);
+    if (response !== undefined) await this.#whenFlushed(response);
+  }
+
+  #receive(message: JSONRPCMessage, extra: MessageExtraInfo | undefined): void {
+    if (isJSONRPCRequest(message)) {
+      const response = this.#carriers.get(message.id);
+      this.#carriers.delete(message.id);
+      this.#inFlight.set(message.id, response);
+    } else if (isJSONRPCNotification(message) && message.method === "notifications/cancelled") {
+      // The client wants no answer: the SDK will send none.
+      const id = (message.params as { requestId?: RequestId } | undefined)?.requestId;
+      if (id !== undefined) this.#settle(id);
+    }
+    this.onmessage?.(message, extra);
+  }
+
+  /** The request is answered (or given up): true if it was in flight. */
+  #settle(id: RequestId): boolean {
+    if (!this.#inFlight.delete(id)) return false;
+    if (this.#inFlight.size === 0) this.lastUsedAt = performance.now();
+    return true;
+  }
+
+  /** Cancels request `id` in the SDK's server, as a client's `notifications/cancelled` would. */
+  #cancel(id: RequestId, reason: string): void {
+    this.#settle(id);
+    this.onmessage?.({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } });
+  }
+
+  /** The POST's connection closed: its requests not yet answered can never be. */
+  #onResponseClosed(response: ServerResponse, ids: RequestId[]): void {
+    const unanswered = ids.filter((id) => this.#inFlight.get(id) === response);
+    if (unanswered.length === 0) return;
+    for (const id of unanswered) this.#cancel(id, cancelReasons.clientGone);
+    this.#hooks.log?.(
+      `session ${this.sessionId ?? "?"}: the client went away before ${unanswered.length} of its requests were answered; they were cancelled`,
+    );
+  }
+
+  /**
+   * Resolves once `response` has handed its bytes to the socket: the SDK
+   * writes into a stream that the HTTP layer drains at the socket's pace,
+   * so a turn of the event loop lets it move what the socket takes, and a
+   * full socket means waiting for `drain`. A response that stays full for
+   * `stalledResponseMs` is destroyed: its client reads nothing, and is
+   * treated as gone.
+   */
+  async #whenFlushed(response: ServerResponse): Promise<void> {
+    while (!response.destroyed && !response.writableEnded) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (!response.writableNeedDrain) return;
+      const ac = new AbortController();
+      const stalled = setTimeout(() => response.destroy(), this.#hooks.stalledResponseMs);
+      try {
+        await Promise.race([once(response, "drain", { signal: ac.signal }), once(response, "close", { signal: ac.signal })]);
+      } catch {
+        // Aborted below, once either came.
+      } finally {
+        clearTimeout(stalled);
+        ac.abort();
+      }
+    }
+  }
+}
+
+/** The ids of the requests (not notifications or responses) in a POST's body. */
+function requestIdsOf(body: unknown): RequestId[] {
+  const messages = Array.isArray(body) ? body : [body];
+  const ids: RequestId[] = [];
+  for (const message of messages) {
+    if (isJSONRPCRequest(message)) ids.push(message.id);
+  }
+  return ids;
+}

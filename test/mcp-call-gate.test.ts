@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+
+import { McpCallGate, McpRefusal, type McpCallSlot } from "toolpool/mcp";
+
+const signal = () => new AbortController().signal;
+
+describe("McpCallGate", () => {
+  it("hands free threads to waiting calls with sessions taking turns, one call each", async () => {
+    const gate = new McpCallGate({ maxRunning: 1 });
+    let running = (await gate.acquire("a", signal(), true))!;
+    const granted: string[] = [];
+    const slots = new Map<string, McpCallSlot>();
+    for (const [session, name] of [["a", "a1"], ["a", "a2"], ["a", "a3"], ["b", "b1"], ["b", "b2"]] as const) {
+      void gate.acquire(session, signal(), true).then((slot) => {
+        granted.push(name);
+        slots.set(name, slot!);
+      });
+    }
+    expect(gate.waiting).toBe(5);
+    for (let index = 0; index < 5; index++) {
+      running.release();
+      await new Promise((resolve) => setImmediate(resolve));
+      running = slots.get(granted.at(-1)!)!;
+    }
+    expect(granted).toEqual(["a1", "b1", "a2", "b2", "a3"]);
+    running.release();
+    expect([gate.running, gate.waiting]).toEqual([0, 0]);
+  });
+
+  it("lets a call cancelled while it waits leave without ever getting a thread", async () => {
+    const gate = new McpCallGate({ maxRunning: 1 });
+    const running = (await gate.acquire("a", signal(), true))!;
+    const controller = new AbortController();
+    const cancelled = gate.acquire("a", controller.signal, true);
+    const next = gate.acquire("b", signal(), true);
+    controller.abort();
+    expect(await cancelled).toBeUndefined();
+    expect(gate.waiting).toBe(1);
+    running.release();
+    expect(await next).toBeDefined();
+    expect(gate.running).toBe(1);
+    // An aborted signal never gets a place, even with threads free.
+    const aborted = new AbortController();
+    aborted.abort();
+    expect(await new McpCallGate({ maxRunning: 4 }).acquire("a", aborted.signal, true)).toBeUndefined();
+  });
+
+  it("refuses a call past maxSessionCalls or maxQueue with TP_ERR_QUEUE_FULL, and never queues a call that uses no thread", async () => {
+    const gate = new McpCallGate({ maxRunning: 1, maxQueue: 1, maxSessionCalls: 2, retryAfterSeconds: 5 });
+    await gate.acquire("a", signal(), true);
+    void gate.acquire("a", signal(), true);
+    const perSession = await gate.acquire("a", signal(), false).catch((error: unknown) => error);
+    expect(perSession).toBeInstanceOf(McpRefusal);
+    expect((perSession as McpRefusal).data).toEqual({ code: "TP_ERR_QUEUE_FULL", retryAfterSeconds: 5 });
+    expect((perSession as McpRefusal).message).toContain("maxSessionCalls 2");
+    const queue = await gate.acquire("b", signal(), true).catch((error: unknown) => error);
+    expect((queue as McpRefusal).message).toContain("maxQueue 1");
+    expect((queue as McpRefusal).code).toBe(-32000);
+    // An inline tool's call runs at once, whatever waits.
+    expect(await gate.acquire("b", signal(), false)).toBeDefined();
+  });
+
+  it.each([
+    [{ maxRunning: 0 }, "Expected `maxRunning` to be an integer >= 1, got `0` (number)"],
+    [{ maxRunning: 1, maxQueue: -1 }, "Expected `maxQueue` to be an integer >= 0, got `-1` (number)"],
+    [{ maxRunning: 1, maxSessionCalls: 1.5 }, "Expected `maxSessionCalls` to be an integer >= 1, got `1.5` (number)"],
+    [{ maxRunning: 1, retryAfterSeconds: "1" }, 'Expected `retryAfterSeconds` to be an integer >= 0, got `"1"` (string)'],
+  ])("refuses options %j with TP_ERR_INVALID_OPTION", (options, message) => {
+    expect(() => new McpCallGate(options as never)).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message }));
+  });
+});

@@ -1,0 +1,376 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const CLI = join(ROOT, "dist", "cli", "main.js");
+const LOAD_TOOLS = join(ROOT, "test", "fixtures", "mcp", "load-tools.mjs");
+const PROTOCOL_VERSION = "2025-06-18";
+
+/** A `toolpool mcp --http` child process serving the load tools. */
+interface McpProcess {
+  url: URL;
+  child: ChildProcess;
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
+  /** Resolves once stderr matches `pattern`. */
+  untilStderr(pattern: RegExp): Promise<string>;
+}
+
+const children: ChildProcess[] = [];
+const clients: Client[] = [];
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((client) => client.close().catch(() => {})));
+});
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
+function watchText(stream: NodeJS.ReadableStream): (pattern: RegExp) => Promise<string> {
+  let text = "";
+  const waiters: { pattern: RegExp; resolve: (text: string) => void }[] = [];
+  stream.on("data", (chunk: Buffer | string) => {
+    text += chunk.toString();
+    for (const waiter of waiters.splice(0)) {
+      if (waiter.pattern.test(text)) waiter.resolve(text);
+      else waiters.push(waiter);
+    }
+  });
+  return (pattern) => (pattern.test(text) ? Promise.resolve(text) : new Promise((resolve) => waiters.push({ pattern, resolve })));
+}
+
+async function startMcp(args: string[]): Promise<McpProcess> {
+  const child = spawn(process.execPath, [CLI, "mcp", "--http", "127.0.0.1:0", "--tools", LOAD_TOOLS, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, TOOLPOOL_TOKEN: "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  const untilStderr = watchText(child.stderr!);
+  const untilStdout = watchText(child.stdout!);
+  const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+  const listening = await Promise.race([
+    untilStdout(/listening on \S+\n/),
+    exited.then(async () => {
+      throw new Error(`toolpool mcp exited before listening: ${await untilStderr(/^/)}`);
+    }),
+  ]);
+  const url = /listening on (\S+)/.exec(listening)![1]!;
+  return { url: new URL(url), child, exited, untilStderr };
+}
+
+async function stop(server: McpProcess): Promise<void> {
+  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGTERM");
+  await server.exited;
+}
+
+async function connect(server: McpProcess): Promise<Client> {
+  const client = new Client({ name: "load-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(server.url));
+  clients.push(client);
+  return client;
+}
+
+/** Calls a tool; `timeout` only guards against a hang (the SDK's default is 60 s). */
+const callTool = (client: Client, name: string, args: Record<string, unknown>) =>
+  client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 }) as Promise<CallToolResult>;
+
+/** `gates` (see fixtures/mcp/load-tools.mjs): waits, opens, counts inside the server process. */
+async function gates(client: Client, args: Record<string, unknown>): Promise<number | null> {
+  const result = await callTool(client, "gates", args);
+  expect(result.isError).toBe(false);
+  return (result.structuredContent as { details: { count: number | null } }).details.count;
+}
+
+const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+
+/** A raw `initialize`: the HTTP status, the session id and the headers. */
+async function initialize(server: McpProcess): Promise<{ status: number; sessionId: string | null; retryAfter: string | null; body: unknown }> {
+  const response = await fetch(server.url, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+    }),
+  });
+  const text = await response.text();
+  const body: unknown = response.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text;
+  return { status: response.status, sessionId: response.headers.get("mcp-session-id"), retryAfter: response.headers.get("retry-after"), body };
+}
+
+/** A JSON-RPC message as it arrives on a POST's event stream. */
+type Message = { id?: number; method?: string; params?: Record<string, unknown>; result?: CallToolResult; error?: { code: number; message: string; data?: Record<string, unknown> } };
+
+/** A raw POST to a session whose event stream is read message by message (or not read at all). */
+interface RawPost {
+  request: ClientRequest;
+  response: Promise<IncomingMessage>;
+  /** Every message so far. */
+  messages: Message[];
+  /** Resolves once a message matches. */
+  until(match: (message: Message) => boolean): Promise<Message>;
+  /** Resolves once the stream ended. */
+  ended: Promise<void>;
+}
+
+function post(server: McpProcess, sessionId: string, body: unknown, options: { paused?: boolean } = {}): RawPost {
+  const messages: Message[] = [];
+  const waiters: { match: (message: Message) => boolean; resolve: (message: Message) => void }[] = [];
+  let resolveEnded!: () => void;
+  const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
+  const request = httpRequest(server.url, {
+    method: "POST",
+    headers: { ...headers, "mcp-session-id": sessionId, "mcp-protocol-version": PROTOCOL_VERSION },
+  });
+  const response = new Promise<IncomingMessage>((resolve, reject) => {
+    request.on("error", reject);
+    request.on("response", (incoming) => {
+      if (options.paused === true) incoming.pause();
+      let buffer = "";
+      incoming.setEncoding("utf8");
+      incoming.on("data", (chunk: string) => {
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = event
+            .split("\n")
+            .filter((line) => line.startsWith("data: "))
+            .map((line) => line.slice(6))
+            .join("\n");
+          if (data === "") continue;
+          const message = JSON.parse(data) as Message;
+          messages.push(message);
+          for (const waiter of waiters.splice(0)) {
+            if (waiter.match(message)) waiter.resolve(message);
+            else waiters.push(waiter);
+          }
+        }
+      });
+      incoming.on("end", resolveEnded);
+      incoming.on("close", resolveEnded);
+      resolve(incoming);
+    });
+  });
+  request.on("error", () => {});
+  request.end(JSON.stringify(body));
+  return {
+    request,
+    response,
+    messages,
+    ended,
+    until: (match) => {
+      const found = messages.find(match);
+      return found !== undefined ? Promise.resolve(found) : new Promise((resolve) => waiters.push({ match, resolve }));
+    },
+  };
+}
+
+const toolCall = (id: number, name: string, args: Record<string, unknown>, progressToken?: number) => ({
+  jsonrpc: "2.0",
+  id,
+  method: "tools/call",
+  params: { name, arguments: args, ...(progressToken === undefined ? {} : { _meta: { progressToken } }) },
+});
+
+/** The toolpool code of a JSON-RPC error as the SDK's client throws it. */
+async function refusalOf(call: Promise<unknown>): Promise<{ code: unknown; message: string; data: Record<string, unknown> }> {
+  const error = await call.then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
+  expect(error).toBeInstanceOf(McpError);
+  const { code, message, data } = error as McpError;
+  return { code, message, data: data as Record<string, unknown> };
+}
+
+describe("toolpool mcp --http: sessions", () => {
+  it("never closes a session with a call in flight: a new initialize gets 503 with Retry-After, and every call is answered", async () => {
+    const server = await startMcp(["--threads", "3", "--max-sessions", "3"]);
+    try {
+      const sessions = [await connect(server), await connect(server), await connect(server)];
+      const calls = sessions.map((client, index) => callTool(client, "hold", { key: `busy-${index}` }));
+      await gates(sessions[0]!, { waitForCount: { prefix: "started:busy-", count: 3 } });
+
+      const refused = await initialize(server);
+      expect(refused.status).toBe(503);
+      expect(refused.retryAfter).toBe("1");
+      expect(refused.body).toMatchObject({ jsonrpc: "2.0", error: { code: -32000, data: { code: "TP_ERR_TOO_MANY_SESSIONS" } } });
+      expect((refused.body as { error: { message: string } }).error.message).toContain("maxSessions 3");
+
+      await gates(sessions[0]!, { openPrefix: "busy-" });
+      const results = await Promise.all(calls);
+      expect(results.map((result) => (result.content[0] as { text: string }).text)).toEqual(["held busy-0", "held busy-1", "held busy-2"]);
+      // Idle now: the session used least recently makes room.
+      expect((await initialize(server)).status).toBe(200);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
+  it("answers a call cut short by its client closing the session with a JSON-RPC error, and aborts it", async () => {
+    const server = await startMcp(["--threads", "2"]);
+    try {
+      const [owner, control] = [await connect(server), await connect(server)];
+      const refused = refusalOf(callTool(owner, "hold", { key: "closed-1" }));
+      await gates(control, { waitFor: ["started:closed-1"] });
+      await (owner.transport as StreamableHTTPClientTransport).terminateSession();
+      const refusal = await refused;
+      expect(refusal.code).toBe(-32000);
+      expect(refusal.data).toEqual({ code: "TP_ERR_SESSION_CLOSED" });
+      expect(refusal.message).toContain("closed by its client");
+      // The tool saw its signal: it stopped waiting at its gate.
+      await server.untilStderr(/call mcp-\d+ \(hold\) cancelled \(The MCP session was closed by its client[^)]*\); it ended with an error/);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
+  it("answers the calls in flight with a JSON-RPC error when the server shuts down", async () => {
+    const server = await startMcp(["--threads", "2"]);
+    const [owner, control] = [await connect(server), await connect(server)];
+    const refusals = ["term-1", "term-2"].map((key) => refusalOf(callTool(owner, "hold", { key })));
+    await gates(control, { waitForCount: { prefix: "started:term-", count: 2 } });
+    server.child.kill("SIGTERM");
+    for (const refused of refusals) {
+      const refusal = await refused;
+      expect(refusal.data).toEqual({ code: "TP_ERR_CLOSED" });
+      expect(refusal.message).toContain("shutting down");
+    }
+    expect((await server.exited)[0]).toBe(0);
+  }, 120_000);
+});
+
+describe("toolpool mcp --http: calls whose client is gone", () => {
+  it("cancels the calls of a POST whose connection closed: those still waiting for a thread never start", async () => {
+    const server = await startMcp(["--threads", "2"]);
+    try {
+      const control = await connect(server);
+      const { sessionId } = await initialize(server);
+      const batch = Array.from({ length: 20 }, (_, index) => toolCall(index + 1, "hold", { key: `drop-${index}` }));
+      const dropped = post(server, sessionId!, batch);
+      await dropped.response;
+      // Two run (one per thread), eighteen wait.
+      await gates(control, { waitForCount: { prefix: "started:drop-", count: 2 } });
+      dropped.request.destroy();
+      await server.untilStderr(/the client went away before 20 of its requests were answered; they were cancelled/);
+      // Whatever is left of the batch may run to its end from now on.
+      await gates(control, { openPrefix: "drop-" });
+      // A later call of the same session waits behind any of them that would still start.
+      const later = post(server, sessionId!, toolCall(100, "hold", { key: "later" }));
+      await gates(control, { waitFor: ["started:later"], open: ["later"] });
+      expect((await later.until((message) => message.id === 100)).result).toMatchObject({ isError: false });
+      expect(await gates(control, { countPrefix: "started:drop-" })).toBe(2);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
+  it("holds a call's progress while its client reads nothing: the server keeps only the latest partials", async () => {
+    const server = await startMcp(["--threads", "2"]);
+    try {
+      const control = await connect(server);
+      const { sessionId } = await initialize(server);
+      const count = 600;
+      const slow = post(server, sessionId!, toolCall(1, "flood", { key: "slow", count, bytes: 256 * 1024 }, 1), { paused: true });
+      const response = await slow.response;
+      // The tool has sent every partial and returned while its client read nothing.
+      await gates(control, { waitFor: ["flooded:slow"] });
+      response.resume();
+      const result = await slow.until((message) => message.id === 1);
+      expect(result.result).toMatchObject({ isError: false, content: [{ type: "text", text: `sent ${count}` }] });
+      const progress = slow.messages.filter((message) => message.method === "notifications/progress").map((message) => Number(message.params!.message));
+      // Without a bound the server would have held all 600 for the client (150 MiB).
+      expect(progress.length).toBeLessThan(count / 2);
+      expect(progress.at(-1)).toBe(count);
+      expect(progress).toEqual([...progress].sort((a, b) => a - b));
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+});
+
+describe("toolpool mcp --http: load limits", () => {
+  it("refuses calls past --max-session-calls and --max-queue with JSON-RPC errors that say which limit", async () => {
+    const server = await startMcp(["--threads", "1", "--max-queue", "1", "--max-session-calls", "2", "--retry-after", "3"]);
+    try {
+      const [control, other] = [await connect(server), await connect(server)];
+      const { sessionId } = await initialize(server);
+      const batch = post(server, sessionId!, [1, 2, 3].map((id) => toolCall(id, "hold", { key: `q-${id}` })));
+      // The first runs, the second waits, the third is one too many for the session.
+      const third = await batch.until((message) => message.id === 3);
+      expect(third.error).toMatchObject({ code: -32000, data: { code: "TP_ERR_QUEUE_FULL", retryAfterSeconds: 3 } });
+      expect(third.error!.message).toContain("maxSessionCalls 2");
+      await gates(control, { waitFor: ["started:q-1"] });
+      // The queue holds one call already.
+      const full = await refusalOf(callTool(other, "hold", { key: "q-4" }));
+      expect(full.data).toEqual({ code: "TP_ERR_QUEUE_FULL", retryAfterSeconds: 3 });
+      expect(full.message).toContain("maxQueue 1");
+      await gates(control, { openPrefix: "q-" });
+      expect((await batch.until((message) => message.id === 2)).result).toMatchObject({ isError: false });
+      expect(await gates(control, { countPrefix: "started:q-" })).toBe(2);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
+  it("refuses requests with 503 TP_ERR_OVERLOADED and Retry-After past --max-rss", async () => {
+    const server = await startMcp(["--max-rss", "1"]);
+    try {
+      const refused = await initialize(server);
+      expect(refused.status).toBe(503);
+      expect(refused.retryAfter).toBe("1");
+      expect(refused.body).toMatchObject({ error: { code: -32000, data: { code: "TP_ERR_OVERLOADED", retryAfterSeconds: 1 } } });
+      expect((refused.body as { error: { message: string } }).error.message).toMatch(/overloaded \(RSS \d+ bytes\)/);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
+  it("ends a worker call past --call-timeout with TP_ERR_TIMEOUT", async () => {
+    const server = await startMcp(["--threads", "1", "--call-timeout", "200"]);
+    try {
+      const client = await connect(server);
+      const result = await callTool(client, "hold", { key: "never-opened" });
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toMatchObject({ code: "TP_ERR_TIMEOUT" });
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+});
+
+describe("toolpool mcp: limit flags", () => {
+  const runCli = (args: string[]) =>
+    new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [CLI, "mcp", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      let stderr = "";
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on("exit", (code) => resolve({ code, stderr }));
+    });
+
+  it.each([
+    [["--http", "127.0.0.1:0", "--max-sessions", "0"], /--max-sessions.*Expected an integer >= 1\./],
+    [["--http", "127.0.0.1:0", "--max-queue", "-1"], /--max-queue.*Expected an integer >= 0\./],
+    [["--max-session-calls", "many"], /--max-session-calls.*Expected an integer >= 1\./],
+    [["--call-timeout", "0"], /--call-timeout.*Expected an integer from 1 to 2147483647\./],
+    [["--max-sessions", "4"], /--max-sessions needs --http/],
+    [["--max-rss", "1000000"], /--max-rss needs --http/],
+  ])("exits 2 with one line for %j", async (args, message) => {
+    const { code, stderr } = await runCli(args);
+    expect(code).toBe(2);
+    expect(stderr.trimEnd().split("\n")).toHaveLength(1);
+    expect(stderr).toMatch(message);
+  }, 60_000);
+});
