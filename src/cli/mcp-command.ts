@@ -62,7 +62,7 @@ export function addMcpCommand(program: Command): Command {
     .addOption(new Option("--allow-host <host>", "with --http and no token: a Host header to accept besides localhost (repeatable)").argParser(collect).default([]))
     .addOption(new Option("--allow-origin <origin>", "with --http: an Origin header to accept (repeatable; default: none)").argParser(collect).default([]));
   for (const option of connectionOptions()) command.addOption(option);
-  return command
+  command
     .addOption(toolsOption())
     .addOption(hooksOption())
     .addOption(threadsOption())
