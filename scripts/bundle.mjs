@@ -12,7 +12,7 @@
  *   with other flags, and toolpool then compiles the bundle as usual. The
  *   bundle is TypeBox's own code at the installed version, tree-shaken, not
  *   minified.
- * - dist/workers/worker-entry.cjs: the worker entry with the few toolpool
+ * - dist/workers/thread/worker-entry.cjs: the worker entry with the few toolpool
  *   modules it imports, as one CommonJS file, because every worker thread
  *   loads it before its first call (measured in a fresh worker: 7.6 ms as 8
  *   ES modules, 4.9 ms as one, 2.1 ms as one CommonJS file, which Piscina's
@@ -111,5 +111,5 @@ async function bundle(file, output = file, format = "esm") {
   await rm(bundled);
 }
 
-await bundle("workers/worker-entry.js", "workers/worker-entry.cjs", "cjs");
+await bundle("workers/thread/worker-entry.js", "workers/thread/worker-entry.cjs", "cjs");
 await bundle("index.js");

@@ -1,6 +1,6 @@
 /**
  * Measures, per Node binary, the smallest `resourceLimits` with which a
- * worker of toolpool's pool starts (dist/workers/worker-entry.cjs under
+ * worker of toolpool's pool starts (dist/workers/thread/worker-entry.cjs under
  * Piscina) and runs a small call (the built-in `hash` of a short text).
  *
  * Why in child processes: on Node 22 and later a worker whose heap is too

@@ -4,7 +4,7 @@
  *
  * - Piscina: the private `kMovable` mark of `piscina/dist/symbols.js` (a
  *   worker's reply is made movable without loading Piscina's main module,
- *   `src/workers/move-to-host.ts`), and the text of a worker's exit, which
+ *   `src/workers/thread/move-to-host.ts`), and the text of a worker's exit, which
  *   Piscina reports only in its message (`src/workers/classify-failure.ts`).
  * - BullMQ: the `failedReason` texts of a job failed as stalled, by which the
  *   fleet tells a lost node from a failed call (`src/fleet/remote-pool.ts`).
@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { Piscina } from "piscina";
 import { describe, expect, it } from "vitest";
 
-import { moveToHost } from "../dist/workers/move-to-host.js";
+import { moveToHost } from "../dist/workers/thread/move-to-host.js";
 
 const require = createRequire(import.meta.url);
 const packageJson = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { dependencies: Record<string, string> };

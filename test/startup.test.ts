@@ -76,7 +76,7 @@ describe("cold start", () => {
     expect(files.length).toBeLessThanOrEqual(budget.filesAfterFirstBatch);
     const workerFiles = result!.workerFiles;
     expect(workerFiles.some((file) => file.endsWith("/piscina/dist/worker.js"))).toBe(true);
-    expect(workerFiles.some((file) => file.endsWith("/dist/workers/worker-entry.cjs"))).toBe(true);
+    expect(workerFiles.some((file) => file.endsWith("/dist/workers/thread/worker-entry.cjs"))).toBe(true);
     expect(workerFiles.filter((file) => file.includes("/piscina/dist/") && !/\/(worker|symbols|common)\.js$/.test(file))).toEqual([]);
   });
 

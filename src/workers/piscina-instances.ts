@@ -77,7 +77,7 @@ export interface InstanceEvents {
   latched(): void;
 }
 
-const workerEntryUrl = new URL("./worker-entry.cjs", import.meta.url); // worker-entry.ts as one CommonJS file: see scripts/bundle.mjs
+const workerEntryUrl = new URL("./thread/worker-entry.cjs", import.meta.url); // thread/worker-entry.ts as one CommonJS file: see scripts/bundle.mjs
 
 /** Milliseconds a terminated thread may take to exit before its Piscina instance is counted as short of a thread. */
 const exitWatchMs = 2_000;

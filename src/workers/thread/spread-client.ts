@@ -8,9 +8,9 @@
  */
 import { BroadcastChannel, parentPort, threadId } from "node:worker_threads";
 
-import { describeThrown } from "../errors.js";
-import type { SpreadOutcome } from "../types.js";
-import { maxSpreadInputs, spreadChannelName, spreadTag, type SpreadReply, type SpreadRequest } from "./protocol.js";
+import { describeThrown } from "../../errors.js";
+import type { SpreadOutcome } from "../../types.js";
+import { maxSpreadInputs, spreadChannelName, spreadTag, type SpreadReply, type SpreadRequest } from "../protocol.js";
 
 /** This thread's spread channel, opened on its first request and kept (unreferenced) for the thread's life. */
 let channel: BroadcastChannel | undefined;

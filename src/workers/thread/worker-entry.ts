@@ -10,9 +10,9 @@
 import { getEventListeners } from "node:events";
 import { BroadcastChannel, parentPort, threadId, workerData } from "node:worker_threads";
 
-import { describeThrown } from "../errors.js";
-import { runWithRemoteParent } from "../tracing/remote-parent.js";
-import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../types.js";
+import { describeThrown } from "../../errors.js";
+import { runWithRemoteParent } from "../../tracing/remote-parent.js";
+import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../../types.js";
 import { importToolModule } from "./import-tool-module.js";
 import { inspectResult } from "./inspect-result.js";
 import { moveToHost } from "./move-to-host.js";
@@ -26,7 +26,7 @@ import {
   type WorkerReply,
   type WorkerTask,
   type WorkerToolDefinition,
-} from "./protocol.js";
+} from "../protocol.js";
 
 const boot = workerData as WorkerBootData;
 const running = new Map<number, AbortController>();
