@@ -1,6 +1,17 @@
+/**
+ * The runtime: tools, pools and hooks behind `executeToolCalls`,
+ * `runToolCall` and `agentTools`, and its life (close, stats, diagnosis).
+ *
+ * Longer than the house's ~400 lines: it is the public class, whose members
+ * each carry the documentation users read; the work they do lives in
+ * `coordinator/`, `workers/` and `fleet/`.
+ *
+ * @module
+ */
 import { EventEmitter } from "eventemitter3";
 
 import { BatchCoordinator, type BatchScope, type BatchServices } from "./coordinator/batch-coordinator.js";
+import { checkBatchInput } from "./coordinator/batch-input.js";
 import { rulesOf, type PiRules } from "./coordinator/pi-rules.js";
 import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
 import { createDeferred, type Deferred } from "./deferred.js";
@@ -473,42 +484,3 @@ const tracerName = "toolpool";
 
 /** The context of batches that have no hook to hand it to. */
 const emptyContext: AgentContext = Object.freeze({ systemPrompt: "", messages: Object.freeze([]) as unknown as unknown[], tools: [] });
-
-function checkBatchInput(assistantMessage: unknown, options: ExecuteOptions): void {
-  const content = (assistantMessage as { content?: unknown } | null)?.content;
-  if (typeof assistantMessage !== "object" || assistantMessage === null || !Array.isArray(content)) {
-    throw new ToolpoolError(
-      "TP_ERR_INVALID_BATCH",
-      `Expected an assistant message with a \`content\` array, got ${describeValue(assistantMessage)}`,
-    );
-  }
-  for (let index = 0; index < content.length; index++) {
-    const block: unknown = content[index];
-    if (typeof block !== "object" || block === null) {
-      throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`content[${index}]\` to be a content block, got ${describeValue(block)}`);
-    }
-    const call = block as { type?: unknown; id?: unknown; name?: unknown };
-    if (call.type === "toolCall" && (typeof call.id !== "string" || typeof call.name !== "string")) {
-      throw new ToolpoolError(
-        "TP_ERR_INVALID_BATCH",
-        `Expected tool call \`content[${index}]\` to have string \`id\` and \`name\`, got ${describeValue(block)}`,
-      );
-    }
-  }
-  if (typeof options !== "object" || options === null) {
-    throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected executeToolCalls options to be an object, got ${describeValue(options)}`);
-  }
-  if (options.emit !== undefined && typeof options.emit !== "function") {
-    throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`emit\` to be a function, got ${describeValue(options.emit)}`);
-  }
-  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
-    throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`signal\` to be an AbortSignal, got ${describeValue(options.signal)}`);
-  }
-  const { sessionKey } = options;
-  if (sessionKey !== undefined && !(typeof sessionKey === "string" && sessionKey.length > 0 && sessionKey.length <= 256)) {
-    throw new ToolpoolError(
-      "TP_ERR_INVALID_BATCH",
-      `Expected \`sessionKey\` to be a non-empty string of at most 256 characters, got ${describeValue(sessionKey)}`,
-    );
-  }
-}

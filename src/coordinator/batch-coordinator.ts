@@ -1,3 +1,14 @@
+/**
+ * The coordinator of one batch: pi's five stages for every call, in
+ * sequential or parallel mode, through one mailbox.
+ *
+ * Longer than the house's ~400 lines: the stage sequence is one pipeline
+ * that reads best in one place (every stage's job is a method here, each
+ * short); what stands alone is in its own module (preparation, the
+ * mailbox, update deliveries, results).
+ *
+ * @module
+ */
 import { describeThrown } from "../errors.js";
 import type { BatchEvent, EmitFunction, ToolExecutionEndEvent } from "../events.js";
 import type {

@@ -1,3 +1,14 @@
+/**
+ * The worker pool: a facade over its parts (Piscina instances, thread
+ * records, session admission, tool numbering, shared-memory signals, spread
+ * parts), owning the call lifecycle.
+ *
+ * Longer than the house's ~400 lines: a call's phases (waiting, running,
+ * finished, replied, settled) and their timers are one state machine, kept
+ * in one class so that every transition is read in one place.
+ *
+ * @module
+ */
 import type { Worker } from "node:worker_threads";
 
 import { Piscina } from "piscina";
