@@ -4,11 +4,11 @@
  *
  * @module
  */
-import { readFileSync } from "node:fs";
 
 import { Command } from "commander";
 
 import { addBenchCommand } from "./bench-command.js";
+import { readPackageVersion } from "./package-version.js";
 import { addDemoCommand } from "./demo-command.js";
 import { addMcpCommand } from "./mcp-command.js";
 import { addNodeCommand } from "./node-command.js";
@@ -37,14 +37,4 @@ export function createProgram(version: string = readPackageVersion()): Command {
   addBenchCommand(program);
   addNodeCommand(program);
   return program;
-}
-
-/** The version in toolpool's package.json, two levels up from `dist/cli/`. */
-export function readPackageVersion(): string {
-  try {
-    const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
-    return typeof manifest.version === "string" ? manifest.version : "unknown";
-  } catch {
-    return "unknown";
-  }
 }

@@ -21,7 +21,7 @@ import { fleetFromCli } from "./cli-options.js";
 import { callGateOptions, checkHttpOnlyLimits, sessionLimits } from "./mcp-limit-options.js";
 import type { McpCliOptions } from "./mcp-command.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
-import { readPackageVersion } from "./program.js";
+import { readPackageVersion } from "./package-version.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
