@@ -21,6 +21,8 @@ import {
   type NodeRecord,
   type RemoteJobData,
 } from "./fleet-protocol.js";
+import { admitCall, findMissingKeys } from "./call-admission.js";
+import { abortedBeforeStart, coordinatorGoneBeforeStart, coordinatorGoneWhileRunning } from "./fleet-outcomes.js";
 import { loadRedisLibraries, type RedisLibraries } from "./redis-libraries.js";
 import { describeToolset, fleetProtocolVersion, type Toolset } from "./toolset.js";
 
@@ -59,10 +61,14 @@ export interface FleetNodeOptions {
 
 interface RunningCall {
   readonly abortKey: string | undefined;
+  readonly presenceKey: string;
   readonly abort: AbortController;
-  /** Set when the node lost its lock on the job: the call then ends as lost, not as whatever the stop made of it. */
-  isLockLost: boolean;
+  /** Why the node stopped the call itself: it then ends as that, not as whatever the stop made of it. */
+  stoppedBy: "lock-lost" | "coordinator-gone" | undefined;
 }
+
+/** A reply stream expires this long after a node last wrote to it. */
+const replyStreamTtlMs = 600_000;
 
 /** Keeps a node's registration alive: renewed three times per lock duration. */
 const heartbeatsPerLock = 3;
@@ -91,6 +97,7 @@ export class FleetNode {
   readonly #lockDurationMs: number;
   readonly #onError: (error: unknown) => void;
   #heartbeat: NodeJS.Timeout | undefined;
+  #isRechecking = false;
   #closing: Promise<void> | undefined;
 
   private constructor(options: FleetNodeOptions, { Redis, Worker }: RedisLibraries) {
@@ -131,9 +138,9 @@ export class FleetNode {
     this.#commands.on("error", () => {}); // reconnects on its own; the worker reports the outage
     this.#subscriber = new Redis({ ...redisOptions, maxRetriesPerRequest: null });
     this.#subscriber.on("error", () => {});
-    this.#subscriber.on("message", (_channel: string, abortKey: string) => this.#abortCalls(abortKey));
+    this.#subscriber.on("message", (_channel: string, key: string) => this.#abortCalls(key));
     // After a reconnection, aborts announced meanwhile were missed: look again.
-    this.#subscriber.on("ready", () => void this.#recheckAborts());
+    this.#subscriber.on("ready", () => void this.#recheckAborts().catch(() => {}));
     this.#worker = new Worker<RemoteJobData>(
       FleetKeys.queueName(this.#toolset.hash),
       // Three parameters: BullMQ passes an abort signal only to a processor that declares it.
@@ -157,7 +164,7 @@ export class FleetNode {
       for (const jobId of jobIds) {
         const call = this.#running.get(jobId);
         if (call === undefined) continue;
-        call.isLockLost = true;
+        call.stoppedBy = "lock-lost";
         call.abort.abort();
       }
     });
@@ -178,7 +185,11 @@ export class FleetNode {
     try {
       await node.#subscriber.subscribe(node.#keys.cancelChannel);
       await node.#register();
-      node.#heartbeat = setInterval(() => void node.#register().catch(node.#onError), Math.max(50, node.#lockDurationMs / heartbeatsPerLock));
+      // Each beat also stops running calls whose coordinator is gone.
+      node.#heartbeat = setInterval(() => {
+        void node.#register().catch(node.#onError);
+        void node.#recheckAborts().catch(() => {});
+      }, Math.max(50, node.#lockDurationMs / heartbeatsPerLock));
       void node.#worker.run().catch(node.#onError);
       await node.#worker.waitUntilReady();
     } catch (error) {
@@ -253,7 +264,6 @@ export class FleetNode {
     const jobId = job.id!;
     const tool = this.#tools.get(data.tool);
     let outcome: WorkerCallOutcome;
-    let updates: Promise<unknown> = Promise.resolve();
     if (data.v !== fleetProtocolVersion || tool === undefined || this.#toolset.fingerprints.get(data.tool) !== data.fp) {
       outcome = {
         kind: "error",
@@ -262,55 +272,89 @@ export class FleetNode {
       };
     } else {
       const abort = new AbortController();
-      // Registered before the abort key is read: an abort announced from now on reaches it either way.
-      const running: RunningCall = { abortKey: data.abortKey, abort, isLockLost: false };
+      // Registered before the keys are read: an abort announced from now on reaches it either way.
+      const running: RunningCall = { abortKey: data.abortKey, presenceKey: data.presenceKey, abort, stoppedBy: undefined };
+      let isStarted = false;
       this.#running.set(jobId, running);
       signal?.addEventListener("abort", () => abort.abort(), { once: true });
       try {
-        if (data.abortKey !== undefined && (await this.#commands.exists(data.abortKey)) === 1) abort.abort();
-        const pool = this.#pools.get(tool) ?? this.#pools.get("shared")!;
-        outcome = await pool.run({
-          tool,
-          toolCallId: data.toolCallId,
-          args: decodeJobArgs(data),
-          signal: abort.signal,
-          // One connection, each XADD chained after the last: partials reach the stream in order, before the end.
-          onUpdate: (partial: AgentToolResult<unknown>) => {
-            const fields = encodeUpdate(jobId, partial);
-            updates = updates.then(() => this.#commands.xadd(data.replyTo, "*", ...fields)).catch(this.#onError);
-          },
-        });
+        const admission = await admitCall(this.#commands, data);
+        if (admission === "aborted") outcome = abortedBeforeStart(data.tool);
+        else if (admission === "coordinator-gone") outcome = coordinatorGoneBeforeStart(data.tool, this.#name);
+        else {
+          if (admission === "run-aborted") abort.abort();
+          isStarted = true;
+          outcome = await this.#run(tool, jobId, data, abort.signal);
+        }
       } catch (error) {
-        outcome = { kind: "error", code: "TP_ERR_WORKER_CRASH", message: `Tool "${data.tool}" could not be run on node "${this.#name}": ${describeThrown(error)}` };
+        const what = isStarted ? "could not be run" : "was not run";
+        outcome = { kind: "error", code: "TP_ERR_WORKER_CRASH", message: `Tool "${data.tool}" ${what} on node "${this.#name}": ${describeThrown(error)}` };
       }
-      if (running.isLockLost) {
+      // A call that never started keeps its "was not run"; one whose tool returned keeps its result.
+      const isStopped = isStarted && outcome.kind === "error";
+      if (isStopped && running.stoppedBy === "lock-lost") {
         // Stopped because the node lost its hold on the job, not because anyone asked.
         outcome = {
           kind: "error",
           code: "TP_ERR_NODE_LOST",
           message: `Tool "${data.tool}": node "${this.#name}" lost its hold on the call (cut off from Redis) and stopped it; the call may have run partly or fully`,
         };
-      }
+      } else if (isStopped && running.stoppedBy === "coordinator-gone") outcome = coordinatorGoneWhileRunning(data.tool, this.#name);
     }
     try {
-      await updates;
       const executionMs = performance.now() - startedAt;
       // The stream expires unless its coordinator keeps reading it (a coordinator that died leaves nothing behind).
-      await this.#commands.pipeline().xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs)).pexpire(data.replyTo, 600_000).exec();
+      await this.#commands.pipeline().xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs)).pexpire(data.replyTo, replyStreamTtlMs).exec();
     } finally {
       this.#running.delete(jobId);
     }
     return 0;
   }
 
-  #abortCalls(abortKey: string): void {
-    for (const call of this.#running.values()) if (call.abortKey === abortKey) call.abort.abort();
+  /** Runs an admitted call on its pool; resolves once its partials are written too. */
+  async #run(tool: WorkerTool, jobId: string, data: RemoteJobData, signal: AbortSignal): Promise<WorkerCallOutcome> {
+    let updates: Promise<unknown> = Promise.resolve();
+    const pool = this.#pools.get(tool) ?? this.#pools.get("shared")!;
+    const outcome = await pool.run({
+      tool,
+      toolCallId: data.toolCallId,
+      args: decodeJobArgs(data),
+      signal,
+      // One connection, each XADD chained after the last: partials reach the stream in order, before the end.
+      // Each renews the stream's expiry, as the end does: a stream nobody reads goes away.
+      onUpdate: (partial: AgentToolResult<unknown>) => {
+        const fields = encodeUpdate(jobId, partial);
+        updates = updates
+          .then(() => this.#commands.pipeline().xadd(data.replyTo, "*", ...fields).pexpire(data.replyTo, replyStreamTtlMs).exec())
+          .catch(this.#onError);
+      },
+    });
+    await updates;
+    return outcome;
   }
 
+  /** A message on the cancel channel: an abort key (a batch aborted) or a presence key (a coordinator left). */
+  #abortCalls(key: string): void {
+    for (const call of this.#running.values()) {
+      if (call.presenceKey === key) call.stoppedBy ??= "coordinator-gone";
+      if (call.abortKey === key || call.presenceKey === key) call.abort.abort();
+    }
+  }
+
+  /** Looks at the keys of the running calls: aborts announced while unheard, coordinators gone. */
   async #recheckAborts(): Promise<void> {
-    for (const call of [...this.#running.values()]) {
-      if (call.abortKey === undefined || call.abort.signal.aborted) continue;
-      if ((await this.#commands.exists(call.abortKey).catch(() => 0)) === 1) call.abort.abort();
+    const calls = [...this.#running.values()].filter((call) => !call.abort.signal.aborted);
+    if (this.#isRechecking || calls.length === 0) return;
+    this.#isRechecking = true;
+    try {
+      const keys = calls.flatMap((call) => (call.abortKey === undefined ? [call.presenceKey] : [call.presenceKey, call.abortKey]));
+      const missing = await findMissingKeys(this.#commands, keys);
+      for (const call of calls) {
+        if (missing.has(call.presenceKey)) call.stoppedBy ??= "coordinator-gone";
+        if (missing.has(call.presenceKey) || (call.abortKey !== undefined && !missing.has(call.abortKey))) call.abort.abort();
+      }
+    } finally {
+      this.#isRechecking = false;
     }
   }
 }

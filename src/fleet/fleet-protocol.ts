@@ -22,8 +22,20 @@ export interface RemoteJobData {
   toolCallId: string;
   /** The coordinator's reply stream: partials, then the end envelope. */
   replyTo: string;
-  /** Set while the batch is aborted; read when the call starts. Absent for a call with no abort signal. */
+  /**
+   * Set once the call's batch is aborted; absent for a call with no abort
+   * signal. A node that fetches the call with the key set does not start it
+   * (it waited in the queue when the batch was aborted).
+   */
   abortKey?: string;
+  /**
+   * The call was submitted after its batch was aborted: pi runs such a call
+   * with an aborted signal, so the node starts it aborted (its tool decides
+   * what that gives) instead of refusing it.
+   */
+  startsAborted?: true;
+  /** The coordinator's presence key: a node starts no call whose coordinator's key is gone, and stops a running one. */
+  presenceKey: string;
 }
 
 /** What a node sends back for a call, on the coordinator's reply stream. */
@@ -64,7 +76,15 @@ export class FleetKeys {
     return `${this.prefix}:fleet:abort:${coordinatorId}:${group}`;
   }
 
-  /** The pub/sub channel on which abort keys are announced to every node. */
+  /** A coordinator's presence key, renewed while it lives (see `CoordinatorPresence`). */
+  presence(coordinatorId: string): string {
+    return `${this.prefix}:fleet:coordinator:${coordinatorId}`;
+  }
+
+  /**
+   * The pub/sub channel on which every node hears of aborts: a message is an
+   * abort key (a batch aborted) or a presence key (its coordinator left).
+   */
   get cancelChannel(): string {
     return `${this.prefix}:fleet:cancel`;
   }

@@ -3,15 +3,28 @@ import { performance } from "node:perf_hooks";
 
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
-import { describeThrown, type ErrorCode } from "../errors.js";
+import { describeThrown } from "../errors.js";
 import type { PiVersion } from "../options.js";
 import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import type { ResolvedFleetOptions } from "./fleet-options.js";
+import { AbortAnnouncer } from "./abort-announcer.js";
 import { CoordinatorClients, withTimeout } from "./coordinator-clients.js";
+import { CoordinatorPresence } from "./coordinator-presence.js";
+import {
+  abortedBeforeStart,
+  closedByForce,
+  fault,
+  isUnsubmitted,
+  noEndAfterAbort,
+  nodeFailed,
+  nodeLost,
+  redisLost,
+  unservedOutcome,
+} from "./fleet-outcomes.js";
 import { encodeJobData, FleetKeys, type ReplyEntry } from "./fleet-protocol.js";
 import { NodeDirectory } from "./node-directory.js";
-import { readReplyStream } from "./reply-stream.js";
+import { ReplyStream } from "./reply-stream.js";
 import { describeToolset, type Toolset } from "./toolset.js";
 
 /** How one remote call ended, for metrics. */
@@ -45,6 +58,8 @@ interface RemoteCall {
   readonly sentAt: number;
   /** Resubmissions left after a node loss (idempotent tools only). */
   readonly retriesLeft: number;
+  /** Submitted after its batch's abort: its node starts it aborted, as pi runs such a call. */
+  readonly startsAborted: boolean;
   isAdded: boolean;
   isSettled: boolean;
   /** Watchdog passes in a row that found the job gone without an end. */
@@ -77,6 +92,12 @@ const maxPriority = 2_097_151;
  *   outstanding calls, so every session's k-th call goes before anyone's k+1-th.
  * - Nothing hangs: Redis unreachable, or no live node for the toolset, ends
  *   calls with `TP_ERR_FLEET_UNAVAILABLE` within the configured bounds.
+ * - Nothing runs for nobody: a call waiting in the queue when its batch is
+ *   aborted is taken back (or refused by the node that fetched it), and nodes
+ *   start no call of a coordinator whose presence key lapsed.
+ * - Truthful ends: before this pool reports a call lost, aborted past its
+ *   bound or failed, it reads its reply stream up to now; an end the node
+ *   already wrote wins.
  */
 export class RemotePool implements ToolCallPool {
   readonly #options: ResolvedFleetOptions;
@@ -93,6 +114,11 @@ export class RemotePool implements ToolCallPool {
   readonly #groups = new WeakMap<AbortSignal, CallGroup>();
   readonly #onCall: (record: RemoteCallRecord) => void;
   readonly #onError: (error: unknown) => void;
+  readonly #presence: CoordinatorPresence;
+  readonly #announcer: AbortAnnouncer;
+  readonly #replies: ReplyStream;
+  /** Calls past the `maxOutstanding` check and not yet registered (waiting for the connection or the node registry). */
+  #admitting = 0;
   #seq = 0;
   #groupSeq = 0;
   #completed = 0;
@@ -136,6 +162,13 @@ export class RemotePool implements ToolCallPool {
     this.#queueName = FleetKeys.queueName(this.#toolset.hash);
     this.#replyKey = this.#keys.reply(this.#coordinatorId);
     this.#directory = new NodeDirectory(this.#keys, this.#toolset.hash);
+    this.#presence = new CoordinatorPresence(this.#keys.presence(this.#coordinatorId), options);
+    this.#announcer = new AbortAnnouncer(this.#keys.cancelChannel);
+    this.#replies = new ReplyStream({
+      key: this.#replyKey,
+      onEntry: (entry) => this.#onReply(entry),
+      trim: (lastId) => void this.#clients?.commands.xtrim(this.#replyKey, "MINID", lastId).catch(() => {}),
+    });
   }
 
   /** Remote calls in flight; threads are the live nodes' threads. */
@@ -161,33 +194,47 @@ export class RemotePool implements ToolCallPool {
   async run(request: WorkerCallRequest, retriesLeft = request.tool.idempotent ? this.#options.nodeLossRetries : 0): Promise<WorkerCallOutcome> {
     const name = request.tool.name;
     if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
-    if (this.#calls.size >= this.#options.maxOutstanding) {
+    // Calls still being admitted count too: calls started in the same tick cannot pass the limit together.
+    if (this.#calls.size + this.#admitting >= this.#options.maxOutstanding) {
       return fault("TP_ERR_QUEUE_FULL", `Tool "${name}" was not run: ${this.#options.maxOutstanding} remote calls are in flight (fleet.maxOutstanding)`);
     }
+    this.#admitting += 1;
+    let refusal: WorkerCallOutcome | undefined;
+    try {
+      refusal = await this.#admit(name);
+    } finally {
+      this.#admitting -= 1;
+    }
+    // Registered by #submit before it awaits anything: the slot passes from #admitting to #calls at once.
+    return refusal ?? this.#submit(request, retriesLeft);
+  }
+
+  /** Why a call cannot be submitted now (Redis, no node, closed meanwhile), or undefined. */
+  async #admit(name: string): Promise<WorkerCallOutcome | undefined> {
     if (!(await this.#start()) || !this.#isRedisUp) {
       const why = this.#startError ?? `Redis at ${this.#redisHost()} is unreachable`;
       return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: ${why}`);
     }
     if (this.#directory.nodes === 0) await this.#lookAtNodes().catch(() => {});
-    if (this.#directory.nodes === 0) return this.#unservedOutcome(name);
+    if (this.#directory.nodes === 0) return unservedOutcome(name, this.#directory, this.#toolset, this.#tools);
     if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
-    return this.#submit(request, retriesLeft);
+    return undefined;
   }
 
   /**
    * Stops the pool; calls submitted afterwards end with `TP_ERR_CLOSED`.
    * Calls in flight finish first, unless `force` is set: then each ends at
-   * once with `TP_ERR_CLOSED` and its node is told to abort it.
+   * once with `TP_ERR_CLOSED`, and nodes are told to stop them. Either way
+   * this coordinator's presence key goes, so nodes start none of its calls.
    */
   async close(options: { force?: boolean } = {}): Promise<void> {
     this.#isClosed = true;
     if (options.force) {
-      const groups = new Set<CallGroup>();
       for (const call of [...this.#calls.values()]) {
-        if (call.group !== undefined) groups.add(call.group);
-        this.#settle(call, fault("TP_ERR_CLOSED", `Tool "${call.request.tool.name}" was stopped: the runtime was closed by force`));
+        // A call still waiting in the queue is taken back; a running one is stopped when the presence key goes.
+        if (call.isAdded) this.#clients?.queue.remove(call.jobId).catch(() => {});
+        this.#settle(call, closedByForce(call.request.tool.name, call.isAdded));
       }
-      for (const group of groups) this.#announceAbort(group);
     }
     if (this.#calls.size > 0) await (this.#drained ??= createDeferred()).promise;
     this.#shutdown ??= this.#stop();
@@ -198,6 +245,7 @@ export class RemotePool implements ToolCallPool {
     const jobId = `${this.#coordinatorId}-${++this.#seq}`;
     const sessionKey = request.session ?? this.#coordinatorId;
     const group = request.signal === undefined ? undefined : this.#groupOf(request.signal);
+    const startsAborted = group?.isAborted === true;
     let resolveCall!: (outcome: WorkerCallOutcome) => void;
     const done = new Promise<WorkerCallOutcome>((resolve) => (resolveCall = resolve));
     const call: RemoteCall = {
@@ -208,6 +256,7 @@ export class RemotePool implements ToolCallPool {
       sessionKey,
       sentAt: performance.now(),
       retriesLeft,
+      startsAborted,
       isAdded: false,
       isSettled: false,
       missingPasses: 0,
@@ -218,19 +267,18 @@ export class RemotePool implements ToolCallPool {
     group?.calls.add(call);
     const outstanding = (this.#outstanding.get(sessionKey) ?? 0) + 1;
     this.#outstanding.set(sessionKey, outstanding);
+    // Bounded like any aborted call: its node may not answer.
+    if (startsAborted) this.#startAbortBound(call);
     try {
-      if (group?.isAborted) {
-        // Starts aborted on its node, as a queued local call of an aborted batch does.
-        this.#startAbortBound(call);
-        await this.#clients!.commands.set(this.#keys.abort(this.#coordinatorId, group.id), "1", "PX", 600_000);
-      }
       const data = encodeJobData({
         tool: request.tool.name,
         fp: this.#toolset.fingerprints.get(request.tool.name)!,
         args: request.args,
         toolCallId: request.toolCallId,
         replyTo: this.#replyKey,
+        presenceKey: this.#presence.key,
         ...(group === undefined ? {} : { abortKey: this.#keys.abort(this.#coordinatorId, group.id) }),
+        ...(startsAborted ? { startsAborted: true as const } : {}),
       });
       await this.#clients!.queue.add(request.tool.name, data, {
         jobId,
@@ -265,51 +313,46 @@ export class RemotePool implements ToolCallPool {
     group.isAborted = true;
     if (group.calls.size === 0) return;
     for (const call of group.calls) this.#startAbortBound(call);
-    this.#announceAbort(group);
+    // The abort key first: a node that fetches one of these calls from now on does not start it.
+    this.#announcer.announce(this.#keys.abort(this.#coordinatorId, group.id), () => this.#takeBackWaiting(group));
   }
 
-  /** Sets the group's abort key (read by calls that start later), then tells every node (for calls running now). */
-  #announceAbort(group: CallGroup): void {
-    const key = this.#keys.abort(this.#coordinatorId, group.id);
-    this.#clients?.commands
-      .multi()
-      .set(key, "1", "PX", 600_000)
-      .publish(this.#keys.cancelChannel, key)
-      .exec()
-      .catch(() => {}); // Redis down: the bound below ends the calls
+  /** Calls of an aborted batch still waiting in the queue are taken back: they never start. */
+  #takeBackWaiting(group: CallGroup): void {
+    for (const call of group.calls) {
+      if (call.isSettled || !call.isAdded || call.startsAborted) continue;
+      // remove() fails for a job a node holds: that node heard the abort.
+      this.#clients?.queue
+        .remove(call.jobId)
+        .then((removed) => {
+          if (removed === 1) this.#settle(call, abortedBeforeStart(call.request.tool.name));
+        })
+        .catch(() => {});
+    }
   }
 
   /** A node that cannot be reached must not keep an aborted call running forever. */
   #startAbortBound(call: RemoteCall): void {
-    call.abortTimer ??= this.#clock.setTimeout(() => {
-      const limit = this.#abortGraceMs + this.#options.abortSlackMs;
-      this.#settle(call, fault("TP_ERR_ABORTED", `Tool "${call.request.tool.name}" did not end within ${limit} ms of the abort on its fleet node`));
-    }, this.#abortGraceMs + this.#options.abortSlackMs);
+    const limit = this.#abortGraceMs + this.#options.abortSlackMs;
+    call.abortTimer ??= this.#clock.setTimeout(
+      () => void this.#unlessAnswered(call, () => this.#settle(call, noEndAfterAbort(call.request.tool.name, limit))),
+      limit,
+    );
   }
 
   /**
-   * No live node for the toolset: a mismatch if nodes serve a tool of that
-   * name with other tools or for another pi (both pis named), else unavailable.
+   * Runs `giveUp` (which ends the call as failed) unless the call's end is
+   * in the reply stream: the stream is read up to now first, so an end the
+   * node already wrote wins over the coordinator's own verdict. With Redis
+   * unreachable the verdict stands (its text says the call may have run).
    */
-  #unservedOutcome(name: string): WorkerCallOutcome {
-    const other = this.#directory.otherToolsetOf(name);
-    const ours = this.#toolset;
-    if (other !== undefined && other.pi !== undefined && other.pi !== ours.pi) {
-      // Rare and off the hot path: the tool modules are hashed again to tell "only the pi differs" apart.
-      const isPiOnly = describeToolset(this.#tools, other.pi).hash === other.toolsetHash;
-      return fault(
-        "TP_ERR_TOOL_MISMATCH",
-        `Tool "${name}" was not run: the fleet's nodes serve pi ${other.pi} (toolset ${other.toolsetHash.slice(0, 16)}) and this runtime follows pi ${ours.pi} (toolset ${ours.hash.slice(0, 16)}); ` +
-          (isPiOnly ? `a fleet speaks one pi: start its nodes with --pi ${ours.pi}` : "they differ beyond the pi too (tools, or Node's major version)"),
-      );
+  async #unlessAnswered(call: RemoteCall, giveUp: () => void): Promise<void> {
+    if (call.isSettled) return;
+    const commands = this.#clients?.commands;
+    if (call.isAdded && commands !== undefined && this.#isRedisUp) {
+      await withTimeout(this.#replies.catchUp(commands), this.#options.redisTimeoutMs).catch(() => {});
     }
-    if (other !== undefined) {
-      return fault(
-        "TP_ERR_TOOL_MISMATCH",
-        `Tool "${name}" was not run: the fleet's nodes serve other tools (toolset ${other.toolsetHash.slice(0, 16)}) than this runtime (toolset ${ours.hash.slice(0, 16)})`,
-      );
-    }
-    return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: no live fleet node serves this runtime's tools (toolset ${this.#toolset.hash.slice(0, 16)})`);
+    if (!call.isSettled) giveUp();
   }
 
   /** Connects once; resolves false when Redis cannot be reached within `redisTimeoutMs`. */
@@ -336,12 +379,11 @@ export class RemotePool implements ToolCallPool {
     if (clients === undefined) return false;
     this.#clients = clients;
     this.#isRedisUp = clients.commands.status === "ready";
+    // Present before the first job is added (nodes refuse the jobs of an absent coordinator).
+    await withTimeout(this.#presence.start(clients.commands), this.#options.redisTimeoutMs).catch(() => {});
+    this.#announcer.useConnection(clients.commands);
     await withTimeout(this.#lookAtNodes(), this.#options.redisTimeoutMs).catch(() => {});
-    void readReplyStream({
-      reader: clients.reader,
-      key: this.#replyKey,
-      onEntry: (entry) => this.#onReply(entry),
-      trim: (lastId) => void clients.commands.xtrim(this.#replyKey, "MINID", lastId).catch(() => {}),
+    void this.#replies.run(clients.reader, {
       isDone: () => this.#isClosed && this.#calls.size === 0,
       isStopped: () => this.#shutdown !== undefined,
     });
@@ -351,7 +393,10 @@ export class RemotePool implements ToolCallPool {
       this.#timers.push(timer);
     };
     every(Math.min(1_000, this.#options.stalledIntervalMs), () => void this.#lookAtNodes().then(() => this.#dropUnserved(), () => {}));
-    every(this.#options.stalledIntervalMs, () => void this.#watch());
+    every(this.#options.stalledIntervalMs, () => {
+      this.#announcer.retry();
+      void this.#watch();
+    });
     // A Redis that stops answering without closing the connection: a PING that
     // times out counts as lost, and the connection is made anew.
     every(this.#options.redisTimeoutMs, () => {
@@ -397,38 +442,29 @@ export class RemotePool implements ToolCallPool {
     // The stalled job is back in the queue with a deferred failure: remove it
     // so that no node even fetches it (it would not run it anyway).
     this.#clients?.queue.remove(jobId).catch(() => {});
-    this.#onNodeLost(call);
+    void this.#unlessAnswered(call, () => this.#onNodeLost(call));
   }
 
   #onFailed(jobId: string, failedReason: string): void {
     const call = this.#calls.get(jobId);
     if (call === undefined || call.isSettled) return;
     // BullMQ 6.7: "job stalled more than allowable limit", "job started more than allowable limit".
-    if (/stalled|attempts started|started more than allowable/i.test(failedReason)) this.#onNodeLost(call);
-    else this.#settle(call, fault("TP_ERR_WORKER_CRASH", `Tool "${call.request.tool.name}" failed on its fleet node: ${failedReason}`));
+    const isLost = /stalled|attempts started|started more than allowable/i.test(failedReason);
+    void this.#unlessAnswered(call, () => (isLost ? this.#onNodeLost(call) : this.#settle(call, nodeFailed(call.request.tool.name, failedReason))));
   }
 
   #onNodeLost(call: RemoteCall): void {
-    const name = call.request.tool.name;
+    const lost = nodeLost(call.request.tool.name, performance.now() - call.sentAt);
     if (call.retriesLeft > 0 && !this.#isClosed && call.group?.isAborted !== true) {
       // Idempotent: running it again is harmless. Partials of the lost attempt stay delivered.
       this.#forget(call);
-      const lost = this.#nodeLostOutcome(call);
       void this.run(call.request, call.retriesLeft - 1).then((outcome) =>
         // A resubmission that never reached a node (none left, Redis gone, closed) ends as the loss it is.
         call.resolve(isUnsubmitted(outcome) ? lost : outcome),
       );
       return;
     }
-    this.#settle(call, this.#nodeLostOutcome(call));
-  }
-
-  #nodeLostOutcome(call: RemoteCall): WorkerCallOutcome {
-    const seconds = ((performance.now() - call.sentAt) / 1_000).toFixed(1);
-    return fault(
-      "TP_ERR_NODE_LOST",
-      `Tool "${call.request.tool.name}": the fleet node running the call was lost after ${seconds} s; the call may have run partly or fully`,
-    );
+    this.#settle(call, lost);
   }
 
   /**
@@ -456,7 +492,7 @@ export class RemotePool implements ToolCallPool {
       const state = await queue.getJobState(call.jobId).catch(() => "error");
       if (state === "unknown" || state === "failed" || state === "completed") {
         call.missingPasses += 1;
-        if (call.missingPasses >= 2) this.#onNodeLost(call);
+        if (call.missingPasses >= 2) void this.#unlessAnswered(call, () => this.#onNodeLost(call));
       } else call.missingPasses = 0;
     }
   }
@@ -475,7 +511,7 @@ export class RemotePool implements ToolCallPool {
       this.#clients?.queue
         .remove(call.jobId)
         .then((removed) => {
-          if (removed === 1) this.#settle(call, this.#unservedOutcome(call.request.tool.name));
+          if (removed === 1) this.#settle(call, unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
         })
         .catch(() => {});
     }
@@ -485,15 +521,7 @@ export class RemotePool implements ToolCallPool {
     if (!this.#isRedisUp) return;
     this.#isRedisUp = false;
     this.#redisLostTimer = this.#clock.setTimeout(() => {
-      for (const call of [...this.#calls.values()]) {
-        this.#settle(
-          call,
-          fault(
-            "TP_ERR_FLEET_UNAVAILABLE",
-            `Tool "${call.request.tool.name}": Redis at ${this.#redisHost()} was unreachable for ${this.#options.redisTimeoutMs} ms while the call was in the fleet; the call may have run partly or fully`,
-          ),
-        );
-      }
+      for (const call of [...this.#calls.values()]) this.#settle(call, redisLost(call.request.tool.name, this.#redisHost(), this.#options.redisTimeoutMs));
     }, this.#options.redisTimeoutMs);
   }
 
@@ -501,6 +529,9 @@ export class RemotePool implements ToolCallPool {
     if (this.#redisLostTimer !== undefined) this.#clock.clearTimeout(this.#redisLostTimer);
     this.#redisLostTimer = undefined;
     this.#isRedisUp = true;
+    // A restarted Redis lost the presence key; aborts it could not take are announced now.
+    void this.#presence.renew().catch(() => {});
+    this.#announcer.retry();
   }
 
   #redisHost(): string {
@@ -541,15 +572,10 @@ export class RemotePool implements ToolCallPool {
     if (this.#started !== undefined) await this.#started;
     for (const timer of this.#timers) clearInterval(timer);
     if (this.#redisLostTimer !== undefined) this.#clock.clearTimeout(this.#redisLostTimer);
+    if (this.#clients !== undefined) {
+      await withTimeout(this.#presence.end(this.#keys.cancelChannel), this.#options.redisTimeoutMs).catch(() => {});
+    }
     await this.#clients?.close(this.#replyKey, this.#options.redisTimeoutMs);
   }
 }
 
-function fault(code: ErrorCode, message: string): WorkerCallOutcome {
-  return { kind: "error", code, message };
-}
-
-/** Outcomes of a call that was turned away before it reached Redis (no node, Redis gone, closed, full). */
-function isUnsubmitted(outcome: WorkerCallOutcome): boolean {
-  return outcome.kind === "error" && (outcome.code === "TP_ERR_FLEET_UNAVAILABLE" || outcome.code === "TP_ERR_CLOSED" || outcome.code === "TP_ERR_QUEUE_FULL");
-}

@@ -1,0 +1,99 @@
+import type { ErrorCode } from "../errors.js";
+import type { WorkerCallOutcome } from "../workers/pool-contract.js";
+import type { WorkerTool } from "../workers/worker-tool.js";
+import type { NodeDirectory } from "./node-directory.js";
+import { describeToolset, type Toolset } from "./toolset.js";
+
+/**
+ * The outcomes a fleet call can end with other than its tool's own: each
+ * text says whether the call ran, so that a caller knows whether it may have
+ * had effects ("was not run" never ran; "may have had some of its effects"
+ * or "may have run partly or fully" could have).
+ */
+export function fault(code: ErrorCode, message: string): WorkerCallOutcome {
+  return { kind: "error", code, message };
+}
+
+/** Outcomes of a call that was turned away before it reached Redis (no node, Redis gone, closed, full). */
+export function isUnsubmitted(outcome: WorkerCallOutcome): boolean {
+  return outcome.kind === "error" && (outcome.code === "TP_ERR_FLEET_UNAVAILABLE" || outcome.code === "TP_ERR_CLOSED" || outcome.code === "TP_ERR_QUEUE_FULL");
+}
+
+/** A call that waited in the queue when its batch was aborted: taken back, or refused by the node that fetched it. */
+export function abortedBeforeStart(tool: string): WorkerCallOutcome {
+  return fault("TP_ERR_ABORTED", `Tool "${tool}" was not run: its batch was aborted before a fleet node started it`);
+}
+
+/** A node found no sign of life of the call's coordinator (its presence key expired) before starting the call. */
+export function coordinatorGoneBeforeStart(tool: string, node: string): WorkerCallOutcome {
+  return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${tool}" was not run: node "${node}" found no sign of life of the calling coordinator in Redis`);
+}
+
+/** A node stopped a running call because its coordinator's presence key expired. */
+export function coordinatorGoneWhileRunning(tool: string, node: string): WorkerCallOutcome {
+  return fault(
+    "TP_ERR_FLEET_UNAVAILABLE",
+    `Tool "${tool}": node "${node}" found no sign of life of the calling coordinator in Redis and stopped the call; it may have had some of its effects`,
+  );
+}
+
+/** No end from the node within the coordinator's bound after an abort (the node unreachable, or slow). */
+export function noEndAfterAbort(tool: string, limitMs: number): WorkerCallOutcome {
+  return fault(
+    "TP_ERR_ABORTED",
+    `Tool "${tool}" did not end within ${limitMs} ms of the abort on its fleet node, which did not answer; it may have had some of its effects`,
+  );
+}
+
+/** The node running the call was lost (its lock expired, or its job vanished without an end). */
+export function nodeLost(tool: string, afterMs: number): WorkerCallOutcome {
+  const seconds = (afterMs / 1_000).toFixed(1);
+  return fault("TP_ERR_NODE_LOST", `Tool "${tool}": the fleet node running the call was lost after ${seconds} s; the call may have run partly or fully`);
+}
+
+/** The node's processor failed (the end could not be sent). */
+export function nodeFailed(tool: string, failedReason: string): WorkerCallOutcome {
+  return fault("TP_ERR_WORKER_CRASH", `Tool "${tool}" failed on its fleet node: ${failedReason}; the call may have run partly or fully`);
+}
+
+/** Ended by a forced close: a call already in the fleet may have run. */
+export function closedByForce(tool: string, isInFleet: boolean): WorkerCallOutcome {
+  return fault(
+    "TP_ERR_CLOSED",
+    isInFleet
+      ? `Tool "${tool}" was stopped: the runtime was closed by force while the call was in the fleet; it may have had some of its effects`
+      : `Tool "${tool}" was not run: the runtime was closed by force`,
+  );
+}
+
+/** Redis unreachable for `redisTimeoutMs` with the call in the fleet: its outcome can no longer be learned. */
+export function redisLost(tool: string, host: string, timeoutMs: number): WorkerCallOutcome {
+  return fault(
+    "TP_ERR_FLEET_UNAVAILABLE",
+    `Tool "${tool}": Redis at ${host} was unreachable for ${timeoutMs} ms while the call was in the fleet; the call may have run partly or fully`,
+  );
+}
+
+/**
+ * No live node for the toolset: a mismatch if nodes serve a tool of that
+ * name with other tools or for another pi (both pis named), else unavailable.
+ */
+export function unservedOutcome(name: string, directory: NodeDirectory, ours: Toolset, tools: readonly WorkerTool[]): WorkerCallOutcome {
+  const other = directory.otherToolsetOf(name);
+  if (other !== undefined && other.pi !== undefined && other.pi !== ours.pi) {
+    // Rare and off the hot path: the tool modules are hashed again to tell "only the pi differs" apart.
+    const isPiOnly = describeToolset(tools, other.pi).hash === other.toolsetHash;
+    return fault(
+      "TP_ERR_TOOL_MISMATCH",
+      `Tool "${name}" was not run: the fleet's nodes serve pi ${other.pi} (toolset ${other.toolsetHash.slice(0, 16)}) and this runtime follows pi ${ours.pi} (toolset ${ours.hash.slice(0, 16)}); ` +
+        (isPiOnly ? `a fleet speaks one pi: start its nodes with --pi ${ours.pi}` : "they differ beyond the pi too (tools, or Node's major version)"),
+    );
+  }
+  if (other !== undefined) {
+    return fault(
+      "TP_ERR_TOOL_MISMATCH",
+      `Tool "${name}" was not run: the fleet's nodes serve other tools (toolset ${other.toolsetHash.slice(0, 16)}) than this runtime (toolset ${ours.hash.slice(0, 16)})`,
+    );
+  }
+  return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: no live fleet node serves this runtime's tools (toolset ${ours.hash.slice(0, 16)})`);
+}
