@@ -138,6 +138,19 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     expect(nodes[0]!.stderr()).toBe("");
   }, 60_000);
 
+  it("a forced close stops the coordinator's running calls on their nodes, batch signal or not", async () => {
+    await spawnNode();
+    const runtime = createRuntime({ tools: fleetTools, fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs } });
+    const log = newFile("starts");
+    const abortLog = newFile("aborts");
+    const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } }]));
+    await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
+    await runtime.close({ force: true });
+    const { messages } = await batch;
+    expect(codeOf(messages[0]!)).toBe("TP_ERR_CLOSED");
+    await until(() => existsSync(abortLog) && readFileSync(abortLog, "utf8").includes("c1 aborted"), 20_000, "the node aborted c1");
+  }, 60_000);
+
   it("SIGINT to toolpool run: its batch is aborted, and the 3 calls waiting in the queue never start", async () => {
     const node = await spawnNode();
     const log = newFile("starts");
