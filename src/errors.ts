@@ -34,7 +34,7 @@ export const errorCodes = {
   TP_ERR_OUT_OF_MEMORY: "the worker running the call ran out of memory",
   /** The call ran past its `timeoutMs` and its worker was terminated while the tool was running: it may have had some of its effects. Never given to a call whose tool finished. Result. */
   TP_ERR_TIMEOUT: "the call ran past its timeoutMs and its worker was terminated; it may have had some of its effects",
-  /** The batch was aborted and the call ignored its signal past the grace period; its worker was terminated. Result. */
+  /** The batch was aborted and the call ignored its signal past the grace period; its worker was terminated. On a fleet, also a call its batch's abort took back from the queue ("was not run"). Result. */
   TP_ERR_ABORTED: "the call ignored the batch's abort past the grace period and its worker was terminated",
   /** The call's tool finished, but its worker was blocked (by work the tool left running) before it could deliver the result; it was terminated. The tool's effects took place. Result. */
   TP_ERR_REPLY_LOST: "the call's tool finished but its worker could not deliver the result; its effects took place",
@@ -50,7 +50,7 @@ export const errorCodes = {
   TP_ERR_FORBIDDEN: "an HTTP request's Host or Origin header is not allowed",
   /** The fleet node running the call was lost (died, or cut off from Redis) mid-call; the call may have run partly or fully. Result. */
   TP_ERR_NODE_LOST: "the fleet node running the call was lost; the call may have run partly or fully",
-  /** Redis is unreachable, or no live node serves the runtime's toolset. Result. */
+  /** Redis is unreachable, or no live node serves the runtime's toolset, or the node found the call's coordinator gone (its presence key lapsed). Result. */
   TP_ERR_FLEET_UNAVAILABLE: "Redis is unreachable, or no live fleet node serves the toolset",
   /** The fleet's nodes serve tools that differ from the coordinator's, or serve another pi's coordinators. Result. */
   TP_ERR_TOOL_MISMATCH: "the fleet's nodes serve different tools, or another pi, than the coordinator",

@@ -21,7 +21,10 @@ export interface FleetOptions {
    * How long a node's hold on a running call lasts without renewal (BullMQ's
    * `lockDuration`; renewed every half of it). With `stalledIntervalMs` it
    * bounds how soon a lost node is noticed: within
-   * `lockDurationMs + 2 × stalledIntervalMs`. Nodes must use the same value.
+   * `lockDurationMs + 2 × stalledIntervalMs`. The same bound holds the other
+   * way: the coordinator's presence key lives that long unless renewed, and
+   * nodes start none of its calls (and stop its running ones) once it lapsed.
+   * Nodes must use the same value.
    * @default 10000
    */
   lockDurationMs?: number;
@@ -33,8 +36,8 @@ export interface FleetOptions {
    */
   stalledIntervalMs?: number;
   /**
-   * Most remote calls of this runtime in flight at once; past it a call ends
-   * at once with `TP_ERR_QUEUE_FULL`.
+   * Most remote calls of this runtime in flight at once (calls still being
+   * admitted count too); past it a call ends at once with `TP_ERR_QUEUE_FULL`.
    * @default 10000
    */
   maxOutstanding?: number;

@@ -9,6 +9,7 @@ import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } fr
 import type { WorkerTool } from "../workers/worker-tool.js";
 import type { ResolvedFleetOptions } from "./fleet-options.js";
 import { AbortAnnouncer } from "./abort-announcer.js";
+import { CallWatchdog } from "./call-watchdog.js";
 import { CoordinatorClients, withTimeout } from "./coordinator-clients.js";
 import { CoordinatorPresence } from "./coordinator-presence.js";
 import {
@@ -62,8 +63,6 @@ interface RemoteCall {
   readonly startsAborted: boolean;
   isAdded: boolean;
   isSettled: boolean;
-  /** Watchdog passes in a row that found the job gone without an end. */
-  missingPasses: number;
   abortTimer: unknown;
 }
 
@@ -117,6 +116,7 @@ export class RemotePool implements ToolCallPool {
   readonly #presence: CoordinatorPresence;
   readonly #announcer: AbortAnnouncer;
   readonly #replies: ReplyStream;
+  readonly #watchdog: CallWatchdog<RemoteCall>;
   /** Calls past the `maxOutstanding` check and not yet registered (waiting for the connection or the node registry). */
   #admitting = 0;
   #seq = 0;
@@ -128,7 +128,6 @@ export class RemotePool implements ToolCallPool {
   #startError: string | undefined;
   #timers: NodeJS.Timeout[] = [];
   #isRedisUp = false;
-  #isWatching = false;
   #redisLostTimer: unknown;
   readonly #directory: NodeDirectory;
   #isClosed = false;
@@ -164,6 +163,7 @@ export class RemotePool implements ToolCallPool {
     this.#directory = new NodeDirectory(this.#keys, this.#toolset.hash);
     this.#presence = new CoordinatorPresence(this.#keys.presence(this.#coordinatorId), options);
     this.#announcer = new AbortAnnouncer(this.#keys.cancelChannel);
+    this.#watchdog = new CallWatchdog(options);
     this.#replies = new ReplyStream({
       key: this.#replyKey,
       onEntry: (entry) => this.#onReply(entry),
@@ -259,7 +259,6 @@ export class RemotePool implements ToolCallPool {
       startsAborted,
       isAdded: false,
       isSettled: false,
-      missingPasses: 0,
       abortTimer: undefined,
     };
     // Registered before the job exists: its end may be read before add() returns.
@@ -317,18 +316,20 @@ export class RemotePool implements ToolCallPool {
     this.#announcer.announce(this.#keys.abort(this.#coordinatorId, group.id), () => this.#takeBackWaiting(group));
   }
 
-  /** Calls of an aborted batch still waiting in the queue are taken back: they never start. */
+  /** Calls of an aborted batch still waiting in the queue are taken back: they never start (a node holding one heard the abort). */
   #takeBackWaiting(group: CallGroup): void {
-    for (const call of group.calls) {
-      if (call.isSettled || !call.isAdded || call.startsAborted) continue;
-      // remove() fails for a job a node holds: that node heard the abort.
-      this.#clients?.queue
-        .remove(call.jobId)
-        .then((removed) => {
-          if (removed === 1) this.#settle(call, abortedBeforeStart(call.request.tool.name));
-        })
-        .catch(() => {});
-    }
+    for (const call of group.calls) if (!call.startsAborted) this.#takeBack(call, () => abortedBeforeStart(call.request.tool.name));
+  }
+
+  /** Takes the call's job back from the queue; if it was still waiting (no node holds it), the call ends with `outcome()`. */
+  #takeBack(call: RemoteCall, outcome: () => WorkerCallOutcome): void {
+    if (call.isSettled || !call.isAdded) return;
+    this.#clients?.queue
+      .remove(call.jobId)
+      .then((removed) => {
+        if (removed === 1) this.#settle(call, outcome());
+      })
+      .catch(() => {});
   }
 
   /** A node that cannot be reached must not keep an aborted call running forever. */
@@ -395,7 +396,10 @@ export class RemotePool implements ToolCallPool {
     every(Math.min(1_000, this.#options.stalledIntervalMs), () => void this.#lookAtNodes().then(() => this.#dropUnserved(), () => {}));
     every(this.#options.stalledIntervalMs, () => {
       this.#announcer.retry();
-      void this.#watch();
+      const queue = this.#clients?.queue;
+      if (queue !== undefined && this.#isRedisUp) {
+        void this.#watchdog.pass(queue, this.#calls.values(), (call) => void this.#unlessAnswered(call, () => this.#onNodeLost(call)));
+      }
     });
     // A Redis that stops answering without closing the connection: a PING that
     // times out counts as lost, and the connection is made anew.
@@ -467,36 +471,6 @@ export class RemotePool implements ToolCallPool {
     this.#settle(call, lost);
   }
 
-  /**
-   * The backstop for lost signals (QueueEvents is best-effort): a call whose
-   * job has gone, or failed, with no end on the reply stream, twice in a row,
-   * was lost with its node.
-   */
-  async #watch(): Promise<void> {
-    const queue = this.#clients?.queue;
-    // A slow pass (Redis busy) must not overlap the next: each pass counts once.
-    if (queue === undefined || !this.#isRedisUp || this.#isWatching) return;
-    this.#isWatching = true;
-    try {
-      await this.#watchPass(queue);
-    } finally {
-      this.#isWatching = false;
-    }
-  }
-
-  async #watchPass(queue: CoordinatorClients["queue"]): Promise<void> {
-    const limit = this.#options.lockDurationMs + 2 * this.#options.stalledIntervalMs;
-    const now = performance.now();
-    for (const call of [...this.#calls.values()]) {
-      if (call.isSettled || !call.isAdded || now - call.sentAt < limit) continue;
-      const state = await queue.getJobState(call.jobId).catch(() => "error");
-      if (state === "unknown" || state === "failed" || state === "completed") {
-        call.missingPasses += 1;
-        if (call.missingPasses >= 2) void this.#unlessAnswered(call, () => this.#onNodeLost(call));
-      } else call.missingPasses = 0;
-    }
-  }
-
   /** Reads the node registry, while Redis is up. */
   async #lookAtNodes(): Promise<void> {
     if (this.#clients !== undefined && this.#isRedisUp) await this.#directory.refresh(this.#clients.commands);
@@ -505,16 +479,8 @@ export class RemotePool implements ToolCallPool {
   /** No node for `noNodeGraceMs`: calls still waiting in the queue are taken back and end unavailable. */
   #dropUnserved(): void {
     if (this.#directory.unservedForMs <= this.#options.noNodeGraceMs) return;
-    for (const call of [...this.#calls.values()]) {
-      if (call.isSettled || !call.isAdded) continue;
-      // remove() fails for a job a node holds: that one is left to the stalled check.
-      this.#clients?.queue
-        .remove(call.jobId)
-        .then((removed) => {
-          if (removed === 1) this.#settle(call, unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
-        })
-        .catch(() => {});
-    }
+    // A job a node holds stays: that one is left to the stalled check.
+    for (const call of [...this.#calls.values()]) this.#takeBack(call, () => unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
   }
 
   #onRedisLost(): void {

@@ -1,0 +1,47 @@
+import { performance } from "node:perf_hooks";
+
+/** What the watchdog reads of a remote call. */
+export interface WatchedCall {
+  readonly jobId: string;
+  /** `performance.now()` when it was submitted. */
+  readonly sentAt: number;
+  readonly isAdded: boolean;
+  readonly isSettled: boolean;
+}
+
+/** The job states in which a call's end should have been read by now. */
+const goneStates = new Set(["unknown", "failed", "completed"]);
+
+/**
+ * The backstop for lost signals (QueueEvents is best-effort): a call older
+ * than `lockDurationMs + 2 × stalledIntervalMs` whose job has gone, failed
+ * or completed with no end read, on two passes in a row, was lost with its
+ * node. Passes never overlap (a slow one, Redis busy, counts once).
+ */
+export class CallWatchdog<Call extends WatchedCall> {
+  readonly #limitMs: number;
+  readonly #missingPasses = new WeakMap<Call, number>();
+  #isWatching = false;
+
+  constructor(settings: { lockDurationMs: number; stalledIntervalMs: number }) {
+    this.#limitMs = settings.lockDurationMs + 2 * settings.stalledIntervalMs;
+  }
+
+  /** Looks at each call's job once; `onLost` gets those found gone twice in a row. */
+  async pass(queue: { getJobState(jobId: string): Promise<string> }, calls: Iterable<Call>, onLost: (call: Call) => void): Promise<void> {
+    if (this.#isWatching) return;
+    this.#isWatching = true;
+    try {
+      const now = performance.now();
+      for (const call of [...calls]) {
+        if (call.isSettled || !call.isAdded || now - call.sentAt < this.#limitMs) continue;
+        const state = await queue.getJobState(call.jobId).catch(() => "error");
+        const passes = goneStates.has(state) ? (this.#missingPasses.get(call) ?? 0) + 1 : 0;
+        this.#missingPasses.set(call, passes);
+        if (passes >= 2) onLost(call);
+      }
+    } finally {
+      this.#isWatching = false;
+    }
+  }
+}
