@@ -402,7 +402,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       await until(() => startsIn(log).size >= 2, 15_000, "two calls started");
       controller.abort();
       const { messages } = await batch;
-      return { started: [...startsIn(log).keys()], ends: messages.map((message) => [message.toolCallId, codeOf(message) ?? null, textOf(message)]) };
+      return { started: [...startsIn(log).keys()].sort(), ends: messages.map((message) => [message.toolCallId, codeOf(message) ?? null, textOf(message)]) };
     };
     // The grace is the node's pool.abortGraceMs (500 ms by default, as here).
     const local = await scenario(trackLocal(createRuntime({ tools: fleetTools, pool: { maxThreads: 2 } })));
@@ -416,7 +416,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       ],
     ];
     // Locally the waiting call starts aborted; on a fleet it is taken back from the queue.
-    expect(local).toEqual({ started: ["polite", "stubborn", "queued"], ends: [...running, ["queued", null, "aborted queued"]] });
+    expect(local).toEqual({ started: ["polite", "queued", "stubborn"], ends: [...running, ["queued", null, "aborted queued"]] });
     expect(remote).toEqual({
       started: ["polite", "stubborn"],
       ends: [...running, ["queued", "TP_ERR_ABORTED", 'Tool "task" was not run: its batch was aborted before a fleet node started it']],
