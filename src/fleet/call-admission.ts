@@ -25,12 +25,17 @@ export async function admitCall(commands: Redis, data: RemoteJobData): Promise<A
   return data.startsAborted === true ? "run-aborted" : "run";
 }
 
-/** Of `keys`, those that no longer exist in Redis (one round trip). */
-export async function findMissingKeys(commands: Redis, keys: Iterable<string>): Promise<Set<string>> {
+/** Whether each of `keys` exists (one round trip); a key whose check failed is left out. */
+export async function readKeys(commands: Redis, keys: Iterable<string>): Promise<Map<string, boolean>> {
   const list = [...new Set(keys)];
-  if (list.length === 0) return new Set();
+  const found = new Map<string, boolean>();
+  if (list.length === 0) return found;
   const pipeline = commands.pipeline();
   for (const key of list) pipeline.exists(key);
   const results = (await pipeline.exec()) ?? [];
-  return new Set(list.filter((_, index) => results[index]?.[0] === null && results[index]?.[1] === 0));
+  list.forEach((key, index) => {
+    const [error, count] = results[index] ?? [new Error("no reply")];
+    if (error === null) found.set(key, count === 1);
+  });
+  return found;
 }

@@ -21,7 +21,7 @@ import {
   type NodeRecord,
   type RemoteJobData,
 } from "./fleet-protocol.js";
-import { admitCall, findMissingKeys } from "./call-admission.js";
+import { admitCall, readKeys } from "./call-admission.js";
 import { abortedBeforeStart, coordinatorGoneBeforeStart, coordinatorGoneWhileRunning } from "./fleet-outcomes.js";
 import { loadRedisLibraries, type RedisLibraries } from "./redis-libraries.js";
 import { describeToolset, fleetProtocolVersion, type Toolset } from "./toolset.js";
@@ -348,10 +348,11 @@ export class FleetNode {
     this.#isRechecking = true;
     try {
       const keys = calls.flatMap((call) => (call.abortKey === undefined ? [call.presenceKey] : [call.presenceKey, call.abortKey]));
-      const missing = await findMissingKeys(this.#commands, keys);
+      const exists = await readKeys(this.#commands, keys);
       for (const call of calls) {
-        if (missing.has(call.presenceKey)) call.stoppedBy ??= "coordinator-gone";
-        if (missing.has(call.presenceKey) || (call.abortKey !== undefined && !missing.has(call.abortKey))) call.abort.abort();
+        const isCoordinatorGone = exists.get(call.presenceKey) === false;
+        if (isCoordinatorGone) call.stoppedBy ??= "coordinator-gone";
+        if (isCoordinatorGone || (call.abortKey !== undefined && exists.get(call.abortKey) === true)) call.abort.abort();
       }
     } finally {
       this.#isRechecking = false;
