@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -100,6 +100,27 @@ describe.runIf(hasRedisServer())("RemotePool: outcomes that tell the truth, and 
     // The job is gone (removed on completion) and its end unread: the watchdog looks after lockDurationMs + 2 × stalledIntervalMs.
     const result = await outcome;
     expect(result).toMatchObject({ kind: "ok", result: { content: [{ type: "text", text: "done c1" }] } });
+  }, 60_000);
+
+  it("a call whose tool finished while its batch's abort waited for Redis is reported as what it returned, not as taken back", async () => {
+    proxy = await startRedisProxy(redis.port);
+    const pool = remotePool({ redis: proxy.url, redisTimeoutMs: 30_000, abortSlackMs: 1_000 });
+    const log = newFile("starts");
+    const gate = newFile("gate");
+    const controller = new AbortController();
+    const outcome = pool.run({ tool: task, toolCallId: "c1", args: { log, gateFile: gate }, signal: controller.signal });
+    await until(() => startedIn(log).includes("c1 "), 15_000, "c1 started");
+    proxy.cut();
+    await until(() => proxy!.sawWhileCut("toolpool-coordinator"), 15_000, "the coordinator reconnecting");
+    // The abort waits for Redis; meanwhile the tool finishes and its job is gone (removed on completion).
+    controller.abort();
+    const endsBefore = await endsWritten();
+    writeFileSync(gate, "");
+    await until(async () => (await endsWritten()) > endsBefore, 15_000, "the node wrote c1's end");
+    // Back, the abort is announced and the batch's waiting calls are taken back; the end is still in transit.
+    proxy.holdReplies();
+    proxy.restore();
+    expect(await outcome).toMatchObject({ kind: "ok", result: { content: [{ type: "text", text: "done c1" }] } });
   }, 60_000);
 
   it("a partial's XADD gives the reply stream an expiry, as the end's does", async () => {

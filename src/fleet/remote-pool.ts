@@ -73,6 +73,9 @@ interface CallGroup {
   isAborted: boolean;
 }
 
+/** BullMQ job states in which no node holds the job. */
+const waitingStates = new Set(["waiting", "prioritized", "delayed"]);
+
 /** BullMQ's highest priority number (lowest precedence). */
 const maxPriority = 2_097_151;
 
@@ -318,18 +321,24 @@ export class RemotePool implements ToolCallPool {
 
   /** Calls of an aborted batch still waiting in the queue are taken back: they never start (a node holding one heard the abort). */
   #takeBackWaiting(group: CallGroup): void {
-    for (const call of group.calls) if (!call.startsAborted) this.#takeBack(call, () => abortedBeforeStart(call.request.tool.name));
+    for (const call of group.calls) if (!call.startsAborted) void this.#takeBack(call, () => abortedBeforeStart(call.request.tool.name));
   }
 
-  /** Takes the call's job back from the queue; if it was still waiting (no node holds it), the call ends with `outcome()`. */
-  #takeBack(call: RemoteCall, outcome: () => WorkerCallOutcome): void {
-    if (call.isSettled || !call.isAdded) return;
-    this.#clients?.queue
-      .remove(call.jobId)
-      .then((removed) => {
-        if (removed === 1) this.#settle(call, outcome());
-      })
-      .catch(() => {});
+  /**
+   * Takes the call's job back from the queue; if it was still waiting, the
+   * call ends with `outcome()`. The state is read first: BullMQ removes an
+   * active job whose node let its lock lapse (busy, or dying) too, and that
+   * job may be running.
+   */
+  async #takeBack(call: RemoteCall, outcome: () => WorkerCallOutcome): Promise<void> {
+    const queue = this.#clients?.queue;
+    if (call.isSettled || !call.isAdded || queue === undefined) return;
+    try {
+      if (!waitingStates.has(await queue.getJobState(call.jobId))) return;
+      if ((await queue.remove(call.jobId)) === 1) this.#settle(call, outcome());
+    } catch {
+      // Redis down: the call's other bounds end it.
+    }
   }
 
   /** A node that cannot be reached must not keep an aborted call running forever. */
@@ -480,7 +489,7 @@ export class RemotePool implements ToolCallPool {
   #dropUnserved(): void {
     if (this.#directory.unservedForMs <= this.#options.noNodeGraceMs) return;
     // A job a node holds stays: that one is left to the stalled check.
-    for (const call of [...this.#calls.values()]) this.#takeBack(call, () => unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
+    for (const call of [...this.#calls.values()]) void this.#takeBack(call, () => unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
   }
 
   #onRedisLost(): void {
