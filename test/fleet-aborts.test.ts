@@ -98,10 +98,7 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     const node = await spawnNode();
     const log = newFile("starts");
     const gate = newFile("gate");
-    const calls = [
-      { id: "c1", arguments: { log, gateFile: gate } },
-      ...["c2", "c3", "c4"].map((id) => ({ id, arguments: { log, waitMs: 10 } })),
-    ];
+    const calls = [{ id: "c1", arguments: { log, gateFile: gate } }, ...["c2", "c3", "c4"].map((id) => ({ id, arguments: { log, waitMs: 10 } }))];
     const coordinator = spawnWithOutput([coordinatorScript, redis.url, String(testLockMs), String(testStalledMs), JSON.stringify(calls)]);
     children.push(coordinator.child);
     await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
@@ -111,10 +108,14 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     // Its presence in Redis lapses (within lockDurationMs + 2 × stalledIntervalMs); then the running call may end.
     await until(async () => (await client.keys("toolpool:fleet:coordinator:*")).length === 0, 15_000, "the coordinator's presence lapsed");
     writeFileSync(gate, "");
-    await until(async () => {
-      const counts = await queueCounts(node);
-      return counts.waiting === 0 && counts.running === 0;
-    }, 20_000, "the queue drained");
+    await until(
+      async () => {
+        const counts = await queueCounts(node);
+        return counts.waiting === 0 && counts.running === 0;
+      },
+      20_000,
+      "the queue drained",
+    );
     const others = startedIn(log).filter((id) => id !== "c1");
     console.log(`calls of the SIGKILLed coordinator that started after it died: ${others.length} of 3`);
     expect(startedIn(log)).toEqual(["c1"]);
@@ -163,10 +164,14 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     await until(async () => (await queueCounts(node)).waiting === 3, 15_000, "3 calls waiting");
     run.child.kill("SIGINT");
     expect(await run.exited).toBe(0);
-    await until(async () => {
-      const counts = await queueCounts(node);
-      return counts.waiting === 0 && counts.running === 0;
-    }, 20_000, "the queue drained");
+    await until(
+      async () => {
+        const counts = await queueCounts(node);
+        return counts.waiting === 0 && counts.running === 0;
+      },
+      20_000,
+      "the queue drained",
+    );
     const others = startedIn(log).filter((id) => id !== "c1");
     console.log(`calls of the aborted batch that started after the abort: ${others.length} of 3`);
     expect(startedIn(log)).toEqual(["c1"]);
@@ -190,7 +195,9 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     const log = newFile("starts");
     const abortLog = newFile("aborts");
     const controller = new AbortController();
-    const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } }]), { signal: controller.signal });
+    const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } }]), {
+      signal: controller.signal,
+    });
     await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
     proxy.cut();
     // The coordinator's command connection is reconnecting (not ready): the announcement fails.

@@ -66,7 +66,7 @@ export class AbortAnnouncer {
       let isTaken = false;
       try {
         const results = await commands.multi().set(announcement.key, "1", "PX", abortKeyTtlMs).publish(this.#cancelChannel, announcement.key).exec();
-        isTaken = results !== null && results.every(([error]) => error === null);
+        isTaken = results?.every(([error]) => error === null) ?? false;
       } catch {
         // Redis down: stays pending for the next retry.
       }

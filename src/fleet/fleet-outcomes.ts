@@ -16,7 +16,10 @@ export function fault(code: ErrorCode, message: string): WorkerCallOutcome {
 
 /** Outcomes of a call that was turned away before it reached Redis (no node, Redis gone, closed, full). */
 export function isUnsubmitted(outcome: WorkerCallOutcome): boolean {
-  return outcome.kind === "error" && (outcome.code === "TP_ERR_FLEET_UNAVAILABLE" || outcome.code === "TP_ERR_CLOSED" || outcome.code === "TP_ERR_QUEUE_FULL");
+  return (
+    outcome.kind === "error" &&
+    (outcome.code === "TP_ERR_FLEET_UNAVAILABLE" || outcome.code === "TP_ERR_CLOSED" || outcome.code === "TP_ERR_QUEUE_FULL")
+  );
 }
 
 /** A call that waited in the queue when its batch was aborted: taken back, or refused by the node that fetched it. */
@@ -48,7 +51,10 @@ export function noEndAfterAbort(tool: string, limitMs: number): WorkerCallOutcom
 /** The node running the call was lost (its lock expired, or its job vanished without an end). */
 export function nodeLost(tool: string, afterMs: number): WorkerCallOutcome {
   const seconds = (afterMs / 1_000).toFixed(1);
-  return fault("TP_ERR_NODE_LOST", `Tool "${tool}": the fleet node running the call was lost after ${seconds} s; the call may have run partly or fully`);
+  return fault(
+    "TP_ERR_NODE_LOST",
+    `Tool "${tool}": the fleet node running the call was lost after ${seconds} s; the call may have run partly or fully`,
+  );
 }
 
 /** The node's processor failed (the end could not be sent). */
@@ -64,6 +70,12 @@ export function closedByForce(tool: string, isInFleet: boolean): WorkerCallOutco
       ? `Tool "${tool}" was stopped: the runtime was closed by force while the call was in the fleet; it may have had some of its effects`
       : `Tool "${tool}" was not run: the runtime was closed by force`,
   );
+}
+
+/** `host:port` of a `redis://` URL, for texts. */
+export function redisHostOf(redisUrl: string): string {
+  const url = new URL(redisUrl);
+  return `${url.hostname}:${url.port || 6379}`;
 }
 
 /** Redis unreachable for `redisTimeoutMs` with the call in the fleet: its outcome can no longer be learned. */
@@ -95,5 +107,8 @@ export function unservedOutcome(name: string, directory: NodeDirectory, ours: To
       `Tool "${name}" was not run: the fleet's nodes serve other tools (toolset ${other.toolsetHash.slice(0, 16)}) than this runtime (toolset ${ours.hash.slice(0, 16)})`,
     );
   }
-  return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: no live fleet node serves this runtime's tools (toolset ${ours.hash.slice(0, 16)})`);
+  return fault(
+    "TP_ERR_FLEET_UNAVAILABLE",
+    `Tool "${name}" was not run: no live fleet node serves this runtime's tools (toolset ${ours.hash.slice(0, 16)})`,
+  );
 }

@@ -20,6 +20,7 @@ import {
   noEndAfterAbort,
   nodeFailed,
   nodeLost,
+  redisHostOf,
   redisLost,
   unservedOutcome,
 } from "./fleet-outcomes.js";
@@ -215,7 +216,7 @@ export class RemotePool implements ToolCallPool {
   /** Why a call cannot be submitted now (Redis, no node, closed meanwhile), or undefined. */
   async #admit(name: string): Promise<WorkerCallOutcome | undefined> {
     if (!(await this.#start()) || !this.#isRedisUp) {
-      const why = this.#startError ?? `Redis at ${this.#redisHost()} is unreachable`;
+      const why = this.#startError ?? `Redis at ${redisHostOf(this.#options.redis)} is unreachable`;
       return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${name}" was not run: ${why}`);
     }
     if (this.#directory.nodes === 0) await this.#lookAtNodes().catch(() => {});
@@ -496,7 +497,7 @@ export class RemotePool implements ToolCallPool {
     if (!this.#isRedisUp) return;
     this.#isRedisUp = false;
     this.#redisLostTimer = this.#clock.setTimeout(() => {
-      for (const call of [...this.#calls.values()]) this.#settle(call, redisLost(call.request.tool.name, this.#redisHost(), this.#options.redisTimeoutMs));
+      for (const call of [...this.#calls.values()]) this.#settle(call, redisLost(call.request.tool.name, redisHostOf(this.#options.redis), this.#options.redisTimeoutMs));
     }, this.#options.redisTimeoutMs);
   }
 
@@ -507,11 +508,6 @@ export class RemotePool implements ToolCallPool {
     // A restarted Redis lost the presence key; aborts it could not take are announced now.
     void this.#presence.renew().catch(() => {});
     this.#announcer.retry();
-  }
-
-  #redisHost(): string {
-    const url = new URL(this.#options.redis);
-    return `${url.hostname}:${url.port || 6379}`;
   }
 
   /** Takes a call out of the books without resolving it (it is resubmitted). */
