@@ -17,7 +17,7 @@ beforeAll(async () => {
   const config = join(dir, "config.json");
   writeFileSync(config, JSON.stringify({ maxEventLoopDelayMs: 0 }));
   served = await spawnServe(
-    ["--tools", "test/fixtures/server/busy-patch-tools.mjs", "--mode", "parallel", "--threads", "1", "--config", config],
+    ["--port", "0", "--tools", "test/fixtures/server/busy-patch-tools.mjs", "--mode", "parallel", "--threads", "1", "--config", config],
     { BUSY_TEST_ROOT: dir },
     children,
   );

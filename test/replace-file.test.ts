@@ -99,7 +99,7 @@ describe("replaceFile (patch with write: true)", () => {
     });
   });
 
-  it.runIf(isRoot)("as another user: refuses a file whose owner or group it cannot keep (runs only as root, which can switch users)", () => {
+  it.runIf(isRoot)("as another user: refuses a file whose owner or group it cannot keep (runs only as root, which can switch users)", (context) => {
     const dir = join(root, "shared-dir");
     chmodSync(root, 0o755);
     mkdirSync(dir);
@@ -119,6 +119,12 @@ describe("replaceFile (patch with write: true)", () => {
         await patch({ path, patch: ${JSON.stringify(patchAB)}, write: true }, ctx).then(() => console.log("written"), (error) => console.log(error.message));
       }`;
     const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+    if ((child.error as NodeJS.ErrnoException | undefined)?.code === "EACCES") {
+      // A Node binary in a folder only root may enter (a cached registry Node under /root, say).
+      console.warn(`SKIPPED: uid ${NOBODY} cannot execute ${process.execPath}`);
+      context.skip();
+    }
+    expect(child.error).toBeUndefined();
     expect(child.stderr).toBe("");
     expect(child.stdout.trim().split("\n")).toEqual([
       `patch: roots.txt belongs to uid 0, and toolpool runs as uid ${NOBODY}, which cannot give a new file that owner: not written`,

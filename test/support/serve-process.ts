@@ -23,7 +23,9 @@ export interface ServeProcess {
  * none. The child goes into `children`, for the test file to kill.
  */
 export async function spawnServe(args: string[], env: Record<string, string>, children: ChildProcess[]): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [CLI, "serve", ...args], {
+  // A free port unless the test names one: suites run at once on one machine (CI runs two Nodes together).
+  const portArgs = args.includes("--port") ? [] : ["--port", "0"];
+  const child = spawn(process.execPath, [CLI, "serve", ...portArgs, ...args], {
     cwd: ROOT,
     env: { ...process.env, TOOLPOOL_TOKEN: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
