@@ -105,7 +105,7 @@ export class ToolpoolError extends Error {
 export function describeValue(value: unknown): string {
   let shown: string;
   try {
-    shown = typeof value === "function" ? `[function ${value.name || "anonymous"}]` : JSON.stringify(value) ?? String(value);
+    shown = typeof value === "function" ? `[function ${value.name || "anonymous"}]` : (JSON.stringify(value) ?? String(value));
   } catch {
     shown = String(value);
   }

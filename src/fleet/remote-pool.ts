@@ -200,7 +200,10 @@ export class RemotePool implements ToolCallPool {
     if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
     // Calls still being admitted count too: calls started in the same tick cannot pass the limit together.
     if (this.#calls.size + this.#admitting >= this.#options.maxOutstanding) {
-      return fault("TP_ERR_QUEUE_FULL", `Tool "${name}" was not run: ${this.#options.maxOutstanding} remote calls are in flight (fleet.maxOutstanding)`);
+      return fault(
+        "TP_ERR_QUEUE_FULL",
+        `Tool "${name}" was not run: ${this.#options.maxOutstanding} remote calls are in flight (fleet.maxOutstanding)`,
+      );
     }
     this.#admitting += 1;
     let refusal: WorkerCallOutcome | undefined;
@@ -403,7 +406,14 @@ export class RemotePool implements ToolCallPool {
       timer.unref();
       this.#timers.push(timer);
     };
-    every(Math.min(1_000, this.#options.stalledIntervalMs), () => void this.#lookAtNodes().then(() => this.#dropUnserved(), () => {}));
+    every(
+      Math.min(1_000, this.#options.stalledIntervalMs),
+      () =>
+        void this.#lookAtNodes().then(
+          () => this.#dropUnserved(),
+          () => {},
+        ),
+    );
     every(this.#options.stalledIntervalMs, () => {
       this.#announcer.retry();
       const queue = this.#clients?.queue;
@@ -490,14 +500,16 @@ export class RemotePool implements ToolCallPool {
   #dropUnserved(): void {
     if (this.#directory.unservedForMs <= this.#options.noNodeGraceMs) return;
     // A job a node holds stays: that one is left to the stalled check.
-    for (const call of [...this.#calls.values()]) void this.#takeBack(call, () => unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
+    for (const call of [...this.#calls.values()])
+      void this.#takeBack(call, () => unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
   }
 
   #onRedisLost(): void {
     if (!this.#isRedisUp) return;
     this.#isRedisUp = false;
     this.#redisLostTimer = this.#clock.setTimeout(() => {
-      for (const call of [...this.#calls.values()]) this.#settle(call, redisLost(call.request.tool.name, redisHostOf(this.#options.redis), this.#options.redisTimeoutMs));
+      for (const call of [...this.#calls.values()])
+        this.#settle(call, redisLost(call.request.tool.name, redisHostOf(this.#options.redis), this.#options.redisTimeoutMs));
     }, this.#options.redisTimeoutMs);
   }
 
@@ -549,4 +561,3 @@ export class RemotePool implements ToolCallPool {
     await this.#clients?.close(this.#replyKey, this.#options.redisTimeoutMs);
   }
 }
-

@@ -26,22 +26,8 @@ import { createPoolCall, outcomeOf, type PoolCall } from "./pool-call.js";
 import { CallSignals } from "./call-signals.js";
 import { ThreadRecords } from "./thread-records.js";
 import { ToolNumbering } from "./tool-numbering.js";
-import type {
-  CallTiming,
-  PoolDiagnosis,
-  PoolStats,
-  ToolCallPool,
-  WorkerCallOutcome,
-  WorkerCallRequest,
-} from "./pool-contract.js";
-import {
-  isBootMessage,
-  isSpreadRequest,
-  isUpdateMessage,
-  maxSeq,
-  type WorkerReply,
-  type WorkerTask,
-} from "./protocol.js";
+import type { CallTiming, PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
+import { isBootMessage, isSpreadRequest, isUpdateMessage, maxSeq, type WorkerReply, type WorkerTask } from "./protocol.js";
 
 /** Piscina's run options: one frozen object for all calls, since termination is the pool's own. */
 const noRunOptions = Object.freeze({});
@@ -292,7 +278,9 @@ export class WorkerPool implements ToolCallPool {
     return new SpreadHost(this.#signals.controlChannel, {
       isRunning: (seq, threadId) => {
         const call = this.#calls.get(seq);
-        return call !== undefined && (call.phase === "running" || call.phase === "finished") && (threadId === undefined || call.threadId === threadId);
+        return (
+          call !== undefined && (call.phase === "running" || call.phase === "finished") && (threadId === undefined || call.threadId === threadId)
+        );
       },
       partSlots: (seq) => {
         const instance = this.#instances.current;
@@ -329,7 +317,12 @@ export class WorkerPool implements ToolCallPool {
       stop: () => {
         if (part.phase === "settled") return;
         if (part.phase !== "waiting") this.#abort(part);
-        else this.#settle(part, { kind: "error", code: "TP_ERR_ABORTED", message: `${tool.name} was stopped before it ran: its call ended or was aborted` });
+        else
+          this.#settle(part, {
+            kind: "error",
+            code: "TP_ERR_ABORTED",
+            message: `${tool.name} was stopped before it ran: its call ended or was aborted`,
+          });
       },
     };
   }
