@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { describeThrown } from "../errors.js";
+import { describeThrown, outcomeTexts } from "../errors.js";
 import type { BatchEvent, EmitFunction, ToolExecutionEndEvent } from "../events.js";
 import type { AfterToolCallHook, AgentToolResult, BatchOutcome, ToolCall, ToolExecutionMode, ToolResultMessage } from "../types.js";
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
@@ -362,7 +362,7 @@ export class BatchCoordinator {
       const result = await untilStopped(execution, this.#scope.services.stopSignal);
       if (result === stoppedByForce) {
         execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
-        const message = `Tool "${toolCall.name}" was stopped: the runtime was closed by force`;
+        const message = outcomeTexts.stoppedByForce(toolCall.name);
         return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true, ...ran() };
       }
       executed = { result, isError: rules.isErrorResult(result), ...ran() };

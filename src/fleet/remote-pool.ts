@@ -3,7 +3,7 @@ import { performance } from "node:perf_hooks";
 
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
-import { describeThrown } from "../errors.js";
+import { describeThrown, outcomeTexts } from "../errors.js";
 import type { PiVersion } from "../options.js";
 import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
@@ -197,7 +197,7 @@ export class RemotePool implements ToolCallPool {
   /** Runs one call on a node. Resolves with its outcome; never rejects. */
   async run(request: WorkerCallRequest, retriesLeft = request.tool.idempotent ? this.#options.nodeLossRetries : 0): Promise<WorkerCallOutcome> {
     const name = request.tool.name;
-    if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
+    if (this.#isClosed) return fault("TP_ERR_CLOSED", outcomeTexts.poolClosed(name));
     // Calls still being admitted count too: calls started in the same tick cannot pass the limit together.
     if (this.#calls.size + this.#admitting >= this.#options.maxOutstanding) {
       return fault(
@@ -224,7 +224,7 @@ export class RemotePool implements ToolCallPool {
     }
     if (this.#directory.nodes === 0) await this.#lookAtNodes().catch(() => {});
     if (this.#directory.nodes === 0) return unservedOutcome(name, this.#directory, this.#toolset, this.#tools);
-    if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
+    if (this.#isClosed) return fault("TP_ERR_CLOSED", outcomeTexts.poolClosed(name));
     return undefined;
   }
 

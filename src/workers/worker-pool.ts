@@ -15,6 +15,7 @@ import { Piscina } from "piscina";
 
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
+import { outcomeTexts } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import { callOf } from "./call-queue.js";
@@ -161,7 +162,7 @@ export class WorkerPool implements ToolCallPool {
   run(request: WorkerCallRequest): Promise<WorkerCallOutcome> {
     const toolName = request.tool.name;
     if (this.#isClosed) {
-      return Promise.resolve({ kind: "error", code: "TP_ERR_CLOSED", message: `Tool "${toolName}" was not run: the pool is closed` });
+      return Promise.resolve({ kind: "error", code: "TP_ERR_CLOSED", message: outcomeTexts.poolClosed(toolName) });
     }
     if (this.#isQueueFull()) {
       return Promise.resolve({
@@ -209,7 +210,7 @@ export class WorkerPool implements ToolCallPool {
         this.#settle(call, {
           kind: "error",
           code: "TP_ERR_CLOSED",
-          message: `Tool "${call.request.tool.name}" was stopped: the runtime was closed by force`,
+          message: outcomeTexts.stoppedByForce(call.request.tool.name),
         });
       }
     }
