@@ -1,3 +1,14 @@
+/**
+ * The fleet's side of a runtime: a pool whose calls run on fleet nodes
+ * through BullMQ and Redis (submit, admission, replies, aborts, node loss).
+ *
+ * Longer than the house's ~400 lines: a remote call's life (admitted,
+ * submitted, replied or lost, retried) is one state machine over one reply
+ * stream, read best in one class; its watchdog, abort announcer, presence
+ * key, admission checks and failure texts are modules of their own.
+ *
+ * @module
+ */
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 
@@ -195,7 +206,12 @@ export class RemotePool implements ToolCallPool {
   }
 
   /** Runs one call on a node. Resolves with its outcome; never rejects. */
-  async run(request: WorkerCallRequest, retriesLeft = request.tool.idempotent ? this.#options.nodeLossRetries : 0): Promise<WorkerCallOutcome> {
+  run(request: WorkerCallRequest): Promise<WorkerCallOutcome> {
+    return this.#run(request, request.tool.idempotent ? this.#options.nodeLossRetries : 0);
+  }
+
+  /** {@link run}, with `retriesLeft` more tries on another node should the call's node be lost (idempotent tools only). */
+  async #run(request: WorkerCallRequest, retriesLeft: number): Promise<WorkerCallOutcome> {
     const name = request.tool.name;
     if (this.#isClosed) return fault("TP_ERR_CLOSED", outcomeTexts.poolClosed(name));
     // Calls still being admitted count too: calls started in the same tick cannot pass the limit together.
@@ -482,7 +498,7 @@ export class RemotePool implements ToolCallPool {
     if (call.retriesLeft > 0 && !this.#isClosed && call.group?.isAborted !== true) {
       // Idempotent: running it again is harmless. Partials of the lost attempt stay delivered.
       this.#forget(call);
-      void this.run(call.request, call.retriesLeft - 1).then((outcome) =>
+      void this.#run(call.request, call.retriesLeft - 1).then((outcome) =>
         // A resubmission that never reached a node (none left, Redis gone, closed) ends as the loss it is.
         call.resolve(isUnsubmitted(outcome) ? lost : outcome),
       );
