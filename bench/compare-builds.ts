@@ -37,7 +37,9 @@ const { values } = parseArgs({
   },
 });
 if (values.before === undefined || values.after === undefined) {
-  console.error("usage: compare-builds --before PATH/dist/index.js --after PATH/dist/index.js [--pi 1.6] [--calls N] [--in-flight N] [--reps N] [--threads N]");
+  console.error(
+    "usage: compare-builds --before PATH/dist/index.js --after PATH/dist/index.js [--pi 1.6] [--calls N] [--in-flight N] [--reps N] [--threads N]",
+  );
   process.exit(2);
 }
 const calls = Number(values.calls);

@@ -174,6 +174,7 @@ function parseSuites(value: string): Set<SuiteName> {
 }
 
 async function main(): Promise<void> {
+  // biome-ignore lint/suspicious/noImplicitAnyLet: typed by the parseArgs call that assigns it
   let values;
   try {
     ({ values } = parseArgs({
@@ -198,7 +199,8 @@ async function main(): Promise<void> {
   const suites = parseSuites(values.suite);
   const machine = describeMachine();
   const cores = values.threads === undefined ? machine.cores : Number(values.threads);
-  if (!Number.isInteger(cores) || cores < 1) throw new BenchUsageError(`Expected --threads to be an integer >= 1, got ${JSON.stringify(values.threads)}`);
+  if (!Number.isInteger(cores) || cores < 1)
+    throw new BenchUsageError(`Expected --threads to be an integer >= 1, got ${JSON.stringify(values.threads)}`);
   const isQuick = values.quick;
   const plan = planRun(isQuick, cores, machine.cores);
   const peers = await loadPeers();
@@ -216,7 +218,9 @@ async function main(): Promise<void> {
     return;
   }
 
-  logStep(`${isQuick ? "quick" : "full"} run, suites ${[...suites].join(", ")}, pools of ${cores} threads; ${machine.cores} cores (${machine.cpuModel}), Node ${machine.nodeVersion}`);
+  logStep(
+    `${isQuick ? "quick" : "full"} run, suites ${[...suites].join(", ")}, pools of ${cores} threads; ${machine.cores} cores (${machine.cpuModel}), Node ${machine.nodeVersion}`,
+  );
   const started = performance.now();
   const poolPeers = (peers.tinypool === undefined ? 0 : 1) + (peers.workerpool === undefined ? 0 : 1);
   const calibrationMs = 16 * plan.spinMs;
@@ -225,7 +229,9 @@ async function main(): Promise<void> {
     dispatch: estimateDispatchMs(plan.dispatch, 4 + poolPeers),
     large: estimateLargeResultsMs(plan.large),
     harness: estimateHarnessLoadMs(plan.harness),
-    scaling: (plan.scalingCallMs === plan.spinMs ? 0 : 16 * plan.scalingCallMs) + estimateScalingMs({ ...plan.scaling, spin: placeholderSpin(plan.scalingCallMs) }),
+    scaling:
+      (plan.scalingCallMs === plan.spinMs ? 0 : 16 * plan.scalingCallMs) +
+      estimateScalingMs({ ...plan.scaling, spin: placeholderSpin(plan.scalingCallMs) }),
     faults: estimateFaultRecoveryMs(plan.faults),
     fairness: 16 * plan.fairnessCallMs + estimateFairnessMs({ ...plan.fairness, spin: placeholderSpin(plan.fairnessCallMs) }),
     fleet: estimateFleetMs(plan.fleet),

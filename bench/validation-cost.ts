@@ -60,7 +60,7 @@ const validArgs = { pattern: "TODO", path: "src", ignoreCase: true, maxResults: 
 const cases: Case[] = [
   { name: "valid, plain JSON schema", schema: grepSchema, args: validArgs },
   { name: "valid, unobserved worker call", schema: grepSchema, args: validArgs, mayReturnInput: true },
-  { name: "coercible (\"50\", \"true\")", schema: grepSchema, args: { ...validArgs, maxResults: "50", ignoreCase: "true" } },
+  { name: 'coercible ("50", "true")', schema: grepSchema, args: { ...validArgs, maxResults: "50", ignoreCase: "true" } },
   { name: "invalid (missing, extra key)", schema: grepSchema, args: { path: "src", extra: 1 } },
   { name: "valid, TypeBox schema with a union", schema: typeboxSchema, args: { pattern: "TODO", maxResults: 5, mode: "lines" } },
 ];
@@ -79,13 +79,21 @@ const editSchema: JsonSchema = {
     path: { type: "string" },
     edits: {
       type: "array",
-      items: { type: "object", properties: { oldText: { type: "string" }, newText: { type: "string" } }, required: ["oldText", "newText"], additionalProperties: false },
+      items: {
+        type: "object",
+        properties: { oldText: { type: "string" }, newText: { type: "string" } },
+        required: ["oldText", "newText"],
+        additionalProperties: false,
+      },
     },
   },
   required: ["path", "edits"],
   additionalProperties: false,
 };
-const editArgs = { path: "src/a.ts", edits: Array.from({ length: 5 }, (_, i) => ({ oldText: `${"x".repeat(200)}${i}`, newText: `${"y".repeat(300)}${i}` })) };
+const editArgs = {
+  path: "src/a.ts",
+  edits: Array.from({ length: 5 }, (_, i) => ({ oldText: `${"x".repeat(200)}${i}`, newText: `${"y".repeat(300)}${i}` })),
+};
 
 const refSchema: JsonSchema = {
   $defs: { Range: { type: "object", properties: { start: { type: "integer" }, end: { type: "integer" } }, required: ["start"] } },
@@ -95,12 +103,16 @@ const refSchema: JsonSchema = {
 };
 
 /** A schema outside the fast path's proof: `items` without `type` wraps a valid single value. */
-const itemsOnlySchema: JsonSchema = { type: "object", properties: { pattern: { type: "string" }, globs: { items: { type: "string" } } }, required: ["pattern"] };
+const itemsOnlySchema: JsonSchema = {
+  type: "object",
+  properties: { pattern: { type: "string" }, globs: { items: { type: "string" } } },
+  required: ["pattern"],
+};
 
 const cases16: Case[] = [
   { name: "valid, plain JSON schema", schema: grepSchema, args: validArgs },
-  { name: "coercible (\"50\", \"true\")", schema: grepSchema, args: { ...validArgs, maxResults: "50", ignoreCase: "true" } },
-  { name: "a single value for an array (globs: \"*.ts\")", schema: grepSchema, args: { ...validArgs, globs: "*.ts" } },
+  { name: 'coercible ("50", "true")', schema: grepSchema, args: { ...validArgs, maxResults: "50", ignoreCase: "true" } },
+  { name: 'a single value for an array (globs: "*.ts")', schema: grepSchema, args: { ...validArgs, globs: "*.ts" } },
   { name: "invalid (missing, extra key)", schema: grepSchema, args: { path: "src", extra: 1 } },
   { name: "valid, TypeBox schema with a union", schema: typeboxSchema, args: { pattern: "TODO", maxResults: 5, mode: "lines" } },
   { name: "valid, 5 edits of 0.5 KB", schema: editSchema, args: editArgs },
@@ -139,7 +151,9 @@ const { values } = parseArgs({ options: { reps: { type: "string", default: "15" 
 const reps = Number(values.reps);
 const calls = Number(values.calls);
 
-console.log(`Validation cost per call, µs (median of ${reps} repetitions × ${calls} calls [min–max]); ${cpus()[0]?.model ?? "unknown CPU"}, Node ${process.version}\n`);
+console.log(
+  `Validation cost per call, µs (median of ${reps} repetitions × ${calls} calls [min–max]); ${cpus()[0]?.model ?? "unknown CPU"}, Node ${process.version}\n`,
+);
 printTable(cases, contenders);
 if (pi16Validate === undefined) console.log(`\npi 1.6: not measured (it needs Node >= 22.19)`);
 else {

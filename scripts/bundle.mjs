@@ -43,9 +43,18 @@ const path = (relative) => fileURLToPath(new URL(relative, dist));
 // TypeBox.
 const entry = path("vendor/typebox-entry.mjs");
 await mkdir(new URL("vendor/", dist), { recursive: true });
-await writeFile(entry, 'export { Compile } from "typebox/compile";\nexport { Value } from "typebox/value";\nexport { Format } from "typebox/format";\n');
+await writeFile(
+  entry,
+  'export { Compile } from "typebox/compile";\nexport { Value } from "typebox/value";\nexport { Format } from "typebox/format";\n',
+);
 try {
-  await build({ cwd: root, input: entry, platform: "node", logLevel: "warn", output: { file: path("vendor/typebox.cjs"), format: "cjs", strict: true } });
+  await build({
+    cwd: root,
+    input: entry,
+    platform: "node",
+    logLevel: "warn",
+    output: { file: path("vendor/typebox.cjs"), format: "cjs", strict: true },
+  });
 } finally {
   await rm(entry, { force: true });
 }
@@ -55,7 +64,8 @@ try {
 const typeboxSource = await readFile(path("vendor/typebox.cjs"), "utf8");
 // Not so in a template literal (String.raw would keep the escape as text): refuse rather than guess.
 for (const line of typeboxSource.split("\n")) {
-  if (/[^\x00-\x7f]/.test(line) && line.includes("`")) throw new Error(`bundle: a non-ASCII character in a template literal of TypeBox: ${line.trim()}`);
+  if (/[^\x00-\x7f]/.test(line) && line.includes("`"))
+    throw new Error(`bundle: a non-ASCII character in a template literal of TypeBox: ${line.trim()}`);
 }
 await writeFile(
   path("vendor/typebox.cjs"),

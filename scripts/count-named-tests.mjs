@@ -55,7 +55,9 @@ if (counts.failed > 0) {
   process.exit(1);
 }
 if (mode === "--require-passed" && counts.passed === 0) {
-  console.error(`FAIL: expected at least one test named "${name}" to run and pass, got ${present === 0 ? "none in the report" : `${counts.skipped} skipped and none passed`}`);
+  console.error(
+    `FAIL: expected at least one test named "${name}" to run and pass, got ${present === 0 ? "none in the report" : `${counts.skipped} skipped and none passed`}`,
+  );
   process.exit(1);
 }
 if (mode === "--require-passed-if-present" && present > 0 && counts.passed === 0) {

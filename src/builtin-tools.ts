@@ -5,7 +5,7 @@ import type { ErrorObject } from "ajv";
 
 import { compiledValidator } from "./compiled-validators.js";
 import { describeValue, ToolpoolError } from "./errors.js";
-import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./options.js";
+import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./option-checks.js";
 import { diffSpec } from "./tools/diff-spec.js";
 import { grepSpec } from "./tools/grep/grep-spec.js";
 import { hashSpec } from "./tools/hash.js";
@@ -80,10 +80,7 @@ export const builtinToolsOptionsSchema = {
  */
 export function builtinTools(options?: BuiltinToolsOptions): WorkerTool[];
 export function builtinTools(names: readonly BuiltinToolName[], options?: BuiltinToolsOptions): WorkerTool[];
-export function builtinTools(
-  namesOrOptions?: readonly BuiltinToolName[] | BuiltinToolsOptions,
-  maybeOptions?: BuiltinToolsOptions,
-): WorkerTool[] {
+export function builtinTools(namesOrOptions?: readonly BuiltinToolName[] | BuiltinToolsOptions, maybeOptions?: BuiltinToolsOptions): WorkerTool[] {
   const names: readonly BuiltinToolName[] = Array.isArray(namesOrOptions) ? namesOrOptions : allBuiltinNames;
   const options = Array.isArray(namesOrOptions) ? maybeOptions : (namesOrOptions as BuiltinToolsOptions | undefined);
   for (const name of names) {
@@ -114,9 +111,7 @@ function resolveBuiltinToolsOptions(options: BuiltinToolsOptions | undefined): R
   if (options !== undefined && (typeof options !== "object" || options === null)) {
     throw invalidOption("options", "an object", options);
   }
-  const data: Record<string, unknown> = Object.fromEntries(
-    Object.entries(options ?? {}).filter(([, value]) => value !== undefined),
-  );
+  const data: Record<string, unknown> = Object.fromEntries(Object.entries(options ?? {}).filter(([, value]) => value !== undefined));
   const validateOptions = compiledValidator("builtin-tools-options");
   if (!validateOptions(data)) {
     throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "builtinTools option");

@@ -105,7 +105,7 @@ export class ToolpoolError extends Error {
 export function describeValue(value: unknown): string {
   let shown: string;
   try {
-    shown = typeof value === "function" ? `[function ${value.name || "anonymous"}]` : JSON.stringify(value) ?? String(value);
+    shown = typeof value === "function" ? `[function ${value.name || "anonymous"}]` : (JSON.stringify(value) ?? String(value));
   } catch {
     shown = String(value);
   }
@@ -127,3 +127,17 @@ export function describeThrown(error: unknown): string {
     return Object.prototype.toString.call(error);
   }
 }
+
+/**
+ * Texts of call outcomes that more than one part gives (the worker pool, the
+ * fleet's remote pool, the batch coordinator), made here once so that a call
+ * ended the same way reads the same wherever it ran.
+ */
+export const outcomeTexts = {
+  /** A call submitted to a pool that is closed. */
+  poolClosed: (tool: string): string => `Tool "${tool}" was not run: the pool is closed`,
+  /** A call that was running (or waiting in a pool) when the runtime was closed by force. */
+  stoppedByForce: (tool: string): string => `Tool "${tool}" was stopped: the runtime was closed by force`,
+  /** A call that had not started when the runtime was closed by force. */
+  notRunByForce: (tool: string): string => `Tool "${tool}" was not run: the runtime was closed by force`,
+} as const;

@@ -47,12 +47,7 @@ export interface MessageEndEvent {
 }
 
 /** Any event a batch emits, exactly as pi's agent loop emits it. */
-export type BatchEvent =
-  | ToolExecutionStartEvent
-  | ToolExecutionUpdateEvent
-  | ToolExecutionEndEvent
-  | MessageStartEvent
-  | MessageEndEvent;
+export type BatchEvent = ToolExecutionStartEvent | ToolExecutionUpdateEvent | ToolExecutionEndEvent | MessageStartEvent | MessageEndEvent;
 
 /** The sink of a batch's events; awaited like pi awaits its `emit`. */
 export type EmitFunction = (event: BatchEvent) => void | Promise<void>;

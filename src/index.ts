@@ -12,7 +12,15 @@ export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/pool
 export { builtinTools } from "./builtin-tools.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
 export { createServer } from "./server/create-server.js";
-export type { BatchRequestBody, CloseServerOptions, ErrorBody, ResolvedServerOptions, ServerOptions, ToolpoolServer, ToolsResponse } from "./server/create-server.js";
+export type {
+  BatchRequestBody,
+  CloseServerOptions,
+  ErrorBody,
+  ResolvedServerOptions,
+  ServerOptions,
+  ToolpoolServer,
+  ToolsResponse,
+} from "./server/create-server.js";
 export { FleetNode } from "./fleet/fleet-node.js";
 export type { FleetNodeOptions } from "./fleet/fleet-node.js";
 export type { FleetOptions, ResolvedFleetOptions } from "./fleet/fleet-options.js";

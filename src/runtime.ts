@@ -21,15 +21,7 @@ import type { EmitFunction, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
-import type {
-  AgentContext,
-  AgentTool,
-  AgentToolResult,
-  AgentToolUpdateCallback,
-  AssistantMessage,
-  BatchOutcome,
-  ToolCall,
-} from "./types.js";
+import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
 import { WorkerPool } from "./workers/worker-pool.js";
 import type { WorkerTool } from "./workers/worker-tool.js";
@@ -108,8 +100,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #batchServices: BatchServices = {
     poolFor: (tool) => this.#poolFor(tool),
     stopSignal: this.#forceClose.signal,
-    publish: (event, batchId, durations) =>
-      this.#publish(event.type, event, durations === undefined ? { batchId } : { batchId, ...durations }),
+    publish: (event, batchId, durations) => this.#publish(event.type, event, durations === undefined ? { batchId } : { batchId, ...durations }),
     hasListeners: () => this.#hasBatchListeners(),
     now: () => this.#options.clock.now(),
   };

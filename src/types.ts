@@ -53,7 +53,7 @@ export interface AssistantMessage {
   content: (TextContent | ThinkingContent | ToolCall)[];
   /** pi 1.6: `"length"` (the output token limit cut the response) fails every tool call unexecuted. */
   stopReason?: string;
-  // biome-ignore lint/suspicious/noExplicitAny: an `any` index signature is what lets pi's AssistantMessage (an interface) be passed in
+  // an `any` index signature is what lets pi's AssistantMessage (an interface) be passed in
   [field: string]: any;
 }
 
@@ -79,7 +79,7 @@ export interface Usage {
     totalFromProvider?: boolean;
     [field: string]: unknown;
   };
-  // biome-ignore lint/suspicious/noExplicitAny: an `any` index signature is what lets pi-ai's Usage (an interface) be assigned
+  // an `any` index signature is what lets pi-ai's Usage (an interface) be assigned
   [field: string]: any;
 }
 
@@ -113,7 +113,7 @@ export type ToolExecutionMode = "sequential" | "parallel";
  * 0.73.1's `TSchema` and pi 1.6.0's `object` parameters qualify: the index
  * signature's `any` is what lets an interface without one be assigned).
  */
-// biome-ignore lint/suspicious/noExplicitAny: only an `any` index signature accepts interfaces such as TypeBox's TSchema
+// only an `any` index signature accepts interfaces such as TypeBox's TSchema
 export type JsonSchema = { [keyword: string]: any };
 
 /**

@@ -133,9 +133,10 @@ describe("BatchCoordinator", () => {
       code: "TP_ERR_INVALID_BATCH",
       message: expect.stringContaining("content"),
     });
-    await expect(
-      runtime.executeToolCalls(assistantMessageOf(calls), { emit: "nope" as never }),
-    ).rejects.toMatchObject({ code: "TP_ERR_INVALID_BATCH", message: expect.stringContaining("`emit`") });
+    await expect(runtime.executeToolCalls(assistantMessageOf(calls), { emit: "nope" as never })).rejects.toMatchObject({
+      code: "TP_ERR_INVALID_BATCH",
+      message: expect.stringContaining("`emit`"),
+    });
     await runtime.close();
     await expect(runtime.executeToolCalls(assistantMessageOf(calls))).rejects.toMatchObject({ code: "TP_ERR_CLOSED" });
   });

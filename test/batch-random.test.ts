@@ -2,7 +2,15 @@ import fc from "fast-check";
 import { supportsPi16, type AfterToolCallResult, type BeforeToolCallResult, type PiVersion } from "toolpool";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { createSharedRuntime, runScenario, type Flavor, type Mode, type Scenario, type ScenarioCall, type SharedRuntime } from "./support/differential.js";
+import {
+  createSharedRuntime,
+  runScenario,
+  type Flavor,
+  type Mode,
+  type Scenario,
+  type ScenarioCall,
+  type SharedRuntime,
+} from "./support/differential.js";
 import { GateController } from "./support/gates.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 
@@ -31,10 +39,7 @@ const batchCount = Number(process.env.RANDOM_BATCHES ?? 500);
 /** At most this many calls a batch, all of them able to wait at their gates at once. */
 const maxCalls = 6;
 
-type BeforePlan =
-  | { kind: "none" }
-  | { kind: "block"; reason: string | undefined; terminate?: boolean }
-  | { kind: "throw"; message: string };
+type BeforePlan = { kind: "none" } | { kind: "block"; reason: string | undefined; terminate?: boolean } | { kind: "throw"; message: string };
 type AfterPlan = { kind: "none" } | { kind: "result"; result: AfterToolCallResult } | { kind: "throw"; message: string };
 
 interface BatchPlan {
@@ -51,8 +56,24 @@ interface BatchPlan {
 const text = fc.constantFrom("one", "two", "ünï", "", "a longer text with spaces");
 const workArguments = fc.oneof(
   { weight: 4, arbitrary: fc.record({ text }, { requiredKeys: [] }) },
-  { weight: 2, arbitrary: fc.record({ count: fc.constantFrom("5", " 12 ", true, null), flag: fc.constantFrom("true", 0, "false"), label: fc.constantFrom(7, false, null) }, { requiredKeys: [] }) },
-  { weight: 2, arbitrary: fc.constantFrom<Record<string, unknown>>({ count: "abc" }, { extra: true }, { updates: "notalist" }, { label: {} }, { count: 3.5 }, { flag: "yes", count: "x" }) },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      { count: fc.constantFrom("5", " 12 ", true, null), flag: fc.constantFrom("true", 0, "false"), label: fc.constantFrom(7, false, null) },
+      { requiredKeys: [] },
+    ),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<Record<string, unknown>>(
+      { count: "abc" },
+      { extra: true },
+      { updates: "notalist" },
+      { label: {} },
+      { count: 3.5 },
+      { flag: "yes", count: "x" },
+    ),
+  },
   { weight: 2, arbitrary: fc.oneof(fc.record({ fail: text }), fc.record({ throwString: text })) },
   { weight: 2, arbitrary: fc.record({ terminate: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ updates: fc.array(fc.constantFrom("10%", "50%", "done"), { minLength: 1, maxLength: 3 }), text }) },
@@ -60,7 +81,13 @@ const workArguments = fc.oneof(
 const call = fc.oneof(
   { weight: 8, arbitrary: fc.record({ name: fc.constant("work"), arguments: workArguments }) },
   { weight: 1, arbitrary: fc.record({ name: fc.constant("nope"), arguments: fc.constantFrom({}, { x: 1 }) }) },
-  { weight: 1, arbitrary: fc.record({ name: fc.constant("legacy"), arguments: fc.constantFrom<Record<string, unknown>>({ q: "old" }, { query: "new", limit: "3" }, { q: 42 }, { nothing: 1 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      name: fc.constant("legacy"),
+      arguments: fc.constantFrom<Record<string, unknown>>({ q: "old" }, { query: "new", limit: "3" }, { q: 42 }, { nothing: 1 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ name: fc.constant("serial"), arguments: fc.record({ text }, { requiredKeys: [] }) }) },
 );
 const beforePlan: fc.Arbitrary<BeforePlan> = fc.oneof(
@@ -134,7 +161,10 @@ function withPi16Additions(plan: fc.Arbitrary<BatchPlan>): fc.Arbitrary<BatchPla
           ...base.calls.map((planCall) =>
             fc.record({
               extra: fc.oneof({ weight: 3, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: pi16WorkArguments }),
-              argumentsError: fc.oneof({ weight: 12, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constant("Unexpected end of JSON input") }),
+              argumentsError: fc.oneof(
+                { weight: 12, arbitrary: fc.constant(undefined) },
+                { weight: 1, arbitrary: fc.constant("Unexpected end of JSON input") },
+              ),
               before: fc.oneof({ weight: 2, arbitrary: fc.constant(planCall.before) }, { weight: 1, arbitrary: pi16BeforePlan }),
               after: fc.oneof({ weight: 2, arbitrary: fc.constant(planCall.after) }, { weight: 1, arbitrary: pi16AfterPlan }),
             }),
@@ -166,10 +196,16 @@ const batchPlan: fc.Arbitrary<BatchPlan> = fc
   .record({
     flavor: fc.constantFrom<Flavor>("inline", "worker"),
     mode: fc.constantFrom<Mode>("parallel", "sequential"),
-    calls: fc.array(fc.record({ name: call.map((c) => c.name), arguments: fc.constant({}), before: beforePlan, after: afterPlan }), { minLength: 0, maxLength: maxCalls }),
+    calls: fc.array(fc.record({ name: call.map((c) => c.name), arguments: fc.constant({}), before: beforePlan, after: afterPlan }), {
+      minLength: 0,
+      maxLength: maxCalls,
+    }),
     callBodies: fc.array(call, { minLength: maxCalls, maxLength: maxCalls }),
     // A batch terminates only when every call asks: make some batches where all do.
-    terminateAll: fc.oneof({ weight: 4, arbitrary: fc.constant("no" as const) }, { weight: 1, arbitrary: fc.constantFrom("by result" as const, "by hook" as const) }),
+    terminateAll: fc.oneof(
+      { weight: 4, arbitrary: fc.constant("no" as const) },
+      { weight: 1, arbitrary: fc.constantFrom("by result" as const, "by hook" as const) },
+    ),
   })
   .chain(({ flavor, mode, calls, callBodies, terminateAll }) => {
     const planned = calls.map((planCall, index) => {
@@ -179,7 +215,9 @@ const batchPlan: fc.Arbitrary<BatchPlan> = fc
       return { ...planCall, ...body };
     });
     const indexes = planned.map((_, index) => index);
-    return fc.shuffledSubarray(indexes, { minLength: indexes.length, maxLength: indexes.length }).map((releaseOrder) => ({ flavor, mode, calls: planned, releaseOrder }));
+    return fc
+      .shuffledSubarray(indexes, { minLength: indexes.length, maxLength: indexes.length })
+      .map((releaseOrder) => ({ flavor, mode, calls: planned, releaseOrder }));
   });
 
 /**
@@ -223,7 +261,11 @@ function scenarioOf(plan: BatchPlan): Scenario {
       const before = planOf(toolCall.id).before;
       if (before.kind === "throw") throw new Error(before.message);
       if (before.kind !== "block") return undefined;
-      return { block: true, ...(before.reason === undefined ? {} : { reason: before.reason }), ...(before.terminate === undefined ? {} : { terminate: before.terminate }) };
+      return {
+        block: true,
+        ...(before.reason === undefined ? {} : { reason: before.reason }),
+        ...(before.terminate === undefined ? {} : { terminate: before.terminate }),
+      };
     },
     afterToolCall: ({ toolCall }): AfterToolCallResult | undefined => {
       const after = planOf(toolCall.id).after;
@@ -234,60 +276,60 @@ function scenarioOf(plan: BatchPlan): Scenario {
 }
 
 for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
-describe.skipIf(pi === "1.6" && !supportsPi16())(`toolpool against pi ${pi === "1.6" ? "1.6.0" : "0.73.1"}, randomized batches`, () => {
-  const plans = pi === "1.6" ? withPi16Additions(batchPlan) : batchPlan;
-  const gates = new GateController();
-  const runtimes = new Map<string, SharedRuntime>();
-  const runtimeFor = (flavor: Flavor, mode: Mode): SharedRuntime => {
-    const key = `${flavor}/${mode}`;
-    let shared = runtimes.get(key);
-    if (shared === undefined) {
-      shared = createSharedRuntime(flavor, mode, maxCalls, pi);
-      runtimes.set(key, shared);
-    }
-    return shared;
-  };
-  afterAll(async () => {
-    gates.close();
-    await Promise.all([...runtimes.values()].map((shared) => shared.runtime.close()));
-  });
+  describe.skipIf(pi === "1.6" && !supportsPi16())(`toolpool against pi ${pi === "1.6" ? "1.6.0" : "0.73.1"}, randomized batches`, () => {
+    const plans = pi === "1.6" ? withPi16Additions(batchPlan) : batchPlan;
+    const gates = new GateController();
+    const runtimes = new Map<string, SharedRuntime>();
+    const runtimeFor = (flavor: Flavor, mode: Mode): SharedRuntime => {
+      const key = `${flavor}/${mode}`;
+      let shared = runtimes.get(key);
+      if (shared === undefined) {
+        shared = createSharedRuntime(flavor, mode, maxCalls, pi);
+        runtimes.set(key, shared);
+      }
+      return shared;
+    };
+    afterAll(async () => {
+      gates.close();
+      await Promise.all([...runtimes.values()].map((shared) => shared.runtime.close()));
+    });
 
-  it(`gives pi's events, messages and hook views for ${batchCount} generated batches (seed ${seed})`, { timeout: 600_000 }, async () => {
-    const tally = { batches: 0, calls: 0, parallel: 0, worker: 0, terminated: 0, errorResults: 0, endEvents: 0, aborted: 0, truncated: 0 };
-    await fc.assert(
-      fc.asyncProperty(plans, async (plan) => {
-        const scenario = scenarioOf(plan);
-        let oracle = await runScenario(scenario, "pi", plan.flavor, plan.mode, gates, true, undefined, { pi });
-        let toolpool = await runScenario(scenario, "toolpool", plan.flavor, plan.mode, gates, true, runtimeFor(plan.flavor, plan.mode));
-        const isParallel = plan.mode === "parallel" && !plan.calls.some((c) => c.name === "serial");
-        if (plan.flavor === "worker" && isParallel) {
-          oracle = { ...oracle, events: interleaveUpdatesByCall(oracle.events) };
-          toolpool = { ...toolpool, events: interleaveUpdatesByCall(toolpool.events) };
-        }
-        expect(toolpool).toEqual(oracle);
-        expect(toolpool.messages).toHaveLength(plan.calls.length);
-        tally.batches++;
-        tally.calls += plan.calls.length;
-        if (isParallel) tally.parallel++;
-        if (plan.flavor === "worker") tally.worker++;
-        if (oracle.terminate) tally.terminated++;
-        if (plan.abortAt !== undefined) tally.aborted++;
-        if (plan.stopReason !== undefined) tally.truncated++;
-        tally.errorResults += (oracle.messages as { isError: boolean }[]).filter((message) => message.isError).length;
-        tally.endEvents += (oracle.events as { type: string }[]).filter((event) => event.type === "tool_execution_end").length;
-      }),
-      { seed, numRuns: batchCount },
-    );
-    console.info(`batch differential, pi ${pi} (seed ${seed}):`, tally);
-    expect(tally.batches).toBe(batchCount);
-    expect(tally.endEvents).toBe(tally.calls);
-    expect(tally.terminated).toBeGreaterThan(0);
-    expect(tally.parallel).toBeGreaterThan(batchCount * 0.2);
-    expect(tally.worker).toBeGreaterThan(batchCount * 0.3);
-    if (pi === "1.6") {
-      expect(tally.aborted).toBeGreaterThan(0);
-      expect(tally.truncated).toBeGreaterThan(0);
-    }
+    it(`gives pi's events, messages and hook views for ${batchCount} generated batches (seed ${seed})`, { timeout: 600_000 }, async () => {
+      const tally = { batches: 0, calls: 0, parallel: 0, worker: 0, terminated: 0, errorResults: 0, endEvents: 0, aborted: 0, truncated: 0 };
+      await fc.assert(
+        fc.asyncProperty(plans, async (plan) => {
+          const scenario = scenarioOf(plan);
+          let oracle = await runScenario(scenario, "pi", plan.flavor, plan.mode, gates, true, undefined, { pi });
+          let toolpool = await runScenario(scenario, "toolpool", plan.flavor, plan.mode, gates, true, runtimeFor(plan.flavor, plan.mode));
+          const isParallel = plan.mode === "parallel" && !plan.calls.some((c) => c.name === "serial");
+          if (plan.flavor === "worker" && isParallel) {
+            oracle = { ...oracle, events: interleaveUpdatesByCall(oracle.events) };
+            toolpool = { ...toolpool, events: interleaveUpdatesByCall(toolpool.events) };
+          }
+          expect(toolpool).toEqual(oracle);
+          expect(toolpool.messages).toHaveLength(plan.calls.length);
+          tally.batches++;
+          tally.calls += plan.calls.length;
+          if (isParallel) tally.parallel++;
+          if (plan.flavor === "worker") tally.worker++;
+          if (oracle.terminate) tally.terminated++;
+          if (plan.abortAt !== undefined) tally.aborted++;
+          if (plan.stopReason !== undefined) tally.truncated++;
+          tally.errorResults += (oracle.messages as { isError: boolean }[]).filter((message) => message.isError).length;
+          tally.endEvents += (oracle.events as { type: string }[]).filter((event) => event.type === "tool_execution_end").length;
+        }),
+        { seed, numRuns: batchCount },
+      );
+      console.info(`batch differential, pi ${pi} (seed ${seed}):`, tally);
+      expect(tally.batches).toBe(batchCount);
+      expect(tally.endEvents).toBe(tally.calls);
+      expect(tally.terminated).toBeGreaterThan(0);
+      expect(tally.parallel).toBeGreaterThan(batchCount * 0.2);
+      expect(tally.worker).toBeGreaterThan(batchCount * 0.3);
+      if (pi === "1.6") {
+        expect(tally.aborted).toBeGreaterThan(0);
+        expect(tally.truncated).toBeGreaterThan(0);
+      }
+    });
   });
-});
 }

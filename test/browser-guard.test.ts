@@ -7,7 +7,17 @@ describe("checkBrowserGuard", () => {
     for (const host of ["localhost", "LOCALHOST:8080", "127.0.0.1", "127.0.0.1:80", "[::1]", "[::1]:8080"]) {
       expect(checkBrowserGuard(host, undefined, { hasToken: false }), host).toEqual({ kind: "allow" });
     }
-    for (const host of [undefined, "", "evil.example", "evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io", "[::2]:80", "0.0.0.0", "localhost:80x"]) {
+    for (const host of [
+      undefined,
+      "",
+      "evil.example",
+      "evil.example:8080",
+      "localhost.evil.example",
+      "127.0.0.1.nip.io",
+      "[::2]:80",
+      "0.0.0.0",
+      "localhost:80x",
+    ]) {
       expect(checkBrowserGuard(host, undefined, { hasToken: false }), String(host)).toMatchObject({
         kind: "deny",
         status: 403,

@@ -60,7 +60,9 @@ describe("toolpool serve with its main thread busy across a call's deadline", ()
       const { messages } = (await patched.json()) as { messages: Message[] };
       const result = messages[0]!;
       const content = readFileSync(join(dir, file), "utf8");
-      outcomes.push(`${result.isError ? "error" : "ok"}: ${result.content.map((part) => part.text ?? "").join("")} (file ${content === "alpha\nbeta\n" ? "unchanged" : "patched"})`);
+      outcomes.push(
+        `${result.isError ? "error" : "ok"}: ${result.content.map((part) => part.text ?? "").join("")} (file ${content === "alpha\nbeta\n" ? "unchanged" : "patched"})`,
+      );
       // The answer tells the truth about the file: patched and reported so,
       // or (a worker starved of CPU past its deadline) timed out and unchanged.
       if (result.isError) {

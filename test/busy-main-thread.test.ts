@@ -47,7 +47,7 @@ function blockUntilExists(path: string): void {
   while (!existsSync(path)) if (Date.now() > giveUpAt) throw new Error(`no ${path} within 60 s`);
 }
 
-function blockFor(ms: number): void {
+function _blockFor(ms: number): void {
   const until = performance.now() + ms;
   while (performance.now() < until);
 }
@@ -104,7 +104,9 @@ describe("a busy main thread", () => {
     clock.advance(1_000); // the tool is still waiting for its go
     const { messages } = await done;
     expect(messages[0]!.details).toEqual({ code: "TP_ERR_TIMEOUT" });
-    expect(textOf(messages[0]!)).toBe('Tool "write" timed out after 1000 ms; its worker was terminated while the tool was still running, so it may have had some of its effects');
+    expect(textOf(messages[0]!)).toBe(
+      'Tool "write" timed out after 1000 ms; its worker was terminated while the tool was still running, so it may have had some of its effects',
+    );
   }, 60_000);
 
   it("reports a finished call whose reply never comes as TP_ERR_REPLY_LOST, not as timed out", async () => {
@@ -122,7 +124,9 @@ describe("a busy main thread", () => {
     clock.advance(5_050);
     const { messages } = await done;
     expect(messages[0]!.details).toEqual({ code: "TP_ERR_REPLY_LOST" });
-    expect(textOf(messages[0]!)).toMatch(/^Tool "write" finished, but its reply did not arrive within 5050 ms .* the tool ran to its end and had its effects, but its result is lost$/);
+    expect(textOf(messages[0]!)).toMatch(
+      /^Tool "write" finished, but its reply did not arrive within 5050 ms .* the tool ran to its end and had its effects, but its result is lost$/,
+    );
     expect(existsSync(args.path)).toBe(true);
   }, 60_000);
 });

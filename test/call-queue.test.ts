@@ -67,7 +67,7 @@ describe("CallQueue", () => {
     nextSeq = 0;
     const queue = newQueue();
     let state = 7;
-    const random = () => ((state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (state = (state * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     let pushed = 0;
     let shifted = 0;
     for (let step = 0; step < 5_000; step++) {
@@ -94,10 +94,22 @@ describe("CallQueue", () => {
     expect(drain(queue)).toEqual(["a1", "b3", "a2", "b4"]);
     // With costs, a refused shift that passed over lines leaves no credit behind.
     const costly = newQueue();
-    for (const [session, cost] of [["h", 3], ["l", 1], ["l", 1], ["h", 3]] as const) costly.push(task(session, cost) as never);
+    for (const [session, cost] of [
+      ["h", 3],
+      ["l", 1],
+      ["l", 1],
+      ["h", 3],
+    ] as const)
+      costly.push(task(session, cost) as never);
     const reference = newQueue();
     nextSeq = 0;
-    for (const [session, cost] of [["h", 3], ["l", 1], ["l", 1], ["h", 3]] as const) reference.push(task(session, cost) as never);
+    for (const [session, cost] of [
+      ["h", 3],
+      ["l", 1],
+      ["l", 1],
+      ["h", 3],
+    ] as const)
+      reference.push(task(session, cost) as never);
     const expected = drain(reference);
     const order: string[] = [];
     for (let entry = costly.shift(); entry !== null; entry = costly.shift()) {

@@ -45,15 +45,10 @@ interface ToolResult {
 
 function runCli(args: readonly string[], input?: string): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = execFile(
-      process.execPath,
-      [CLI, ...args],
-      { cwd: ROOT, encoding: "utf8", timeout: 15_000 },
-      (error, stdout, stderr) => {
-        if (error !== null && typeof error.code !== "number") return reject(error);
-        resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
-      },
-    );
+    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, encoding: "utf8", timeout: 15_000 }, (error, stdout, stderr) => {
+      if (error !== null && typeof error.code !== "number") return reject(error);
+      resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+    });
     child.stdin?.end(input);
   });
 }
@@ -149,7 +144,13 @@ describe("toolpool run --ndjson", () => {
 
   it("shows a call blocked by the --hooks module as an error result with the hook's reason", async () => {
     const { code, stdout } = await runCli([
-      "run", fixture("builtin-batch.json"), "--hooks", fixture("block-hash-hooks.mjs"), "--threads", "2", "--ndjson",
+      "run",
+      fixture("builtin-batch.json"),
+      "--hooks",
+      fixture("block-hash-hooks.mjs"),
+      "--threads",
+      "2",
+      "--ndjson",
     ]);
     expect(code).toBe(0);
     const events = parseNdjson(stdout);
@@ -163,9 +164,7 @@ describe("toolpool run --ndjson", () => {
   });
 
   it("runs the inline and worker tools of a --tools module instead of the built-in ones", async () => {
-    const { code, stdout } = await runCli([
-      "run", fixture("custom-batch.json"), "--tools", fixture("tools.mjs"), "--threads", "2", "--ndjson",
-    ]);
+    const { code, stdout } = await runCli(["run", fixture("custom-batch.json"), "--tools", fixture("tools.mjs"), "--threads", "2", "--ndjson"]);
     expect(code).toBe(0);
     const messages = batchEnd(parseNdjson(stdout)).messages ?? [];
     expect(messages.map((message) => [message.toolCallId, message.isError, textOf(message)])).toEqual([
@@ -183,15 +182,22 @@ describe("toolpool run --ndjson", () => {
     expect(code).toBe(0);
     const executionEvents = parseNdjson(stdout).filter((event) => event.type.startsWith("tool_execution_"));
     expect(executionEvents.map((event) => `${event.type.slice("tool_execution_".length)}:${event.toolCallId}`)).toEqual([
-      "start:call_hash", "end:call_hash",
-      "start:call_diff", "end:call_diff",
-      "start:call_grep", "end:call_grep",
-      "start:call_missing", "end:call_missing",
+      "start:call_hash",
+      "end:call_hash",
+      "start:call_diff",
+      "end:call_diff",
+      "start:call_grep",
+      "end:call_grep",
+      "start:call_missing",
+      "end:call_missing",
     ]);
   });
 
   it('reads { "assistantMessage", "context" } from standard input with "-"', async () => {
-    const { code, stdout } = await runCli(["run", "-", "--threads", "1", "--ndjson"], await readFile(join(ROOT, fixture("wrapped-batch.json")), "utf8"));
+    const { code, stdout } = await runCli(
+      ["run", "-", "--threads", "1", "--ndjson"],
+      await readFile(join(ROOT, fixture("wrapped-batch.json")), "utf8"),
+    );
     expect(code).toBe(0);
     const result = batchEnd(parseNdjson(stdout)).messages?.[0];
     expect(textOf(result)).toContain(createHash("md5").update("a").digest("hex"));
@@ -225,13 +231,25 @@ describe("toolpool usage errors", () => {
     ["a bad --mode", ["run", fixture("builtin-batch.json"), "--mode", "eager"], /--mode/],
     ["--threads 0", ["run", fixture("builtin-batch.json"), "--threads", "0"], /--threads/],
     ['--threads "x"', ["run", fixture("builtin-batch.json"), "--threads", "x"], /--threads/],
-    ["a --tools module whose default export is not an array", ["run", fixture("builtin-batch.json"), "--tools", fixture("not-array-tools.mjs")], /not-array-tools\.mjs.*array/],
+    [
+      "a --tools module whose default export is not an array",
+      ["run", fixture("builtin-batch.json"), "--tools", fixture("not-array-tools.mjs")],
+      /not-array-tools\.mjs.*array/,
+    ],
     ["a --tools module that fails to import", ["run", fixture("builtin-batch.json"), "--tools", fixture("broken-tools.mjs")], /broken on purpose/],
-    ["tools the runtime rejects (two tools share a name)", ["run", fixture("custom-batch.json"), "--tools", fixture("tools.mjs"), "--tools", fixture("tools.mjs")], /shout/],
+    [
+      "tools the runtime rejects (two tools share a name)",
+      ["run", fixture("custom-batch.json"), "--tools", fixture("tools.mjs"), "--tools", fixture("tools.mjs")],
+      /shout/,
+    ],
     ["an unknown option", ["run", fixture("builtin-batch.json"), "--fast"], /unknown option '--fast'/],
     ["a missing batch argument", ["run"], /missing required argument/],
     ["no command", [], /missing command/],
-    ["a fleet node name the node refuses", ["node", "--redis", "redis://127.0.0.1:1", "--name", "a:b"], /Expected the node's name to hold only letters/],
+    [
+      "a fleet node name the node refuses",
+      ["node", "--redis", "redis://127.0.0.1:1", "--name", "a:b"],
+      /Expected the node's name to hold only letters/,
+    ],
   ])("exits 2 with one line on stderr for %s", async (_case, args, message) => {
     const { code, stdout, stderr } = await runCli(args);
     expect(code).toBe(2);

@@ -61,7 +61,11 @@ describe("ConnectionGuard on toolpool serve", () => {
   }, 60_000);
 
   it("past maxConnectionsPerAddress, a new connection from that address takes the place of its oldest incomplete one", async () => {
-    const served = await spawnServe(["--port", "0", "--threads", "1", "--max-connections-per-address", "1", "--headers-timeout", "600000"], {}, children);
+    const served = await spawnServe(
+      ["--port", "0", "--threads", "1", "--max-connections-per-address", "1", "--headers-timeout", "600000"],
+      {},
+      children,
+    );
     const flood = await floodConnections(served.port, 3, FLOODER);
     floods.push(flood);
     expect((await requestFrom(CLIENT, `${served.url}/healthz`)).status).toBe(200);
@@ -115,7 +119,10 @@ describe("ConnectionGuard on toolpool mcp --http", () => {
   }, 120_000);
 
   it("past --max-connections, a new connection takes the place of the oldest one that has not completed a request", async () => {
-    const mcp = await spawnMcpHttp(["--threads", "1", "--headers-timeout", "600000", "--max-connections", "8", "--max-connections-per-address", "8"], children);
+    const mcp = await spawnMcpHttp(
+      ["--threads", "1", "--headers-timeout", "600000", "--max-connections", "8", "--max-connections-per-address", "8"],
+      children,
+    );
     const flood = await floodConnections(mcp.port, 8, FLOODER, "/mcp");
     floods.push(flood);
     const answer = await requestFrom(CLIENT, mcp.url, { method: "POST", headers: mcpPostHeaders, body: initializeBody });

@@ -9,7 +9,15 @@ describe("errorCodes", () => {
   const codes = Object.keys(toolpool.errorCodes);
 
   it("exports every code used in the source, and nothing else", () => {
-    const source = ["errors.ts", "workers/worker-pool.ts", "workers/thread/worker-entry.ts", "runtime.ts", "server/create-server.ts", "fleet/remote-pool.ts", "fleet/fleet-node.ts"]
+    const source = [
+      "errors.ts",
+      "workers/worker-pool.ts",
+      "workers/thread/worker-entry.ts",
+      "runtime.ts",
+      "server/create-server.ts",
+      "fleet/remote-pool.ts",
+      "fleet/fleet-node.ts",
+    ]
       .map((file) => readFileSync(new URL(`../src/${file}`, import.meta.url), "utf8"))
       .join("\n");
     const used = new Set(source.match(/TP_ERR_[A-Z_]+/g));

@@ -225,9 +225,7 @@ describe("faults become error results", () => {
     try {
       const shared = open({ tools: [faultTool(), okTool] });
       const isolated = open({ tools: [faultTool(), okTool], pool: { env: { VISIBLE: "yes" } } });
-      const [inherited, given] = await Promise.all(
-        [shared, isolated].map((runtime) => runtime.executeToolCalls(sandwich({ fault: "env" }))),
-      );
+      const [inherited, given] = await Promise.all([shared, isolated].map((runtime) => runtime.executeToolCalls(sandwich({ fault: "env" }))));
       expect(JSON.parse(textOf(inherited!.messages[1]!))).toEqual({ secret: "hunter2", visible: null });
       expect(JSON.parse(textOf(given!.messages[1]!))).toEqual({ secret: null, visible: "yes" });
     } finally {

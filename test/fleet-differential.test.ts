@@ -20,51 +20,54 @@ const toolsModule = new URL("./fixtures/fleet/scripted-tools.mjs", import.meta.u
  * with the scenarios of every rule pi 1.6 changed.
  */
 for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
-const name = pi === "1.6" ? "pi 1.6.0" : "pi 0.73.1";
-describe.runIf(hasRedisServer() && (pi === "0.73" || supportsPi16()))(`toolpool with every worker tool on a fleet, against ${name}`, () => {
-  let redis: TestRedis;
-  let nodes: TestNode[] = [];
-  let gates: GateController;
-  const fleetOptions = () => ({ pi, fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs } });
-  const all = pi === "1.6" ? { ...scenarios, ...pi16Scenarios } : scenarios;
-  const unobserved =
-    pi === "1.6" ? [...unobservable, ...Object.entries(pi16Scenarios).filter(([, s]) => !s.beforeToolCall && !s.afterToolCall)] : unobservable;
+  const name = pi === "1.6" ? "pi 1.6.0" : "pi 0.73.1";
+  describe.runIf(hasRedisServer() && (pi === "0.73" || supportsPi16()))(`toolpool with every worker tool on a fleet, against ${name}`, () => {
+    let redis: TestRedis;
+    let nodes: TestNode[] = [];
+    let gates: GateController;
+    const fleetOptions = () => ({ pi, fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs } });
+    const all = pi === "1.6" ? { ...scenarios, ...pi16Scenarios } : scenarios;
+    const unobserved =
+      pi === "1.6" ? [...unobservable, ...Object.entries(pi16Scenarios).filter(([, s]) => !s.beforeToolCall && !s.afterToolCall)] : unobservable;
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    gates = new GateController(redis.url);
-    await gates.ready();
-    const env = { TOOLPOOL_TEST_GATES_REDIS: redis.url };
-    nodes = await Promise.all([1, 2].map((index) => startNode({ redis: redis.url, tools: toolsModule, name: `d${index}`, threads: 2, env, pi })));
-  });
-  afterAll(async () => {
-    gates?.close();
-    await stopNodes(nodes);
-    await redis?.dispose();
-  });
+    beforeAll(async () => {
+      redis = await startRedis();
+      gates = new GateController(redis.url);
+      await gates.ready();
+      const env = { TOOLPOOL_TEST_GATES_REDIS: redis.url };
+      nodes = await Promise.all([1, 2].map((index) => startNode({ redis: redis.url, tools: toolsModule, name: `d${index}`, threads: 2, env, pi })));
+    });
+    afterAll(async () => {
+      gates?.close();
+      await stopNodes(nodes);
+      await redis?.dispose();
+    });
 
-  for (const mode of ["parallel", "sequential"] satisfies Mode[]) {
-    describe(`remote worker tools, ${mode}`, () => {
-      for (const [name, scenario] of Object.entries(all)) {
-        it(name, async () => {
-          const withHooks: Scenario = { ...recordOnly, ...scenario };
-          const oracle = await runScenario(withHooks, "pi", "worker", mode, gates, true, undefined, { pi });
-          const toolpool = await runScenario(withHooks, "toolpool", "worker", mode, gates, true, undefined, fleetOptions());
-          expect(toolpool).toEqual(oracle);
-          expect(toolpool.messages).toHaveLength(scenario.calls.length);
-        });
-      }
-    });
-    describe(`unobserved batches, remote worker tools, ${mode}`, () => {
-      for (const [name, scenario] of unobserved) {
-        it(name, async () => {
-          const oracle = await runScenario(scenario, "pi", "worker", mode, gates, true, undefined, { pi });
-          const toolpool = await runScenario(scenario, "toolpool", "worker", mode, gates, false, undefined, fleetOptions());
-          expect(toolpool.events).toEqual([]);
-          expect({ messages: toolpool.messages, terminate: toolpool.terminate }).toEqual({ messages: oracle.messages, terminate: oracle.terminate });
-        });
-      }
-    });
-  }
-});
+    for (const mode of ["parallel", "sequential"] satisfies Mode[]) {
+      describe(`remote worker tools, ${mode}`, () => {
+        for (const [name, scenario] of Object.entries(all)) {
+          it(name, async () => {
+            const withHooks: Scenario = { ...recordOnly, ...scenario };
+            const oracle = await runScenario(withHooks, "pi", "worker", mode, gates, true, undefined, { pi });
+            const toolpool = await runScenario(withHooks, "toolpool", "worker", mode, gates, true, undefined, fleetOptions());
+            expect(toolpool).toEqual(oracle);
+            expect(toolpool.messages).toHaveLength(scenario.calls.length);
+          });
+        }
+      });
+      describe(`unobserved batches, remote worker tools, ${mode}`, () => {
+        for (const [name, scenario] of unobserved) {
+          it(name, async () => {
+            const oracle = await runScenario(scenario, "pi", "worker", mode, gates, true, undefined, { pi });
+            const toolpool = await runScenario(scenario, "toolpool", "worker", mode, gates, false, undefined, fleetOptions());
+            expect(toolpool.events).toEqual([]);
+            expect({ messages: toolpool.messages, terminate: toolpool.terminate }).toEqual({
+              messages: oracle.messages,
+              terminate: oracle.terminate,
+            });
+          });
+        }
+      });
+    }
+  });
 }

@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 
 import { createRuntime, workerTool } from "toolpool";
 
-const tool = workerTool({ name: "t", description: "t", parameters: { type: "object" }, module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url) });
+const tool = workerTool({
+  name: "t",
+  description: "t",
+  parameters: { type: "object" },
+  module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
+});
 
 describe("fleet options", () => {
   it("applies defaults, freezes, and opens no connection before the first remote call", async () => {
@@ -25,13 +30,15 @@ describe("fleet options", () => {
   });
 
   it.each([
-    [{ redis: "http://x" }, "Expected `fleet.redis` to be a redis:// or rediss:// URL, got `\"http://x\"` (string)"],
+    [{ redis: "http://x" }, 'Expected `fleet.redis` to be a redis:// or rediss:// URL, got `"http://x"` (string)'],
     [{ redis: "redis://x", remote: "some" }, 'Expected `fleet.remote` to be "all" or a list of distinct worker tool names, got `"some"` (string)'],
     [{ redis: "redis://x", lockDurationMs: 10 }, "Expected `fleet.lockDurationMs` to be a number >= 100, got `10` (number)"],
     [{ redis: "redis://x", surprise: 1 }, "Unknown option `fleet.surprise`"],
     [{ redis: "redis://x", remote: ["nope"] }, 'Expected `fleet.remote` to name worker tools of the runtime, got "nope"'],
   ])("rejects %j with TP_ERR_INVALID_OPTION", (fleet, message) => {
-    expect(() => createRuntime({ tools: [tool], fleet: fleet as never })).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message }));
+    expect(() => createRuntime({ tools: [tool], fleet: fleet as never })).toThrow(
+      expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message }),
+    );
   });
 
   it("workerTool takes idempotent (default false) and rejects a non-boolean", () => {
@@ -49,7 +56,9 @@ describe("fleet libraries that fail to load", () => {
     const script = new URL("./fixtures/fleet/missing-libraries.mjs", import.meta.url);
     const distIndex = new URL("../dist/index.js", import.meta.url);
     const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, [script.pathname, distIndex.href], { timeout: 60_000 }, (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)));
+      execFile(process.execPath, [script.pathname, distIndex.href], { timeout: 60_000 }, (error, out, err) =>
+        error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
+      );
     });
     const batches = JSON.parse(stdout) as { events: string[]; messages: { isError: boolean; text: string; code: string }[] }[];
     expect(batches).toHaveLength(2);

@@ -45,13 +45,17 @@ describe.runIf(hasRedisServer())("fleet: Redis stopped mid-batch", () => {
     const log = join(dir, "starts.log");
     const ids = ["c1", "c2", "c3", "c4", "c5", "c6"];
     const batch = runtime.executeToolCalls(batchOf(ids, { log, waitMs: 30_000 }));
-    await until(() => {
-      try {
-        return readFileSync(log, "utf8").split("\n").filter(Boolean).length >= 2;
-      } catch {
-        return false;
-      }
-    }, 15_000, "two calls started");
+    await until(
+      () => {
+        try {
+          return readFileSync(log, "utf8").split("\n").filter(Boolean).length >= 2;
+        } catch {
+          return false;
+        }
+      },
+      15_000,
+      "two calls started",
+    );
     const stoppedAt = Date.now();
     await redis.stop();
     const { messages } = await batch;
@@ -68,10 +72,14 @@ describe.runIf(hasRedisServer())("fleet: Redis stopped mid-batch", () => {
 
     await redis.restart();
     // The nodes come back on their own (they re-register); then calls run again.
-    await until(async () => {
-      const probe = await runtime.executeToolCalls(batchOf(["probe"], {}));
-      return probe.messages[0]!.isError === false;
-    }, 20_000, "the fleet served a call again");
+    await until(
+      async () => {
+        const probe = await runtime.executeToolCalls(batchOf(["probe"], {}));
+        return probe.messages[0]!.isError === false;
+      },
+      20_000,
+      "the fleet served a call again",
+    );
     const after = await runtime.executeToolCalls(batchOf(["a1", "a2", "a3", "a4"], { waitMs: 10 }));
     expect(after.messages.map((message) => (message.content[0] as { text: string }).text)).toEqual(["done a1", "done a2", "done a3", "done a4"]);
   }, 60_000);
@@ -108,9 +116,13 @@ describe.runIf(hasRedisServer())("fleet: Redis that stops answering without clos
     expect(messages.map(codeOf)).toEqual(["TP_ERR_FLEET_UNAVAILABLE", "TP_ERR_FLEET_UNAVAILABLE"]);
     expect(endedAfterMs).toBeLessThan(redisTimeoutMs * 10);
     redis.resume();
-    await until(async () => {
-      const probe = await runtime.executeToolCalls(batchOf(["probe"], { waitMs: 10 }));
-      return probe.messages[0]!.isError === false;
-    }, 20_000, "the fleet served a call again");
+    await until(
+      async () => {
+        const probe = await runtime.executeToolCalls(batchOf(["probe"], { waitMs: 10 }));
+        return probe.messages[0]!.isError === false;
+      },
+      20_000,
+      "the fleet served a call again",
+    );
   }, 60_000);
 });

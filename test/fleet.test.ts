@@ -6,7 +6,17 @@ import { fileURLToPath } from "node:url";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, createServer, supportsPi16, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type RuntimeOptions, type ToolResultMessage } from "toolpool";
+import {
+  createRuntime,
+  createServer,
+  supportsPi16,
+  workerTool,
+  type AssistantMessage,
+  type BatchEvent,
+  type Runtime,
+  type RuntimeOptions,
+  type ToolResultMessage,
+} from "toolpool";
 
 import { resolveFleetOptions } from "../dist/fleet/fleet-options.js";
 import { RemotePool } from "../dist/fleet/remote-pool.js";
@@ -63,7 +73,9 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   };
   const spawnNodes = async (count: number, extra: { concurrency?: number; threads?: number; pi?: "0.73" | "1.6" } = {}) => {
     const started = await Promise.all(
-      Array.from({ length: count }, (_, index) => startNode({ redis: redis.url, tools: toolsModule, name: `n${nodes.length + index + 1}`, ...extra })),
+      Array.from({ length: count }, (_, index) =>
+        startNode({ redis: redis.url, tools: toolsModule, name: `n${nodes.length + index + 1}`, ...extra }),
+      ),
     );
     nodes.push(...started);
     return started;
@@ -100,7 +112,12 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const server = createServer(runtime, { port: 0 });
     try {
       const url = await server.listen();
-      await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }, { id: "c2", arguments: { waitMs: 1 } }]));
+      await runtime.executeToolCalls(
+        batchOf([
+          { id: "c1", arguments: {} },
+          { id: "c2", arguments: { waitMs: 1 } },
+        ]),
+      );
       await until(() => runtime.fleetStats!.nodes === 2, 15_000, "both nodes seen");
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).toMatch(/^toolpool_fleet_nodes 2$/m);
@@ -117,7 +134,11 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const log = newLog();
     const pool = new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs }), fleetTools, {
       abortGraceMs: 500,
-      clock: { now: () => Date.now(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout) },
+      clock: {
+        now: () => Date.now(),
+        setTimeout: (callback, ms) => setTimeout(callback, ms),
+        clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
+      },
     });
     try {
       const run = (id: string, sessionKey: string) =>
@@ -167,11 +188,21 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     await spawnNodes(1);
     const log = newLog();
     const batchFile = join(dir, "batch.json");
-    writeFileSync(batchFile, JSON.stringify(batchOf([{ id: "c1", arguments: { log } }, { id: "c2", arguments: { log } }])));
+    writeFileSync(
+      batchFile,
+      JSON.stringify(
+        batchOf([
+          { id: "c1", arguments: { log } },
+          { id: "c2", arguments: { log } },
+        ]),
+      ),
+    );
     const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
     const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, [cli, "run", batchFile, "--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"], (error, out) =>
-        error ? reject(error) : resolve(out),
+      execFile(
+        process.execPath,
+        [cli, "run", batchFile, "--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"],
+        (error, out) => (error ? reject(error) : resolve(out)),
       ),
     );
     expect(stdout).toContain("done c1");
@@ -261,7 +292,12 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   it("with Redis unreachable, a call ends TP_ERR_FLEET_UNAVAILABLE, never hangs", async () => {
     const runtime = createRuntime({ tools: fleetTools, fleet: { redis: "redis://127.0.0.1:1", redisTimeoutMs: 300 } });
     runtimes.push(runtime);
-    const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: {} }, { id: "c2", arguments: {} }]));
+    const { messages } = await runtime.executeToolCalls(
+      batchOf([
+        { id: "c1", arguments: {} },
+        { id: "c2", arguments: {} },
+      ]),
+    );
     expect(messages.map(codeOf)).toEqual(["TP_ERR_FLEET_UNAVAILABLE", "TP_ERR_FLEET_UNAVAILABLE"]);
     expect(textOf(messages[0]!)).toBe('Tool "task" was not run: Redis at 127.0.0.1:1 is unreachable');
   });
@@ -271,7 +307,13 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const log = newLog();
     // Same names, but "task" has a time limit here: another toolset.
     const changed = [
-      workerTool({ name: "task", description: "changed", parameters: { type: "object" }, module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url), timeoutMs: 5_000 }),
+      workerTool({
+        name: "task",
+        description: "changed",
+        parameters: { type: "object" },
+        module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
+        timeoutMs: 5_000,
+      }),
       ...fleetTools.slice(1),
     ];
     const runtime = fleetRuntime({ tools: changed });
@@ -285,7 +327,11 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs }), tools, {
       abortGraceMs: 500,
       pi,
-      clock: { now: () => Date.now(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout) },
+      clock: {
+        now: () => Date.now(),
+        setTimeout: (callback, ms) => setTimeout(callback, ms),
+        clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
+      },
     });
 
   it("a fleet speaks one pi: a pi 0.73 node never gets a pi 1.6 coordinator's calls, which end TP_ERR_TOOL_MISMATCH naming both", async () => {
@@ -293,7 +339,13 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     expect(node!.readyLine).toMatch(/ pi=0\.73$/);
     const log = newLog();
     const changed = [
-      workerTool({ name: "task", description: "changed", parameters: { type: "object" }, module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url), timeoutMs: 5_000 }),
+      workerTool({
+        name: "task",
+        description: "changed",
+        parameters: { type: "object" },
+        module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
+        timeoutMs: 5_000,
+      }),
       ...fleetTools.slice(1),
     ];
     const pools = [remotePoolFor("0.73"), remotePoolFor("1.6"), remotePoolFor("1.6", changed)];
@@ -357,7 +409,12 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     await spawnNodes(1);
     const log = newLog();
     const runtime = fleetRuntime({ pool: { maxThreads: 1 } }, { remote: ["task"] });
-    const { messages } = await runtime.executeToolCalls(batchOf([{ id: "r", arguments: { log } }, { id: "l", name: "pure", arguments: { log } }]));
+    const { messages } = await runtime.executeToolCalls(
+      batchOf([
+        { id: "r", arguments: { log } },
+        { id: "l", name: "pure", arguments: { log } },
+      ]),
+    );
     expect(messages.map(textOf)).toEqual(["done r", "done l"]);
     expect(startsIn(log).get("r")).toEqual([String(nodes[0]!.process.pid)]);
     expect(startsIn(log).get("l")).toEqual([String(process.pid)]);
@@ -402,7 +459,10 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       await until(() => startsIn(log).size >= 2, 15_000, "two calls started");
       controller.abort();
       const { messages } = await batch;
-      return { started: [...startsIn(log).keys()].sort(), ends: messages.map((message) => [message.toolCallId, codeOf(message) ?? null, textOf(message)]) };
+      return {
+        started: [...startsIn(log).keys()].sort(),
+        ends: messages.map((message) => [message.toolCallId, codeOf(message) ?? null, textOf(message)]),
+      };
     };
     // The grace is the node's pool.abortGraceMs (500 ms by default, as here).
     const local = await scenario(trackLocal(createRuntime({ tools: fleetTools, pool: { maxThreads: 2 } })));

@@ -134,7 +134,10 @@ describe("grep's shared file list", () => {
       }
       return taken;
     }`;
-    const readers = [inWorker<[number, string[]][]>(reader, { control, paths: writer.paths }), inWorker<[number, string[]][]>(reader, { control, paths: writer.paths })];
+    const readers = [
+      inWorker<[number, string[]][]>(reader, { control, paths: writer.paths }),
+      inWorker<[number, string[]][]>(reader, { control, paths: writer.paths }),
+    ];
     // The list grows a chunk at a time, then ends.
     for (let chunk = 1; chunk <= 8; chunk++) writer.publish(paths.slice(0, chunk * chunkFiles));
     writer.end(paths);

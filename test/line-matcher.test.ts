@@ -29,13 +29,29 @@ function both(source: string, flags: string, text: string, limit = Infinity) {
 
 /** Pieces of patterns: literals, classes, anchors, boundaries, lookarounds, escapes that can match a line break. */
 const safeAtoms = ["a", "b", "ab", "x", " ", ".", "\\w", "\\d", "\\S", "\\b", "\\B", "^", "$", "[ab]", "[a-c]", "[ -~]", "é"];
-const unsafeAtoms = ["\\W", "\\s", "[^a]", "[\\n]", "\\n", "\\r", "[\\s\\S]", "(?=b)", "(?!a)", "(?<=a)", "(?<!b)", "(?![\\s\\S])", "(?<![\\s\\S])", "(?!\\s)", "(?<!\\W)", "\\x0a", "\\u2028", "[\\0-~]"];
+const unsafeAtoms = [
+  "\\W",
+  "\\s",
+  "[^a]",
+  "[\\n]",
+  "\\n",
+  "\\r",
+  "[\\s\\S]",
+  "(?=b)",
+  "(?!a)",
+  "(?<=a)",
+  "(?<!b)",
+  "(?![\\s\\S])",
+  "(?<![\\s\\S])",
+  "(?!\\s)",
+  "(?<!\\W)",
+  "\\x0a",
+  "\\u2028",
+  "[\\0-~]",
+];
 const atom = fc.oneof({ arbitrary: fc.constantFrom(...safeAtoms), weight: 12 }, { arbitrary: fc.constantFrom(...unsafeAtoms), weight: 1 });
 const pattern = fc
-  .array(
-    fc.tuple(atom, fc.constantFrom("", "", "", "*", "+", "?", "{2}", "*?")),
-    { minLength: 1, maxLength: 5 },
-  )
+  .array(fc.tuple(atom, fc.constantFrom("", "", "", "*", "+", "?", "{2}", "*?")), { minLength: 1, maxLength: 5 })
   .chain((parts) =>
     fc.constantFrom(
       parts.map(([atom, q]) => (q === "" || /[\^$]|\\b|\\B|\(\?/.test(atom) ? atom : `(?:${atom})${q}`)).join(""),
@@ -43,11 +59,12 @@ const pattern = fc
       `(${parts.map(([atom]) => atom).join("")})`,
     ),
   );
-const flags = fc.oneof(
-  { arbitrary: fc.subarray(["i", "m", "u", "g", "y"]), weight: 3 },
-  { arbitrary: fc.subarray(["i", "m", "s", "u", "g", "y"]), weight: 1 },
-).map((list) => list.join(""));
-const text = fc.array(fc.constantFrom("a", "b", "x", " ", "\n", "\r\n", "\r", "\u2028", "ab", "\n\n", "é", "_"), { maxLength: 40 }).map((parts) => parts.join(""));
+const flags = fc
+  .oneof({ arbitrary: fc.subarray(["i", "m", "u", "g", "y"]), weight: 3 }, { arbitrary: fc.subarray(["i", "m", "s", "u", "g", "y"]), weight: 1 })
+  .map((list) => list.join(""));
+const text = fc
+  .array(fc.constantFrom("a", "b", "x", " ", "\n", "\r\n", "\r", "\u2028", "ab", "\n\n", "é", "_"), { maxLength: 40 })
+  .map((parts) => parts.join(""));
 
 describe("line matcher", () => {
   it("finds the same lines as matching line by line, for random patterns, flags and texts", () => {
@@ -96,11 +113,25 @@ describe("line matcher", () => {
     const matcher = createLineMatcher(/hit/);
     const ticks: number[] = [];
     const hits: number[] = [];
-    expect(matcher.forEachMatch(body, (n) => (hits.push(n), hits.length < 2), (lines) => ticks.push(lines))).toBe(false);
+    expect(
+      matcher.forEachMatch(
+        body,
+        (n) => {
+          hits.push(n);
+          return hits.length < 2;
+        },
+        (lines) => ticks.push(lines),
+      ),
+    ).toBe(false);
     expect(hits).toEqual([1000, 2000]);
     expect(ticks.reduce((a, b) => a + b, 0)).toBe(2000);
     const lineByLine: number[] = [];
-    forEachMatchingLine(/hit/, body, () => true, (lines) => lineByLine.push(lines));
+    forEachMatchingLine(
+      /hit/,
+      body,
+      () => true,
+      (lines) => lineByLine.push(lines),
+    );
     expect(lineByLine.reduce((a, b) => a + b, 0)).toBe(5000);
     expect(Math.max(...lineByLine)).toBeLessThanOrEqual(1024);
   });
@@ -108,10 +139,34 @@ describe("line matcher", () => {
   it("names only literals that every matching text holds, for random patterns, flags and texts", () => {
     let named = 0;
     const literalPattern = fc
-      .array(fc.constantFrom("a", "b", "ab", "x(", "\\(", "\\.", ".", "[ab]", "(a|b)", "\\w", "b*", "a+", "a?", "x{2}", "a{1,2}?", "^", "$", "|", "\\x61", "(?:ab)+"), {
-        minLength: 1,
-        maxLength: 6,
-      })
+      .array(
+        fc.constantFrom(
+          "a",
+          "b",
+          "ab",
+          "x(",
+          "\\(",
+          "\\.",
+          ".",
+          "[ab]",
+          "(a|b)",
+          "\\w",
+          "b*",
+          "a+",
+          "a?",
+          "x{2}",
+          "a{1,2}?",
+          "^",
+          "$",
+          "|",
+          "\\x61",
+          "(?:ab)+",
+        ),
+        {
+          minLength: 1,
+          maxLength: 6,
+        },
+      )
       .map((parts) => parts.join(""));
     fc.assert(
       fc.property(literalPattern, fc.subarray(["i", "m", "u"]), text, (source, flagList, body) => {
@@ -125,7 +180,15 @@ describe("line matcher", () => {
         const literals = requiredLiterals(source, flagSet);
         if (literals.length > 0) named += 1;
         let matched = false;
-        forEachMatchingLine(regex, body, () => ((matched = true), false), noTick);
+        forEachMatchingLine(
+          regex,
+          body,
+          () => {
+            matched = true;
+            return false;
+          },
+          noTick,
+        );
         if (matched) for (const literal of literals) expect(body).toContain(literal);
       }),
       { numRuns: Number(process.env.LINE_MATCHER_RUNS ?? 4000) },

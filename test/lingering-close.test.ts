@@ -67,10 +67,12 @@ async function writeAllThenRead(
   await once(socket, "connect");
   socket.pause();
   let error: string | undefined;
-  const failed = new Promise<void>((resolve) => socket.once("error", (cause: NodeJS.ErrnoException) => {
-    error = cause.code ?? cause.message;
-    resolve();
-  }));
+  const failed = new Promise<void>((resolve) =>
+    socket.once("error", (cause: NodeJS.ErrnoException) => {
+      error = cause.code ?? cause.message;
+      resolve();
+    }),
+  );
   const chunk = Buffer.alloc(MiB, 0x61);
   let written = 0;
   socket.write(head);
@@ -117,7 +119,9 @@ describe("lingering close of an oversize request", () => {
   it("mcp --http: a client that writes its whole 50 MiB body before it reads gets the 413", async () => {
     const mcp = await spawnMcpHttp(["--threads", "1"], children);
     const size = 50 * MiB;
-    const headers = Object.entries(mcpPostHeaders).map(([name, value]) => `${name}: ${value}\r\n`).join("");
+    const headers = Object.entries(mcpPostHeaders)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join("");
     const head = `POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n${headers}content-length: ${size}\r\n\r\n`;
     const { written, error, answer } = await writeAllThenRead(mcp.port, head, size);
     expect(error).toBeUndefined();
@@ -144,10 +148,15 @@ describe("lingering close of an oversize request", () => {
     let isOpen = true;
     void ended.then(() => (isOpen = false));
     while (isOpen && written < size) {
-      await Promise.race([new Promise<void>((resolve) => socket.write(chunk, (error) => {
-        if (error === undefined || error === null) written += MiB;
-        resolve();
-      })), ended]);
+      await Promise.race([
+        new Promise<void>((resolve) =>
+          socket.write(chunk, (error) => {
+            if (error === undefined || error === null) written += MiB;
+            resolve();
+          }),
+        ),
+        ended,
+      ]);
     }
     await ended;
     socket.destroy();

@@ -10,7 +10,13 @@ describe("McpCallGate", () => {
     let running = (await gate.acquire("a", signal(), true))!;
     const granted: string[] = [];
     const slots = new Map<string, McpCallSlot>();
-    for (const [session, name] of [["a", "a1"], ["a", "a2"], ["a", "a3"], ["b", "b1"], ["b", "b2"]] as const) {
+    for (const [session, name] of [
+      ["a", "a1"],
+      ["a", "a2"],
+      ["a", "a3"],
+      ["b", "b1"],
+      ["b", "b2"],
+    ] as const) {
       void gate.acquire(session, signal(), true).then((slot) => {
         granted.push(name);
         slots.set(name, slot!);

@@ -109,7 +109,13 @@ async function initialize(server: McpProcess): Promise<{ status: number; session
 }
 
 /** A JSON-RPC message as it arrives on a POST's event stream. */
-type Message = { id?: number; method?: string; params?: Record<string, unknown>; result?: CallToolResult; error?: { code: number; message: string; data?: Record<string, unknown> } };
+type Message = {
+  id?: number;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: CallToolResult;
+  error?: { code: number; message: string; data?: Record<string, unknown> };
+};
 
 /** A raw POST to a session whose event stream is read message by message (or not read at all). */
 interface RawPost {
@@ -290,7 +296,9 @@ describe("toolpool mcp --http: calls whose client is gone", () => {
       response.resume();
       const result = await slow.until((message) => message.id === 1);
       expect(result.result).toMatchObject({ isError: false, content: [{ type: "text", text: `sent ${count}` }] });
-      const progress = slow.messages.filter((message) => message.method === "notifications/progress").map((message) => Number(message.params!.message));
+      const progress = slow.messages
+        .filter((message) => message.method === "notifications/progress")
+        .map((message) => Number(message.params!.message));
       // Without a bound the server would have held all 600 for the client (150 MiB).
       expect(progress.length).toBeLessThan(count / 2);
       expect(progress.at(-1)).toBe(count);
@@ -307,7 +315,11 @@ describe("toolpool mcp --http: load limits", () => {
     try {
       const [control, other] = [await connect(server), await connect(server)];
       const { sessionId } = await initialize(server);
-      const batch = post(server, sessionId!, [1, 2, 3].map((id) => toolCall(id, "hold", { key: `q-${id}` })));
+      const batch = post(
+        server,
+        sessionId!,
+        [1, 2, 3].map((id) => toolCall(id, "hold", { key: `q-${id}` })),
+      );
       // The first runs, the second waits, the third is one too many for the session.
       const third = await batch.until((message) => message.id === 3);
       expect(third.error).toMatchObject({ code: -32000, data: { code: "TP_ERR_QUEUE_FULL", retryAfterSeconds: 3 } });
@@ -367,10 +379,14 @@ describe("toolpool mcp: limit flags", () => {
     [["--call-timeout", "0"], /--call-timeout.*Expected an integer from 1 to 2147483647\./],
     [["--max-sessions", "4"], /--max-sessions needs --http/],
     [["--max-rss", "1000000"], /--max-rss needs --http/],
-  ])("exits 2 with one line for %j", async (args, message) => {
-    const { code, stderr } = await runCli(args);
-    expect(code).toBe(2);
-    expect(stderr.trimEnd().split("\n")).toHaveLength(1);
-    expect(stderr).toMatch(message);
-  }, 60_000);
+  ])(
+    "exits 2 with one line for %j",
+    async (args, message) => {
+      const { code, stderr } = await runCli(args);
+      expect(code).toBe(2);
+      expect(stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(stderr).toMatch(message);
+    },
+    60_000,
+  );
 });

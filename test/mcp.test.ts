@@ -191,15 +191,9 @@ describe.each([
 
   it("runs concurrent calls in parallel on the pool", async () => {
     const channel = rendezvousChannel();
-    const results = await Promise.all([
-      call(session, "rendezvous", { channel, parties: 2 }),
-      call(session, "rendezvous", { channel, parties: 2 }),
-    ]);
+    const results = await Promise.all([call(session, "rendezvous", { channel, parties: 2 }), call(session, "rendezvous", { channel, parties: 2 })]);
     // Each call waited until it saw the other one running.
-    expect(results.map((result) => result.structuredContent)).toEqual([
-      { details: { met: true, seen: 2 } },
-      { details: { met: true, seen: 2 } },
-    ]);
+    expect(results.map((result) => result.structuredContent)).toEqual([{ details: { met: true, seen: 2 } }, { details: { met: true, seen: 2 } }]);
   });
 
   it("cancels a call that honours its signal cooperatively", async () => {
@@ -232,10 +226,7 @@ describe.each([
     await session.untilStderr(/cancelled by the client; it ended with an error \(TP_ERR_ABORTED\)/);
     // Both threads serve again (the terminated one was replaced): two calls meet.
     const channel = rendezvousChannel();
-    const results = await Promise.all([
-      call(session, "rendezvous", { channel, parties: 2 }),
-      call(session, "rendezvous", { channel, parties: 2 }),
-    ]);
+    const results = await Promise.all([call(session, "rendezvous", { channel, parties: 2 }), call(session, "rendezvous", { channel, parties: 2 })]);
     expect(results.map((result) => (result.structuredContent as { details: { met: boolean } }).details.met)).toEqual([true, true]);
   });
 });
@@ -300,9 +291,15 @@ describe("checkBrowserGuard", () => {
       expect(checkBrowserGuard(host, undefined, { hasToken: false }), host).toEqual({ kind: "allow" });
     }
     for (const host of [undefined, "evil.example", "evil.example:8080", "127.0.0.1.evil.example", "localhost.evil:80", "10.0.0.1"]) {
-      expect(checkBrowserGuard(host, undefined, { hasToken: false }), String(host)).toMatchObject({ kind: "deny", status: 403, code: "TP_ERR_FORBIDDEN" });
+      expect(checkBrowserGuard(host, undefined, { hasToken: false }), String(host)).toMatchObject({
+        kind: "deny",
+        status: 403,
+        code: "TP_ERR_FORBIDDEN",
+      });
     }
-    expect(checkBrowserGuard("tools.internal:8080", undefined, { hasToken: false, allowedHosts: ["tools.internal:8080"] })).toEqual({ kind: "allow" });
+    expect(checkBrowserGuard("tools.internal:8080", undefined, { hasToken: false, allowedHosts: ["tools.internal:8080"] })).toEqual({
+      kind: "allow",
+    });
     // With a token any Host is fine: a rebinding page cannot have the token.
     expect(checkBrowserGuard("evil.example", undefined, { hasToken: true })).toEqual({ kind: "allow" });
   });

@@ -57,7 +57,10 @@ describe("resolveRuntimeOptions", () => {
     [{ pool: { minThreads: 0 } }, "Expected `pool.minThreads` to be a number >= 1, got `0` (number)"],
     [{ pool: { abortGraceMs: 2 ** 31 } }, "Expected `pool.abortGraceMs` to be a number <= 2147483647, got `2147483648` (number)"],
     [{ pool: { env: { A: 1 } } }, "Expected `pool.env.A` to be a string, got `1` (number)"],
-    [{ pool: { resourceLimits: { maxOldGenerationSizeMb: -1 } } }, "Expected `pool.resourceLimits.maxOldGenerationSizeMb` to be a number > 0, got `-1` (number)"],
+    [
+      { pool: { resourceLimits: { maxOldGenerationSizeMb: -1 } } },
+      "Expected `pool.resourceLimits.maxOldGenerationSizeMb` to be a number > 0, got `-1` (number)",
+    ],
     [
       { pool: { resourceLimits: { maxOldGenerationSizeMb: 1, maxYoungGenerationSizeMb: 1 } } },
       "Expected `pool.resourceLimits.maxOldGenerationSizeMb` to be a number >= 16 (a worker needs about half of that to start, and with too little Node 22 and later abort the whole process), got `1` (number)",
@@ -78,7 +81,12 @@ describe("resolveRuntimeOptions", () => {
   it("accepts resourceLimits at the floors of minimumResourceLimits, and any young generation or code range", async () => {
     const resourceLimits = { ...minimumResourceLimits, maxYoungGenerationSizeMb: 0.5, codeRangeSizeMb: 0.5 };
     const runtime = createRuntime({ pool: { maxThreads: 1, resourceLimits } });
-    expect(runtime.options.pool.resourceLimits).toEqual({ maxOldGenerationSizeMb: 16, stackSizeMb: 1, maxYoungGenerationSizeMb: 0.5, codeRangeSizeMb: 0.5 });
+    expect(runtime.options.pool.resourceLimits).toEqual({
+      maxOldGenerationSizeMb: 16,
+      stackSizeMb: 1,
+      maxYoungGenerationSizeMb: 0.5,
+      codeRangeSizeMb: 0.5,
+    });
     await runtime.close();
   });
 
@@ -107,12 +115,12 @@ describe("workerTool", () => {
   });
 
   it.each([
-    [{ ...base, module: "" }, "Expected `module` of worker tool \"t\" to be a path or a file: URL"],
+    [{ ...base, module: "" }, 'Expected `module` of worker tool "t" to be a path or a file: URL'],
     [{ ...base, module: new URL("https://example.com/x.js") }, "to be a file: URL"],
-    [{ ...base, timeoutMs: 0 }, "Expected `timeoutMs` of worker tool \"t\" to be a number > 0 and <= 2147483647, got `0` (number)"],
-    [{ ...base, executionMode: "later" }, "to be \"sequential\" or \"parallel\""],
+    [{ ...base, timeoutMs: 0 }, 'Expected `timeoutMs` of worker tool "t" to be a number > 0 and <= 2147483647, got `0` (number)'],
+    [{ ...base, executionMode: "later" }, 'to be "sequential" or "parallel"'],
     [{ ...base, parameters: [] }, "to be a JSON Schema object"],
-    [{ ...base, cost: 0 }, "Expected `cost` of worker tool \"t\" to be an integer from 1 to 1000, got `0` (number)"],
+    [{ ...base, cost: 0 }, 'Expected `cost` of worker tool "t" to be an integer from 1 to 1000, got `0` (number)'],
     [{ ...base, cost: 2.5 }, "to be an integer from 1 to 1000"],
     [
       { ...base, resourceLimits: { maxOldGenerationSizeMb: 8 } },
@@ -120,6 +128,8 @@ describe("workerTool", () => {
     ],
     [{ ...base, resourceLimits: { stackSizeMb: 0.5 } }, 'Expected `resourceLimits.stackSizeMb` of worker tool "t" to be a number >= 1 ('],
   ])("rejects an invalid definition with TP_ERR_INVALID_TOOL (%#)", (options, message) => {
-    expect(() => workerTool(options as never)).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message: expect.stringContaining(message) }));
+    expect(() => workerTool(options as never)).toThrow(
+      expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message: expect.stringContaining(message) }),
+    );
   });
 });

@@ -43,7 +43,8 @@ describe("pinned dependencies", () => {
     const buffer = new ArrayBuffer(8);
     const ours = moveToHost("value", [buffer]) as object;
     const piscinas = Piscina.move(new ArrayBuffer(8)) as object;
-    const privateMark = (value: object) => Object.getOwnPropertySymbols(value).filter((symbol) => !Object.prototype.propertyIsEnumerable.call(value, symbol));
+    const privateMark = (value: object) =>
+      Object.getOwnPropertySymbols(value).filter((symbol) => !Object.prototype.propertyIsEnumerable.call(value, symbol));
     // The one non-enumerable mark Piscina checks is the same symbol on both.
     expect(privateMark(piscinas)).toHaveLength(1);
     expect(privateMark(ours)).toEqual(privateMark(piscinas));

@@ -112,7 +112,9 @@ describe("paths with control characters in the tools' output", () => {
     const diff = await createDiffTool(workspace())({ oldPath: name, newText: "pin\n" }, ctx());
     expect(textOf(diff).split("\n")[0]).toBe(`--- ${shown}`);
     const patch = "--- a\n+++ b\n@@ -1,1 +1,1 @@\n-needle\n+pin\n";
-    const dryRun = await createPatchTool(workspace())({ path: name, patch: patch.replace("-needle", "-absent") }, ctx()).catch((error: Error) => error);
+    const dryRun = await createPatchTool(workspace())({ path: name, patch: patch.replace("-needle", "-absent") }, ctx()).catch(
+      (error: Error) => error,
+    );
     expect((dryRun as Error).message).toContain(`does not apply to ${shown}:`);
     const written = await createPatchTool(workspace())({ path: name, patch, write: true }, ctx());
     expect(textOf(written)).toBe(`patch: applied 1 hunk to ${shown} (4 bytes written)`);

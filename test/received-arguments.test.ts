@@ -42,7 +42,17 @@ describe("formatReceivedArguments", () => {
   });
 
   it("treats undefined, functions, toJSON and holes as JSON.stringify does", () => {
-    const values = [undefined, { a: undefined, b: () => 1 }, [undefined, () => 1, Symbol("s")], { toJSON: () => "x" }, new Date(0), [1, , 3], { n: NaN, i: -Infinity, z: -0 }, new Map([[1, 2]])];
+    const values = [
+      undefined,
+      { a: undefined, b: () => 1 },
+      [undefined, () => 1, Symbol("s")],
+      { toJSON: () => "x" },
+      new Date(0),
+      // biome-ignore lint/suspicious/noSparseArray: a hole is one of the values under test
+      [1, , 3],
+      { n: NaN, i: -Infinity, z: -0 },
+      new Map([[1, 2]]),
+    ];
     for (const value of values) expect(formatReceivedArguments(value)).toBe(pi(value));
   });
 

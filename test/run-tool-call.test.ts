@@ -107,7 +107,11 @@ describe("runtime.runToolCall", () => {
     const runtime = createRuntime({ tools: scriptedTools("inline") });
     try {
       const outcome = await runtime.runToolCall(call("c1", "work", { count: "5", text: "hi" }));
-      expect(outcome).toEqual({ toolCall: call("c1", "work", { count: "5", text: "hi" }), result: { content: [{ type: "text", text: "hi" }], details: { toolCallId: "c1", args: { count: 5, text: "hi" } } }, isError: false });
+      expect(outcome).toEqual({
+        toolCall: call("c1", "work", { count: "5", text: "hi" }),
+        result: { content: [{ type: "text", text: "hi" }], details: { toolCallId: "c1", args: { count: 5, text: "hi" } } },
+        isError: false,
+      });
       const invalid = await runtime.runToolCall(call("c2", "work", { count: "x" }));
       expect(invalid.isError).toBe(true);
       expect((invalid.result.content[0] as { text: string }).text).toMatch(/^Validation failed for tool "work":/);
@@ -118,7 +122,9 @@ describe("runtime.runToolCall", () => {
 
   it("rejects after close() and for a malformed call or options", async () => {
     const runtime = createRuntime({ tools: scriptedTools("inline") });
-    await expect(runtime.runToolCall({ type: "toolCall", id: 7, name: "work", arguments: {} } as never)).rejects.toMatchObject({ code: "TP_ERR_INVALID_BATCH" });
+    await expect(runtime.runToolCall({ type: "toolCall", id: 7, name: "work", arguments: {} } as never)).rejects.toMatchObject({
+      code: "TP_ERR_INVALID_BATCH",
+    });
     await expect(runtime.runToolCall(call("c1", "work"), { onUpdate: "no" } as never)).rejects.toMatchObject({
       code: "TP_ERR_INVALID_BATCH",
       message: expect.stringContaining("onUpdate"),
@@ -136,14 +142,25 @@ describe.skipIf(!supportsPi16())("a pi 1.6 Agent on toolpool's pool", () => {
       const turns = [
         {
           role: "assistant",
-          content: [call("t1", "work", { text: "first", updates: ["half"] }), call("t2", "work", { fail: "broken" }), call("t3", "legacy", { q: "old" })],
+          content: [
+            call("t1", "work", { text: "first", updates: ["half"] }),
+            call("t2", "work", { fail: "broken" }),
+            call("t3", "legacy", { q: "old" }),
+          ],
           stopReason: "toolUse",
         },
         { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop" },
       ];
       let modelCalls = 0;
       const streamFn = () => {
-        const message = { ...turns[Math.min(modelCalls++, turns.length - 1)]!, api: "scripted", provider: "scripted", model: "scripted", usage: undefined, timestamp: Date.now() };
+        const message = {
+          ...turns[Math.min(modelCalls++, turns.length - 1)]!,
+          api: "scripted",
+          provider: "scripted",
+          model: "scripted",
+          usage: undefined,
+          timestamp: Date.now(),
+        };
         return {
           async *[Symbol.asyncIterator]() {
             yield { type: "done", reason: message.stopReason, message };

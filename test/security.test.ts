@@ -64,7 +64,14 @@ function send(
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: "127.0.0.1", port: served.port, path, method, agent: false, headers: { ...headers, ...(body === undefined ? {} : { "content-length": Buffer.byteLength(body) }) } },
+      {
+        host: "127.0.0.1",
+        port: served.port,
+        path,
+        method,
+        agent: false,
+        headers: { ...headers, ...(body === undefined ? {} : { "content-length": Buffer.byteLength(body) }) },
+      },
       (res) => {
         let text = "";
         res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
@@ -93,7 +100,7 @@ async function postJson(served: Served, calls: { name: string; arguments: unknow
     headers: { "content-type": "application/json", accept: "application/json", ...headers },
     body: batchBody(calls),
   });
-  const messages = answer.status === 200 ? ((JSON.parse(answer.text) as { messages: ToolResult[] }).messages) : [];
+  const messages = answer.status === 200 ? (JSON.parse(answer.text) as { messages: ToolResult[] }).messages : [];
   return { answer, messages };
 }
 
@@ -230,7 +237,12 @@ describe("toolpool serve under attack", () => {
     const body = batchBody([{ name: "hash", arguments: { text: "x" } }]);
     const post = (headers: Record<string, string>) =>
       send(main, "/v1/batches", { method: "POST", headers: { "content-type": "application/json", accept: "application/json", ...headers }, body });
-    const foreign: Record<string, string>[] = [{ host: "evil.example" }, { host: `evil.example:${main.port}` }, { origin: "http://evil.example" }, { origin: "null" }];
+    const foreign: Record<string, string>[] = [
+      { host: "evil.example" },
+      { host: `evil.example:${main.port}` },
+      { origin: "http://evil.example" },
+      { origin: "null" },
+    ];
     for (const headers of foreign) {
       const answer = await post(headers);
       expect(answer.status, JSON.stringify(headers)).toBe(403);
@@ -263,7 +275,9 @@ describe("toolpool serve under attack", () => {
     }
     const threadsAfter = statusField(pid, "Threads");
     expect(threadsAfter).toBeLessThanOrEqual(threadsBefore);
-    note(`F4 40 FIFO calls (hash, grep, diff, patch x10): all error results, slowest ${Math.max(...durations).toFixed(0)} ms, median ${durations.sort((a, b) => a - b)[20]!.toFixed(0)} ms; server threads ${threadsBefore} -> ${threadsAfter}`);
+    note(
+      `F4 40 FIFO calls (hash, grep, diff, patch x10): all error results, slowest ${Math.max(...durations).toFixed(0)} ms, median ${durations.sort((a, b) => a - b)[20]!.toFixed(0)} ms; server threads ${threadsBefore} -> ${threadsAfter}`,
+    );
 
     const zero = /is outside the workspace root/;
     expectError("F3 diff zero-link", await callTool(main, "diff", { oldPath: "zero", newText: "" }), zero);
@@ -284,7 +298,9 @@ describe("toolpool serve under attack", () => {
       expect(pagemap.result.isError).toBe(true);
       expect(textOf(pagemap.result)).toMatch(/^diff: oldPath pagemap (holds more than the 8388608-byte limit|cannot be read|cannot be opened)/);
       const rss1 = statusField(proc.child.pid!, "VmRSS");
-      note(`F5 grep over /proc/self (root /proc/self): ${textOf(walk.result).slice(0, 60)} in ${walk.ms.toFixed(0)} ms; diff pagemap: ${textOf(pagemap.result).slice(0, 80)} in ${pagemap.ms.toFixed(0)} ms; RSS ${(rss0 / 1024).toFixed(0)} -> ${(rss1 / 1024).toFixed(0)} MB`);
+      note(
+        `F5 grep over /proc/self (root /proc/self): ${textOf(walk.result).slice(0, 60)} in ${walk.ms.toFixed(0)} ms; diff pagemap: ${textOf(pagemap.result).slice(0, 80)} in ${pagemap.ms.toFixed(0)} ms; RSS ${(rss0 / 1024).toFixed(0)} -> ${(rss1 / 1024).toFixed(0)} MB`,
+      );
     } finally {
       expect(await stop(proc)).toEqual([0, null]);
     }
@@ -310,13 +326,17 @@ describe("toolpool serve under attack", () => {
     expect(text.endsWith("… (truncated)")).toBe(true);
     const echo = text.slice(text.indexOf("Received arguments:\n") + "Received arguments:\n".length);
     expect(Buffer.byteLength(echo)).toBeLessThanOrEqual(4096 + Buffer.byteLength("… (truncated)"));
-    note(`F7 ${batchBody([{ name: "hash", arguments: { text: deep } }]).length}-byte body nested 1500 deep, JSON: ${json.answer.text.length} bytes answered in ${json.answer.ms.toFixed(0)} ms`);
+    note(
+      `F7 ${batchBody([{ name: "hash", arguments: { text: deep } }]).length}-byte body nested 1500 deep, JSON: ${json.answer.text.length} bytes answered in ${json.answer.ms.toFixed(0)} ms`,
+    );
 
     const wide = { text: Array.from({ length: 60_000 }, (_, i) => ({ i })) };
     const large = await postJson(main, [{ name: "hash", arguments: wide }]);
     expect(large.answer.status).toBe(200);
     expect(textOf(large.messages[0]!).endsWith("… (truncated)")).toBe(true);
-    note(`F7 ${batchBody([{ name: "hash", arguments: wide }]).length}-byte body, JSON: ${large.answer.text.length} bytes answered in ${large.answer.ms.toFixed(0)} ms`);
+    note(
+      `F7 ${batchBody([{ name: "hash", arguments: wide }]).length}-byte body, JSON: ${large.answer.text.length} bytes answered in ${large.answer.ms.toFixed(0)} ms`,
+    );
 
     for (const depth of [1500, 4500, 20_000]) {
       // Written out by hand: JSON.stringify of such a value may overflow this process's stack.
@@ -343,8 +363,12 @@ describe("toolpool serve under attack", () => {
       });
       expect(json.status).toBe(200);
       const jsonMessages = (JSON.parse(json.text) as { messages: ToolResult[] }).messages;
-      expect(jsonMessages.map((message) => [message.isError, textOf(message)])).toEqual(messages.map((message) => [message.isError, textOf(message)]));
-      note(`F13 SSE, arguments nested ${depth} deep: ${frames.map((frame) => frame.event).join(",")} (${sse.text.length} bytes, ${sse.ms.toFixed(0)} ms)`);
+      expect(jsonMessages.map((message) => [message.isError, textOf(message)])).toEqual(
+        messages.map((message) => [message.isError, textOf(message)]),
+      );
+      note(
+        `F13 SSE, arguments nested ${depth} deep: ${frames.map((frame) => frame.event).join(",")} (${sse.text.length} bytes, ${sse.ms.toFixed(0)} ms)`,
+      );
     }
   }, 60_000);
 
@@ -366,12 +390,18 @@ describe("toolpool serve under attack", () => {
 
   it("F11: more than maxCallsPerBatch calls is a 400 at once", async () => {
     for (const count of [257, 10_000]) {
-      const { answer } = await postJson(main, Array.from({ length: count }, () => ({ name: "hash", arguments: { text: "x" } })));
+      const { answer } = await postJson(
+        main,
+        Array.from({ length: count }, () => ({ name: "hash", arguments: { text: "x" } })),
+      );
       expect(answer.status).toBe(400);
       expect(JSON.parse(answer.text)).toMatchObject({ code: "TP_ERR_INVALID_BATCH" });
       note(`F11 ${count} calls: ${answer.status} TP_ERR_INVALID_BATCH in ${answer.ms.toFixed(0)} ms`);
     }
-    const { answer, messages } = await postJson(main, Array.from({ length: 256 }, () => ({ name: "hash", arguments: { text: "x" } })));
+    const { answer, messages } = await postJson(
+      main,
+      Array.from({ length: 256 }, () => ({ name: "hash", arguments: { text: "x" } })),
+    );
     expect(answer.status).toBe(200);
     expect(messages).toHaveLength(256);
   }, 60_000);
@@ -382,7 +412,9 @@ describe("toolpool serve under attack", () => {
     writeFileSync(join(root, "big.txt"), Array.from({ length: 4000 }, (_, i) => `match line ${i} ${"x".repeat(40)}`).join("\n"));
     const slow = await serve(["--root", root, "--threads", "2", "--config", config]);
     try {
-      const body = batchBody(Array.from({ length: 256 }, () => ({ name: "grep", arguments: { pattern: "match", path: "big.txt", maxResults: 5000 } })));
+      const body = batchBody(
+        Array.from({ length: 256 }, () => ({ name: "grep", arguments: { pattern: "match", path: "big.txt", maxResults: 5000 } })),
+      );
       const stalled = async (): Promise<{ socket: Socket; closed: Promise<void> }> => {
         const socket = connect(slow.port, "127.0.0.1");
         await once(socket, "connect");
@@ -399,8 +431,7 @@ describe("toolpool serve under attack", () => {
       const started = performance.now();
       const first = await stalled();
       // The server's own count: the batch is over once it reaches 0 again.
-      const inFlight = async (): Promise<number> =>
-        Number(/^toolpool_batches_in_flight (\d+)$/m.exec((await send(slow, "/metrics")).text)![1]);
+      const inFlight = async (): Promise<number> => Number(/^toolpool_batches_in_flight (\d+)$/m.exec((await send(slow, "/metrics")).text)![1]);
       let count = await inFlight();
       let sawBatch = count > 0;
       for (let i = 0; i < 300 && (count > 0 || !sawBatch); i++) {
@@ -435,7 +466,9 @@ describe("toolpool serve under attack", () => {
   it("F9/F12: workers never see TOOLPOOL_TOKEN; --token-file works and keeps the token out of ps; a token with whitespace exits 2", async () => {
     const tokenFile = join(base, "token");
     writeFileSync(tokenFile, "file-token-123\n");
-    const fromFile = await serve(["--tools", ENV_TOOLS, "--token-file", tokenFile, "--threads", "1"], { TOOLPOOL_TOKEN: "env-token-should-not-leak" });
+    const fromFile = await serve(["--tools", ENV_TOOLS, "--token-file", tokenFile, "--threads", "1"], {
+      TOOLPOOL_TOKEN: "env-token-should-not-leak",
+    });
     try {
       const auth = { authorization: "Bearer file-token-123" };
       expect((await postJson(fromFile, [{ name: "env", arguments: { name: "TOOLPOOL_TOKEN" } }])).answer.status).toBe(401);
@@ -450,7 +483,9 @@ describe("toolpool serve under attack", () => {
     }
     const fromEnv = await serve(["--tools", ENV_TOOLS, "--threads", "1"], { TOOLPOOL_TOKEN: "env-token-456" });
     try {
-      const { messages } = await postJson(fromEnv, [{ name: "env", arguments: { name: "TOOLPOOL_TOKEN" } }], { authorization: "Bearer env-token-456" });
+      const { messages } = await postJson(fromEnv, [{ name: "env", arguments: { name: "TOOLPOOL_TOKEN" } }], {
+        authorization: "Bearer env-token-456",
+      });
       expect(textOf(messages[0]!)).toBe("(unset)");
     } finally {
       expect(await stop(fromEnv)).toEqual([0, null]);
@@ -489,7 +524,9 @@ describe("toolpool serve under attack", () => {
       expect(answer.headers["retry-after"]).toBe("7");
       expect(JSON.parse(answer.text)).toMatchObject({ code: "TP_ERR_OVERLOADED" });
       expect((await send(pressed, "/healthz")).status).toBe(200);
-      note(`F11 maxHeapUsedBytes 1: ${answer.status} ${(JSON.parse(answer.text) as { code: string }).code}, Retry-After ${answer.headers["retry-after"]}; /healthz 200`);
+      note(
+        `F11 maxHeapUsedBytes 1: ${answer.status} ${(JSON.parse(answer.text) as { code: string }).code}, Retry-After ${answer.headers["retry-after"]}; /healthz 200`,
+      );
 
       // Three connections one after another: two are answered, the third closed. Earlier
       // requests asked for `Connection: close`, and the server counts a connection until it
@@ -531,7 +568,9 @@ describe("toolpool serve under attack", () => {
   it("kept /healthz answering throughout, RSS growth under 200 MB, and shuts down on SIGTERM", async () => {
     const rssAfter = statusField(main.child.pid!, "VmRSS");
     const growthMb = (rssAfter - rssBefore) / 1024;
-    note(`main server RSS ${(rssBefore / 1024).toFixed(0)} -> ${(rssAfter / 1024).toFixed(0)} MB (growth ${growthMb.toFixed(0)} MB); /healthz ${healthChecks} checks, ${healthFailures.length} failures, slowest ${healthMaxMs.toFixed(0)} ms`);
+    note(
+      `main server RSS ${(rssBefore / 1024).toFixed(0)} -> ${(rssAfter / 1024).toFixed(0)} MB (growth ${growthMb.toFixed(0)} MB); /healthz ${healthChecks} checks, ${healthFailures.length} failures, slowest ${healthMaxMs.toFixed(0)} ms`,
+    );
     expect(growthMb).toBeLessThan(200);
     expect(healthChecks).toBeGreaterThan(0);
     expect(healthFailures).toEqual([]);

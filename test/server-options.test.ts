@@ -40,12 +40,8 @@ describe("resolveServerOptions", () => {
   });
 
   it("refuses a token with whitespace, which could never authenticate, and bad limits", () => {
-    expect(messageOf(() => resolveServerOptions({ token: "two words" }))).toBe(
-      "Expected `token` to hold no whitespace, got a token with whitespace",
-    );
-    expect(messageOf(() => resolveServerOptions({ maxCallsPerBatch: 0 }))).toBe(
-      "Expected `maxCallsPerBatch` to be a number >= 1, got `0` (number)",
-    );
+    expect(messageOf(() => resolveServerOptions({ token: "two words" }))).toBe("Expected `token` to hold no whitespace, got a token with whitespace");
+    expect(messageOf(() => resolveServerOptions({ maxCallsPerBatch: 0 }))).toBe("Expected `maxCallsPerBatch` to be a number >= 1, got `0` (number)");
     expect(messageOf(() => resolveServerOptions({ maxConnectionsPerAddress: 0 }))).toBe(
       "Expected `maxConnectionsPerAddress` to be a number >= 1, got `0` (number)",
     );

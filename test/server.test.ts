@@ -256,11 +256,7 @@ describe("createServer: POST /v1/batches", () => {
     expect(invalid.status).toBe(400);
     const body = (await invalid.json()) as { code: string; errors: { path: string; message: string }[] };
     expect(body.code).toBe("TP_ERR_INVALID_BATCH");
-    expect(body.errors.map((error) => error.path).sort()).toEqual([
-      "/assistantMessage/content/0",
-      "/assistantMessage/role",
-      "/toolExecution",
-    ]);
+    expect(body.errors.map((error) => error.path).sort()).toEqual(["/assistantMessage/content/0", "/assistantMessage/role", "/toolExecution"]);
 
     const notJson = await fetch(`${url}/v1/batches`, { method: "POST", headers: { "content-type": "application/json" }, body: "{" });
     expect(notJson.status).toBe(400);
@@ -303,8 +299,21 @@ describe("createServer: POST /v1/batches", () => {
     const key = gateKeys();
     const first = readSse(await postBatch(url, { assistantMessage: assistantMessage([{ id: "1", name: "work", arguments: { gate: key("1") } }]) }));
     await gates.whenWaiting(key("1"));
-    const byHeader = postBatch(url, { assistantMessage: assistantMessage([{ id: "2", name: "work" }, { id: "3", name: "work" }]) }, { accept: "application/json", "x-toolpool-session": "agent-7" });
-    const byBody = postBatch(url, { assistantMessage: assistantMessage([{ id: "4", name: "work" }]), sessionKey: "agent-7" }, { accept: "application/json" });
+    const byHeader = postBatch(
+      url,
+      {
+        assistantMessage: assistantMessage([
+          { id: "2", name: "work" },
+          { id: "3", name: "work" },
+        ]),
+      },
+      { accept: "application/json", "x-toolpool-session": "agent-7" },
+    );
+    const byBody = postBatch(
+      url,
+      { assistantMessage: assistantMessage([{ id: "4", name: "work" }]), sessionKey: "agent-7" },
+      { accept: "application/json" },
+    );
     for (let turn = 0; turn < 2_000 && runtime.poolStats!.queued < 3; turn++) await new Promise((resolve) => setTimeout(resolve, 5));
     const metrics = await (await fetch(`${url}/metrics`)).text();
     // Three calls wait, all of one session.
@@ -315,9 +324,17 @@ describe("createServer: POST /v1/batches", () => {
     await rest(first);
     expect((await byHeader).status).toBe(200);
     expect((await byBody).status).toBe(200);
-    const refused = await postBatch(url, { assistantMessage: assistantMessage([{ id: "5", name: "work" }]), sessionKey: "" }, { accept: "application/json" });
+    const refused = await postBatch(
+      url,
+      { assistantMessage: assistantMessage([{ id: "5", name: "work" }]), sessionKey: "" },
+      { accept: "application/json" },
+    );
     expect(refused.status).toBe(400);
-    const longHeader = await postBatch(url, { assistantMessage: assistantMessage([{ id: "6", name: "work" }]) }, { accept: "application/json", "x-toolpool-session": "x".repeat(300) });
+    const longHeader = await postBatch(
+      url,
+      { assistantMessage: assistantMessage([{ id: "6", name: "work" }]) },
+      { accept: "application/json", "x-toolpool-session": "x".repeat(300) },
+    );
     expect(longHeader.status).toBe(400);
     expect(((await longHeader.json()) as { code: string }).code).toBe("TP_ERR_INVALID_BATCH");
   });
@@ -412,7 +429,13 @@ describe("createServer: GET endpoints", () => {
 
     await postBatch(
       url,
-      { assistantMessage: assistantMessage([{ id: "1", name: "work" }, { id: "2", name: "work", arguments: { fail: "boom" } }, { id: "3", name: "nope" }]) },
+      {
+        assistantMessage: assistantMessage([
+          { id: "1", name: "work" },
+          { id: "2", name: "work", arguments: { fail: "boom" } },
+          { id: "3", name: "nope" },
+        ]),
+      },
       { accept: "application/json" },
     );
     const response = await fetch(`${url}/metrics`);
@@ -437,12 +460,14 @@ describe("createServer: graceful shutdown", () => {
   it("answers 503 while draining and lets an in-flight batch finish within the grace period", async () => {
     const { runtime, server, url } = await startServer();
     const key = gateKeys();
-    const stream = readSse(await postBatch(url, {
-      assistantMessage: assistantMessage([
-        { id: "a", name: "work", arguments: { gate: key("a") } },
-        { id: "b", name: "work", arguments: { gate: key("b") } },
-      ]),
-    }));
+    const stream = readSse(
+      await postBatch(url, {
+        assistantMessage: assistantMessage([
+          { id: "a", name: "work", arguments: { gate: key("a") } },
+          { id: "b", name: "work", arguments: { gate: key("b") } },
+        ]),
+      }),
+    );
     await Promise.all([gates.whenWaiting(key("a")), gates.whenWaiting(key("b"))]);
     const closed = server.close({ graceMs: 60_000 });
     expect(server.isDraining).toBe(true);
@@ -456,10 +481,11 @@ describe("createServer: graceful shutdown", () => {
     gates.open(key("b"));
     gates.open(key("a"));
     const events = await rest(stream);
-    expect(describeEvents(events).filter((type) => type.startsWith("tool_execution_end")).sort()).toEqual([
-      "tool_execution_end:a",
-      "tool_execution_end:b",
-    ]);
+    expect(
+      describeEvents(events)
+        .filter((type) => type.startsWith("tool_execution_end"))
+        .sort(),
+    ).toEqual(["tool_execution_end:a", "tool_execution_end:b"]);
     expect(batchEndOf(events).messages.map((message) => [message.toolCallId, message.isError])).toEqual([
       ["a", false],
       ["b", false],
@@ -474,12 +500,14 @@ describe("createServer: graceful shutdown", () => {
     const { runtime, server, url } = await startServer({ clock, pool: { maxThreads: 2, minThreads: 1, abortGraceMs: 500 } });
     const key = gateKeys();
     const cooperativeEnded = endEventOf(runtime, "cooperative");
-    const stream = readSse(await postBatch(url, {
-      assistantMessage: assistantMessage([
-        { id: "cooperative", name: "work", arguments: { gate: key("cooperative") } },
-        { id: "ignoring", name: "stubborn", arguments: { gate: key("ignoring") } },
-      ]),
-    }));
+    const stream = readSse(
+      await postBatch(url, {
+        assistantMessage: assistantMessage([
+          { id: "cooperative", name: "work", arguments: { gate: key("cooperative") } },
+          { id: "ignoring", name: "stubborn", arguments: { gate: key("ignoring") } },
+        ]),
+      }),
+    );
     await Promise.all([gates.whenWaiting(key("cooperative")), gates.whenWaiting(key("ignoring"))]);
     const closed = server.close({ graceMs: 2000 });
     clock.advance(1999);
@@ -495,7 +523,7 @@ describe("createServer: graceful shutdown", () => {
       ["ignoring", true],
     ]);
     expect(textOf(messages[0])).toBe(`aborted at gate ${key("cooperative")}`);
-    expect((messages[1]?.details as { code?: string }).code).toBe("TP_ERR_ABORTED");
+    expect((messages[1]!.details as { code?: string }).code).toBe("TP_ERR_ABORTED");
     await closed;
     expect(runtime.isClosed).toBe(true);
   });
@@ -510,15 +538,22 @@ describe("toolpool serve", () => {
 
   it("prints where it listens, and on SIGTERM ends the in-flight batch with all its results, then exits 0", async () => {
     const { child, url, stderr, exited } = await serve([
-      "--port", "0", "--tools", `${FIXTURES}/tools.mjs`, "--config", `${FIXTURES}/quick-shutdown.json`,
+      "--port",
+      "0",
+      "--tools",
+      `${FIXTURES}/tools.mjs`,
+      "--config",
+      `${FIXTURES}/quick-shutdown.json`,
     ]);
     const key = gateKeys();
-    const stream = readSse(await postBatch(url, {
-      assistantMessage: assistantMessage([
-        { id: "a", name: "work", arguments: { gate: key("a") } },
-        { id: "b", name: "stubborn", arguments: { gate: key("b") } },
-      ]),
-    }));
+    const stream = readSse(
+      await postBatch(url, {
+        assistantMessage: assistantMessage([
+          { id: "a", name: "work", arguments: { gate: key("a") } },
+          { id: "b", name: "stubborn", arguments: { gate: key("b") } },
+        ]),
+      }),
+    );
     expect(describeEvents(await take(stream, 2))).toEqual(["tool_execution_start:a", "tool_execution_start:b"]);
     child.kill("SIGTERM");
     const events = await rest(stream);
@@ -566,7 +601,7 @@ describe("toolpool serve", () => {
     expect(await exited).toEqual([0, null]);
   });
 
-  it("refuses a config file whose pi is not \"0.73\" or \"1.6\", naming the choices, before listening", async () => {
+  it('refuses a config file whose pi is not "0.73" or "1.6", naming the choices, before listening', async () => {
     const { code, stdout, stderr } = await serveUntilExit(["--port", "0", "--config", `${FIXTURES}/pi-number-config.json`]);
     expect(code).toBe(2);
     expect(stdout).toBe("");
@@ -587,7 +622,16 @@ describe.skipIf(!supportsPi16())("toolpool serve with pi 1.6 (Node >= 22.19)", (
     const { child, url, exited } = await spawnServe(["--port", "0", "--config", `${FIXTURES}/pi16-config.json`], {}, children);
     const tools = (await (await fetch(`${url}/v1/tools`)).json()) as { pi: string };
     expect(tools.pi).toBe("1.6");
-    const response = await postBatch(url, { assistantMessage: assistantMessage([{ id: "a", name: "work" }, { id: "b", name: "nope" }]) }, { accept: "application/json" });
+    const response = await postBatch(
+      url,
+      {
+        assistantMessage: assistantMessage([
+          { id: "a", name: "work" },
+          { id: "b", name: "nope" },
+        ]),
+      },
+      { accept: "application/json" },
+    );
     expect(response.status).toBe(200);
     const { messages } = (await response.json()) as { messages: (ToolResultMessage & { durationMs?: number })[] };
     // pi 1.6's rules: the call that executed carries durationMs, the unknown tool none.

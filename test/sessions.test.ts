@@ -44,10 +44,9 @@ describe("sessions", () => {
   it("gives sessions turns on a busy pool: the next call comes from the next session, FIFO within one", async () => {
     gates = new GateController();
     const runtime = open({ tools: [turnTool], pool: { maxThreads: 1 } });
-    const a = runtime.executeToolCalls(
-      batch(["a0", "turn", { gate: "a0" }], ["a1", "turn"], ["a2", "turn"], ["a3", "turn"], ["a4", "turn"]),
-      { sessionKey: "A" },
-    );
+    const a = runtime.executeToolCalls(batch(["a0", "turn", { gate: "a0" }], ["a1", "turn"], ["a2", "turn"], ["a3", "turn"], ["a4", "turn"]), {
+      sessionKey: "A",
+    });
     await gates.whenWaiting("a0");
     await until(runtime, (stats) => stats.queued === 4);
     const b = runtime.executeToolCalls(batch(["b1", "turn"], ["b2", "turn"]), { sessionKey: "B" });
@@ -81,7 +80,9 @@ describe("sessions", () => {
     await gates.whenWaiting("g");
     const heavy = runtime.executeToolCalls(batch(["h1", "heavy"], ["h2", "heavy"]), { sessionKey: "H" });
     await until(runtime, (stats) => stats.queued === 2);
-    const light = runtime.executeToolCalls(batch(["l1", "turn"], ["l2", "turn"], ["l3", "turn"], ["l4", "turn"], ["l5", "turn"], ["l6", "turn"]), { sessionKey: "L" });
+    const light = runtime.executeToolCalls(batch(["l1", "turn"], ["l2", "turn"], ["l3", "turn"], ["l4", "turn"], ["l5", "turn"], ["l6", "turn"]), {
+      sessionKey: "L",
+    });
     await until(runtime, (stats) => stats.queued === 8);
     gates.open("g");
     const order = startOrder(await Promise.all([hold, heavy, light]));
@@ -126,16 +127,28 @@ describe("sessions", () => {
 
   it("gives a capped session's next call its turn when a running one ends without freeing Piscina's thread (time limit)", async () => {
     gates = new GateController();
-    const limited = workerTool({ name: "limited", description: "spins", parameters: anyArgs, module: new URL("./fixtures/tools/faults.mjs", import.meta.url), timeoutMs: 100 });
+    const limited = workerTool({
+      name: "limited",
+      description: "spins",
+      parameters: anyArgs,
+      module: new URL("./fixtures/tools/faults.mjs", import.meta.url),
+      timeoutMs: 100,
+    });
     const runtime = open({ tools: [turnTool, limited], pool: { maxThreads: 2, minThreads: 1, maxRunningPerSession: 1 } });
     const outcome = await runtime.executeToolCalls(batch(["s1", "limited", { fault: "spin" }], ["s2", "turn"], ["s3", "turn"]), { sessionKey: "S" });
-    expect(outcome.messages.map((message) => (message.details as { code?: string } | undefined)?.code ?? "ok")).toEqual(["TP_ERR_TIMEOUT", "ok", "ok"]);
+    expect(outcome.messages.map((message) => (message.details as { code?: string } | undefined)?.code ?? "ok")).toEqual([
+      "TP_ERR_TIMEOUT",
+      "ok",
+      "ok",
+    ]);
   });
 
   it("refuses a sessionKey that is not a short non-empty string", async () => {
     const runtime = open({ tools: [turnTool], pool: { maxThreads: 1 } });
     for (const sessionKey of ["", "x".repeat(257), 42]) {
-      await expect(runtime.executeToolCalls(batch(["z", "turn"]), { sessionKey: sessionKey as string })).rejects.toMatchObject({ code: "TP_ERR_INVALID_BATCH" });
+      await expect(runtime.executeToolCalls(batch(["z", "turn"]), { sessionKey: sessionKey as string })).rejects.toMatchObject({
+        code: "TP_ERR_INVALID_BATCH",
+      });
     }
   });
 });

@@ -18,7 +18,13 @@ describe("soak", () => {
       // Prints the pools' state and the batches in flight shortly before the time limit.
       const report = await runSoak({ calls, seed, faultRate: 0.15, sessions: 4, watchdogMs: Math.max(timeoutMs - 10_000, timeoutMs * 0.9) });
       const faults = Object.values(report.faultsByKind).reduce((sum, count) => sum + count, 0);
-      console.log(JSON.stringify({ seed, ...report, wrongOutcomes: report.wrongOutcomes.slice(0, 10), healthyFailures: report.healthyFailures.slice(0, 10), faults }, null, 2));
+      console.log(
+        JSON.stringify(
+          { seed, ...report, wrongOutcomes: report.wrongOutcomes.slice(0, 10), healthyFailures: report.healthyFailures.slice(0, 10), faults },
+          null,
+          2,
+        ),
+      );
       const context = `seed ${seed}`;
       expect(report.calls, context).toBe(calls);
       expect(faults / calls, context).toBeGreaterThanOrEqual(0.1);

@@ -10,7 +10,8 @@ import { builtinTools, createRuntime, workerTool, type AssistantMessage, type Ba
 import { createGrepTool } from "../dist/tools/grep/grep.js";
 
 const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
-const tool = (name: string, exportName: string) => workerTool({ name, description: name, parameters: { type: "object" }, module: spreadModule, exportName });
+const tool = (name: string, exportName: string) =>
+  workerTool({ name, description: name, parameters: { type: "object" }, module: spreadModule, exportName });
 const tools = [
   tool("spread_parent", "spreadParent"),
   tool("spread_and_leave", "spreadAndLeave"),
@@ -35,7 +36,11 @@ afterEach(async () => {
 });
 
 /** A runtime whose `threads` threads have all answered a call, so that they count as idle. */
-async function warmRuntime(threads: number, extra: { abortGraceMs?: number; maxRunningPerSession?: number } = {}, extraTools: typeof tools = []): Promise<Runtime> {
+async function warmRuntime(
+  threads: number,
+  extra: { abortGraceMs?: number; maxRunningPerSession?: number } = {},
+  extraTools: typeof tools = [],
+): Promise<Runtime> {
   const runtime = createRuntime({ tools: [...tools, ...extraTools], pool: { minThreads: threads, maxThreads: threads, ...extra } });
   runtimes.push(runtime);
   const { messages } = await runtime.executeToolCalls(batch(...Array.from({ length: threads }, (_, i): [string, string] => [`w${i}`, "noop"])));
@@ -85,7 +90,13 @@ describe("ctx.spread", () => {
     expect(crashed).toMatchObject({ ok: false, ran: true });
     expect(crashed!.ok ? "" : crashed!.error).toMatch(/^TP_ERR_WORKER_EXIT: /);
     // The crashed thread is replaced; the pool goes on.
-    await until(() => runtime.diagnose().pools[0]!.generations.at(-1)!.threads.filter((t) => t.isUsable).length === 2);
+    await until(
+      () =>
+        runtime
+          .diagnose()
+          .pools[0]!.generations.at(-1)!
+          .threads.filter((t) => t.isUsable).length === 2,
+    );
     const [nested] = (await spreadOnce(runtime, "nestedPart", [1])).outcomes;
     expect(nested).toEqual({ ok: false, ran: true, error: "ctx.spread: a part cannot spread further" });
     expect(callsRunning(runtime)).toEqual([]);
@@ -196,7 +207,12 @@ describe("grep spread over the pool", () => {
     runtimes.push(runtime);
     const alone = createGrepTool({ realRoot: root, allowWrite: false });
     const ctx = { toolCallId: "t", signal: new AbortController().signal, onUpdate: () => {} };
-    for (const args of [{ pattern: "hit" }, { pattern: "hit", maxResults: 5000 }, { pattern: "hit_1[01]_", flags: "i" }, { pattern: "line 3\\d", maxResults: 5000 }]) {
+    for (const args of [
+      { pattern: "hit" },
+      { pattern: "hit", maxResults: 5000 },
+      { pattern: "hit_1[01]_", flags: "i" },
+      { pattern: "line 3\\d", maxResults: 5000 },
+    ]) {
       const expected = await alone(args, ctx);
       for (let rep = 0; rep < 3; rep++) {
         const { messages } = await runtime.executeToolCalls(batch(["g", "grep", args]));
@@ -265,14 +281,32 @@ describe("ctx.spread, misused", () => {
   });
 
   it("gives each tool's parts that tool's name and result limit, even when tools share a module", async () => {
-    const small = workerTool({ name: "small", description: "", parameters: { type: "object" }, module: spreadModule, exportName: "spreadParent", maxResultBytes: 2_000 });
-    const big = workerTool({ name: "big", description: "", parameters: { type: "object" }, module: spreadModule, exportName: "spreadParent", maxResultBytes: 1_000_000 });
+    const small = workerTool({
+      name: "small",
+      description: "",
+      parameters: { type: "object" },
+      module: spreadModule,
+      exportName: "spreadParent",
+      maxResultBytes: 2_000,
+    });
+    const big = workerTool({
+      name: "big",
+      description: "",
+      parameters: { type: "object" },
+      module: spreadModule,
+      exportName: "spreadParent",
+      maxResultBytes: 1_000_000,
+    });
     const runtime = await warmRuntime(2, {}, [small, big]);
     const run = async (name: string) => {
       const { messages } = await runtime.executeToolCalls(batch(["s", name, { part: "sizedPart", inputs: [{ bytes: 50_000 }] }]));
       return (messages[0]!.details as { outcomes: SpreadOutcome[] }).outcomes[0]!;
     };
-    expect(await run("small")).toMatchObject({ ok: false, ran: true, error: expect.stringContaining('TP_ERR_RESULT_TOO_LARGE: Tool "small (part: sizedPart)" returned') });
+    expect(await run("small")).toMatchObject({
+      ok: false,
+      ran: true,
+      error: expect.stringContaining('TP_ERR_RESULT_TOO_LARGE: Tool "small (part: sizedPart)" returned'),
+    });
     expect(await run("big")).toMatchObject({ ok: true });
   });
 
@@ -283,6 +317,10 @@ describe("ctx.spread, misused", () => {
       expect(outcomes[0]).toMatchObject({ ok: false, ran: true, error: expect.stringContaining(`TP_ERR_TOOL_LOAD`) });
     }
     const { outcomes } = await spreadOnce(runtime, "echoPart", [1]);
-    expect(outcomes[0]).toEqual({ ok: false, ran: false, error: 'not run: tool "spread_parent" already spreads 64 different exports, the most one tool may' });
+    expect(outcomes[0]).toEqual({
+      ok: false,
+      ran: false,
+      error: 'not run: tool "spread_parent" already spreads 64 different exports, the most one tool may',
+    });
   });
 });

@@ -22,7 +22,21 @@ const fixtures = new URL("./fixtures/startup/", import.meta.url);
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 /** Packages that only the fleet, the server, MCP, tracing or a built-in tool's worker need. */
-const notOnImport = ["bullmq", "ioredis", "fastify", "@fastify", "prom-client", "@modelcontextprotocol", "@opentelemetry", "diff", "ignore", "typebox", "ajv", "zod", "commander"];
+const notOnImport = [
+  "bullmq",
+  "ioredis",
+  "fastify",
+  "@fastify",
+  "prom-client",
+  "@modelcontextprotocol",
+  "@opentelemetry",
+  "diff",
+  "ignore",
+  "typebox",
+  "ajv",
+  "zod",
+  "commander",
+];
 
 /**
  * Ceilings, a little above today's counts: on import, toolpool's own code is
@@ -39,10 +53,15 @@ interface Listing {
 
 function listModules(specifier: string): Promise<Listing> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [fileURLToPath(new URL("list-modules.mjs", fixtures)), specifier], { cwd: root, timeout: 60_000 }, (error, stdout, stderr) => {
-      if (error !== null) reject(new Error(`list-modules.mjs failed: ${error.message}\n${stderr}`));
-      else resolve(JSON.parse(stdout) as Listing);
-    });
+    execFile(
+      process.execPath,
+      [fileURLToPath(new URL("list-modules.mjs", fixtures)), specifier],
+      { cwd: root, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        if (error !== null) reject(new Error(`list-modules.mjs failed: ${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout) as Listing);
+      },
+    );
   });
 }
 
@@ -119,21 +138,27 @@ describe("cold start", () => {
     }
   });
 
-  it.each(["throwing-tool.cjs", "throwing-tool.mjs"])("a tool module (%s) that throws while loading runs once, and its error ends the call", async (file) => {
-    const countFile = join(mkdtempSync(join(tmpdir(), "toolpool-load-")), "count");
-    writeFileSync(countFile, "");
-    const runtime = createRuntime({
-      tools: [workerTool({ name: "throws", description: "", parameters: { type: "object" }, module: new URL(file, fixtures) })],
-      pool: { maxThreads: 1, env: { ...process.env, TOOLPOOL_TEST_COUNT_FILE: countFile } },
-    });
-    try {
-      const { messages } = await runtime.executeToolCalls({ role: "assistant", content: [{ type: "toolCall", id: "t", name: "throws", arguments: {} }] });
-      expect(messages[0]!.isError).toBe(true);
-      expect((messages[0]!.content[0] as { text: string }).text).toContain("this module refuses to load");
-      expect(readFileSync(countFile, "utf8")).toBe("evaluated\n");
-    } finally {
-      await runtime.close();
-      rmSync(dirname(countFile), { recursive: true, force: true });
-    }
-  });
+  it.each(["throwing-tool.cjs", "throwing-tool.mjs"])(
+    "a tool module (%s) that throws while loading runs once, and its error ends the call",
+    async (file) => {
+      const countFile = join(mkdtempSync(join(tmpdir(), "toolpool-load-")), "count");
+      writeFileSync(countFile, "");
+      const runtime = createRuntime({
+        tools: [workerTool({ name: "throws", description: "", parameters: { type: "object" }, module: new URL(file, fixtures) })],
+        pool: { maxThreads: 1, env: { ...process.env, TOOLPOOL_TEST_COUNT_FILE: countFile } },
+      });
+      try {
+        const { messages } = await runtime.executeToolCalls({
+          role: "assistant",
+          content: [{ type: "toolCall", id: "t", name: "throws", arguments: {} }],
+        });
+        expect(messages[0]!.isError).toBe(true);
+        expect((messages[0]!.content[0] as { text: string }).text).toContain("this module refuses to load");
+        expect(readFileSync(countFile, "utf8")).toBe("evaluated\n");
+      } finally {
+        await runtime.close();
+        rmSync(dirname(countFile), { recursive: true, force: true });
+      }
+    },
+  );
 });

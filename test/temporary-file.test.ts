@@ -5,12 +5,7 @@ import { Worker } from "node:worker_threads";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
 import { builtinTools, createRuntime, workerTool, type Runtime, type ToolResultMessage } from "../dist/index.js";
-import {
-  createTemporaryFile,
-  isTemporaryFileName,
-  sweepTemporaryFiles,
-  TEMPORARY_FILE_MAX_AGE_MS,
-} from "../dist/tools/temporary-file.js";
+import { createTemporaryFile, isTemporaryFileName, sweepTemporaryFiles, TEMPORARY_FILE_MAX_AGE_MS } from "../dist/tools/temporary-file.js";
 
 const textOf = (message: ToolResultMessage): string => (message.content[0] as { text: string }).text;
 const codeOf = (message: ToolResultMessage): string | undefined => (message.details as { code?: string } | undefined)?.code;
@@ -42,9 +37,12 @@ const writerThread = (name: string): string => /\.\d+-(\d+)\.[0-9a-f]{12}\.toolp
 
 /** Waits until the threads that wrote the temporary files in `dir` have ended (a terminated thread exits soon after its call's outcome). */
 async function untilWritersEnded(dir: string): Promise<void> {
-  await vi.waitFor(() => {
-    for (const name of temporaryFiles(dir)) expect(existsSync(`/proc/self/task/${writerThread(name)}`), name).toBe(false);
-  }, { timeout: 60_000, interval: 20 });
+  await vi.waitFor(
+    () => {
+      for (const name of temporaryFiles(dir)) expect(existsSync(`/proc/self/task/${writerThread(name)}`), name).toBe(false);
+    },
+    { timeout: 60_000, interval: 20 },
+  );
 }
 
 describe("temporary files", () => {
@@ -62,32 +60,40 @@ describe("temporary files", () => {
     rmSync(long.path);
   });
 
-  it.runIf(hasThreadList)("a sweep removes those of ended threads and stale ones, and keeps those of running threads and every other file (Linux)", async () => {
-    const dir = mkdtempSync(join(root, "sweep-"));
-    // Written by a thread that then ended without cleaning up.
-    const worker = new Worker(
-      `import(${JSON.stringify(new URL("../dist/tools/temporary-file.js", import.meta.url).href)}).then((m) => {
+  it.runIf(hasThreadList)(
+    "a sweep removes those of ended threads and stale ones, and keeps those of running threads and every other file (Linux)",
+    async () => {
+      const dir = mkdtempSync(join(root, "sweep-"));
+      // Written by a thread that then ended without cleaning up.
+      const worker = new Worker(
+        `import(${JSON.stringify(new URL("../dist/tools/temporary-file.js", import.meta.url).href)}).then((m) => {
         const file = m.createTemporaryFile(${JSON.stringify(dir)}, "gone.txt");
         require("node:worker_threads").parentPort.postMessage(file.path);
       });`,
-      { eval: true },
-    );
-    const [ended] = await Promise.all([new Promise<string>((resolve) => worker.once("message", resolve)), new Promise((resolve) => worker.once("exit", resolve))]);
-    await untilWritersEnded(dir);
-    // Written by this thread, which runs.
-    const running = createTemporaryFile(dir, "running.txt");
-    closeSync(running.fd);
-    // Older namings and other processes are judged by age only.
-    const oldName = join(dir, ".old.txt.0123456789ab.toolpool.tmp");
-    const recentName = join(dir, ".recent.txt.0123456789ab.toolpool.tmp");
-    const userFiles = ["notes.toolpool.tmp", ".notes.toolpool.tmp", "plain.txt"].map((name) => join(dir, name));
-    for (const path of [oldName, recentName, ...userFiles]) writeFileSync(path, "x");
-    const longAgo = (Date.now() - TEMPORARY_FILE_MAX_AGE_MS - 60_000) / 1000;
-    for (const path of [oldName, ...userFiles]) utimesSync(path, longAgo, longAgo);
+        { eval: true },
+      );
+      const [ended] = await Promise.all([
+        new Promise<string>((resolve) => worker.once("message", resolve)),
+        new Promise((resolve) => worker.once("exit", resolve)),
+      ]);
+      await untilWritersEnded(dir);
+      // Written by this thread, which runs.
+      const running = createTemporaryFile(dir, "running.txt");
+      closeSync(running.fd);
+      // Older namings and other processes are judged by age only.
+      const oldName = join(dir, ".old.txt.0123456789ab.toolpool.tmp");
+      const recentName = join(dir, ".recent.txt.0123456789ab.toolpool.tmp");
+      const userFiles = ["notes.toolpool.tmp", ".notes.toolpool.tmp", "plain.txt"].map((name) => join(dir, name));
+      for (const path of [oldName, recentName, ...userFiles]) writeFileSync(path, "x");
+      const longAgo = (Date.now() - TEMPORARY_FILE_MAX_AGE_MS - 60_000) / 1000;
+      for (const path of [oldName, ...userFiles]) utimesSync(path, longAgo, longAgo);
 
-    expect(sweepTemporaryFiles(dir).sort()).toEqual([ended.slice(dir.length + 1), ".old.txt.0123456789ab.toolpool.tmp"].sort());
-    expect(readdirSync(dir).sort()).toEqual([running.path.slice(dir.length + 1), ".recent.txt.0123456789ab.toolpool.tmp", ...userFiles.map((path) => path.slice(dir.length + 1))].sort());
-  });
+      expect(sweepTemporaryFiles(dir).sort()).toEqual([ended.slice(dir.length + 1), ".old.txt.0123456789ab.toolpool.tmp"].sort());
+      expect(readdirSync(dir).sort()).toEqual(
+        [running.path.slice(dir.length + 1), ".recent.txt.0123456789ab.toolpool.tmp", ...userFiles.map((path) => path.slice(dir.length + 1))].sort(),
+      );
+    },
+  );
 });
 
 describe.runIf(hasThreadList)("a write cut short by termination (Linux)", () => {

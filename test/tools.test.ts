@@ -292,9 +292,7 @@ describe("diff", () => {
 
   it("throws unless each side has exactly one source", async () => {
     await expect(diff({ newText }, makeCtx())).rejects.toThrow('diff: give exactly one of "oldText" or "oldPath"');
-    await expect(diff({ oldText, newText, newPath: "x" }, makeCtx())).rejects.toThrow(
-      'diff: give exactly one of "newText" or "newPath"',
-    );
+    await expect(diff({ oldText, newText, newPath: "x" }, makeCtx())).rejects.toThrow('diff: give exactly one of "newText" or "newPath"');
     await expect(diff({ oldPath: join(root, "missing"), newText }, makeCtx())).rejects.toThrow(/diff: oldPath not found/);
   });
 
@@ -328,9 +326,7 @@ describe("patch", () => {
     expect(textOf(await patch({ patch: d, text: shifted }, makeCtx()))).toBe(`header\n${newText}`);
     const drifted = oldText.replace("delta", "DELTA");
     await expect(patch({ patch: d, text: drifted }, makeCtx())).rejects.toThrow(/patch: hunk 1 of 1 .* does not apply/);
-    expect(textOf(await patch({ patch: d, text: drifted, fuzzFactor: 1 }, makeCtx()))).toBe(
-      newText.replace("delta", "DELTA"),
-    );
+    expect(textOf(await patch({ patch: d, text: drifted, fuzzFactor: 1 }, makeCtx()))).toBe(newText.replace("delta", "DELTA"));
   });
 
   it("throws a clear error naming the hunk that does not apply", async () => {

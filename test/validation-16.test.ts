@@ -29,7 +29,12 @@ const tool = {
     flags: { type: "array", items: { type: "boolean" } },
     edits: {
       type: "array",
-      items: { type: "object", properties: { oldText: { type: "string" }, newText: { type: "string" } }, required: ["oldText", "newText"], additionalProperties: false },
+      items: {
+        type: "object",
+        properties: { oldText: { type: "string" }, newText: { type: "string" } },
+        required: ["oldText", "newText"],
+        additionalProperties: false,
+      },
     },
   },
   required: ["path"],
@@ -84,14 +89,18 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
     expect(validateWithPi("t", tool, args)).not.toEqual({ kind: "valid", args: coerced });
   });
 
-  it("converts a required null instead of dropping it: \"null\" for a string, 0 for an integer", () => {
+  it('converts a required null instead of dropping it: "null" for a string, 0 for an integer', () => {
     expect(expectPisOutcome(tool, { path: null })).toEqual({ kind: "valid", args: "{ path: 'null' }" });
     const integerPath = { ...tool, properties: { ...tool.properties, path: { type: "integer" } } };
     expect(expectPisOutcome(integerPath, { path: null })).toEqual({ kind: "valid", args: "{ path: 0 }" });
   });
 
   it("coerces TypeBox-built schemas the same way", () => {
-    const schema = Type.Object({ ids: Type.Array(Type.Integer()), note: Type.Optional(Type.String()), mode: Type.Union([Type.Literal("a"), Type.Literal(1)]) });
+    const schema = Type.Object({
+      ids: Type.Array(Type.Integer()),
+      note: Type.Optional(Type.String()),
+      mode: Type.Union([Type.Literal("a"), Type.Literal(1)]),
+    });
     expect(expectPisOutcome(schema, { ids: "7", note: null, mode: "1" })).toEqual({ kind: "valid", args: "{ ids: [ 7 ], mode: 1 }" });
   });
 });
@@ -110,7 +119,10 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
   };
 
   it.each([
-    ["valid values of each format", { email: "a@b.co", uuid: "123e4567-e89b-12d3-a456-426614174000", when: "2024-01-02T03:04:05Z", ip: "127.0.0.1", pointer: "/a~1b" }],
+    [
+      "valid values of each format",
+      { email: "a@b.co", uuid: "123e4567-e89b-12d3-a456-426614174000", when: "2024-01-02T03:04:05Z", ip: "127.0.0.1", pointer: "/a~1b" },
+    ],
     ["an invalid email", { email: "nope" }],
     ["an invalid uuid and date-time", { uuid: "123", when: "yesterday" }],
     ["an invalid IPv4 address and JSON Pointer", { ip: "256.1.1.1", pointer: "a/b" }],
@@ -150,7 +162,13 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
 
   it("follows a $ref that resolves, recursion included", () => {
     const tree = {
-      $defs: { Tree: { type: "object", properties: { value: { type: "integer" }, children: { type: "array", items: { $ref: "#/$defs/Tree" } } }, required: ["value"] } },
+      $defs: {
+        Tree: {
+          type: "object",
+          properties: { value: { type: "integer" }, children: { type: "array", items: { $ref: "#/$defs/Tree" } } },
+          required: ["value"],
+        },
+      },
       type: "object",
       properties: { root: { $ref: "#/$defs/Tree" } },
     };
@@ -162,7 +180,11 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
 describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) against pi-ai 1.6.0: error paths"), () => {
   it.each([
     ["an array item's property", tool, { path: "x", edits: [{ oldText: "a", newText: "b" }, { oldText: 1 }] }],
-    ["a name holding a slash and a tilde", { type: "object", properties: { "a/b": { type: "object", properties: { "c~d": { type: "integer" } } } } }, { "a/b": { "c~d": "q" } }],
+    [
+      "a name holding a slash and a tilde",
+      { type: "object", properties: { "a/b": { type: "object", properties: { "c~d": { type: "integer" } } } } },
+      { "a/b": { "c~d": "q" } },
+    ],
     ["a name that escapes to ~01", { type: "object", properties: { "~1": { type: "integer" } } }, { "~1": "q" }],
     ["a name holding a dot", { type: "object", properties: { "a.b": { type: "integer" } } }, { "a.b": [] }],
     ["the arguments themselves", tool, "not an object"],
@@ -180,7 +202,10 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
   });
 
   it("shows the unescaped names in the text", () => {
-    const outcome = expectPisOutcome({ type: "object", properties: { "a/b": { type: "object", properties: { "c~d": { type: "integer" } } } } }, { "a/b": { "c~d": "q" } });
+    const outcome = expectPisOutcome(
+      { type: "object", properties: { "a/b": { type: "object", properties: { "c~d": { type: "integer" } } } } },
+      { "a/b": { "c~d": "q" } },
+    );
     expect(outcome).toMatchObject({ kind: "error", text: expect.stringContaining("\n  - a/b.c~d: ") });
   });
 });
@@ -217,14 +242,26 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
   });
 
   it.each([
-    ["a valid non-array under `items` without `type`, which pi-schema wraps", { type: "object", properties: { list: { items: { type: "string" } } } }, { list: "a" }],
-    ["a valid value under a `$ref` that the proof does not follow", { type: "object", properties: { list: { $ref: "#/properties/wrap" }, wrap: { items: { type: "integer" } } } }, { list: 5 }],
+    [
+      "a valid non-array under `items` without `type`, which pi-schema wraps",
+      { type: "object", properties: { list: { items: { type: "string" } } } },
+      { list: "a" },
+    ],
+    [
+      "a valid value under a `$ref` that the proof does not follow",
+      { type: "object", properties: { list: { $ref: "#/properties/wrap" }, wrap: { items: { type: "integer" } } } },
+      { list: 5 },
+    ],
     [
       "bytes where an object of declared properties is checked loosely",
       { type: "object", properties: { b: { properties: { "0": { type: "string" } } } } },
       { b: new Uint8Array([5]) },
     ],
-    ["a RegExp, whose inherited `flags` the coercion reads", { type: "object", properties: { re: { type: "object", properties: { flags: { type: "null" } } } } }, { re: /x/ }],
+    [
+      "a RegExp, whose inherited `flags` the coercion reads",
+      { type: "object", properties: { re: { type: "object", properties: { flags: { type: "null" } } } } },
+      { re: /x/ },
+    ],
   ])("leaves to pi's whole pipeline %s", (_name, schema, args) => {
     const pi = expectPisOutcome(schema, args);
     expect(pi).not.toEqual({ kind: "valid", args: printValue(structuredClone(args)) });
@@ -232,7 +269,9 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
 
   it("is taken only on schemas where coercion provably keeps valid values", () => {
     expect(isIdentityOnValid16(tool)).toBe(true);
-    expect(isIdentityOnValid16(Type.Object({ a: Type.Union([Type.String(), Type.Number()]), b: Type.Optional(Type.Array(Type.Integer())) }))).toBe(true);
+    expect(isIdentityOnValid16(Type.Object({ a: Type.Union([Type.String(), Type.Number()]), b: Type.Optional(Type.Array(Type.Integer())) }))).toBe(
+      true,
+    );
     expect(isIdentityOnValid16({ $defs: { A: { type: "string" } }, type: "object", properties: { a: { $ref: "#/$defs/A" } } })).toBe(true);
     expect(isIdentityOnValid16({ type: "object", properties: { list: { items: { type: "string" } } } })).toBe(false);
     expect(isIdentityOnValid16({ type: "object", properties: { constructor: { type: "string" } } })).toBe(false);
@@ -243,7 +282,15 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
 
   it("is taken only for plain data: arrays and objects of Object.prototype, no NaN", () => {
     expect(isPlainData({ a: [1, { b: null }], c: "x" })).toBe(true);
-    expect(isPlainData(structuredClone(new (class Point { x = 1 })()))).toBe(true);
+    expect(
+      isPlainData(
+        structuredClone(
+          new (class Point {
+            x = 1;
+          })(),
+        ),
+      ),
+    ).toBe(true);
     expect(isPlainData({ a: [new Date(0)] })).toBe(false);
     expect(isPlainData({ a: new Uint8Array(1) })).toBe(false);
     // The coercion tells a change by !==, and NaN !== NaN: it copies what holds one.
@@ -275,7 +322,9 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
   it("loads pi-schema on the first validation, not on import, and without a warning", async () => {
     const fixture = fileURLToPath(new URL("./fixtures/validation-16/load-pi-schema.mjs", import.meta.url));
     const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-      execFile(process.execPath, [fixture], { timeout: 60_000 }, (error, out, err) => (error === null ? resolve({ stdout: out, stderr: err }) : reject(error)));
+      execFile(process.execPath, [fixture], { timeout: 60_000 }, (error, out, err) =>
+        error === null ? resolve({ stdout: out, stderr: err }) : reject(error),
+      );
     });
     expect(stderr).toBe("");
     expect(JSON.parse(stdout)).toEqual({ afterImport: 0, afterValidation: 2 });

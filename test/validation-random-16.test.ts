@@ -56,7 +56,10 @@ function echoLength(args: unknown): number {
   }
 }
 
-if (!supportsPi16()) console.warn(`skipped "validateToolArguments16, randomized against pi-ai 1.6.0 (pi 1.6)": pi 1.6 needs Node >= 22.19, and this is Node ${process.versions.node}`);
+if (!supportsPi16())
+  console.warn(
+    `skipped "validateToolArguments16, randomized against pi-ai 1.6.0 (pi 1.6)": pi 1.6 needs Node >= 22.19, and this is Node ${process.versions.node}`,
+  );
 
 describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi-ai 1.6.0 (pi 1.6)", () => {
   // About 5 s alone on 2 cores; the limit is for a machine busy with other suites.
@@ -117,10 +120,15 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
 const freeSchemaCount = Math.ceil(caseCount / 10);
 const valuesPerFreeSchema = 10;
 
-if (!supportsPi16()) console.warn(`skipped "validateToolArguments16 on free-form schemas, randomized against pi-ai 1.6.0 (pi 1.6)": pi 1.6 needs Node >= 22.19, and this is Node ${process.versions.node}`);
+if (!supportsPi16())
+  console.warn(
+    `skipped "validateToolArguments16 on free-form schemas, randomized against pi-ai 1.6.0 (pi 1.6)": pi 1.6 needs Node >= 22.19, and this is Node ${process.versions.node}`,
+  );
 
 describe.skipIf(!supportsPi16())("validateToolArguments16 on free-form schemas, randomized against pi-ai 1.6.0 (pi 1.6)", () => {
-  it(`gives pi's outcome, and takes the fast path only where coercion keeps valid values, for ${freeSchemaCount} × ${valuesPerFreeSchema} cases (seed ${seed})`, { timeout: 300_000 }, () => {
+  it(`gives pi's outcome, and takes the fast path only where coercion keeps valid values, for ${freeSchemaCount} × ${valuesPerFreeSchema} cases (seed ${seed})`, {
+    timeout: 300_000,
+  }, () => {
     const tally = { cases: 0, valid: 0, coerced: 0, errors: 0, argumentsErrors: 0, thrown: 0, validOnFastSchemas: 0, fastValid: 0 };
     fc.assert(
       fc.property(freeSchema, fc.array(smallJson, { minLength: valuesPerFreeSchema, maxLength: valuesPerFreeSchema }), (schema, values) => {

@@ -69,7 +69,8 @@ function count(tally: Record<string, number>, outcome: ValidationOutcome, args: 
   tally.cases!++;
   if (outcome.kind === "valid") {
     tally.valid!++;
-    if (outcome.args !== inspect(args, { depth: Infinity, breakLength: Infinity, maxArrayLength: Infinity, maxStringLength: Infinity })) tally.coerced!++;
+    if (outcome.args !== inspect(args, { depth: Infinity, breakLength: Infinity, maxArrayLength: Infinity, maxStringLength: Infinity }))
+      tally.coerced!++;
   } else if (outcome.text.startsWith("Validation failed")) tally.errors!++;
   else {
     tally.thrown!++;

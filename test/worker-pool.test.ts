@@ -90,7 +90,9 @@ describe("WorkerPool", () => {
         emit: rec.emit,
       });
       await gates.whenWaiting("partials:u");
-      await rec.when((e) => e.type === "tool_execution_update" && e.partialResult.content[0]?.type === "text" && e.partialResult.content[0].text === "second");
+      await rec.when(
+        (e) => e.type === "tool_execution_update" && e.partialResult.content[0]?.type === "text" && e.partialResult.content[0].text === "second",
+      );
       // Both partials arrived and the call has not ended: it is still waiting at its gate.
       expect(rec.events.map((e) => e.type)).toEqual(["tool_execution_start", "tool_execution_update", "tool_execution_update"]);
       gates.open("partials:u");
@@ -230,8 +232,10 @@ describe("WorkerPool", () => {
         [false, expect.objectContaining({ toolCallId: "g" })],
         [true, { code: "TP_ERR_TIMEOUT" }],
       ]);
-      expect((rec.events.find((e) => e.type === "tool_execution_end" && e.toolCallId === "s") as ToolExecutionEndEvent).result.content[0])
-        .toEqual({ type: "text", text: 'Tool "stubborn" timed out after 300 ms; its worker was terminated while the tool was still running, so it may have had some of its effects' });
+      expect((rec.events.find((e) => e.type === "tool_execution_end" && e.toolCallId === "s") as ToolExecutionEndEvent).result.content[0]).toEqual({
+        type: "text",
+        text: 'Tool "stubborn" timed out after 300 ms; its worker was terminated while the tool was still running, so it may have had some of its effects',
+      });
     } finally {
       gates.close();
     }

@@ -32,8 +32,7 @@ afterEach(async () => {
 });
 
 let callCount = 0;
-const run = (pool: WorkerPool, args: Record<string, unknown>, tool = faultTool) =>
-  pool.run({ tool, toolCallId: `c${++callCount}`, args });
+const run = (pool: WorkerPool, args: Record<string, unknown>, tool = faultTool) => pool.run({ tool, toolCallId: `c${++callCount}`, args });
 
 const isOk = (outcome: WorkerCallOutcome) => outcome.kind === "ok";
 const codeOf = (outcome: WorkerCallOutcome) => (outcome.kind === "error" ? outcome.code : undefined);
@@ -46,7 +45,10 @@ async function eventually(predicate: () => boolean): Promise<void> {
 
 /** Terminates, from outside, every thread Piscina has not yet marked ready; returns how many. */
 function killBootingThreads(pool: WorkerPool): number {
-  const booting = pool.diagnose().generations.at(-1)!.threads.filter((thread) => !thread.isUsable);
+  const booting = pool
+    .diagnose()
+    .generations.at(-1)!
+    .threads.filter((thread) => !thread.isUsable);
   for (const { threadId } of booting) void pool.workers.find((worker) => worker.threadId === threadId)?.terminate();
   return booting.length;
 }

@@ -129,9 +129,7 @@ describe("built-in tools in a workspace", () => {
     mkdirSync(dir);
     writeFileSync(join(dir, "f.txt"), "a\n");
     const p = "@@ -1 +1 @@\n-a\n+b\n";
-    await expect(createPatchTool(ws(false))({ patch: p, path: "w/f.txt", write: true }, ctx())).rejects.toThrow(
-      /writing files is not allowed here/,
-    );
+    await expect(createPatchTool(ws(false))({ patch: p, path: "w/f.txt", write: true }, ctx())).rejects.toThrow(/writing files is not allowed here/);
     expect(readFileSync(join(dir, "f.txt"), "utf8")).toBe("a\n");
     await expect(createPatchTool(ws(true))({ patch: p, path: "leak.txt", write: true }, ctx())).rejects.toThrow(/outside/);
     expect(readFileSync(join(outside, "secret.txt"), "utf8")).toBe("secret\n");
@@ -185,7 +183,9 @@ describe("builtinTools options", () => {
     expect(codeOf(() => builtinTools({ root: join(base, "none") }))).toMatch(/^TP_ERR_INVALID_OPTION: Expected `root` to be an existing directory/);
     expect(codeOf(() => builtinTools({ root: join(root, "a.txt") }))).toMatch(/^TP_ERR_INVALID_OPTION: Expected `root`/);
     expect(codeOf(() => builtinTools({ timeoutMs: 0 }))).toBe("TP_ERR_INVALID_OPTION: Expected `timeoutMs` to be a number >= 1, got `0` (number)");
-    expect(codeOf(() => builtinTools({ allowWrite: "yes" as unknown as boolean }))).toMatch(/^TP_ERR_INVALID_OPTION: Expected `allowWrite` to be a boolean/);
+    expect(codeOf(() => builtinTools({ allowWrite: "yes" as unknown as boolean }))).toMatch(
+      /^TP_ERR_INVALID_OPTION: Expected `allowWrite` to be a boolean/,
+    );
     expect(codeOf(() => builtinTools(["cat" as "grep"]))).toMatch(/^TP_ERR_INVALID_OPTION: Expected `names`/);
     expect(existsSync(root)).toBe(true);
   });

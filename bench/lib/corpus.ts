@@ -49,8 +49,26 @@ export function createRandom(seed: number): () => number {
 
 /** Words the generated code is made of; grep patterns draw from the same list. */
 export const vocabulary = [
-  "buffer", "config", "cursor", "decode", "encode", "handler", "index", "limit", "merge", "offset",
-  "parse", "queue", "render", "schema", "session", "stream", "token", "update", "worker", "yield",
+  "buffer",
+  "config",
+  "cursor",
+  "decode",
+  "encode",
+  "handler",
+  "index",
+  "limit",
+  "merge",
+  "offset",
+  "parse",
+  "queue",
+  "render",
+  "schema",
+  "session",
+  "stream",
+  "token",
+  "update",
+  "worker",
+  "yield",
 ];
 
 function pick<T>(random: () => number, items: readonly T[]): T {

@@ -56,9 +56,7 @@ function createFakeStreamFn(turns: readonly ToolCall[][]): StreamFn {
     const stream = createAssistantMessageEventStream();
     const toolCalls = turns[turn++];
     const message =
-      toolCalls !== undefined
-        ? createAssistantMessage(toolCalls, "toolUse")
-        : createAssistantMessage([{ type: "text", text: "done" }], "stop");
+      toolCalls !== undefined ? createAssistantMessage(toolCalls, "toolUse") : createAssistantMessage([{ type: "text", text: "done" }], "stop");
     stream.push({ type: "start", partial: message });
     stream.push({ type: "done", reason: toolCalls !== undefined ? "toolUse" : "stop", message });
     return stream;

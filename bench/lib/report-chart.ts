@@ -39,9 +39,14 @@ const isOurs = (name: string): boolean => name.startsWith("toolpool") || name.in
 
 /** The Vega-Lite spec of the whole chart. */
 export function createChartSpec(report: BenchReport): Spec {
-  const panels = [speedupPanel(report), scalingPanel(report), dispatchPanel(report), loopDelayPanel(report), largeResultsPanel(report), harnessPanel(report)].filter(
-    (panel): panel is Spec => panel !== undefined,
-  );
+  const panels = [
+    speedupPanel(report),
+    scalingPanel(report),
+    dispatchPanel(report),
+    loopDelayPanel(report),
+    largeResultsPanel(report),
+    harnessPanel(report),
+  ].filter((panel): panel is Spec => panel !== undefined);
   const rows: Spec[] = [];
   // Every panel has its own colours and legend: concatenated views would share them otherwise.
   const resolve = { scale: { color: "independent", strokeDash: "independent", yOffset: "independent" }, legend: { color: "independent" } };
@@ -55,7 +60,12 @@ export function createChartSpec(report: BenchReport): Spec {
       subtitle: [
         `${m.cpuModel} · piscina ${m.piscinaVersion} · pi-agent-core ${m.piAgentCoreVersion} · medians of interleaved reps, whiskers = p25–p75 of the reps`,
         `Targets met: ${met} of ${report.targets.length}` +
-          (met < report.targets.length ? ` (missed: ${report.targets.filter((t) => !t.isMet).map((t) => t.target).join("; ")})` : ""),
+          (met < report.targets.length
+            ? ` (missed: ${report.targets
+                .filter((t) => !t.isMet)
+                .map((t) => t.target)
+                .join("; ")})`
+            : ""),
       ],
       anchor: "start",
       fontSize: 16,
@@ -116,12 +126,14 @@ interface BarPanel {
 function barPanel(panel: BarPanel): Spec {
   const groups = [...new Set(panel.rows.map((r) => r.group))];
   const labels = [...new Set(panel.rows.map((r) => r.label))];
-  const maxValue = Math.max(...panel.rows.map((r) => Math.max(r.high, r.value)), panel.target?.value ?? 0, ...(panel.extraTicks ?? []).map((t) => t.value));
+  const maxValue = Math.max(
+    ...panel.rows.map((r) => Math.max(r.high, r.value)),
+    panel.target?.value ?? 0,
+    ...(panel.extraTicks ?? []).map((t) => t.value),
+  );
   const minValue = Math.min(...panel.rows.map((r) => Math.min(r.low, r.value)), panel.target?.value ?? Infinity);
   // Room on the right for the labels after the bars.
-  const scale = panel.isLog
-    ? { type: "log", domain: [Math.max(0.1, minValue / 1.5), maxValue * 8] }
-    : { domain: [0, maxValue * 1.45], nice: false };
+  const scale = panel.isLog ? { type: "log", domain: [Math.max(0.1, minValue / 1.5), maxValue * 8] } : { domain: [0, maxValue * 1.45], nice: false };
   const y = { field: "label", type: "nominal", title: null, sort: labels, scale: { type: "band", paddingInner: 0.25 }, axis: { labelLimit: 300 } };
   const yOffset = groups.length > 1 && panel.isOffsetByGroup !== false ? { field: "group", sort: groups, scale: { type: "band" } } : undefined;
   const color = {
@@ -129,7 +141,10 @@ function barPanel(panel: BarPanel): Spec {
     type: "nominal",
     sort: groups,
     scale: { domain: groups, range: panel.colors },
-    legend: groups.length > 1 && panel.groupTitle !== undefined ? { title: panel.groupTitle, orient: "bottom", direction: "horizontal", labelLimit: 250 } : null,
+    legend:
+      groups.length > 1 && panel.groupTitle !== undefined
+        ? { title: panel.groupTitle, orient: "bottom", direction: "horizontal", labelLimit: 250 }
+        : null,
   };
   const rowEncoding = { y, color, ...(yOffset === undefined ? {} : { yOffset }) };
   const x = (field: string, withAxis = false) => ({
@@ -232,7 +247,12 @@ function scalingPanel(report: BenchReport): Spec | undefined {
       {
         mark: { type: "line", point: { filled: true, size: 50 }, strokeWidth: 2 },
         encoding: {
-          x: { field: "threads", type: "quantitative", title: "threads in the pool", axis: { values: scaling.points.map((p) => p.threads), format: "d" } },
+          x: {
+            field: "threads",
+            type: "quantitative",
+            title: "threads in the pool",
+            axis: { values: scaling.points.map((p) => p.threads), format: "d" },
+          },
           y: { field: "speedup", type: "quantitative", title: "× pi's batch time", scale: { domain: [0, maxSpeedup * 1.15], nice: false } },
           color: {
             field: "series",
@@ -241,7 +261,20 @@ function scalingPanel(report: BenchReport): Spec | undefined {
             scale: { domain: series, range: [ourColor, peerColor, targetColor] },
             legend: { title: null, orient: "bottom", direction: "horizontal", labelLimit: 250 },
           },
-          strokeDash: { field: "series", type: "nominal", sort: series, scale: { domain: series, range: [[1, 0], [1, 0], [5, 3]] }, legend: null },
+          strokeDash: {
+            field: "series",
+            type: "nominal",
+            sort: series,
+            scale: {
+              domain: series,
+              range: [
+                [1, 0],
+                [1, 0],
+                [5, 3],
+              ],
+            },
+            legend: null,
+          },
         },
       },
       {
@@ -317,7 +350,9 @@ function loopDelayPanel(report: BenchReport): Spec | undefined {
         text: `${c.loopDelayP99.median.toFixed(1)} ms`,
       })),
     ),
-    extraTicks: cpu.batches.flatMap((batch) => batch.contenders.map((c) => ({ label: short(c.name), group: `${batch.calls} calls`, value: floor(c.loopDelayMax.max) }))),
+    extraTicks: cpu.batches.flatMap((batch) =>
+      batch.contenders.map((c) => ({ label: short(c.name), group: `${batch.calls} calls`, value: floor(c.loopDelayMax.max) })),
+    ),
     axisTitle: "ms (log scale)",
     groupTitle: "batch",
     colors: batchColors,

@@ -73,7 +73,9 @@ function renderCpuBatch(cpu: CpuBatchResult): string[] {
         speedup === undefined
           ? ["1.00× (baseline)", "–", `${((1 / batch.ideal) * 100).toFixed(0)}%`]
           : [`**${speedup.ratioOfMedians.toFixed(2)}×**`, formatSummary(speedup.paired, 2), `${(speedup.efficiency * 100).toFixed(0)}%`];
-      lines.push(`| ${c.name} | ${formatSummary(c.wall, 0)} | ${cells.join(" | ")} | ${formatSummary(c.cpuPerWall, 2)} | ${formatSummary(c.callConcurrency, 2)} |`);
+      lines.push(
+        `| ${c.name} | ${formatSummary(c.wall, 0)} | ${cells.join(" | ")} | ${formatSummary(c.cpuPerWall, 2)} | ${formatSummary(c.callConcurrency, 2)} |`,
+      );
     }
     lines.push("");
   }
@@ -145,7 +147,9 @@ function renderDispatch(dispatch: DispatchOverheadResult): string[] {
     const pinnedCell = pinnedRatio === undefined ? "–" : `${pinnedRatio.ratioOfMedians.toFixed(2)}× (paired ${formatSummary(pinnedRatio.paired, 2)})`;
     const isOurs = name === dispatchContenders.batch || name === dispatchContenders.agentTool;
     const label = isOurs ? `**${name}**` : name;
-    lines.push(`| ${label} | ${cell("serial")} | ${(p10(name) / p10(dispatchContenders.piscina)).toFixed(2)}× | ${pinnedCell} | ${cell("inFlight")} |`);
+    lines.push(
+      `| ${label} | ${cell("serial")} | ${(p10(name) / p10(dispatchContenders.piscina)).toFixed(2)}× | ${pinnedCell} | ${cell("inFlight")} |`,
+    );
   }
   lines.push("");
   return lines;
@@ -258,7 +262,8 @@ function renderFaults(faults: FaultRecoveryResult): string[] {
     "| fault | code | recovery p50, ms | recovery p99, ms | min–max, ms |",
     "|---|---|---:|---:|---:|",
     ...faults.figures.map(
-      (figure) => `| ${figure.fault} | ${figure.code} | ${f(figure.summary.median)} | ${f(figure.summary.p99)} | ${f(figure.summary.min)}–${f(figure.summary.max)} |`,
+      (figure) =>
+        `| ${figure.fault} | ${figure.code} | ${f(figure.summary.median)} | ${f(figure.summary.p99)} | ${f(figure.summary.min)}–${f(figure.summary.max)} |`,
     ),
     "",
     `A runaway call (timeoutMs ${faults.options.timeoutMs}) ended ${f(faults.timeoutOvershoot.median)} ms past its limit at p50, ` +
@@ -305,17 +310,26 @@ function renderFleet(result: FleetResult): string[] {
   );
   const local = result.roundTrip.find((row) => row.where === "local")!;
   const remote = result.roundTrip.find((row) => row.where === "remote")!;
-  lines.push(`| no-op round trip, one at a time: p50 / p90 / p99 (ms) | ${local.p50.toFixed(3)} / ${local.p90.toFixed(3)} / ${local.p99.toFixed(3)} | ${remote.p50.toFixed(2)} / ${remote.p90.toFixed(2)} / ${remote.p99.toFixed(2)} | ${(remote.p50 / local.p50).toFixed(1)}× |`);
+  lines.push(
+    `| no-op round trip, one at a time: p50 / p90 / p99 (ms) | ${local.p50.toFixed(3)} / ${local.p90.toFixed(3)} / ${local.p99.toFixed(3)} | ${remote.p50.toFixed(2)} / ${remote.p90.toFixed(2)} / ${remote.p99.toFixed(2)} | ${(remote.p50 / local.p50).toFixed(1)}× |`,
+  );
   const rate = (where: string) => result.throughput.find((row) => row.where === where)!.callsPerSecond;
-  lines.push(`| no-op calls/s, ${o.concurrency} in flight | ${formatSummary(rate("local"), 0)} | ${formatSummary(rate("remote"), 0)} | ${(rate("remote").median / rate("local").median).toFixed(3)}× |`);
-  lines.push(`| 8 × ${o.spinMs} ms CPU batch (ms) | ${formatSummary(result.cpuBatch.localMs, 0)} | ${formatSummary(result.cpuBatch.remoteMs, 0)} | ${result.cpuBatch.ratio.toFixed(3)}× |`);
+  lines.push(
+    `| no-op calls/s, ${o.concurrency} in flight | ${formatSummary(rate("local"), 0)} | ${formatSummary(rate("remote"), 0)} | ${(rate("remote").median / rate("local").median).toFixed(3)}× |`,
+  );
+  lines.push(
+    `| 8 × ${o.spinMs} ms CPU batch (ms) | ${formatSummary(result.cpuBatch.localMs, 0)} | ${formatSummary(result.cpuBatch.remoteMs, 0)} | ${result.cpuBatch.ratio.toFixed(3)}× |`,
+  );
   lines.push(
     "",
     `Node loss (SIGKILL of the node running a call → \`TP_ERR_NODE_LOST\`), lock ${o.lockMs} ms / stall ${o.stalledMs} ms: ${result.nodeLoss.detectionMs.map((ms) => ms.toFixed(0)).join(", ")} ms (bound ${result.nodeLoss.boundMs} ms).`,
     "",
     "| Redis work per remote call | commands | Redis CPU (µs) |",
     "|---|---|---|",
-    ...result.redisPerCall.map((row) => `| ${row.mode === "inFlight" ? `${o.concurrency} in flight` : "one at a time"} | ${row.commands.toFixed(1)} | ${row.redisCpuUs.toFixed(0)} |`),
+    ...result.redisPerCall.map(
+      (row) =>
+        `| ${row.mode === "inFlight" ? `${o.concurrency} in flight` : "one at a time"} | ${row.commands.toFixed(1)} | ${row.redisCpuUs.toFixed(0)} |`,
+    ),
     "",
   );
   return lines;
@@ -335,7 +349,9 @@ function renderBuiltins(result: BuiltinsResult): string[] {
   if (rows.length === 0) return lines;
   lines.push("| measure | threads | toolpool, ms | native, ms | toolpool / native |", "|---|---:|---:|---:|---:|");
   for (const row of rows) {
-    lines.push(`| ${row.name} | ${row.threads} | ${formatSummary(row.toolpoolMs, 0)} | ${formatSummary(row.nativeMs, 0)} | ${row.ratio.toFixed(2)}× |`);
+    lines.push(
+      `| ${row.name} | ${row.threads} | ${formatSummary(row.toolpoolMs, 0)} | ${formatSummary(row.nativeMs, 0)} | ${row.ratio.toFixed(2)}× |`,
+    );
   }
   lines.push("");
   return lines;

@@ -49,7 +49,10 @@ function generateLines(random: () => number, bytes: number): string[] {
     const verb = pick(random, vocabulary);
     const noun = pick(random, vocabulary);
     const name = `${verb}${noun[0]!.toUpperCase()}${noun.slice(1)}${Math.floor(random() * 1000)}`;
-    const block = [`/** ${verb}s the ${noun} of a ${pick(random, vocabulary)}. */`, `export function ${name}(${noun}: number, ${verb}: string): number {`];
+    const block = [
+      `/** ${verb}s the ${noun} of a ${pick(random, vocabulary)}. */`,
+      `export function ${name}(${noun}: number, ${verb}: string): number {`,
+    ];
     const body = 2 + Math.floor(random() * 6);
     for (let i = 0; i < body; i++) {
       block.push(`  const ${pick(random, vocabulary)}${i} = ${noun} * ${Math.floor(random() * 97)} + ${verb}.length; // ${pick(random, vocabulary)}`);

@@ -83,7 +83,8 @@ function timeCommand(command: string, args: string[], okStatus: number[]): { ms:
   const child = spawnSync(command, args, { encoding: "utf8", maxBuffer: 256 << 20 });
   const ms = performance.now() - start;
   if (child.error !== undefined) throw child.error;
-  if (!okStatus.includes(child.status ?? -1)) throw new Error(`${command} ${args.join(" ")} exited with ${child.status}: ${child.stderr.slice(0, 300)}`);
+  if (!okStatus.includes(child.status ?? -1))
+    throw new Error(`${command} ${args.join(" ")} exited with ${child.status}: ${child.stderr.slice(0, 300)}`);
   return { ms, stdout: child.stdout };
 }
 
@@ -94,7 +95,10 @@ function batchOf(calls: { name: string; arguments: Record<string, unknown> }[]):
   };
 }
 
-async function timeCalls(runtime: Runtime, calls: { name: string; arguments: Record<string, unknown> }[]): Promise<{ ms: number; details: unknown[] }> {
+async function timeCalls(
+  runtime: Runtime,
+  calls: { name: string; arguments: Record<string, unknown> }[],
+): Promise<{ ms: number; details: unknown[] }> {
   const start = performance.now();
   const { messages } = await runtime.executeToolCalls(batchOf(calls));
   const ms = performance.now() - start;
@@ -131,7 +135,10 @@ export async function runBuiltinsSuite(options: BuiltinsOptions): Promise<Builti
     for (const threads of new Set([...options.threadCounts, Math.max(...options.threadCounts)])) {
       runtimes.set(
         threads,
-        createRuntime({ tools: builtinTools(["grep", "hash"], { root: tree.root, timeoutMs: 120_000 }), pool: { minThreads: threads, maxThreads: threads } }),
+        createRuntime({
+          tools: builtinTools(["grep", "hash"], { root: tree.root, timeoutMs: 120_000 }),
+          pool: { minThreads: threads, maxThreads: threads },
+        }),
       );
     }
     const contenders: PairedContender[] = [];
@@ -152,7 +159,11 @@ export async function runBuiltinsSuite(options: BuiltinsOptions): Promise<Builti
               return ms;
             },
             native: () => {
-              const { ms, stdout } = timeCommand("rg", ["-j", String(threads), "--hidden", "--no-require-git", "--no-heading", "-n", "-e", pattern, tree.root], [0, 1]);
+              const { ms, stdout } = timeCommand(
+                "rg",
+                ["-j", String(threads), "--hidden", "--no-require-git", "--no-heading", "-n", "-e", pattern, tree.root],
+                [0, 1],
+              );
               const lines = stdout === "" ? 0 : stdout.split("\n").length - 1;
               if (expected !== undefined && lines !== expected) throw new Error(`rg /${pattern}/ found ${lines} matches, grep ${expected}`);
               expected = lines;
@@ -175,7 +186,13 @@ export async function runBuiltinsSuite(options: BuiltinsOptions): Promise<Builti
         // For information: a batch of calls against one process; no fan-out within a call applies.
         name: `hash ${tree.sample.length} files, one call each (pool of ${threads}) vs one sha256sum`,
         threads,
-        toolpool: async () => (await timeCalls(runtimes.get(threads)!, tree.sample.map((path) => ({ name: "hash", arguments: { path } })))).ms,
+        toolpool: async () =>
+          (
+            await timeCalls(
+              runtimes.get(threads)!,
+              tree.sample.map((path) => ({ name: "hash", arguments: { path } })),
+            )
+          ).ms,
         native: () => timeCommand("sha256sum", tree.sample, [0]).ms,
       });
     }

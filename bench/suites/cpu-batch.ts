@@ -160,12 +160,18 @@ export function createSpinRuntime(threads: number): Runtime {
 export function createToolpoolContender(runtime: Runtime, iterations: number, name: string = cpuContenders.toolpool): CpuContender {
   return {
     name,
-    runBatch: async (calls) => (await runtime.executeToolCalls({ role: "assistant", content: createSpinCalls(calls, iterations) } as AssistantMessage)).messages,
+    runBatch: async (calls) =>
+      (await runtime.executeToolCalls({ role: "assistant", content: createSpinCalls(calls, iterations) } as AssistantMessage)).messages,
   };
 }
 
 /** Bare Piscina sized like toolpool's pool; `close` it when done. */
-export function createPiscinaContender(threads: number, idleTimeout: number, iterations: number, name: string = cpuContenders.piscina): CpuContender & { close: () => Promise<void> } {
+export function createPiscinaContender(
+  threads: number,
+  idleTimeout: number,
+  iterations: number,
+  name: string = cpuContenders.piscina,
+): CpuContender & { close: () => Promise<void> } {
   const piscina = new Piscina({ filename: spinModule.href, minThreads: threads, maxThreads: threads, idleTimeout, concurrentTasksPerWorker: 1 });
   piscina.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
   return { ...createPoolContender(name, (task) => piscina.run(task), iterations), close: () => piscina.close() };

@@ -243,7 +243,10 @@ function estimatePinnedMs(options: DispatchOverheadOptions, contenders: number):
 
 /** Expected duration, for the progress bar: ~100 µs per call one at a time, ~40 µs in flight, ~0.3 s to start the pools. */
 export function estimateDispatchMs(options: DispatchOverheadOptions, contenders: number): number {
-  return estimatePinnedMs(options, contenders) + (options.warmups + options.reps) * (300 + contenders * (options.serialCalls * 0.1 + (options.inFlightCalls + 500) * 0.04));
+  return (
+    estimatePinnedMs(options, contenders) +
+    (options.warmups + options.reps) * (300 + contenders * (options.serialCalls * 0.1 + (options.inFlightCalls + 500) * 0.04))
+  );
 }
 
 export async function runDispatchOverheadSuite(options: DispatchOverheadOptions, peers: Peers): Promise<DispatchOverheadResult> {

@@ -97,7 +97,8 @@ export async function runFairnessSuite(options: FairnessOptions): Promise<Fairne
     }
     for (const policy of policies) await measureDispatch(runtimes.get(policy)!, Math.min(1_000, options.dispatchCalls), options.concurrency);
     for (let rep = 0; rep < options.dispatchReps; rep++) {
-      for (const policy of rotate(policies, rep)) dispatch.get(policy)!.push(await measureDispatch(runtimes.get(policy)!, options.dispatchCalls, options.concurrency));
+      for (const policy of rotate(policies, rep))
+        dispatch.get(policy)!.push(await measureDispatch(runtimes.get(policy)!, options.dispatchCalls, options.concurrency));
       advanceProgress(2 * options.dispatchCalls * 0.1, `fairness: dispatch rep ${rep + 1}/${options.dispatchReps} done`);
     }
   } finally {

@@ -70,7 +70,13 @@ const callOf = (id: string, name: string, args: Record<string, unknown> = {}): A
 
 /** Expected duration, for the progress bar. */
 export function estimateFleetMs(options: Omit<FleetOptions, "spin">): number {
-  return 5_000 + options.serialCalls * 4 + options.inFlightCalls * 1.5 + options.cpuReps * 2 * 450 + options.lossReps * (options.lockMs + 2 * options.stalledMs + 1_500);
+  return (
+    5_000 +
+    options.serialCalls * 4 +
+    options.inFlightCalls * 1.5 +
+    options.cpuReps * 2 * 450 +
+    options.lossReps * (options.lockMs + 2 * options.stalledMs + 1_500)
+  );
 }
 
 export async function runFleetSuite(options: FleetOptions): Promise<FleetResult> {
@@ -112,7 +118,10 @@ export async function runFleetSuite(options: FleetOptions): Promise<FleetResult>
     await startNode("bench-1", ["--threads", "2", "--concurrency", String(options.concurrency)]);
     const remote = fleet();
     const admin = redis.client;
-    for (const [where, runtime] of [["local", local], ["remote", remote]] as const) {
+    for (const [where, runtime] of [
+      ["local", local],
+      ["remote", remote],
+    ] as const) {
       await serial(runtime, 50);
       if (where === "remote") await resetStats(admin);
       const times = await serial(runtime, options.serialCalls);
@@ -122,7 +131,10 @@ export async function runFleetSuite(options: FleetOptions): Promise<FleetResult>
     advanceProgress(options.serialCalls * 4, "fleet: round trips done");
     const rates: Record<"local" | "remote", number[]> = { local: [], remote: [] };
     for (let rep = 0; rep < 3; rep++) {
-      for (const [where, runtime] of [["local", local], ["remote", remote]] as const) {
+      for (const [where, runtime] of [
+        ["local", local],
+        ["remote", remote],
+      ] as const) {
         if (where === "remote" && rep === 0) await resetStats(admin);
         rates[where].push(await inFlight(runtime, options.inFlightCalls, options.concurrency));
         if (where === "remote" && rep === 0) result.redisPerCall.unshift({ mode: "inFlight", ...(await perCall(admin, options.inFlightCalls)) });
@@ -138,13 +150,21 @@ export async function runFleetSuite(options: FleetOptions): Promise<FleetResult>
     const cpuRemote = fleet();
     const batch: AssistantMessage = {
       role: "assistant",
-      content: Array.from({ length: 8 }, (_, index) => ({ type: "toolCall" as const, id: `s${index}`, name: "spin", arguments: { iterations: spin.iterations } })),
+      content: Array.from({ length: 8 }, (_, index) => ({
+        type: "toolCall" as const,
+        id: `s${index}`,
+        name: "spin",
+        arguments: { iterations: spin.iterations },
+      })),
     };
     const localMs: number[] = [];
     const remoteMs: number[] = [];
     await Promise.all([local.executeToolCalls(batch), cpuRemote.executeToolCalls(batch)]);
     for (let rep = 0; rep < options.cpuReps; rep++) {
-      for (const [runtime, times] of [[local, localMs], [cpuRemote, remoteMs]] as const) {
+      for (const [runtime, times] of [
+        [local, localMs],
+        [cpuRemote, remoteMs],
+      ] as const) {
         const started = performance.now();
         const { messages } = await runtime.executeToolCalls(batch);
         if (messages.some((message) => message.isError)) throw new Error("a CPU call failed");
@@ -159,7 +179,14 @@ export async function runFleetSuite(options: FleetOptions): Promise<FleetResult>
     logStep(`fleet: node-loss detection, lock ${options.lockMs} ms / stall ${options.stalledMs} ms`);
     const lossRuntime = fleet(options.lockMs, options.stalledMs);
     for (let rep = 0; rep < options.lossReps; rep++) {
-      const node = await startNode(`loss-${rep}`, ["--threads", "1", "--lock-duration", String(options.lockMs), "--stalled-interval", String(options.stalledMs)]);
+      const node = await startNode(`loss-${rep}`, [
+        "--threads",
+        "1",
+        "--lock-duration",
+        String(options.lockMs),
+        "--stalled-interval",
+        String(options.stalledMs),
+      ]);
       const pending = lossRuntime.executeToolCalls(callOf(`l${rep}`, "wait", { ms: 600_000 }));
       // Wait until the node holds the call (its job is active), then kill it.
       await waitForActive(admin);
@@ -267,9 +294,13 @@ async function startRedis(): Promise<{ url: string; client: Redis; stop: () => P
       server.close(() => resolve(port));
     });
   });
-  const child = spawn("redis-server", ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--dir", dir], {
-    stdio: "ignore",
-  });
+  const child = spawn(
+    "redis-server",
+    ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction", "--dir", dir],
+    {
+      stdio: "ignore",
+    },
+  );
   const client = new Redis({ port, host: "127.0.0.1", maxRetriesPerRequest: null, retryStrategy: (attempt) => Math.min(attempt * 50, 500) });
   client.on("error", () => {});
   await client.ping();

@@ -129,18 +129,20 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
     const moduleUrls = new Map(tools.map((tool) => [tool.name, tool.moduleUrl]));
     const modules = new Map<string, ToolModule>();
     for (const tool of tools) modules.set(tool.name, (await import(tool.moduleUrl)) as ToolModule);
-    const inlineTools = tools.map((tool): PiAgentTool => ({
-      name: tool.name,
-      label: tool.label,
-      description: tool.description,
-      parameters: tool.parameters as PiAgentTool["parameters"],
-      execute: (toolCallId, args, signal, onUpdate) =>
-        modules.get(tool.name)!.execute(args, {
-          toolCallId,
-          signal: signal ?? neverAborted,
-          onUpdate: (onUpdate ?? ignoreUpdate) as WorkerToolContext<unknown>["onUpdate"],
-        }) as ReturnType<PiAgentTool["execute"]>,
-    }));
+    const inlineTools = tools.map(
+      (tool): PiAgentTool => ({
+        name: tool.name,
+        label: tool.label,
+        description: tool.description,
+        parameters: tool.parameters as PiAgentTool["parameters"],
+        execute: (toolCallId, args, signal, onUpdate) =>
+          modules.get(tool.name)!.execute(args, {
+            toolCallId,
+            signal: signal ?? neverAborted,
+            onUpdate: (onUpdate ?? ignoreUpdate) as WorkerToolContext<unknown>["onUpdate"],
+          }) as ReturnType<PiAgentTool["execute"]>,
+      }),
+    );
     const pooledTools = runtime.agentTools() as unknown as PiAgentTool[];
     const contenders: Contender[] = [
       { name: harnessContenders.toolpool, runSession: (turns, onBatch, session) => runToolpoolSession(runtime, turns, onBatch, session) },
@@ -184,7 +186,12 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
 const neverAborted = new AbortController().signal;
 const ignoreUpdate = (): void => {};
 
-async function runToolpoolSession(runtime: Runtime, turns: readonly CorpusToolCall[][], onBatch: (ms: number) => void, session: number): Promise<void> {
+async function runToolpoolSession(
+  runtime: Runtime,
+  turns: readonly CorpusToolCall[][],
+  onBatch: (ms: number) => void,
+  session: number,
+): Promise<void> {
   const sessionKey = `session-${session}`;
   for (const calls of turns) {
     const start = performance.now();

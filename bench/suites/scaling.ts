@@ -15,7 +15,6 @@ import {
   createPiscinaContender,
   createSpinRuntime,
   createToolpoolContender,
-
   measureBatch,
   summarizeContender,
   type BatchSample,
@@ -94,7 +93,8 @@ export async function runScalingSuite(options: ScalingOptions): Promise<ScalingR
       for (const contender of contenders.slice(1)) await measureBatch(contender, threads, expectedText);
       advanceProgress(2 * options.spin.targetMs, `scaling: ${threads} thread(s), warm-up done`);
       for (let rep = 0; rep < options.reps; rep++) {
-        for (const contender of rotate(contenders, rep)) samples.get(contender.name)!.push(await measureBatch(contender, options.calls, expectedText));
+        for (const contender of rotate(contenders, rep))
+          samples.get(contender.name)!.push(await measureBatch(contender, options.calls, expectedText));
         advanceProgress(blockRepetitionMs(threads, options), `scaling: ${threads} thread(s), rep ${rep + 1}/${options.reps} done`);
       }
     } finally {
@@ -113,9 +113,9 @@ export async function runScalingSuite(options: ScalingOptions): Promise<ScalingR
       efficiency: speedup / ideal,
       controlSpeedup: piFigures.wall.median / control.wall.median,
     });
-    logStep(`scaling: ${threads} thread(s): ${speedup.toFixed(2)}× over pi (ideal ${ideal}), bare Piscina ${points.at(-1)!.controlSpeedup.toFixed(2)}×`);
+    logStep(
+      `scaling: ${threads} thread(s): ${speedup.toFixed(2)}× over pi (ideal ${ideal}), bare Piscina ${points.at(-1)!.controlSpeedup.toFixed(2)}×`,
+    );
   }
   return { options, points };
 }
-
-

@@ -73,7 +73,8 @@ export async function runStartupSuite(options: StartupOptions): Promise<StartupR
     { mode: "import-peers", args: ["import-peers"], ms: [] },
   ];
   for (const threads of options.threadCounts) {
-    for (const mode of ["batch-toolpool", "batch-piscina"]) runs.push({ mode, threads, args: [mode, String(threads), String(options.calls)], ms: [] });
+    for (const mode of ["batch-toolpool", "batch-piscina"])
+      runs.push({ mode, threads, args: [mode, String(threads), String(options.calls)], ms: [] });
   }
   logStep(`startup: ${runs.length} measurements × ${options.reps}, each in a fresh process`);
   // One untimed round first: the file system cache then holds every module.
@@ -86,7 +87,12 @@ export async function runStartupSuite(options: StartupOptions): Promise<StartupR
     }
     advanceProgress(runs.length * probeMs, `startup: rep ${rep + 1} of ${options.reps}`);
   }
-  const figures: StartupFigure[] = runs.map(({ mode, threads, ms }) => ({ mode, ...(threads === undefined ? {} : { threads }), ms, summary: summarize(ms) }));
+  const figures: StartupFigure[] = runs.map(({ mode, threads, ms }) => ({
+    mode,
+    ...(threads === undefined ? {} : { threads }),
+    ms,
+    summary: summarize(ms),
+  }));
   const msOf = (mode: string, threads?: number) => runs.find((run) => run.mode === mode && run.threads === threads)!.ms;
   const ratio = (what: StartupRatio["what"], toolpool: number[], baseline: number[], threads?: number): StartupRatio => ({
     what,

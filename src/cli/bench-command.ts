@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-import { Command } from "commander";
+import type { Command } from "commander";
 
 import { UsageError } from "./usage-error.js";
 

@@ -50,9 +50,7 @@ export function ndjsonOption(): Option {
 
 /** `--mode parallel|sequential`: pi's `toolExecution`. */
 export function modeOption(): Option {
-  return new Option("--mode <mode>", "how the batch runs, as pi's toolExecution (default: parallel)").choices(
-    toolExecutionModes,
-  );
+  return new Option("--mode <mode>", "how the batch runs, as pi's toolExecution (default: parallel)").choices(toolExecutionModes);
 }
 
 const piVersions: readonly PiVersion[] = ["0.73", "1.6"];
@@ -95,7 +93,13 @@ export function fleetOption(): Option {
 /** `--remote all|NAME,...`: which worker tools go to the fleet. */
 export function remoteOption(): Option {
   return new Option("--remote <tools>", "with --fleet: all, or a comma-separated list of worker tool names (default: all)").argParser(
-    (value: string) => (value === "all" ? "all" : value.split(",").map((name) => name.trim()).filter((name) => name.length > 0)),
+    (value: string) =>
+      value === "all"
+        ? "all"
+        : value
+            .split(",")
+            .map((name) => name.trim())
+            .filter((name) => name.length > 0),
   );
 }
 
@@ -125,9 +129,10 @@ export interface ConnectionCliOptions {
 /** `--max-connections N`, `--max-connections-per-address N`, `--headers-timeout MS`: the connection guard's limits. */
 export function connectionOptions(): Option[] {
   return [
-    new Option("--max-connections <n>", "most connections open at once; past it a new one replaces the oldest that sent no complete request (default: 1024)").argParser(
-      parseCount,
-    ),
+    new Option(
+      "--max-connections <n>",
+      "most connections open at once; past it a new one replaces the oldest that sent no complete request (default: 1024)",
+    ).argParser(parseCount),
     new Option(
       "--max-connections-per-address <n>",
       "most connections from one IPv4 address or IPv6 /64, the same way; behind a proxy raise it to --max-connections (default: 256)",

@@ -14,16 +14,7 @@ export const DEMO_MISSING_TOOL = "summon_dragon";
 
 /** The text the demo's patch is applied to, and the patch (made here, applied as a dry run). */
 const GREETING = "Hello,\nworld\n!\n";
-const GREETING_PATCH = [
-  "--- greeting.txt",
-  "+++ greeting.txt",
-  "@@ -1,3 +1,3 @@",
-  " Hello,",
-  "-world",
-  "+toolpool",
-  " !",
-  "",
-].join("\n");
+const GREETING_PATCH = ["--- greeting.txt", "+++ greeting.txt", "@@ -1,3 +1,3 @@", " Hello,", "-world", "+toolpool", " !", ""].join("\n");
 
 /**
  * Builds the demo's assistant message. Paths are relative to `cwd` (the worker
@@ -36,9 +27,10 @@ export function createDemoBatch(root: string, cwd: string = process.cwd()): Assi
   const has = (...segments: string[]): boolean => existsSync(join(root, ...segments));
   const sourceDir = has("src") ? "src" : "dist";
   const secondHashed = has("README.md") ? "README.md" : has("package-lock.json") ? "package-lock.json" : "package.json";
-  const diffFiles = has("tsconfig.json") && has("tsconfig.build.json")
-    ? ["tsconfig.json", "tsconfig.build.json"]
-    : [join("dist", "index.d.ts"), join("dist", "runtime.d.ts")];
+  const diffFiles =
+    has("tsconfig.json") && has("tsconfig.build.json")
+      ? ["tsconfig.json", "tsconfig.build.json"]
+      : [join("dist", "index.d.ts"), join("dist", "runtime.d.ts")];
 
   const calls: Omit<ToolCall, "type" | "id">[] = [
     { name: "grep", arguments: { pattern: "executeToolCalls", path: at(sourceDir), maxResults: 20 } },

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { Command } from "commander";
+import type { Command } from "commander";
 
 import { builtinTools } from "../index.js";
 import { ndjsonOption, threadsOption, type BatchCliOptions } from "./cli-options.js";

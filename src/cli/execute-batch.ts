@@ -49,9 +49,7 @@ export async function executeBatch(request: BatchRequest): Promise<void> {
   const runtime = createBatchRuntime(request);
   const { assistantMessage, context } = request.batch;
   const total = assistantMessage.content.filter((block) => block.type === "toolCall").length;
-  const view: BatchView = request.isNdjson
-    ? new NdjsonView(request.streams.stdout)
-    : new HumanView(request.streams, total);
+  const view: BatchView = request.isNdjson ? new NdjsonView(request.streams.stdout) : new HumanView(request.streams, total);
   const controller = new AbortController();
   const abortBatch = (): void => controller.abort();
   process.once("SIGINT", abortBatch);
@@ -94,7 +92,6 @@ function createBatchRuntime(request: BatchRequest): Runtime {
 /** The runtime's misuse errors are, seen from the command line, invalid input. */
 function toUsageError(error: unknown): UsageError | undefined {
   if (!(error instanceof ToolpoolError)) return undefined;
-  const isInputError =
-    error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL" || error.code === "TP_ERR_INVALID_BATCH";
+  const isInputError = error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL" || error.code === "TP_ERR_INVALID_BATCH";
   return isInputError ? new UsageError(error.message, { cause: error }) : undefined;
 }

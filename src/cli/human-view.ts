@@ -48,8 +48,7 @@ export class HumanView implements BatchView {
     const errors = messages.filter((message) => message.isError).length;
     const blocks = messages.map(formatResult);
     const summary =
-      `${plural(messages.length, "call")}, ${plural(errors, "error")}, ` +
-      `terminate: ${String(terminate)}, wall time ${formatMs(wallMs)}`;
+      `${plural(messages.length, "call")}, ${plural(errors, "error")}, ` + `terminate: ${String(terminate)}, wall time ${formatMs(wallMs)}`;
     const text = messages.length === 0 ? `${summary}\n` : `\nResults (call order):\n${blocks.join("")}\n${summary}\n`;
     await writeText(this.#streams.stdout, text);
   }
@@ -67,9 +66,7 @@ function formatResult(message: ToolResultMessage, index: number): string {
 }
 
 function previewLines(message: ToolResultMessage): string[] {
-  const text = message.content
-    .map((block) => (block.type === "text" ? block.text : `[image ${block.mimeType}]`))
-    .join("\n");
+  const text = message.content.map((block) => (block.type === "text" ? block.text : `[image ${block.mimeType}]`)).join("\n");
   const lines = text.split(/\r?\n/).map((line) => line.trimEnd());
   while (lines.length > 0 && lines[0] === "") lines.shift();
   while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();

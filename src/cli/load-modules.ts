@@ -29,9 +29,7 @@ export async function loadToolModules(paths: readonly string[]): Promise<ToolDef
   for (const path of paths) {
     const module = await importUserModule(path, "--tools");
     if (!Array.isArray(module.default)) {
-      throw new UsageError(
-        `--tools module ${path}: expected its default export to be an array of tools, got ${kindOf(module.default)}`,
-      );
+      throw new UsageError(`--tools module ${path}: expected its default export to be an array of tools, got ${kindOf(module.default)}`);
     }
     tools.push(...(module.default as ToolDefinition[]));
   }

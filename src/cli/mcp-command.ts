@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { Command, InvalidArgumentError, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 
 import type { PiVersion, ToolExecutionMode } from "../index.js";
 import {
@@ -57,10 +57,18 @@ export function addMcpCommand(program: Command): Command {
         parseHttpAddress,
       ),
     )
-    .addOption(new Option("--token <token>", "with --http: bearer token clients must send (default: $TOOLPOOL_TOKEN); visible in ps, prefer --token-file"))
+    .addOption(
+      new Option("--token <token>", "with --http: bearer token clients must send (default: $TOOLPOOL_TOKEN); visible in ps, prefer --token-file"),
+    )
     .addOption(new Option("--token-file <path>", "with --http: file holding the bearer token (surrounding whitespace is trimmed)"))
-    .addOption(new Option("--allow-host <host>", "with --http and no token: a Host header to accept besides localhost (repeatable)").argParser(collect).default([]))
-    .addOption(new Option("--allow-origin <origin>", "with --http: an Origin header to accept (repeatable; default: none)").argParser(collect).default([]));
+    .addOption(
+      new Option("--allow-host <host>", "with --http and no token: a Host header to accept besides localhost (repeatable)")
+        .argParser(collect)
+        .default([]),
+    )
+    .addOption(
+      new Option("--allow-origin <origin>", "with --http: an Origin header to accept (repeatable; default: none)").argParser(collect).default([]),
+    );
   for (const option of connectionOptions()) command.addOption(option);
   command
     .addOption(toolsOption())

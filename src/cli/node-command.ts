@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { Command, InvalidArgumentError, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 
 import { builtinTools, FleetNode, type PiVersion } from "../index.js";
 import { pi16MinimumNode } from "../options.js";
@@ -85,7 +85,9 @@ export function addNodeCommand(program: Command): Command {
     .addOption(new Option("--threads <n>", "worker threads of the node's pool (default: the number of CPUs)").argParser(parseThreads))
     .addOption(new Option("--concurrency <n>", "calls taken from the queue at once (default: --threads)").argParser(parseThreads))
     .addOption(new Option("--name <name>", "the node's name in the fleet (default: <hostname>-<pid>)"))
-    .addOption(new Option("--lock-duration <ms>", "BullMQ lockDuration; as the coordinators' fleet.lockDurationMs (default: 10000)").argParser(milliseconds))
+    .addOption(
+      new Option("--lock-duration <ms>", "BullMQ lockDuration; as the coordinators' fleet.lockDurationMs (default: 10000)").argParser(milliseconds),
+    )
     .addOption(new Option("--stalled-interval <ms>", "BullMQ stalledInterval; as the coordinators' (default: 5000)").argParser(milliseconds))
     .addOption(new Option("--prefix <prefix>", "key prefix in Redis; as the coordinators' (default: toolpool)"))
     .action((options: NodeCliOptions) => serveNode(options));

@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 
 import { Ajv, type ErrorObject } from "ajv";
-import { Command, InvalidArgumentError, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 
 import {
   builtinTools,
@@ -203,9 +203,7 @@ export async function serve(options: ServeCliOptions): Promise<void> {
     const url = await server.listen();
     process.stdout.write(`listening on ${url}\n`);
     const signal = await signals.first;
-    process.stderr.write(
-      `toolpool serve: ${signal}: answering new requests 503, in-flight batches have ${server.options.shutdownGraceMs} ms\n`,
-    );
+    process.stderr.write(`toolpool serve: ${signal}: answering new requests 503, in-flight batches have ${server.options.shutdownGraceMs} ms\n`);
   } finally {
     try {
       await server.close();
@@ -222,9 +220,7 @@ export function addServeCommand(program: Command): Command {
     .description("serve batches over HTTP (Server-Sent Events or JSON) until SIGTERM or SIGINT")
     .addOption(new Option("--host <host>", "address to listen on; beyond loopback a token is required (default: 127.0.0.1)"))
     .addOption(new Option("--port <port>", "TCP port; 0 picks a free one (default: 8080)").argParser(parsePort))
-    .addOption(
-      new Option("--token <token>", `bearer token clients must send; visible in ps, prefer --token-file or $${TOKEN_ENV}`),
-    )
+    .addOption(new Option("--token <token>", `bearer token clients must send; visible in ps, prefer --token-file or $${TOKEN_ENV}`))
     .addOption(new Option("--token-file <path>", "file holding the bearer token (surrounding whitespace is trimmed)"))
     .addOption(toolsOption())
     .addOption(hooksOption())
@@ -339,7 +335,6 @@ function watchSignals(server: ToolpoolServer): { first: Promise<NodeJS.Signals>;
     },
   };
 }
-
 
 function parsePort(value: string): number {
   const port = /^\d+$/.test(value) ? Number(value) : Number.NaN;

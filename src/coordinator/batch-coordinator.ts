@@ -9,16 +9,9 @@
  *
  * @module
  */
-import { describeThrown } from "../errors.js";
+import { describeThrown, outcomeTexts } from "../errors.js";
 import type { BatchEvent, EmitFunction, ToolExecutionEndEvent } from "../events.js";
-import type {
-  AfterToolCallHook,
-  AgentToolResult,
-  BatchOutcome,
-  ToolCall,
-  ToolExecutionMode,
-  ToolResultMessage,
-} from "../types.js";
+import type { AfterToolCallHook, AgentToolResult, BatchOutcome, ToolCall, ToolExecutionMode, ToolResultMessage } from "../types.js";
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
 import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
 import type { CallTiming, ToolCallPool, WorkerCallOutcome } from "../workers/pool-contract.js";
@@ -138,8 +131,7 @@ export class BatchCoordinator {
       if (toolCalls.length > 0 && this.#rules.unexecutedReason(assistantMessage, toolCalls[0]!) !== undefined) {
         return Promise.resolve(this.#runUnexecuted(toolCalls));
       }
-      const isSequential =
-        toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
+      const isSequential = toolExecution === "sequential" || toolCalls.some((call) => registry.get(call.name)?.tool.executionMode === "sequential");
       return Promise.resolve(isSequential ? this.#runSequential(toolCalls) : this.#runParallel(toolCalls));
     } catch (error) {
       return Promise.reject(error);
@@ -154,7 +146,9 @@ export class BatchCoordinator {
   async runToolCall(toolCall: ToolCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<FinalizedCall> {
     const preparation = await this.#inTurn(this.#prepare, toolCall);
     if (!isPrepared(preparation)) return preparation;
-    return this.#execute(preparation, new UpdateDeliveries(onUpdate), (executed) => this.#inTurn(this.#finalizeJob, { prepared: preparation, executed }));
+    return this.#execute(preparation, new UpdateDeliveries(onUpdate), (executed) =>
+      this.#inTurn(this.#finalizeJob, { prepared: preparation, executed }),
+    );
   }
 
   /** Each call through every stage before the next one starts. */
@@ -168,7 +162,9 @@ export class BatchCoordinator {
   #runInSequence(toolCall: ToolCall): MaybePromise<ConcludedCall> {
     return andThen(this.#inTurn(this.#startAndPrepare, toolCall), (preparation) => {
       if (!isPrepared(preparation)) return this.#inTurn(this.#conclude, preparation as FinalizedCall);
-      return this.#execute(preparation, this.#updatesOf(toolCall), (executed) => this.#inTurn(this.#finalizeAndConclude, { prepared: preparation, executed }));
+      return this.#execute(preparation, this.#updatesOf(toolCall), (executed) =>
+        this.#inTurn(this.#finalizeAndConclude, { prepared: preparation, executed }),
+      );
     });
   }
 
@@ -354,7 +350,10 @@ export class BatchCoordinator {
     const ran = (): { timing: CallTiming; durationMs: number | undefined } => {
       const endedAt = now();
       if (rules.dropsLatePartials) updates?.close();
-      return { timing: { submittedAt: startedAt, startedAt, endedAt }, durationMs: rules.reportsDuration ? Math.round(endedAt - startedAt) : undefined };
+      return {
+        timing: { submittedAt: startedAt, startedAt, endedAt },
+        durationMs: rules.reportsDuration ? Math.round(endedAt - startedAt) : undefined,
+      };
     };
     let executed: ExecutedCall;
     try {
@@ -363,7 +362,7 @@ export class BatchCoordinator {
       const result = await untilStopped(execution, this.#scope.services.stopSignal);
       if (result === stoppedByForce) {
         execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
-        const message = `Tool "${toolCall.name}" was stopped: the runtime was closed by force`;
+        const message = outcomeTexts.stoppedByForce(toolCall.name);
         return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true, ...ran() };
       }
       executed = { result, isError: rules.isErrorResult(result), ...ran() };
@@ -385,10 +384,7 @@ export class BatchCoordinator {
     let { result, isError } = executed;
     const { assistantMessage, context, signal } = this.#scope;
     try {
-      const override = await afterToolCall(
-        { assistantMessage, toolCall: prepared.toolCall, args: prepared.args, result, isError, context },
-        signal,
-      );
+      const override = await afterToolCall({ assistantMessage, toolCall: prepared.toolCall, args: prepared.args, result, isError, context }, signal);
       if (override) {
         result = this.#rules.applyOverride(result, override);
         isError = override.isError ?? isError;

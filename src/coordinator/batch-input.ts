@@ -20,10 +20,7 @@ interface BatchInputOptions {
 export function checkBatchInput(assistantMessage: unknown, options: BatchInputOptions): void {
   const content = (assistantMessage as { content?: unknown } | null)?.content;
   if (typeof assistantMessage !== "object" || assistantMessage === null || !Array.isArray(content)) {
-    throw new ToolpoolError(
-      "TP_ERR_INVALID_BATCH",
-      `Expected an assistant message with a \`content\` array, got ${describeValue(assistantMessage)}`,
-    );
+    throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected an assistant message with a \`content\` array, got ${describeValue(assistantMessage)}`);
   }
   for (let index = 0; index < content.length; index++) {
     const block: unknown = content[index];

@@ -46,7 +46,15 @@
 
 const jsonTypes = new Set(["string", "number", "integer", "boolean", "null", "array", "object"]);
 /** Keywords that make the proof fail wherever they are in the schema (see the module's comment). */
-const contextKeywords = new Set(["$id", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "unevaluatedProperties", "unevaluatedItems"]);
+const contextKeywords = new Set([
+  "$id",
+  "$dynamicRef",
+  "$dynamicAnchor",
+  "$recursiveRef",
+  "$recursiveAnchor",
+  "unevaluatedProperties",
+  "unevaluatedItems",
+]);
 /** The references the proof follows: the root, or one of its definitions by a name that needs no escaping. */
 const localReference = /^#(?:\/(\$defs|definitions)\/([A-Za-z0-9_.-]+))?$/;
 /** Deeper schemas are left to the full pipeline rather than walked. */
@@ -174,7 +182,7 @@ export function isPlainData(value: unknown): boolean {
     else return false;
     for (const item of members) {
       if (typeof item === "object" && item !== null) pending.push([item, depth + 1]);
-      else if (item !== item) return false;
+      else if (Number.isNaN(item)) return false;
     }
   }
   return true;

@@ -71,14 +71,21 @@ class BoundedPrinter {
       if (this.#ancestors.size === 0) this.#write("undefined");
       return false;
     }
-    if (value === null || typeof value === "boolean") return this.#write(String(value)), true;
-    if (typeof value === "number") return this.#write(Number.isFinite(value) ? String(value) : "null"), true;
+    if (value === null || typeof value === "boolean") {
+      this.#write(String(value));
+      return true;
+    }
+    if (typeof value === "number") {
+      this.#write(Number.isFinite(value) ? String(value) : "null");
+      return true;
+    }
     if (typeof value === "string") {
       // Past the bound anyway: escaping only a prefix keeps the cost bounded,
       // and the text that differs (a surrogate pair split at the end) lies
       // beyond the cut.
       const shown = value.length > this.#maxBytes + 1 ? value.slice(0, this.#maxBytes + 1) : value;
-      return this.#write(JSON.stringify(shown)), true;
+      this.#write(JSON.stringify(shown));
+      return true;
     }
     if (typeof value !== "object" || !isPlainData(value) || this.#ancestors.has(value)) throw fallBack;
     this.#ancestors.add(value);

@@ -65,11 +65,9 @@ function compileSchema(name: string, schema: JsonSchema, compile: (schema: JsonS
     checkAgainstMetaSchema(schema);
     compile(schema);
   } catch (error) {
-    throw new ToolpoolError(
-      "TP_ERR_INVALID_TOOL",
-      `The parameters schema of tool "${name}" does not compile: ${describeThrown(error)}`,
-      { cause: error },
-    );
+    throw new ToolpoolError("TP_ERR_INVALID_TOOL", `The parameters schema of tool "${name}" does not compile: ${describeThrown(error)}`, {
+      cause: error,
+    });
   }
 }
 

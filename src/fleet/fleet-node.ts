@@ -112,7 +112,10 @@ export class FleetNode {
     });
     this.#name = options.name ?? `${hostname()}-${process.pid}`;
     if (!/^[A-Za-z0-9_.-]+$/.test(this.#name)) {
-      throw new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected the node's name to hold only letters, digits, "_", "." and "-", got "${this.#name}"`);
+      throw new ToolpoolError(
+        "TP_ERR_INVALID_OPTION",
+        `Expected the node's name to hold only letters, digits, "_", "." and "-", got "${this.#name}"`,
+      );
     }
     this.#threads = runtimeOptions.pool.maxThreads;
     this.#tools = new Map(workerTools.map((tool) => [tool.name, tool]));
@@ -134,7 +137,12 @@ export class FleetNode {
     const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
     // Every call's end must reach Redis, even across a reconnection: no retry limit.
     // Auto-pipelining: the commands of one tick go out in one write (many calls end at once under load).
-    this.#commands = new Redis({ ...redisOptions, maxRetriesPerRequest: null, enableAutoPipelining: true, connectionName: `toolpool-node-${this.#name}` });
+    this.#commands = new Redis({
+      ...redisOptions,
+      maxRetriesPerRequest: null,
+      enableAutoPipelining: true,
+      connectionName: `toolpool-node-${this.#name}`,
+    });
     this.#commands.on("error", () => {}); // reconnects on its own; the worker reports the outage
     this.#subscriber = new Redis({ ...redisOptions, maxRetriesPerRequest: null });
     this.#subscriber.on("error", () => {});
@@ -186,10 +194,13 @@ export class FleetNode {
       await node.#subscriber.subscribe(node.#keys.cancelChannel);
       await node.#register();
       // Each beat also stops running calls whose coordinator is gone.
-      node.#heartbeat = setInterval(() => {
-        void node.#register().catch(node.#onError);
-        void node.#recheckAborts().catch(() => {});
-      }, Math.max(50, node.#lockDurationMs / heartbeatsPerLock));
+      node.#heartbeat = setInterval(
+        () => {
+          void node.#register().catch(node.#onError);
+          void node.#recheckAborts().catch(() => {});
+        },
+        Math.max(50, node.#lockDurationMs / heartbeatsPerLock),
+      );
       void node.#worker.run().catch(node.#onError);
       await node.#worker.waitUntilReady();
     } catch (error) {
@@ -231,7 +242,12 @@ export class FleetNode {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       clearInterval(this.#heartbeat);
-      await this.#commands.multi().del(this.#keys.node(this.#name)).srem(this.#keys.nodes, this.#name).exec().catch(() => {});
+      await this.#commands
+        .multi()
+        .del(this.#keys.node(this.#name))
+        .srem(this.#keys.nodes, this.#name)
+        .exec()
+        .catch(() => {});
       await this.#worker.close();
       await Promise.all([...this.#pools.values()].map((pool) => pool.close()));
       await Promise.all([this.#commands.quit().catch(() => {}), this.#subscriber.quit().catch(() => {})]);
@@ -288,7 +304,11 @@ export class FleetNode {
         }
       } catch (error) {
         const what = isStarted ? "could not be run" : "was not run";
-        outcome = { kind: "error", code: "TP_ERR_WORKER_CRASH", message: `Tool "${data.tool}" ${what} on node "${this.#name}": ${describeThrown(error)}` };
+        outcome = {
+          kind: "error",
+          code: "TP_ERR_WORKER_CRASH",
+          message: `Tool "${data.tool}" ${what} on node "${this.#name}": ${describeThrown(error)}`,
+        };
       }
       // A call that never started keeps its "was not run"; one whose tool returned keeps its result.
       const isStopped = isStarted && outcome.kind === "error";
@@ -304,7 +324,11 @@ export class FleetNode {
     try {
       const executionMs = performance.now() - startedAt;
       // The stream expires unless its coordinator keeps reading it (a coordinator that died leaves nothing behind).
-      await this.#commands.pipeline().xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs)).pexpire(data.replyTo, replyStreamTtlMs).exec();
+      await this.#commands
+        .pipeline()
+        .xadd(data.replyTo, "*", ...encodeEnd(jobId, outcome, executionMs))
+        .pexpire(data.replyTo, replyStreamTtlMs)
+        .exec();
     } finally {
       this.#running.delete(jobId);
     }
@@ -325,7 +349,13 @@ export class FleetNode {
       onUpdate: (partial: AgentToolResult<unknown>) => {
         const fields = encodeUpdate(jobId, partial);
         updates = updates
-          .then(() => this.#commands.pipeline().xadd(data.replyTo, "*", ...fields).pexpire(data.replyTo, replyStreamTtlMs).exec())
+          .then(() =>
+            this.#commands
+              .pipeline()
+              .xadd(data.replyTo, "*", ...fields)
+              .pexpire(data.replyTo, replyStreamTtlMs)
+              .exec(),
+          )
           .catch(this.#onError);
       },
     });

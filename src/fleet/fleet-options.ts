@@ -1,11 +1,7 @@
 import type { ErrorObject } from "ajv";
 
-// options.ts imports this module: only functions of it may be used at load time here.
-import { invalidOption, invalidOptionFromSchema } from "../options.js";
 import { compiledValidator } from "../compiled-validators.js";
-
-/** Node fires a timer set past this many milliseconds after 1 ms instead (as `maxTimerMs` in options.ts). */
-const maxTimerMs = 2_147_483_647;
+import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../option-checks.js";
 
 /** Options of a runtime's fleet: where its remote worker calls go. */
 export interface FleetOptions {

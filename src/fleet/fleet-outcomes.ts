@@ -1,4 +1,4 @@
-import type { ErrorCode } from "../errors.js";
+import { outcomeTexts, type ErrorCode } from "../errors.js";
 import type { WorkerCallOutcome } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
 import type { NodeDirectory } from "./node-directory.js";
@@ -68,7 +68,7 @@ export function closedByForce(tool: string, isInFleet: boolean): WorkerCallOutco
     "TP_ERR_CLOSED",
     isInFleet
       ? `Tool "${tool}" was stopped: the runtime was closed by force while the call was in the fleet; it may have had some of its effects`
-      : `Tool "${tool}" was not run: the runtime was closed by force`,
+      : outcomeTexts.notRunByForce(tool),
   );
 }
 

@@ -1,9 +1,20 @@
+/**
+ * The fleet's side of a runtime: a pool whose calls run on fleet nodes
+ * through BullMQ and Redis (submit, admission, replies, aborts, node loss).
+ *
+ * Longer than the house's ~400 lines: a remote call's life (admitted,
+ * submitted, replied or lost, retried) is one state machine over one reply
+ * stream, read best in one class; its watchdog, abort announcer, presence
+ * key, admission checks and failure texts are modules of their own.
+ *
+ * @module
+ */
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
-import { describeThrown } from "../errors.js";
+import { describeThrown, outcomeTexts } from "../errors.js";
 import type { PiVersion } from "../options.js";
 import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../workers/worker-tool.js";
@@ -195,12 +206,20 @@ export class RemotePool implements ToolCallPool {
   }
 
   /** Runs one call on a node. Resolves with its outcome; never rejects. */
-  async run(request: WorkerCallRequest, retriesLeft = request.tool.idempotent ? this.#options.nodeLossRetries : 0): Promise<WorkerCallOutcome> {
+  run(request: WorkerCallRequest): Promise<WorkerCallOutcome> {
+    return this.#run(request, request.tool.idempotent ? this.#options.nodeLossRetries : 0);
+  }
+
+  /** {@link run}, with `retriesLeft` more tries on another node should the call's node be lost (idempotent tools only). */
+  async #run(request: WorkerCallRequest, retriesLeft: number): Promise<WorkerCallOutcome> {
     const name = request.tool.name;
-    if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
+    if (this.#isClosed) return fault("TP_ERR_CLOSED", outcomeTexts.poolClosed(name));
     // Calls still being admitted count too: calls started in the same tick cannot pass the limit together.
     if (this.#calls.size + this.#admitting >= this.#options.maxOutstanding) {
-      return fault("TP_ERR_QUEUE_FULL", `Tool "${name}" was not run: ${this.#options.maxOutstanding} remote calls are in flight (fleet.maxOutstanding)`);
+      return fault(
+        "TP_ERR_QUEUE_FULL",
+        `Tool "${name}" was not run: ${this.#options.maxOutstanding} remote calls are in flight (fleet.maxOutstanding)`,
+      );
     }
     this.#admitting += 1;
     let refusal: WorkerCallOutcome | undefined;
@@ -221,7 +240,7 @@ export class RemotePool implements ToolCallPool {
     }
     if (this.#directory.nodes === 0) await this.#lookAtNodes().catch(() => {});
     if (this.#directory.nodes === 0) return unservedOutcome(name, this.#directory, this.#toolset, this.#tools);
-    if (this.#isClosed) return fault("TP_ERR_CLOSED", `Tool "${name}" was not run: the pool is closed`);
+    if (this.#isClosed) return fault("TP_ERR_CLOSED", outcomeTexts.poolClosed(name));
     return undefined;
   }
 
@@ -403,7 +422,14 @@ export class RemotePool implements ToolCallPool {
       timer.unref();
       this.#timers.push(timer);
     };
-    every(Math.min(1_000, this.#options.stalledIntervalMs), () => void this.#lookAtNodes().then(() => this.#dropUnserved(), () => {}));
+    every(
+      Math.min(1_000, this.#options.stalledIntervalMs),
+      () =>
+        void this.#lookAtNodes().then(
+          () => this.#dropUnserved(),
+          () => {},
+        ),
+    );
     every(this.#options.stalledIntervalMs, () => {
       this.#announcer.retry();
       const queue = this.#clients?.queue;
@@ -472,7 +498,7 @@ export class RemotePool implements ToolCallPool {
     if (call.retriesLeft > 0 && !this.#isClosed && call.group?.isAborted !== true) {
       // Idempotent: running it again is harmless. Partials of the lost attempt stay delivered.
       this.#forget(call);
-      void this.run(call.request, call.retriesLeft - 1).then((outcome) =>
+      void this.#run(call.request, call.retriesLeft - 1).then((outcome) =>
         // A resubmission that never reached a node (none left, Redis gone, closed) ends as the loss it is.
         call.resolve(isUnsubmitted(outcome) ? lost : outcome),
       );
@@ -490,14 +516,16 @@ export class RemotePool implements ToolCallPool {
   #dropUnserved(): void {
     if (this.#directory.unservedForMs <= this.#options.noNodeGraceMs) return;
     // A job a node holds stays: that one is left to the stalled check.
-    for (const call of [...this.#calls.values()]) void this.#takeBack(call, () => unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
+    for (const call of [...this.#calls.values()])
+      void this.#takeBack(call, () => unservedOutcome(call.request.tool.name, this.#directory, this.#toolset, this.#tools));
   }
 
   #onRedisLost(): void {
     if (!this.#isRedisUp) return;
     this.#isRedisUp = false;
     this.#redisLostTimer = this.#clock.setTimeout(() => {
-      for (const call of [...this.#calls.values()]) this.#settle(call, redisLost(call.request.tool.name, redisHostOf(this.#options.redis), this.#options.redisTimeoutMs));
+      for (const call of [...this.#calls.values()])
+        this.#settle(call, redisLost(call.request.tool.name, redisHostOf(this.#options.redis), this.#options.redisTimeoutMs));
     }, this.#options.redisTimeoutMs);
   }
 
@@ -549,4 +577,3 @@ export class RemotePool implements ToolCallPool {
     await this.#clients?.close(this.#replyKey, this.#options.redisTimeoutMs);
   }
 }
-

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { invalidOption } from "../options.js";
+import { invalidOption } from "../option-checks.js";
 import { integerOption } from "./mcp-options.js";
 import { McpRefusal } from "./mcp-refusal.js";
 

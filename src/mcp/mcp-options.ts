@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { invalidOption } from "../options.js";
+import { invalidOption } from "../option-checks.js";
 
 /**
  * `value` if it is a safe integer of at least `minimum` (`fallback` when it

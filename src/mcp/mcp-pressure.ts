@@ -69,7 +69,8 @@ export class McpPressure {
     }
     const memory = maxHeapUsedBytes > 0 || maxRssBytes > 0 ? process.memoryUsage() : undefined;
     if (maxEventLoopDelayMs > 0 && delayMs > maxEventLoopDelayMs) this.#overload = `event-loop delay ${delayMs} ms`;
-    else if (memory !== undefined && maxHeapUsedBytes > 0 && memory.heapUsed > maxHeapUsedBytes) this.#overload = `heap used ${memory.heapUsed} bytes`;
+    else if (memory !== undefined && maxHeapUsedBytes > 0 && memory.heapUsed > maxHeapUsedBytes)
+      this.#overload = `heap used ${memory.heapUsed} bytes`;
     else if (memory !== undefined && maxRssBytes > 0 && memory.rss > maxRssBytes) this.#overload = `RSS ${memory.rss} bytes`;
     else this.#overload = undefined;
   }

@@ -7,12 +7,7 @@
  * @module
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-  CallToolRequestSchema,
-  ListToolsRequestSchema,
-  type CallToolResult,
-  type ServerNotification,
-} from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 
 import type { BatchEvent } from "../events.js";
 import type { ExecuteOptions, Runtime } from "../runtime.js";
@@ -123,7 +118,9 @@ export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}
       const code = result.structuredContent?.code;
       const reason: unknown = extra.signal.reason;
       const by = typeof reason === "string" && serverCancelReasons.has(reason) ? `(${reason})` : "by the client";
-      options.log?.(`call ${toolCallId} (${name}) cancelled ${by}; it ended ${result.isError ? `with an error${code === undefined ? "" : ` (${String(code)})`}` : "normally"}`);
+      options.log?.(
+        `call ${toolCallId} (${name}) cancelled ${by}; it ended ${result.isError ? `with an error${code === undefined ? "" : ` (${String(code)})`}` : "normally"}`,
+      );
     }
     return result;
   });

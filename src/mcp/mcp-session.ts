@@ -90,7 +90,9 @@ export class McpSession implements Transport {
 
   /** The responses still owed an answer (a shutdown waits for them to go out). */
   get openResponses(): ServerResponse[] {
-    const responses = [...this.#inFlight.values()].filter((response): response is ServerResponse => response !== undefined && !response.writableFinished);
+    const responses = [...this.#inFlight.values()].filter(
+      (response): response is ServerResponse => response !== undefined && !response.writableFinished,
+    );
     return [...new Set(responses)];
   }
 
@@ -121,7 +123,11 @@ export class McpSession implements Transport {
     const ids = request.method === "POST" ? requestIdsOf(body) : [];
     const reused = ids.find((id, index) => this.#inFlight.has(id) || this.#carriers.has(id) || ids.indexOf(id) !== index);
     if (reused !== undefined) {
-      return sendJson(response, 400, jsonRpcError(-32600, `Invalid Request: request id ${JSON.stringify(reused)} is already in flight in this session`));
+      return sendJson(
+        response,
+        400,
+        jsonRpcError(-32600, `Invalid Request: request id ${JSON.stringify(reused)} is already in flight in this session`),
+      );
     }
     for (const id of ids) this.#carriers.set(id, response);
     if (ids.length > 0) response.once("close", () => this.#onResponseClosed(response, ids));

@@ -42,6 +42,7 @@ export const batchRequestSchema = {
             required: ["type"],
             properties: { type: { type: "string" } },
             if: { properties: { type: { const: "toolCall" } } },
+            // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword
             then: {
               required: ["id", "name"],
               properties: { id: { type: "string" }, name: { type: "string" }, arguments: { type: "object" } },

@@ -64,12 +64,7 @@ async function runBatch(
   if (isDraining()) return sendDraining(reply);
   if (isQueueFull(runtime)) {
     reply.header("retry-after", String(options.retryAfterSeconds));
-    return sendError(
-      reply,
-      429,
-      "TP_ERR_QUEUE_FULL",
-      `The pool's queue is full (maxQueue ${runtime.options.pool.maxQueue}); retry later`,
-    );
+    return sendError(reply, 429, "TP_ERR_QUEUE_FULL", `The pool's queue is full (maxQueue ${runtime.options.pool.maxQueue}); retry later`);
   }
   const batch = batches.track(reply.raw);
   const mode = chooseResponseMode(request.headers.accept);

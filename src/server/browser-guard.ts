@@ -28,9 +28,7 @@ export interface BrowserGuardOptions {
 }
 
 /** The verdict on a request: allowed, or refused with a 403 and why. */
-export type BrowserGuardVerdict =
-  | { kind: "allow" }
-  | { kind: "deny"; status: 403; code: "TP_ERR_FORBIDDEN"; reason: string };
+export type BrowserGuardVerdict = { kind: "allow" } | { kind: "deny"; status: 403; code: "TP_ERR_FORBIDDEN"; reason: string };
 
 const loopbackHostPattern = /^(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?$/i;
 
@@ -47,17 +45,15 @@ const loopbackHostPattern = /^(?:localhost|127\.0\.0\.1|\[::1\])(?::\d{1,5})?$/i
  * if (verdict.kind === "deny") reply(verdict.status, { code: verdict.code, message: verdict.reason });
  * ```
  */
-export function checkBrowserGuard(
-  host: string | undefined,
-  origin: string | undefined,
-  options: BrowserGuardOptions,
-): BrowserGuardVerdict {
+export function checkBrowserGuard(host: string | undefined, origin: string | undefined, options: BrowserGuardOptions): BrowserGuardVerdict {
   if (!options.hasToken) {
     const isAllowedHost =
       host !== undefined &&
       (loopbackHostPattern.test(host) || (options.allowedHosts ?? []).some((allowed) => allowed.toLowerCase() === host.toLowerCase()));
     if (!isAllowedHost) {
-      return deny(`Host ${host === undefined ? "(none)" : JSON.stringify(host)} is not allowed: a server without a token answers only localhost, 127.0.0.1 and [::1]`);
+      return deny(
+        `Host ${host === undefined ? "(none)" : JSON.stringify(host)} is not allowed: a server without a token answers only localhost, 127.0.0.1 and [::1]`,
+      );
     }
   }
   if (origin !== undefined && !(options.allowedOrigins ?? []).some((allowed) => allowed.toLowerCase() === origin.toLowerCase())) {

@@ -21,7 +21,7 @@ import { loadFastify, loadUnderPressure } from "./lazy-modules.js";
 import { addInfoRoutes } from "./info-routes.js";
 import { ServerMetrics } from "./server-metrics.js";
 import { SocketTracker } from "./socket-tracker.js";
-import { maxTimerMs } from "../options.js";
+import { maxTimerMs } from "../option-checks.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 
 // The public types of the server, re-exported so that the package index names one module.
@@ -79,9 +79,7 @@ export class ToolpoolServer {
     new ConnectionGuard(this.#app.server, this.#options);
     this.#sockets = new SocketTracker(this.#app.server);
     this.#app.setErrorHandler(handleError);
-    this.#app.setNotFoundHandler((request, reply) =>
-      sendError(reply, 404, "FST_ERR_NOT_FOUND", `Route ${request.method}:${request.url} not found`),
-    );
+    this.#app.setNotFoundHandler((request, reply) => sendError(reply, 404, "FST_ERR_NOT_FOUND", `Route ${request.method}:${request.url} not found`));
     const auth = this.#options.token === undefined ? undefined : new BearerAuth(this.#options.token);
     const guard: BrowserGuardOptions = {
       hasToken: auth !== undefined,
@@ -135,7 +133,7 @@ export class ToolpoolServer {
           message: `The server is overloaded (${type} ${String(value ?? "")}); retry after ${retryAfterSeconds} s`,
         };
         // under-pressure sends what the handler returns (its types say void).
-        return body as unknown as void;
+        return body as unknown as undefined;
       },
     });
   }
@@ -183,10 +181,7 @@ export class ToolpoolServer {
     const graceMs = options.graceMs ?? this.#options.shutdownGraceMs;
     if (typeof graceMs !== "number" || !Number.isInteger(graceMs) || graceMs < 0 || graceMs > maxTimerMs) {
       return Promise.reject(
-        new ToolpoolError(
-          "TP_ERR_INVALID_OPTION",
-          `Expected \`graceMs\` to be an integer from 0 to ${maxTimerMs}, got ${describeValue(graceMs)}`,
-        ),
+        new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`graceMs\` to be an integer from 0 to ${maxTimerMs}, got ${describeValue(graceMs)}`),
       );
     }
     this.#isDraining = true;
@@ -196,10 +191,13 @@ export class ToolpoolServer {
     // A batch whose client stopped reading cannot finish its writes: once the
     // aborted calls have had the pool's abort grace, its socket is destroyed.
     this.#graceTimers.push(
-      clock.setTimeout(() => {
-        this.#batches.destroyAll();
-        this.#sockets.destroyAll();
-      }, Math.min(maxTimerMs, graceMs + destroyGraceMs(this.#runtime))),
+      clock.setTimeout(
+        () => {
+          this.#batches.destroyAll();
+          this.#sockets.destroyAll();
+        },
+        Math.min(maxTimerMs, graceMs + destroyGraceMs(this.#runtime)),
+      ),
     );
     this.#closing ??= this.#shutDown();
     return this.#closing;

@@ -64,10 +64,12 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   if (error.validation !== undefined) {
     // An `if`/`then` failure is also reported as the `then` branch's own
     // errors; the extra "must match \"then\" schema" line says nothing more.
-    const errors = error.validation.filter((issue) => issue.keyword !== "if").map((issue) => ({
-      path: issue.instancePath,
-      message: describeIssue(issue),
-    }));
+    const errors = error.validation
+      .filter((issue) => issue.keyword !== "if")
+      .map((issue) => ({
+        path: issue.instancePath,
+        message: describeIssue(issue),
+      }));
     const summary = errors.map((issue) => `${issue.path || "body"} ${issue.message}`).join("; ");
     return sendError(reply, 400, "TP_ERR_INVALID_BATCH", `Invalid request body: ${summary}`, errors);
   }

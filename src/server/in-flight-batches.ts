@@ -86,7 +86,7 @@ export class InFlightBatches {
     });
     void Promise.all([settled.promise, closed]).then(() => {
       this.#entries.delete(entry);
-      if (this.#entries.size === 0) this.#idleWaiters.splice(0).forEach((wake) => wake());
+      if (this.#entries.size === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     });
     return {
       signal: entry.controller.signal,

@@ -118,8 +118,7 @@ export class ServerMetrics {
         // records the whole time between two samples, the sampling interval
         // included, so an idle loop would read 10 ms: take the interval off.
         const hasSamples = eventLoopDelay.count > 0;
-        const seconds = (nanoseconds: number): number =>
-          hasSamples ? Math.max(0, nanoseconds - EVENT_LOOP_RESOLUTION_MS * 1e6) / 1e9 : 0;
+        const seconds = (nanoseconds: number): number => (hasSamples ? Math.max(0, nanoseconds - EVENT_LOOP_RESOLUTION_MS * 1e6) / 1e9 : 0);
         this.set({ quantile: "0.5" }, seconds(eventLoopDelay.percentile(50)));
         this.set({ quantile: "0.99" }, seconds(eventLoopDelay.percentile(99)));
         this.set({ quantile: "1" }, seconds(eventLoopDelay.max));

@@ -10,7 +10,7 @@ import type { ErrorObject } from "ajv";
 
 import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
-import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../options.js";
+import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../option-checks.js";
 
 /** Options of `createServer`. */
 export interface ServerOptions {
@@ -190,9 +190,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
   }
   // Copied so that ajv's defaults never land in the caller's object; options
   // that are `undefined` count as absent.
-  const data: Record<string, unknown> = Object.fromEntries(
-    Object.entries(options).filter(([, value]) => value !== undefined),
-  );
+  const data: Record<string, unknown> = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
   const validateOptions = compiledValidator("server-options");
   if (!validateOptions(data)) {
     throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "server option");
@@ -246,4 +244,3 @@ export function isLoopbackHost(host: string): boolean {
 const loopback = new BlockList();
 loopback.addSubnet("127.0.0.0", 8, "ipv4");
 loopback.addAddress("::1", "ipv6");
-

@@ -42,9 +42,7 @@ export class SseStream {
     if (response.write(`event: ${type}\ndata: ${toJsonText(data)}\n\n`)) return;
     // `drain` never comes to a socket that closes instead, so wait for either.
     const ac = new AbortController();
-    await Promise.race([once(response, "drain", { signal: ac.signal }), once(response, "close", { signal: ac.signal })]).catch(
-      () => {},
-    );
+    await Promise.race([once(response, "drain", { signal: ac.signal }), once(response, "close", { signal: ac.signal })]).catch(() => {});
     ac.abort();
   }
 

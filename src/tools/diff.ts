@@ -89,17 +89,11 @@ export interface DiffDetails {
 export const execute = createDiffTool(workspaceFromModuleUrl(import.meta.url));
 
 /** `diff`'s execute function confined to `workspace`. */
-export function createDiffTool(
-  workspace: Workspace,
-): (args: DiffArgs, ctx: WorkerToolContext<DiffDetails>) => Promise<AgentToolResult<DiffDetails>> {
+export function createDiffTool(workspace: Workspace): (args: DiffArgs, ctx: WorkerToolContext<DiffDetails>) => Promise<AgentToolResult<DiffDetails>> {
   return (args, ctx) => executeDiff(workspace, args, ctx);
 }
 
-async function executeDiff(
-  workspace: Workspace,
-  args: DiffArgs,
-  ctx: WorkerToolContext<DiffDetails>,
-): Promise<AgentToolResult<DiffDetails>> {
+async function executeDiff(workspace: Workspace, args: DiffArgs, ctx: WorkerToolContext<DiffDetails>): Promise<AgentToolResult<DiffDetails>> {
   const { signal } = ctx;
   signal.throwIfAborted();
 
@@ -164,12 +158,7 @@ async function executeDiff(
   };
 }
 
-function readSide(
-  workspace: Workspace,
-  side: "old" | "new",
-  text: string | undefined,
-  path: string | undefined,
-): { name: string; text: string } {
+function readSide(workspace: Workspace, side: "old" | "new", text: string | undefined, path: string | undefined): { name: string; text: string } {
   const textKey = `${side}Text`;
   const pathKey = `${side}Path`;
   if ((text === undefined) === (path === undefined)) {

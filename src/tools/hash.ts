@@ -78,17 +78,11 @@ export const hashSpec = {
 export const execute = createHashTool(workspaceFromModuleUrl(import.meta.url));
 
 /** `hash`'s execute function confined to `workspace`. */
-export function createHashTool(
-  workspace: Workspace,
-): (args: HashArgs, ctx: WorkerToolContext<HashDetails>) => Promise<AgentToolResult<HashDetails>> {
+export function createHashTool(workspace: Workspace): (args: HashArgs, ctx: WorkerToolContext<HashDetails>) => Promise<AgentToolResult<HashDetails>> {
   return (args, ctx) => executeHash(workspace, args, ctx);
 }
 
-async function executeHash(
-  workspace: Workspace,
-  args: HashArgs,
-  ctx: WorkerToolContext<HashDetails>,
-): Promise<AgentToolResult<HashDetails>> {
+async function executeHash(workspace: Workspace, args: HashArgs, ctx: WorkerToolContext<HashDetails>): Promise<AgentToolResult<HashDetails>> {
   const { signal } = ctx;
   signal.throwIfAborted();
 

@@ -86,11 +86,7 @@ export function createPatchTool(
   return (args, ctx) => executePatch(workspace, args, ctx);
 }
 
-async function executePatch(
-  workspace: Workspace,
-  args: PatchArgs,
-  ctx: WorkerToolContext<PatchDetails>,
-): Promise<AgentToolResult<PatchDetails>> {
+async function executePatch(workspace: Workspace, args: PatchArgs, ctx: WorkerToolContext<PatchDetails>): Promise<AgentToolResult<PatchDetails>> {
   const { signal } = ctx;
   signal.throwIfAborted();
 
@@ -100,7 +96,9 @@ async function executePatch(
   const write = args.write ?? false;
   if (write && args.path === undefined) throw new Error('patch: "write": true needs "path"');
   if (write && !workspace.allowWrite) {
-    throw new Error('patch: writing files is not allowed here ("write": true needs a workspace opened with allowWrite); leave "write" out to get the patched content');
+    throw new Error(
+      'patch: writing files is not allowed here ("write": true needs a workspace opened with allowWrite); leave "write" out to get the patched content',
+    );
   }
   const fuzzFactor = args.fuzzFactor ?? 0;
   if (!Number.isInteger(fuzzFactor) || fuzzFactor < 0 || fuzzFactor > PATCH_MAX_FUZZ) {
@@ -181,13 +179,7 @@ function parseSingle(patch: string): StructuredPatch {
  * applyPatch runs (growing prefixes one by one took quadratic time: 18 s for
  * 8,000 hunks). This costs extra work only on the failure path.
  */
-function notApplying(
-  source: string,
-  patch: StructuredPatch,
-  options: ApplyPatchOptions,
-  path: string | undefined,
-  fuzzFactor: number,
-): Error {
+function notApplying(source: string, patch: StructuredPatch, options: ApplyPatchOptions, path: string | undefined, fuzzFactor: number): Error {
   const total = patch.hunks.length;
   // Invariant: the first `applies` hunks apply; the first `failing` do not.
   let applies = 0;

@@ -18,7 +18,21 @@
  * @module
  */
 // Synchronous file calls on purpose: see the note in diff.ts.
-import { accessSync, closeSync, constants, fchmodSync, fchownSync, fstatSync, fsyncSync, lstatSync, realpathSync, renameSync, unlinkSync, writeSync, type Stats } from "node:fs";
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  realpathSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from "node:fs";
 import { basename, dirname } from "node:path";
 import { messageOf } from "./quote-path.js";
 import { isOpenedAt } from "./regular-file.js";

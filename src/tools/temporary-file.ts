@@ -70,7 +70,10 @@ export interface TemporaryFile {
  * by its creator only. Its name says which process and thread write it.
  */
 export function createTemporaryFile(dir: string, name: string): TemporaryFile {
-  const path = join(dir, `.${cutUtf8(name, MAX_NAME_PREFIX_BYTES)}.${process.pid}-${kernelThreadId}.${randomBytes(6).toString("hex")}${TEMPORARY_FILE_SUFFIX}`);
+  const path = join(
+    dir,
+    `.${cutUtf8(name, MAX_NAME_PREFIX_BYTES)}.${process.pid}-${kernelThreadId}.${randomBytes(6).toString("hex")}${TEMPORARY_FILE_SUFFIX}`,
+  );
   return { fd: openSync(path, "wx", 0o600), path };
 }
 

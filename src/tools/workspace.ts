@@ -84,8 +84,7 @@ export function resolveInWorkspace(workspace: Workspace, tool: string, argName: 
     new Error(`${tool}: ${argName} ${quotePathAlways(path)} is outside the workspace root ${quotePath(workspace.realRoot)}`);
   if (path.includes("\0")) throw new Error(`${tool}: ${argName} must not contain a NUL character`);
   const absolute = resolve(workspace.realRoot, path);
-  const isLexicallyInside =
-    isInside(workspace.realRoot, absolute) || (workspace.root !== undefined && isInside(workspace.root, absolute));
+  const isLexicallyInside = isInside(workspace.realRoot, absolute) || (workspace.root !== undefined && isInside(workspace.root, absolute));
   if (!isLexicallyInside) throw outside();
   let real: string;
   try {

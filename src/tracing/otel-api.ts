@@ -33,11 +33,7 @@ export interface OtelSpan {
 
 /** The members of an OpenTelemetry `Tracer` toolpool calls. */
 export interface OtelTracer {
-  startSpan(
-    name: string,
-    options?: { kind?: number; attributes?: Record<string, string | number | boolean> },
-    context?: OtelContext,
-  ): OtelSpan;
+  startSpan(name: string, options?: { kind?: number; attributes?: Record<string, string | number | boolean> }, context?: OtelContext): OtelSpan;
 }
 
 /** The members of `@opentelemetry/api` toolpool calls. */

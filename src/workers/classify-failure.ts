@@ -56,7 +56,11 @@ export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, er
     return { kind: "error", code: "TP_ERR_WORKER_EXIT", message: `Tool "${name}" ended its worker with exit code ${exit[1]}` };
   }
   if ((error as { name?: unknown } | null)?.name === "DataCloneError") {
-    return { kind: "error", code: "TP_ERR_RESULT_NOT_CLONEABLE", message: `Tool "${name}" returned a result that cannot be cloned across threads: ${message}` };
+    return {
+      kind: "error",
+      code: "TP_ERR_RESULT_NOT_CLONEABLE",
+      message: `Tool "${name}" returned a result that cannot be cloned across threads: ${message}`,
+    };
   }
   if (context.isClosed) {
     return { kind: "error", code: "TP_ERR_CLOSED", message: `Tool "${name}" was stopped: the pool was closed` };

@@ -45,9 +45,11 @@ export interface TooSmallResourceLimit {
  * `undefined` when none is. `limits` has passed the schema already (numbers
  * > 0 where present).
  */
-export function findTooSmallResourceLimit(limits: {
-  readonly [name in keyof typeof minimumResourceLimits]?: number;
-}): TooSmallResourceLimit | undefined {
+export function findTooSmallResourceLimit(
+  limits: {
+    readonly [name in keyof typeof minimumResourceLimits]?: number;
+  },
+): TooSmallResourceLimit | undefined {
   for (const name of Object.keys(minimumResourceLimits) as (keyof typeof minimumResourceLimits)[]) {
     const received = limits[name];
     const minimum = minimumResourceLimits[name];

@@ -67,10 +67,9 @@ export interface ToolCallPool {
 }
 
 /** How a worker call ended. Never a rejection: faults are outcomes too. */
-export type WorkerCallOutcome = (
-  | { kind: "ok"; result: AgentToolResult<unknown> }
-  | { kind: "error"; message: string; code?: ErrorCode }
-) & { timing?: CallTiming };
+export type WorkerCallOutcome = ({ kind: "ok"; result: AgentToolResult<unknown> } | { kind: "error"; message: string; code?: ErrorCode }) & {
+  timing?: CallTiming;
+};
 
 /** Snapshot of the pool's state. */
 export interface PoolStats {

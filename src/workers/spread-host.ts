@@ -93,13 +93,20 @@ export class SpreadHost {
       }
       return;
     }
-    if (this.#partSeqs.has(seq)) return answer({ error: "a part cannot spread further" });
+    if (this.#partSeqs.has(seq)) {
+      answer({ error: "a part cannot spread further" });
+      return;
+    }
     const { exportName, inputs } = request;
     if (typeof exportName !== "string" || exportName === "" || !Array.isArray(inputs) || inputs.length > maxSpreadInputs) {
-      return answer({ error: `expected an export name and at most ${maxSpreadInputs} inputs` });
+      answer({ error: `expected an export name and at most ${maxSpreadInputs} inputs` });
+      return;
     }
     const notRun = (error: string): SpreadOutcome => ({ ok: false, error, ran: false });
-    if (this.#pool.isClosed()) return answer({ outcomes: inputs.map(() => notRun("not run: the pool is closing")) });
+    if (this.#pool.isClosed()) {
+      answer({ outcomes: inputs.map(() => notRun("not run: the pool is closing")) });
+      return;
+    }
     const idle = this.#pool.partSlots(seq);
     const outcomes: SpreadOutcome[] = new Array(inputs.length);
     const running: Promise<void>[] = [];
@@ -129,7 +136,10 @@ export class SpreadHost {
         }),
       );
     }
-    if (running.length === 0) return answer({ outcomes });
+    if (running.length === 0) {
+      answer({ outcomes });
+      return;
+    }
     void Promise.all(running).then(() => answer({ outcomes }));
   }
 

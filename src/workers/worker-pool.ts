@@ -15,6 +15,7 @@ import { Piscina } from "piscina";
 
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
+import { outcomeTexts } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import { callOf } from "./call-queue.js";
@@ -26,22 +27,8 @@ import { createPoolCall, outcomeOf, type PoolCall } from "./pool-call.js";
 import { CallSignals } from "./call-signals.js";
 import { ThreadRecords } from "./thread-records.js";
 import { ToolNumbering } from "./tool-numbering.js";
-import type {
-  CallTiming,
-  PoolDiagnosis,
-  PoolStats,
-  ToolCallPool,
-  WorkerCallOutcome,
-  WorkerCallRequest,
-} from "./pool-contract.js";
-import {
-  isBootMessage,
-  isSpreadRequest,
-  isUpdateMessage,
-  maxSeq,
-  type WorkerReply,
-  type WorkerTask,
-} from "./protocol.js";
+import type { CallTiming, PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
+import { isBootMessage, isSpreadRequest, isUpdateMessage, maxSeq, type WorkerReply, type WorkerTask } from "./protocol.js";
 
 /** Piscina's run options: one frozen object for all calls, since termination is the pool's own. */
 const noRunOptions = Object.freeze({});
@@ -175,7 +162,7 @@ export class WorkerPool implements ToolCallPool {
   run(request: WorkerCallRequest): Promise<WorkerCallOutcome> {
     const toolName = request.tool.name;
     if (this.#isClosed) {
-      return Promise.resolve({ kind: "error", code: "TP_ERR_CLOSED", message: `Tool "${toolName}" was not run: the pool is closed` });
+      return Promise.resolve({ kind: "error", code: "TP_ERR_CLOSED", message: outcomeTexts.poolClosed(toolName) });
     }
     if (this.#isQueueFull()) {
       return Promise.resolve({
@@ -223,7 +210,7 @@ export class WorkerPool implements ToolCallPool {
         this.#settle(call, {
           kind: "error",
           code: "TP_ERR_CLOSED",
-          message: `Tool "${call.request.tool.name}" was stopped: the runtime was closed by force`,
+          message: outcomeTexts.stoppedByForce(call.request.tool.name),
         });
       }
     }
@@ -292,7 +279,9 @@ export class WorkerPool implements ToolCallPool {
     return new SpreadHost(this.#signals.controlChannel, {
       isRunning: (seq, threadId) => {
         const call = this.#calls.get(seq);
-        return call !== undefined && (call.phase === "running" || call.phase === "finished") && (threadId === undefined || call.threadId === threadId);
+        return (
+          call !== undefined && (call.phase === "running" || call.phase === "finished") && (threadId === undefined || call.threadId === threadId)
+        );
       },
       partSlots: (seq) => {
         const instance = this.#instances.current;
@@ -329,7 +318,12 @@ export class WorkerPool implements ToolCallPool {
       stop: () => {
         if (part.phase === "settled") return;
         if (part.phase !== "waiting") this.#abort(part);
-        else this.#settle(part, { kind: "error", code: "TP_ERR_ABORTED", message: `${tool.name} was stopped before it ran: its call ended or was aborted` });
+        else
+          this.#settle(part, {
+            kind: "error",
+            code: "TP_ERR_ABORTED",
+            message: `${tool.name} was stopped before it ran: its call ended or was aborted`,
+          });
       },
     };
   }

@@ -3,7 +3,8 @@ import { pathToFileURL } from "node:url";
 
 import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
-import { maxTimerMs, type WorkerResourceLimits } from "../options.js";
+import { maxTimerMs } from "../option-checks.js";
+import type { WorkerResourceLimits } from "../options.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
 import { findTooSmallResourceLimit } from "./minimum-resource-limits.js";
 

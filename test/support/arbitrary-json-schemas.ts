@@ -42,7 +42,11 @@ function schemaArbitrary(): fc.Arbitrary<Schema> {
     const families: fc.Arbitrary<Record<string, unknown>>[] = [
       fc.record({ type }),
       fc.record({ type: fc.constant("string"), minLength: optional(fc.integer({ min: 0, max: 2 })), pattern: optional(fc.constantFrom("^a", "1$")) }),
-      fc.record({ type: fc.constantFrom("number", "integer"), minimum: optional(fc.integer({ min: -1, max: 1 })), multipleOf: optional(fc.constantFrom(0.5, 2)) }),
+      fc.record({
+        type: fc.constantFrom("number", "integer"),
+        minimum: optional(fc.integer({ min: -1, max: 1 })),
+        multipleOf: optional(fc.constantFrom(0.5, 2)),
+      }),
       fc.record({ const: smallJson }),
       fc.record({ enum: fc.array(smallJson, { minLength: 1, maxLength: 3 }) }),
       fc.record({
@@ -63,6 +67,7 @@ function schemaArbitrary(): fc.Arbitrary<Schema> {
       fc.record({ oneOf: children }),
       fc.record({ allOf: children }),
       fc.record({ not: child }),
+      // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword
       fc.record({ if: child, then: optional(child), else: optional(child) }),
       fc.record({ $ref: fc.constantFrom("#", "#/$defs/A", "#/$defs/B", "#/$defs/Missing", "#/properties/a") }),
     ];
@@ -117,7 +122,9 @@ export function hasInPlaceReferenceLoop(root: Record<string, unknown>): boolean 
     if (done.has(node)) return false;
     onPath.add(node);
     const record = node as Record<string, unknown>;
-    const inPlace: unknown[] = inPlaceKeywords.flatMap((keyword) => (Array.isArray(record[keyword]) ? (record[keyword] as unknown[]) : [record[keyword]]));
+    const inPlace: unknown[] = inPlaceKeywords.flatMap((keyword) =>
+      Array.isArray(record[keyword]) ? (record[keyword] as unknown[]) : [record[keyword]],
+    );
     if (typeof record.$ref === "string") inPlace.push(referenceTarget(root, record.$ref));
     const isLoop = inPlace.some(visit);
     onPath.delete(node);

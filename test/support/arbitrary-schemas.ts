@@ -118,34 +118,37 @@ const patternSamples: Record<string, string[]> = {
 const leafNodeFor = (target: GeneratorTarget): fc.Arbitrary<SchemaNode> => {
   const is16 = target === "1.6";
   return fc.oneof(
-  fc.record(
+    fc.record(
+      {
+        kind: fc.constant("string" as const),
+        minLength: fc.integer({ min: 0, max: 3 }),
+        maxLength: fc.integer({ min: 2, max: 12 }),
+        format: fc.constantFrom(...formatsFor(target)),
+      },
+      { requiredKeys: ["kind"] },
+    ),
+    fc.record(
+      {
+        kind: fc.constantFrom("number" as const, "integer" as const),
+        minimum: smallInt,
+        maximum: fc.integer({ min: 0, max: 100 }),
+        exclusiveMinimum: smallInt,
+        multipleOf: fc.constantFrom(2, 0.5, 3),
+      },
+      { requiredKeys: ["kind"] },
+    ),
+    fc.constant({ kind: "boolean" as const }),
+    fc.constant({ kind: "null" as const }),
+    fc.record({ kind: fc.constant("literal" as const), value: fc.oneof(fc.constantFrom("a", "b", "on", "5", ""), smallInt, fc.boolean()) }),
+    fc.record({
+      kind: fc.constant("enum" as const),
+      values: fc.uniqueArray(fc.oneof(fc.constantFrom("red", "green", "1", "true"), fc.integer({ min: 0, max: 3 })), { minLength: 1, maxLength: 4 }),
+    }),
     {
-      kind: fc.constant("string" as const),
-      minLength: fc.integer({ min: 0, max: 3 }),
-      maxLength: fc.integer({ min: 2, max: 12 }),
-      format: fc.constantFrom(...formatsFor(target)),
+      weight: is16 ? 1 : 0,
+      arbitrary: fc.record({ kind: fc.constant("pattern" as const), pattern: fc.constantFrom(...Object.keys(patternSamples)) }),
     },
-    { requiredKeys: ["kind"] },
-  ),
-  fc.record(
-    {
-      kind: fc.constantFrom("number" as const, "integer" as const),
-      minimum: smallInt,
-      maximum: fc.integer({ min: 0, max: 100 }),
-      exclusiveMinimum: smallInt,
-      multipleOf: fc.constantFrom(2, 0.5, 3),
-    },
-    { requiredKeys: ["kind"] },
-  ),
-  fc.constant({ kind: "boolean" as const }),
-  fc.constant({ kind: "null" as const }),
-  fc.record({ kind: fc.constant("literal" as const), value: fc.oneof(fc.constantFrom("a", "b", "on", "5", ""), smallInt, fc.boolean()) }),
-  fc.record({
-    kind: fc.constant("enum" as const),
-    values: fc.uniqueArray(fc.oneof(fc.constantFrom("red", "green", "1", "true"), fc.integer({ min: 0, max: 3 })), { minLength: 1, maxLength: 4 }),
-  }),
-  { weight: is16 ? 1 : 0, arbitrary: fc.record({ kind: fc.constant("pattern" as const), pattern: fc.constantFrom(...Object.keys(patternSamples)) }) },
-  { weight: is16 ? 1 : 0, arbitrary: fc.constant({ kind: "danglingRef" as const }) },
+    { weight: is16 ? 1 : 0, arbitrary: fc.constant({ kind: "danglingRef" as const }) },
   );
 };
 const leafNodes = { "0.73": leafNodeFor("0.73"), "1.6": leafNodeFor("1.6") };
@@ -163,7 +166,12 @@ export function schemaNode(isPlain: boolean, target: GeneratorTarget = "0.73"): 
       {
         weight: 2,
         arbitrary: fc.record(
-          { kind: fc.constant("array" as const), items: tie("node"), minItems: fc.integer({ min: 0, max: 2 }), maxItems: fc.integer({ min: 1, max: 4 }) },
+          {
+            kind: fc.constant("array" as const),
+            items: tie("node"),
+            minItems: fc.integer({ min: 0, max: 2 }),
+            maxItems: fc.integer({ min: 1, max: 4 }),
+          },
           { requiredKeys: ["kind", "items"] },
         ),
       },
@@ -178,14 +186,20 @@ export function schemaNode(isPlain: boolean, target: GeneratorTarget = "0.73"): 
           }),
         }),
       },
-      { weight: isPlain ? 1 : 0, arbitrary: fc.record({ kind: fc.constant("oneOf" as const), members: fc.array(tie("node"), { minLength: 2, maxLength: 3 }) }) },
+      {
+        weight: isPlain ? 1 : 0,
+        arbitrary: fc.record({ kind: fc.constant("oneOf" as const), members: fc.array(tie("node"), { minLength: 2, maxLength: 3 }) }),
+      },
       {
         weight: is16 && isPlain ? 2 : 0,
         arbitrary: fc.record({ kind: fc.constant("ref" as const), name: fc.constantFrom("Item", "Entry", "Value"), target: tie("node") }),
       },
       { weight: is16 && isPlain ? 1 : 0, arbitrary: fc.constant({ kind: "tree" as const }) },
       { weight: is16 && isPlain ? 1 : 0, arbitrary: fc.record({ kind: fc.constant("itemsOnly" as const), items: tie("node") }) },
-      { weight: is16 ? 1 : 0, arbitrary: fc.record({ kind: fc.constant("tuple" as const), items: fc.array(tie("node"), { minLength: 1, maxLength: 3 }) }) },
+      {
+        weight: is16 ? 1 : 0,
+        arbitrary: fc.record({ kind: fc.constant("tuple" as const), items: fc.array(tie("node"), { minLength: 1, maxLength: 3 }) }),
+      },
       {
         weight: is16 ? 1 : 0,
         arbitrary: fc.record({
@@ -365,7 +379,29 @@ export function toTypeBoxSchema(node: SchemaNode): TSchema {
 
 /** Any small JSON value: what a confused model might send anywhere. */
 export const anyJson: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom(null, true, false, 0, -0, 1, 3.5, -7, "", " ", "5", " 12 ", "3.5", "true", "false", "null", "1e3", "abc", "0x10", "Infinity", "NaN"),
+  fc.constantFrom(
+    null,
+    true,
+    false,
+    0,
+    -0,
+    1,
+    3.5,
+    -7,
+    "",
+    " ",
+    "5",
+    " 12 ",
+    "3.5",
+    "true",
+    "false",
+    "null",
+    "1e3",
+    "abc",
+    "0x10",
+    "Infinity",
+    "NaN",
+  ),
   fc.array(fc.oneof(fc.constantFrom(null, 1, "1", true, "x")), { maxLength: 3 }),
   fc.dictionary(fc.constantFrom("a", "b", "x"), fc.constantFrom(null, 1, "1", true), { maxKeys: 2, noNullPrototype: true }),
 );
@@ -396,7 +432,10 @@ function coercibleFor(node: SchemaNode, target: GeneratorTarget): fc.Arbitrary<u
   switch (node.kind) {
     case "number":
     case "integer": {
-      const written = fc.oneof(fc.integer({ min: -30, max: 120 }).map(String), fc.constantFrom("2.5", " 8 ", "1e1", "", "-0", true, false, null, "0.5"));
+      const written = fc.oneof(
+        fc.integer({ min: -30, max: 120 }).map(String),
+        fc.constantFrom("2.5", " 8 ", "1e1", "", "-0", true, false, null, "0.5"),
+      );
       // pi-schema also reads TypeBox's bigint notation and booleans written in any case.
       return target === "1.6" ? fc.oneof(written, fc.constantFrom("12n", "-3n", "7.9", "TRUE", "False", " 7 ")) : written;
     }
@@ -525,5 +564,9 @@ export function objectFor(node: SchemaNode & { kind: "object" }, depth = 0, targ
 
 /** A tool call's arguments: mostly an object for the schema, sometimes not an object at all. */
 export function argumentsFor(node: SchemaNode & { kind: "object" }, target: GeneratorTarget = "0.73"): fc.Arbitrary<unknown> {
-  return fc.oneof({ weight: 12, arbitrary: objectFor(node, 0, target) }, { weight: 1, arbitrary: anyJson }, { weight: 1, arbitrary: fc.constant(undefined) });
+  return fc.oneof(
+    { weight: 12, arbitrary: objectFor(node, 0, target) },
+    { weight: 1, arbitrary: anyJson },
+    { weight: 1, arbitrary: fc.constant(undefined) },
+  );
 }

@@ -135,7 +135,6 @@ export const unobservable = Object.entries(scenarios).filter(
   ([, scenario]) => !scenario.beforeToolCall && !scenario.afterToolCall && scenario.abortAfter === undefined,
 );
 
-
 const usage = (tokens: number) => ({
   input: tokens,
   output: 1,

@@ -16,7 +16,7 @@ import {
 } from "toolpool";
 
 import * as scripted from "../fixtures/tools/scripted.mjs";
-import { deferred, GateController } from "./gates.js";
+import { deferred, type GateController } from "./gates.js";
 import { runPiBatch } from "./pi-oracle.js";
 
 const scriptedModule = new URL("../fixtures/tools/scripted.mjs", import.meta.url);
@@ -118,11 +118,7 @@ function scriptedTool(flavor: Flavor, name: string, extra: Partial<AgentTool> = 
 
 /** The scripted tools: `work` (gates, failures, updates), `legacy` (prepareArguments), `serial` (sequential). */
 export function scriptedTools(flavor: Flavor): ToolDefinition[] {
-  return [
-    scriptedTool(flavor, "work"),
-    scriptedTool(flavor, "legacy"),
-    scriptedTool(flavor, "serial", { executionMode: "sequential" }),
-  ];
+  return [scriptedTool(flavor, "work"), scriptedTool(flavor, "legacy"), scriptedTool(flavor, "serial", { executionMode: "sequential" })];
 }
 
 export function assistantMessageOf(calls: ScenarioCall[], stopReason = "toolUse"): AssistantMessage {
@@ -165,9 +161,7 @@ export async function runScenario(
   // are unique to the run (a late message of an earlier run must not open a
   // gate of this one); the prefix is stripped from the trace.
   const prefix = `${runPrefix}${++runCount}:`;
-  const calls = scenario.calls.map((call) =>
-    call.name === "nope" ? call : { ...call, arguments: { ...call.arguments, gate: prefix + call.id } },
-  );
+  const calls = scenario.calls.map((call) => (call.name === "nope" ? call : { ...call, arguments: { ...call.arguments, gate: prefix + call.id } }));
   const assistantMessage = assistantMessageOf(calls, scenario.stopReason);
   const events: BatchEvent[] = [];
   const hooks: unknown[] = [];
@@ -213,8 +207,7 @@ export async function runScenario(
   const preferred = scenario.releaseOrder ?? [];
   const order = isSequential ? gated : [...preferred, ...gated.filter((id) => !preferred.includes(id))];
   // Resolves true once the call waits at its gate, false if it ended without waiting (not found, invalid, blocked).
-  const settles = (id: string) =>
-    Promise.race([gates.whenWaiting(prefix + id).then(() => true), ended.get(id)!.promise.then(() => false)]);
+  const settles = (id: string) => Promise.race([gates.whenWaiting(prefix + id).then(() => true), ended.get(id)!.promise.then(() => false)]);
   // Inline tools send their late partial once the test says (see fixtures/tools/scripted.mjs).
   const lateUpdaters = new Set(
     executor === "pi" || flavor === "inline" ? calls.filter((call) => typeof call.arguments.lateUpdate === "string").map((call) => call.id) : [],
@@ -380,9 +373,9 @@ function normalize(value: unknown): unknown {
 function sortTail(list: unknown[], from: number, isRacy: (item: unknown) => boolean): unknown[] {
   if (!Number.isFinite(from)) return list;
   const key = (item: unknown) => JSON.stringify(item);
-  const positions = list.map((item, index) => index).filter((index) => index >= from && isRacy(list[index]));
+  const positions = list.map((_item, index) => index).filter((index) => index >= from && isRacy(list[index]));
   const sorted = positions.map((index) => list[index]).sort((a, b) => key(a).localeCompare(key(b)));
   const result = [...list];
-  positions.forEach((position, i) => (result[position] = sorted[i]));
+  for (const [i, position] of positions.entries()) result[position] = sorted[i];
   return result;
 }

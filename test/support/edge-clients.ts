@@ -53,8 +53,7 @@ export async function floodConnections(port: number, count: number, localAddress
   return {
     sockets,
     closed,
-    whenClosed: (wanted) =>
-      closed.length >= wanted ? Promise.resolve() : new Promise((resolve) => waiters.push({ count: wanted, resolve })),
+    whenClosed: (wanted) => (closed.length >= wanted ? Promise.resolve() : new Promise((resolve) => waiters.push({ count: wanted, resolve }))),
     end: () => {
       for (const socket of sockets) socket.destroy();
     },

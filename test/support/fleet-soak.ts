@@ -54,7 +54,19 @@ export async function runFleetSoak(options: FleetSoakOptions): Promise<FleetSoak
     tools: fleetTools,
     fleet: { redis: options.redisUrl, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, noNodeGraceMs: 2_000 },
   });
-  const report: FleetSoakReport = { calls: 0, batches: 0, kills: 0, ok: 0, nodeLost: 0, unavailable: 0, lost: 0, duplicated: 0, startedTwice: [], wrong: [], wallMs: 0 };
+  const report: FleetSoakReport = {
+    calls: 0,
+    batches: 0,
+    kills: 0,
+    ok: 0,
+    nodeLost: 0,
+    unavailable: 0,
+    lost: 0,
+    duplicated: 0,
+    startedTwice: [],
+    wrong: [],
+    wallMs: 0,
+  };
   const outcomes: { id: string; message: ToolResultMessage }[] = [];
   const startedAt = Date.now();
   let remaining = options.calls;

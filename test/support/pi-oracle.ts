@@ -35,9 +35,7 @@ export async function runPiBatch(input: PiBatchInput): Promise<BatchOutcome> {
   const streamFn = () => {
     modelCalls += 1;
     const message =
-      modelCalls === 1
-        ? input.assistantMessage
-        : { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop", timestamp: 0 };
+      modelCalls === 1 ? input.assistantMessage : { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop", timestamp: 0 };
     return fakeStream(message);
   };
   const context = {

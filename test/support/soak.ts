@@ -122,25 +122,26 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const random = createRandom(options.seed);
   const killChannelName = `soak-kill-${process.pid}-${options.seed}`;
   const killer = new BroadcastChannel(killChannelName);
-  const createSoakRuntime = () => createRuntime({
-    tools: [
-      workerTool({ name: "ok", description: "healthy", parameters: anyArgs, module: faults }),
-      // Faults that end by themselves get a generous limit: on a loaded machine a
-      // worker's exit can take long to be seen, and must not pass for a timeout.
-      workerTool({ name: "fault", description: "faulty", parameters: anyArgs, module: faults, timeoutMs: 10_000, maxResultBytes: 50_000 }),
-      workerTool({ name: "runaway", description: "never returns", parameters: anyArgs, module: faults, timeoutMs: 500 }),
-      workerTool({ name: "stubborn", description: "ignores aborts", parameters: anyArgs, module: faults }),
-      workerTool({
-        name: "hog",
-        description: "runs out of memory",
-        parameters: anyArgs,
-        module: faults,
-        resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 },
-      }),
-      workerTool({ name: "broken", description: "cannot load", parameters: anyArgs, module: missing }),
-    ],
-    pool: { maxThreads: 2, abortGraceMs: 200, leftoverGraceMs: 5 },
-  });
+  const createSoakRuntime = () =>
+    createRuntime({
+      tools: [
+        workerTool({ name: "ok", description: "healthy", parameters: anyArgs, module: faults }),
+        // Faults that end by themselves get a generous limit: on a loaded machine a
+        // worker's exit can take long to be seen, and must not pass for a timeout.
+        workerTool({ name: "fault", description: "faulty", parameters: anyArgs, module: faults, timeoutMs: 10_000, maxResultBytes: 50_000 }),
+        workerTool({ name: "runaway", description: "never returns", parameters: anyArgs, module: faults, timeoutMs: 500 }),
+        workerTool({ name: "stubborn", description: "ignores aborts", parameters: anyArgs, module: faults }),
+        workerTool({
+          name: "hog",
+          description: "runs out of memory",
+          parameters: anyArgs,
+          module: faults,
+          resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 },
+        }),
+        workerTool({ name: "broken", description: "cannot load", parameters: anyArgs, module: missing }),
+      ],
+      pool: { maxThreads: 2, abortGraceMs: 200, leftoverGraceMs: 5 },
+    });
   let runtime = createSoakRuntime();
   const freshCounts = () => ({
     calls: 0,
@@ -165,8 +166,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   let nextCall = 0;
   let limit = 0;
 
-  const pickKind = (): CallKind =>
-    random() < options.faultRate ? faultKinds[Math.floor(random() * faultKinds.length)]! : "healthy";
+  const pickKind = (): CallKind => (random() < options.faultRate ? faultKinds[Math.floor(random() * faultKinds.length)]! : "healthy");
 
   const runBatch = async (session: number, batchIndex: number): Promise<void> => {
     const size = 1 + Math.floor(random() * 5);
@@ -245,7 +245,15 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   let phase = "warm-up";
   const inFlight = new Set<string>();
   const describeState = () =>
-    JSON.stringify({ seed: options.seed, phase, nextCall, callsAudited: report.calls, stats: runtime.poolStats, inFlight: [...inFlight], ...runtime.diagnose() });
+    JSON.stringify({
+      seed: options.seed,
+      phase,
+      nextCall,
+      callsAudited: report.calls,
+      stats: runtime.poolStats,
+      inFlight: [...inFlight],
+      ...runtime.diagnose(),
+    });
   const debugTicker = process.env.SOAK_DEBUG ? setInterval(() => console.log(describeState()), 5_000) : undefined;
   const watchdog =
     options.watchdogMs === undefined

@@ -8,12 +8,15 @@ export type { ValidationOutcome };
 /** pi-ai 0.73.1's `validateToolArguments` (what pi's loop calls in its prepare stage). */
 export function validateWithPi(toolName: string, schema: object, args: unknown): ValidationOutcome {
   return outcomeOf(() =>
-    piValidateToolArguments({ name: toolName, description: "", parameters: schema } as never, {
-      type: "toolCall",
-      id: "call",
-      name: toolName,
-      arguments: args,
-    } as never),
+    piValidateToolArguments(
+      { name: toolName, description: "", parameters: schema } as never,
+      {
+        type: "toolCall",
+        id: "call",
+        name: toolName,
+        arguments: args,
+      } as never,
+    ),
   );
 }
 

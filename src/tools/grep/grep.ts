@@ -65,10 +65,7 @@ export interface GrepDetails {
  * @param intervalMs Minimum time between two `true` answers.
  * @param now Clock in milliseconds; defaults to `performance.now()`, read at each call.
  */
-export function createProgressThrottle(
-  intervalMs: number = PROGRESS_INTERVAL_MS,
-  now: () => number = () => performance.now(),
-): () => boolean {
+export function createProgressThrottle(intervalMs: number = PROGRESS_INTERVAL_MS, now: () => number = () => performance.now()): () => boolean {
   let due = now() + intervalMs;
   return () => {
     const t = now();
@@ -111,17 +108,11 @@ export function createProgressThrottle(
 export const execute = createGrepTool(workspaceFromModuleUrl(import.meta.url));
 
 /** `grep`'s execute function confined to `workspace`. */
-export function createGrepTool(
-  workspace: Workspace,
-): (args: GrepArgs, ctx: WorkerToolContext<GrepDetails>) => Promise<AgentToolResult<GrepDetails>> {
+export function createGrepTool(workspace: Workspace): (args: GrepArgs, ctx: WorkerToolContext<GrepDetails>) => Promise<AgentToolResult<GrepDetails>> {
   return (args, ctx) => executeGrep(workspace, args, ctx);
 }
 
-async function executeGrep(
-  workspace: Workspace,
-  args: GrepArgs,
-  ctx: WorkerToolContext<GrepDetails>,
-): Promise<AgentToolResult<GrepDetails>> {
+async function executeGrep(workspace: Workspace, args: GrepArgs, ctx: WorkerToolContext<GrepDetails>): Promise<AgentToolResult<GrepDetails>> {
   const { signal } = ctx;
   signal.throwIfAborted();
 

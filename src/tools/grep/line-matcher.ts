@@ -132,7 +132,7 @@ function safeClassEnd(source: string, at: number): number {
 
 /** The flags of the whole-text scan: `g` to resume at a line, `m` so that `^` and `$` hold at every line break. */
 function scanFlags(flags: string): string {
-  let out = flags.replace(/[gy]/g, "") + "g";
+  let out = `${flags.replace(/[gy]/g, "")}g`;
   if (!out.includes("m")) out += "m";
   return out;
 }

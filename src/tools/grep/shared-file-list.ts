@@ -191,7 +191,9 @@ export class FileListReader {
   update(): void {
     const listedBytes = Atomics.load(this.#control, Slot.bytesListed);
     if (listedBytes <= this.#decoded) return;
-    const names = Buffer.from(this.#paths, this.#decoded, listedBytes - this.#decoded).toString("utf8").split("\0");
+    const names = Buffer.from(this.#paths, this.#decoded, listedBytes - this.#decoded)
+      .toString("utf8")
+      .split("\0");
     // The last piece is what follows the last NUL: nothing.
     for (let i = 0; i < names.length - 1; i++) this.paths.push(names[i]!);
     this.#decoded = listedBytes;

@@ -44,7 +44,13 @@ function warnsOnRequireEsm(version: string): boolean {
  * CommonJS module would run again under `import()`, so that failure is the
  * call's (an ES module's failure would be the same error under `import()`).
  */
-const retryUnderImport = new Set(["ERR_REQUIRE_ASYNC_MODULE", "ERR_REQUIRE_CYCLE_MODULE", "ERR_REQUIRE_ESM", "MODULE_NOT_FOUND", "ERR_UNKNOWN_FILE_EXTENSION"]);
+const retryUnderImport = new Set([
+  "ERR_REQUIRE_ASYNC_MODULE",
+  "ERR_REQUIRE_CYCLE_MODULE",
+  "ERR_REQUIRE_ESM",
+  "MODULE_NOT_FOUND",
+  "ERR_UNKNOWN_FILE_EXTENSION",
+]);
 
 export function importToolModule(url: string): Promise<Record<string, unknown>> {
   if (canRequireEsm && url.startsWith("file:") && !url.includes("?") && !url.includes("#")) {

@@ -95,10 +95,7 @@ function runCall(task: WorkerTask, tool: KnownTool, execute: ToolExecute): unkno
   let isPending: boolean;
   try {
     const ctx = new CallContext(task, call);
-    value =
-      task.traceparent === undefined
-        ? execute(task.args, ctx)
-        : runWithRemoteParent(task.traceparent, () => execute(task.args, ctx));
+    value = task.traceparent === undefined ? execute(task.args, ctx) : runWithRemoteParent(task.traceparent, () => execute(task.args, ctx));
     isPending = isThenable(value);
   } catch (error) {
     return call.finish({ kind: "error", message: describeThrown(error) });
@@ -208,13 +205,28 @@ class CallRun {
     if (outcome.kind !== "ok") {
       reply = { kind: "error", message: outcome.message, updates, runMs };
     } else if (this.#unclonedUpdate !== undefined) {
-      reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${toolName}" sent a partial result that cannot be cloned across threads: ${this.#unclonedUpdate}`, updates, runMs);
+      reply = fault(
+        "TP_ERR_RESULT_NOT_CLONEABLE",
+        `Tool "${toolName}" sent a partial result that cannot be cloned across threads: ${this.#unclonedUpdate}`,
+        updates,
+        runMs,
+      );
     } else {
       const inspection = inspectResult(outcome.result, maxResultBytes);
       if (inspection.uncloneable !== undefined) {
-        reply = fault("TP_ERR_RESULT_NOT_CLONEABLE", `Tool "${toolName}" returned a result that cannot be cloned across threads: ${inspection.uncloneable}`, updates, runMs);
+        reply = fault(
+          "TP_ERR_RESULT_NOT_CLONEABLE",
+          `Tool "${toolName}" returned a result that cannot be cloned across threads: ${inspection.uncloneable}`,
+          updates,
+          runMs,
+        );
       } else if (inspection.isTooLarge) {
-        reply = fault("TP_ERR_RESULT_TOO_LARGE", `Tool "${toolName}" returned ${inspection.bytes} bytes, more than maxResultBytes (${maxResultBytes})`, updates, runMs);
+        reply = fault(
+          "TP_ERR_RESULT_TOO_LARGE",
+          `Tool "${toolName}" returned ${inspection.bytes} bytes, more than maxResultBytes (${maxResultBytes})`,
+          updates,
+          runMs,
+        );
       } else {
         reply = { kind: "ok", result: outcome.result, updates, runMs };
         transferables = inspection.transferables;
@@ -390,9 +402,27 @@ function createCallSignal(): CallSignal {
   };
   const { sync } = callSignal;
   Object.defineProperties(signal, {
-    aborted: { configurable: true, get: () => (sync(), abortedGetter.call(signal) as boolean) },
-    reason: { configurable: true, get: () => (sync(), reasonGetter.call(signal) as unknown) },
-    throwIfAborted: { configurable: true, value: () => (sync(), AbortSignal.prototype.throwIfAborted.call(signal)) },
+    aborted: {
+      configurable: true,
+      get: () => {
+        sync();
+        return abortedGetter.call(signal) as boolean;
+      },
+    },
+    reason: {
+      configurable: true,
+      get: () => {
+        sync();
+        return reasonGetter.call(signal) as unknown;
+      },
+    },
+    throwIfAborted: {
+      configurable: true,
+      value: () => {
+        sync();
+        AbortSignal.prototype.throwIfAborted.call(signal);
+      },
+    },
   });
   return callSignal;
 }
