@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import {
@@ -140,12 +141,24 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
       },
     });
+    // Every call waits for one gate, so the order in which the node starts them is the queue's alone.
+    const gateFile = join(mkdtempSync(join(tmpdir(), "toolpool-fair-")), "gate");
+    const commands = new Redis(redis.url);
+    // BullMQ keeps waiting jobs with a priority in one sorted set per queue.
+    const waitingJobs = async () => {
+      const keys = await commands.keys("*:prioritized");
+      const counts = await Promise.all(keys.map((key) => commands.zcard(key)));
+      return counts.reduce((sum, count) => sum + count, 0);
+    };
     try {
       const run = (id: string, sessionKey: string) =>
-        pool.run({ tool: fleetTools[0]!, toolCallId: id, args: { log, waitMs: 20 }, session: sessionKey });
+        pool.run({ tool: fleetTools[0]!, toolCallId: id, args: { log, gateFile }, session: sessionKey });
       const flood = Array.from({ length: 12 }, (_, index) => run(`a${index}`, "A"));
       await until(() => startsIn(log).size > 0, 15_000, "the flood started");
       const light = [run("b0", "B"), run("b1", "B")];
+      // The first of A's calls holds the node's thread; the 11 others and B's 2 wait in the queue.
+      await until(async () => (await waitingJobs()) === 13, 15_000, "13 calls waiting in the queue");
+      writeFileSync(gateFile, "");
       const outcomes = await Promise.all([...flood, ...light]);
       expect(outcomes.every((outcome) => outcome.kind === "ok")).toBe(true);
       const order = [...startsIn(log).keys()];
@@ -153,6 +166,8 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       expect(order.indexOf("b0")).toBeLessThan(order.indexOf("a4"));
       expect(order.indexOf("b1")).toBeLessThan(order.indexOf("a5"));
     } finally {
+      writeFileSync(gateFile, "");
+      commands.disconnect();
       await pool.close({ force: true });
     }
   });
