@@ -9,7 +9,7 @@ import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } fro
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./option-checks.js";
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
 import { findTooSmallResourceLimit } from "./workers/minimum-resource-limits.js";
-import type { WorkerTool } from "./workers/worker-tool.js";
+import type { WorkerTool } from "./worker-tool.js";
 
 /** Which pi's rules a runtime follows: see {@link RuntimeOptions.pi}. */
 export type PiVersion = "0.73" | "1.6";

@@ -24,7 +24,7 @@ import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./
 import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
 import { WorkerPool } from "./workers/worker-pool.js";
-import type { WorkerTool } from "./workers/worker-tool.js";
+import type { WorkerTool } from "./worker-tool.js";
 
 /** Options of one `executeToolCalls` call. */
 export interface ExecuteOptions {

@@ -6,12 +6,12 @@
  */
 import type { Command } from "commander";
 
-import { builtinTools } from "../index.js";
 import { ndjsonOption, threadsOption, type BatchCliOptions } from "./cli-options.js";
 import { createDemoBatch, describeDemo } from "./demo-batch.js";
 import { executeBatch } from "./execute-batch.js";
 import { processStreams } from "./output-streams.js";
 import { locateRepoRoot } from "./repo-root.js";
+import { runtimeFromFlags } from "./runtime-from-flags.js";
 
 /** Runs the demo batch in parallel mode. */
 export async function runDemo(options: BatchCliOptions): Promise<void> {
@@ -25,10 +25,7 @@ export async function runDemo(options: BatchCliOptions): Promise<void> {
   (isNdjson ? streams.stderr : streams.stdout).write(`${describeDemo(assistantMessage, root, options.threads)}\n`);
   await executeBatch({
     batch: { assistantMessage },
-    tools: builtinTools({ root }),
-    hooks: {},
-    toolExecution: "parallel",
-    ...(options.threads === undefined ? {} : { threads: options.threads }),
+    runtime: await runtimeFromFlags({ tools: [], root, threads: options.threads, mode: "parallel" }),
     isNdjson,
     streams,
   });

@@ -6,10 +6,10 @@
  */
 import { type Command, InvalidArgumentError, Option } from "commander";
 
-import { builtinTools, FleetNode, type PiVersion } from "../index.js";
+import { FleetNode, type PiVersion } from "../index.js";
 import { pi16MinimumNode } from "../options.js";
 import { parseThreads, piOption, toolsOption } from "./cli-options.js";
-import { loadToolModules } from "./load-modules.js";
+import { toolsFromFlags } from "./runtime-from-flags.js";
 import { toInputError, UsageError } from "./usage-error.js";
 
 /** The options of `node`, as commander hands them over. */
@@ -32,7 +32,7 @@ export interface NodeCliOptions {
  */
 export async function serveNode(options: NodeCliOptions): Promise<void> {
   if (!/^rediss?:\/\//.test(options.redis)) throw new UsageError(`--redis: expected a redis:// URL, got "${options.redis}"`);
-  const tools = options.tools.length === 0 ? builtinTools() : await loadToolModules(options.tools);
+  const tools = await toolsFromFlags({ tools: options.tools });
   let stop!: (signal: string) => void;
   const stopped = new Promise<string>((resolve) => (stop = resolve));
   // Listening before the start: a SIGTERM during start-up must also shut down gracefully.

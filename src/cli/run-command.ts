@@ -6,10 +6,8 @@
  */
 import type { Command } from "commander";
 
-import { builtinTools } from "../index.js";
 import {
   allowWriteOption,
-  fleetFromCli,
   fleetOption,
   hooksOption,
   modeOption,
@@ -23,30 +21,13 @@ import {
 } from "./cli-options.js";
 import { executeBatch } from "./execute-batch.js";
 import { loadBatch } from "./load-batch.js";
-import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { processStreams } from "./output-streams.js";
-import { inputErrors } from "./usage-error.js";
+import { runtimeFromFlags } from "./runtime-from-flags.js";
 
 /** Loads the batch and the user modules, then executes the batch. */
 export async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
   const batch = await loadBatch(batchPath);
-  const tools =
-    options.tools.length === 0
-      ? inputErrors(() => builtinTools({ ...(options.root === undefined ? {} : { root: options.root }), allowWrite: options.allowWrite === true }))
-      : await loadToolModules(options.tools);
-  const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
-  const fleet = fleetFromCli(options);
-  await executeBatch({
-    ...(fleet === undefined ? {} : { fleet }),
-    batch,
-    tools,
-    hooks,
-    ...(options.mode === undefined ? {} : { toolExecution: options.mode }),
-    ...(options.pi === undefined ? {} : { pi: options.pi }),
-    ...(options.threads === undefined ? {} : { threads: options.threads }),
-    isNdjson: options.ndjson === true,
-    streams: processStreams(),
-  });
+  await executeBatch({ batch, runtime: await runtimeFromFlags(options), isNdjson: options.ndjson === true, streams: processStreams() });
 }
 
 /** Adds the `run` command to `program`. */

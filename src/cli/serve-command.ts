@@ -10,23 +10,12 @@ import { dirname, resolve } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import { type Command, InvalidArgumentError, Option } from "commander";
 
-import {
-  builtinTools,
-  createRuntime,
-  createServer,
-  type PiVersion,
-  type PoolOptions,
-  type ServerOptions,
-  type ToolDefinition,
-  type ToolExecutionMode,
-  type ToolpoolServer,
-} from "../index.js";
-import { isLoopbackHost } from "../server/server-options.js";
+import { createServer, type PiVersion, type PoolOptions, type ServerOptions, type ToolExecutionMode, type ToolpoolServer } from "../index.js";
+import { isLoopbackHost, serverOptionsSchema } from "../server/server-options.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import {
   allowWriteOption,
   connectionOptions,
-  fleetFromCli,
   fleetOption,
   hooksOption,
   modeOption,
@@ -38,9 +27,8 @@ import {
   type ConnectionCliOptions,
   type FleetCliOptions,
 } from "./cli-options.js";
-import { withCallTimeout } from "./call-timeout.js";
-import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { describeThrown } from "../errors.js";
+import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
 /** The environment variable that may hold the bearer token. */
@@ -65,15 +53,8 @@ export interface ServeCliOptions extends FleetCliOptions, ConnectionCliOptions {
   updateArgs?: boolean;
 }
 
-/**
- * A `--config` file (JSON). Module paths, `root` and `tokenFile` are relative
- * to the file's folder. The command line wins over the file; `TOOLPOOL_TOKEN`
- * wins over the file's token.
- */
-export interface ServeConfig {
-  host?: string;
-  port?: number;
-  token?: string;
+/** What a config file holds beyond `createServer`'s options: the runtime's and the tools' settings. */
+interface ServeRuntimeConfig {
   /** A file holding the token (surrounding whitespace trimmed). */
   tokenFile?: string;
   /** The built-in tools' workspace root. */
@@ -82,23 +63,8 @@ export interface ServeConfig {
   allowWrite?: boolean;
   /** Time limit (ms) of every worker tool that has none of its own; the built-ins' limit. */
   callTimeoutMs?: number;
-  allowedHosts?: string[];
-  allowedOrigins?: string[];
-  maxCallsPerBatch?: number;
-  maxConnections?: number;
-  maxConnectionsPerAddress?: number;
-  headersTimeoutMs?: number;
-  /** Whether SSE `tool_execution_update` frames carry `args`; `--no-update-args` overrides it. */
-  updateArgs?: boolean;
-  maxEventLoopDelayMs?: number;
-  maxHeapUsedBytes?: number;
-  maxRssBytes?: number;
   tools?: string[];
   hooks?: string;
-  maxBodyBytes?: number;
-  requestTimeoutMs?: number;
-  shutdownGraceMs?: number;
-  retryAfterSeconds?: number;
   threads?: number;
   toolExecution?: ToolExecutionMode;
   /** Which pi's rules every batch follows, as the runtime's `pi`; `--pi` overrides it. */
@@ -107,35 +73,37 @@ export interface ServeConfig {
   pool?: PoolOptions;
 }
 
+/**
+ * A `--config` file (JSON): every option of `createServer` (written once, in
+ * `server/server-options.ts`) and the runtime's settings. Module paths,
+ * `root` and `tokenFile` are relative to the file's folder. The command line
+ * wins over the file; `TOOLPOOL_TOKEN` wins over the file's token.
+ */
+export type ServeConfig = ServerOptions & ServeRuntimeConfig;
+
+/** `createServer`'s options, named once: those of its schema. */
+const serverOptionNames = Object.keys(serverOptionsSchema.properties) as (keyof ServerOptions)[];
+
+/** A JSON Schema reduced to its shape (`type`, and the items' type): values are checked by the code that takes them. */
+function shapeOf(schema: { type?: string; items?: { type?: string } }): Record<string, unknown> {
+  return schema.items === undefined ? { type: schema.type } : { type: schema.type, items: { type: schema.items.type } };
+}
+
 // Only the shape is checked here; the values are checked once, by
 // createRuntime and createServer, whose messages name the option.
 const configSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
-    host: { type: "string" },
-    port: { type: "integer" },
-    token: { type: "string" },
+    ...Object.fromEntries(
+      Object.entries(serverOptionsSchema.properties).map(([name, schema]) => [name, shapeOf(schema as { type?: string; items?: { type?: string } })]),
+    ),
     tokenFile: { type: "string" },
     root: { type: "string" },
     allowWrite: { type: "boolean" },
     callTimeoutMs: { type: "integer" },
-    allowedHosts: { type: "array", items: { type: "string" } },
-    allowedOrigins: { type: "array", items: { type: "string" } },
-    maxCallsPerBatch: { type: "integer" },
-    maxConnections: { type: "integer" },
-    maxConnectionsPerAddress: { type: "integer" },
-    headersTimeoutMs: { type: "integer" },
-    updateArgs: { type: "boolean" },
-    maxEventLoopDelayMs: { type: "integer" },
-    maxHeapUsedBytes: { type: "integer" },
-    maxRssBytes: { type: "integer" },
     tools: { type: "array", items: { type: "string" } },
     hooks: { type: "string" },
-    maxBodyBytes: { type: "integer" },
-    requestTimeoutMs: { type: "integer" },
-    shutdownGraceMs: { type: "integer" },
-    retryAfterSeconds: { type: "integer" },
     threads: { type: "integer", minimum: 1 },
     toolExecution: { enum: ["parallel", "sequential"] },
     // Any value: createRuntime checks it, and its message names the choices
@@ -143,7 +111,7 @@ const configSchema = {
     pi: {},
     pool: { type: "object" },
   },
-} as const;
+};
 
 const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(configSchema);
 
@@ -158,36 +126,21 @@ export async function serve(options: ServeCliOptions): Promise<void> {
   // thread (they copy the environment when they start) ever sees the token.
   const serverOptions = await resolveServerCliOptions(options, config);
   delete process.env[TOKEN_ENV];
-  const toolPaths = options.tools.length > 0 ? options.tools : (config.tools ?? []);
-  const callTimeoutMs = options.callTimeout ?? config.callTimeoutMs;
-  const root = options.root ?? config.root;
-  const tools: ToolDefinition[] =
-    toolPaths.length === 0
-      ? inputErrors(() =>
-          builtinTools({
-            ...(root === undefined ? {} : { root }),
-            allowWrite: options.allowWrite ?? config.allowWrite ?? false,
-            ...(callTimeoutMs === undefined ? {} : { timeoutMs: callTimeoutMs }),
-          }),
-        )
-      : withCallTimeout(await loadToolModules(toolPaths), callTimeoutMs);
-  const hooksPath = options.hooks ?? config.hooks;
-  const hooks = hooksPath === undefined ? {} : await loadHooksModule(hooksPath);
-  const threads = options.threads ?? config.threads;
-  const toolExecution = options.mode ?? config.toolExecution;
-  const pi = options.pi ?? config.pi;
-  const pool: PoolOptions = { ...config.pool, ...(threads === undefined ? {} : { maxThreads: threads, minThreads: threads }) };
-  const fleet = fleetFromCli(options);
-
-  const runtime = inputErrors(() =>
-    createRuntime({
-      tools,
-      ...hooks,
-      ...(toolExecution === undefined ? {} : { toolExecution }),
-      ...(pi === undefined ? {} : { pi }),
-      pool,
-      ...(fleet === undefined ? {} : { fleet }),
-    }),
+  // The command line wins over the config file.
+  const runtime = await runtimeFromFlags(
+    {
+      tools: options.tools.length > 0 ? options.tools : (config.tools ?? []),
+      root: options.root ?? config.root,
+      allowWrite: options.allowWrite ?? config.allowWrite,
+      callTimeout: options.callTimeout ?? config.callTimeoutMs,
+      hooks: options.hooks ?? config.hooks,
+      threads: options.threads ?? config.threads,
+      mode: options.mode ?? config.toolExecution,
+      pi: options.pi ?? config.pi,
+      fleet: options.fleet,
+      remote: options.remote,
+    },
+    config.pool,
   );
   let server: ToolpoolServer;
   try {
@@ -263,25 +216,18 @@ async function resolveServerCliOptions(options: ServeCliOptions, config: ServeCo
   if (host !== undefined && token === undefined && !isLoopbackHost(host)) {
     throw new UsageError(`--host ${host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
   }
-  const picked: ServerOptions = {
+  // The flags that override a server option of the file.
+  const fromFlags: ServerOptions = {
     host,
-    port: options.port ?? config.port,
+    port: options.port,
     token,
-    maxBodyBytes: options.maxBody ?? config.maxBodyBytes,
-    requestTimeoutMs: config.requestTimeoutMs,
-    shutdownGraceMs: config.shutdownGraceMs,
-    retryAfterSeconds: config.retryAfterSeconds,
-    allowedHosts: config.allowedHosts,
-    allowedOrigins: config.allowedOrigins,
-    maxCallsPerBatch: config.maxCallsPerBatch,
-    maxConnections: options.maxConnections ?? config.maxConnections,
-    maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? config.maxConnectionsPerAddress,
-    headersTimeoutMs: options.headersTimeout ?? config.headersTimeoutMs,
-    updateArgs: options.updateArgs ?? config.updateArgs,
-    maxEventLoopDelayMs: config.maxEventLoopDelayMs,
-    maxHeapUsedBytes: config.maxHeapUsedBytes,
-    maxRssBytes: config.maxRssBytes,
+    maxBodyBytes: options.maxBody,
+    maxConnections: options.maxConnections,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress,
+    headersTimeoutMs: options.headersTimeout,
+    updateArgs: options.updateArgs,
   };
+  const picked = Object.fromEntries(serverOptionNames.map((name) => [name, name === "token" ? token : (fromFlags[name] ?? config[name])]));
   return Object.fromEntries(Object.entries(picked).filter(([, value]) => value !== undefined)) as ServerOptions;
 }
 

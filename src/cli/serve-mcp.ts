@@ -10,19 +10,17 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 
-import { builtinTools, createRuntime, type PoolOptions, type Runtime } from "../index.js";
+import type { Runtime } from "../index.js";
 import { McpCallGate } from "../mcp/mcp-call-gate.js";
 import { McpHttpServer } from "../mcp/mcp-http-server.js";
 import { createMcpServer, type McpServerOptions } from "../mcp/mcp-server.js";
 import { builtinToolAnnotations } from "../mcp/mcp-tools.js";
 import { isLoopbackHost } from "../server/server-options.js";
-import { withCallTimeout } from "./call-timeout.js";
-import { fleetFromCli } from "./cli-options.js";
 import { callGateOptions, checkHttpOnlyLimits, sessionLimits } from "./mcp-limit-options.js";
 import type { McpCliOptions } from "./mcp-command.js";
-import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { readPackageVersion } from "./package-version.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
+import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
 /** Largest MCP message read from standard input, in bytes. */
@@ -33,35 +31,13 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
   checkHttpOnlyLimits(options, options.http !== undefined);
   const isBuiltin = options.tools.length === 0;
   const allowWrite = options.allowWrite === true;
-  const { callTimeout } = options;
-  const tools = isBuiltin
-    ? inputErrors(() =>
-        builtinTools({
-          ...(options.root === undefined ? {} : { root: options.root }),
-          allowWrite,
-          ...(callTimeout === undefined ? {} : { timeoutMs: callTimeout }),
-        }),
-      )
-    : withCallTimeout(await loadToolModules(options.tools), callTimeout);
-  const fleet = fleetFromCli(options);
-  const hooks = options.hooks === undefined ? {} : await loadHooksModule(options.hooks);
-  const pool: PoolOptions = options.threads === undefined ? {} : { maxThreads: options.threads, minThreads: options.threads };
   const token = await readBearerToken({ token: options.token, tokenFile: options.tokenFile });
   // Read, then removed: no worker thread (they copy the environment) ever sees it.
   delete process.env[TOKEN_ENV];
   if (options.http !== undefined && token === undefined && !isLoopbackHost(options.http.host)) {
     throw new UsageError(`--http ${options.http.host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
   }
-  const runtime: Runtime = inputErrors(() =>
-    createRuntime({
-      tools,
-      ...hooks,
-      pool,
-      ...(options.mode === undefined ? {} : { toolExecution: options.mode }),
-      ...(options.pi === undefined ? {} : { pi: options.pi }),
-      ...(fleet === undefined ? {} : { fleet }),
-    }),
-  );
+  const runtime: Runtime = await runtimeFromFlags(options);
   const log = (line: string) => void process.stderr.write(`toolpool mcp: ${line}\n`);
   const serverOptions: McpServerOptions = {
     version: readPackageVersion(),

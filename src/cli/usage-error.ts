@@ -57,11 +57,13 @@ export function inputErrors<T>(create: () => T): T {
 }
 
 /**
- * A `TP_ERR_INVALID_OPTION` or `TP_ERR_INVALID_TOOL` error as a
+ * A `TP_ERR_INVALID_OPTION`, `TP_ERR_INVALID_TOOL` or `TP_ERR_INVALID_BATCH` error as a
  * {@link UsageError} with its message; any other thrown value unchanged.
  * For errors that arrive as rejections (see {@link inputErrors}).
  */
 export function toInputError(error: unknown): unknown {
-  const isInputError = error instanceof ToolpoolError && (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL");
+  const isInputError =
+    error instanceof ToolpoolError &&
+    (error.code === "TP_ERR_INVALID_OPTION" || error.code === "TP_ERR_INVALID_TOOL" || error.code === "TP_ERR_INVALID_BATCH");
   return isInputError ? new UsageError(error.message, { cause: error }) : error;
 }

@@ -15,7 +15,7 @@ import type { AfterToolCallHook, AgentToolResult, BatchOutcome, ToolCall, ToolEx
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
 import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
 import type { CallTiming, ToolCallPool, WorkerCallOutcome } from "../workers/pool-contract.js";
-import type { WorkerTool } from "../workers/worker-tool.js";
+import type { WorkerTool } from "../worker-tool.js";
 import { Mailbox } from "./mailbox.js";
 import { UpdateDeliveries } from "./update-deliveries.js";
 import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./maybe-async.js";

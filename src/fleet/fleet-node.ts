@@ -10,7 +10,7 @@ import { resolveRuntimeOptions, type PiVersion, type PoolOptions, type ToolDefin
 import type { AgentToolResult } from "../types.js";
 import type { WorkerCallOutcome } from "../workers/pool-contract.js";
 import { WorkerPool } from "../workers/worker-pool.js";
-import { isWorkerTool, type WorkerTool } from "../workers/worker-tool.js";
+import { isWorkerTool, type WorkerTool } from "../worker-tool.js";
 import {
   decodeJobArgs,
   encodeEnd,

@@ -17,7 +17,7 @@ import { createDeferred, type Deferred } from "../deferred.js";
 import { describeThrown, outcomeTexts } from "../errors.js";
 import type { PiVersion } from "../options.js";
 import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/pool-contract.js";
-import type { WorkerTool } from "../workers/worker-tool.js";
+import type { WorkerTool } from "../worker-tool.js";
 import type { ResolvedFleetOptions } from "./fleet-options.js";
 import { AbortAnnouncer } from "./abort-announcer.js";
 import { CallWatchdog } from "./call-watchdog.js";
@@ -41,6 +41,13 @@ import { ReplyStream } from "./reply-stream.js";
 import { describeToolset, type Toolset } from "./toolset.js";
 
 /** How one remote call ended, for metrics. */
+/**
+ * The `failedReason` texts by which BullMQ (pinned: see
+ * test/pinned-dependencies.test.ts) fails a job whose node was lost: "job
+ * stalled more than allowable limit", "job started more than allowable limit".
+ */
+export const lostNodeReason = /stalled|attempts started|started more than allowable/i;
+
 export interface RemoteCallRecord {
   tool: string;
   /** `ok`, `error` (the tool's own failure), or the fault's code in lower case (`tp_err_node_lost`). */
@@ -488,8 +495,7 @@ export class RemotePool implements ToolCallPool {
   #onFailed(jobId: string, failedReason: string): void {
     const call = this.#calls.get(jobId);
     if (call === undefined || call.isSettled) return;
-    // BullMQ 6.7: "job stalled more than allowable limit", "job started more than allowable limit".
-    const isLost = /stalled|attempts started|started more than allowable/i.test(failedReason);
+    const isLost = lostNodeReason.test(failedReason);
     void this.#unlessAnswered(call, () => (isLost ? this.#onNodeLost(call) : this.#settle(call, nodeFailed(call.request.tool.name, failedReason))));
   }
 

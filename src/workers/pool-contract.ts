@@ -7,7 +7,7 @@
  */
 import type { ErrorCode } from "../errors.js";
 import type { AgentToolResult } from "../types.js";
-import type { WorkerTool } from "./worker-tool.js";
+import type { WorkerTool } from "../worker-tool.js";
 
 /** One worker call as the coordinator hands it to the pool. */
 export interface WorkerCallRequest {
