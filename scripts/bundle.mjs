@@ -4,9 +4,10 @@
  * - dist/vendor/typebox.cjs: the parts of TypeBox that argument validation
  *   uses (`Compile`, `Value`) as one CommonJS file, and
  *   dist/vendor/typebox.cjs.v8cache, V8's code cache of it. TypeBox ships as
- *   ~680 small ES modules, which took ~400 ms to load on the first validator
- *   compile (so on every `createRuntime`); the bundle parses in ~15 ms, ~6 ms
- *   with the cache (src/coordinator/typebox-bundle.ts loads both). The cache
+ *   hundreds of small ES modules, slow to load on the first validator
+ *   compile (so on every `createRuntime`); one file parses far faster, and
+ *   faster still with the cache (src/coordinator/typebox-bundle.ts loads
+ *   both; the README's "Cold start" has the figures). The cache
  *   is made after compiling a validator, so that the functions a first
  *   compile runs are in it; V8 rejects a cache made by another version or
  *   with other flags, and toolpool then compiles the bundle as usual. The
@@ -14,13 +15,12 @@
  *   minified.
  * - dist/workers/thread/worker-entry.cjs: the worker entry with the few toolpool
  *   modules it imports, as one CommonJS file, because every worker thread
- *   loads it before its first call (measured in a fresh worker: 7.6 ms as 8
- *   ES modules, 4.9 ms as one, 2.1 ms as one CommonJS file, which Piscina's
- *   worker loop `require`s without the ES module loader). Packages stay
+ *   loads it before its first call, and one CommonJS file loads fastest
+ *   (Piscina's worker loop `require`s it without the ES module loader). Packages stay
  *   outside it. The pool starts its workers on this file.
  * - dist/index.js, the package entry: toolpool's own modules on the import
  *   path as one file, in place of tsc's index.js, because `import("toolpool")`
- *   loaded 57 of them (measured: ~80 ms as modules, ~47 ms as one file).
+ *   loaded dozens of them, which takes far longer as modules than as one file.
  *   Packages stay outside; so do the files toolpool loads by URL or path (the
  *   worker entry, the built-in tools, dist/validators/, dist/vendor/). Every
  *   other file of dist/ stays as tsc wrote it, with its .d.ts, for the CLI,
@@ -59,7 +59,7 @@ try {
   await rm(entry, { force: true });
 }
 // ASCII only, so that toolpool reads it as latin1, without decoding UTF-8
-// (~2 ms of a first compile): the few other characters (in string literals)
+// (a cost on every first compile): the few other characters (in string literals)
 // become \u escapes, which mean the same there, in comments and in regexes.
 const typeboxSource = await readFile(path("vendor/typebox.cjs"), "utf8");
 // Not so in a template literal (String.raw would keep the escape as text): refuse rather than guess.

@@ -2,9 +2,9 @@
  * The "Received arguments" part of a validation error, bounded.
  *
  * pi shows `JSON.stringify(args, null, 2)`. Its indentation grows with depth,
- * so a 9 KB body nested a few thousand levels deep becomes megabytes of text
- * (measured: 4.5 MB, and a 1 MiB body stalled the event loop ~11 s) that
- * then travels in the result, in events and over the wire. Up to
+ * so a body of a few KB nested a few thousand levels deep becomes megabytes
+ * of text (and a larger one blocks the event loop for seconds) that then
+ * travels in the result, in events and over the wire. Up to
  * {@link maxReceivedArgumentsBytes} the text is pi's, byte for byte; past it,
  * it is cut there and ends with `… (truncated)` — a deliberate difference
  * from pi. The text is produced piece by piece and production stops at the

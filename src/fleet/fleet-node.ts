@@ -280,7 +280,7 @@ export class FleetNode {
     const jobId = job.id!;
     const tool = this.#tools.get(data.tool);
     let outcome: WorkerCallOutcome;
-    if (data.v !== fleetProtocolVersion || tool === undefined || this.#toolset.fingerprints.get(data.tool) !== data.fp) {
+    if (data.v !== fleetProtocolVersion || tool === undefined || this.#toolset.fingerprints.get(data.tool) !== data.fingerprint) {
       outcome = {
         kind: "error",
         code: "TP_ERR_TOOL_MISMATCH",

@@ -16,7 +16,7 @@ export interface RemoteJobData {
   v: number;
   tool: string;
   /** The coordinator's fingerprint of the tool; a node answers another with `TP_ERR_TOOL_MISMATCH`. */
-  fp: string;
+  fingerprint: string;
   /** base64 of `v8.serialize(validatedArgs)`. */
   args: string;
   toolCallId: string;

@@ -301,7 +301,7 @@ export class RemotePool implements ToolCallPool {
     try {
       const data = encodeJobData({
         tool: request.tool.name,
-        fp: this.#toolset.fingerprints.get(request.tool.name)!,
+        fingerprint: this.#toolset.fingerprints.get(request.tool.name)!,
         args: request.args,
         toolCallId: request.toolCallId,
         replyTo: this.#replyKey,

@@ -1,8 +1,8 @@
 /**
  * The HTTP stack, loaded on first use. Importing toolpool must not cost what
- * Fastify and prom-client take to load (about 85 ms, measured: the package
- * index took 170 ms to import with them, 85 ms without), since most users of
- * the runtime never start a server. Both are CommonJS, so a synchronous
+ * Fastify and prom-client take to load (about as long as the rest of the
+ * package: see the README's "Cold start"), since most users of the runtime
+ * never start a server. Both are CommonJS, so a synchronous
  * `require` keeps `createServer` synchronous.
  */
 import { createRequire } from "node:module";

@@ -9,8 +9,8 @@
 
 // Synchronous file calls on purpose: a worker runs one call at a time, so
 // blocking it costs nothing, while the promise API would queue each read on
-// libuv's small thread pool, shared by the whole process (measured: workers
-// then sat idle 35–42% of a busy run).
+// libuv's small thread pool, shared by the whole process (workers would then
+// sit idle, waiting for it, through much of a busy run).
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchOptionsAbortable } from "diff";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { quotePath } from "./quote-path.js";

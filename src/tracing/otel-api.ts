@@ -65,8 +65,8 @@ const otelGlobalKey = Symbol.for("opentelemetry.js.api.1");
 /**
  * Whether the application registered a tracer provider or a context manager
  * with `@opentelemetry/api`, read without loading the API: until it does, a
- * batch would make only non-recording spans, so toolpool does not load the
- * API (~5 ms) for them.
+ * batch would make only non-recording spans, so toolpool does not pay for
+ * loading the API for them.
  */
 export function isOtelRegistered(): boolean {
   const registered = (globalThis as Record<symbol, { trace?: unknown; context?: unknown } | undefined>)[otelGlobalKey];
