@@ -1,5 +1,3 @@
-import { performance } from "node:perf_hooks";
-
 import type { Redis } from "ioredis";
 
 /** How long an abort key lives in Redis; an announcement still pending after this long is dropped. */
@@ -25,9 +23,12 @@ export class AbortAnnouncer {
   readonly #cancelChannel: string;
   readonly #pending = new Map<string, Announcement>();
   #commands: Redis | undefined;
+  readonly #now: () => number;
 
-  constructor(cancelChannel: string) {
+  /** @param now The coordinator's clock. */
+  constructor(cancelChannel: string, now: () => number) {
     this.#cancelChannel = cancelChannel;
+    this.#now = now;
   }
 
   /** Announcements Redis has not taken yet. */
@@ -44,14 +45,14 @@ export class AbortAnnouncer {
   /** Announces `key`; `onAnnounced` runs once Redis took it. */
   announce(key: string, onAnnounced: () => void): void {
     if (this.#pending.has(key)) return;
-    const announcement: Announcement = { key, since: performance.now(), onAnnounced, isSending: false };
+    const announcement: Announcement = { key, since: this.#now(), onAnnounced, isSending: false };
     this.#pending.set(key, announcement);
     this.#send(announcement);
   }
 
   /** Sends every pending announcement again. */
   retry(): void {
-    const now = performance.now();
+    const now = this.#now();
     for (const announcement of this.#pending.values()) {
       if (now - announcement.since > abortKeyTtlMs) this.#pending.delete(announcement.key);
       else this.#send(announcement);

@@ -1,9 +1,7 @@
-import { performance } from "node:perf_hooks";
-
 /** What the watchdog reads of a remote call. */
 export interface WatchedCall {
   readonly jobId: string;
-  /** `performance.now()` when it was submitted. */
+  /** The clock's time when it was submitted. */
   readonly sentAt: number;
   readonly isAdded: boolean;
   readonly isSettled: boolean;
@@ -20,11 +18,13 @@ const goneStates = new Set(["unknown", "failed", "completed"]);
  */
 export class CallWatchdog<Call extends WatchedCall> {
   readonly #limitMs: number;
+  readonly #now: () => number;
   readonly #missingPasses = new WeakMap<Call, number>();
   #isWatching = false;
 
-  constructor(settings: { lockDurationMs: number; stalledIntervalMs: number }) {
+  constructor(settings: { lockDurationMs: number; stalledIntervalMs: number }, now: () => number) {
     this.#limitMs = settings.lockDurationMs + 2 * settings.stalledIntervalMs;
+    this.#now = now;
   }
 
   /** Looks at each call's job once; `onLost` gets those found gone twice in a row. */
@@ -32,7 +32,7 @@ export class CallWatchdog<Call extends WatchedCall> {
     if (this.#isWatching) return;
     this.#isWatching = true;
     try {
-      const now = performance.now();
+      const now = this.#now();
       for (const call of [...calls]) {
         if (call.isSettled || !call.isAdded || now - call.sentAt < this.#limitMs) continue;
         const state = await queue.getJobState(call.jobId).catch(() => "error");

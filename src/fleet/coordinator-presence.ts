@@ -1,5 +1,7 @@
 import type { Redis } from "ioredis";
 
+import { type Clock, every, type Repeating } from "../clock.js";
+
 /**
  * A coordinator's sign of life in Redis: a key that expires unless renewed.
  * Every job carries the key's name; a node starts no call whose coordinator's
@@ -15,10 +17,12 @@ export class CoordinatorPresence {
   readonly #ttlMs: number;
   readonly #renewEveryMs: number;
   #commands: Redis | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  #renewal: Repeating | undefined;
+  readonly #clock: Clock;
 
-  constructor(key: string, settings: { lockDurationMs: number; stalledIntervalMs: number }) {
+  constructor(key: string, settings: { lockDurationMs: number; stalledIntervalMs: number }, clock: Clock) {
     this.key = key;
+    this.#clock = clock;
     this.#ttlMs = settings.lockDurationMs + 2 * settings.stalledIntervalMs;
     this.#renewEveryMs = Math.max(50, Math.floor(settings.lockDurationMs / 3));
   }
@@ -26,8 +30,7 @@ export class CoordinatorPresence {
   /** Sets the key now and renews it until {@link end}. Resolves once set (rejects if Redis refused). */
   start(commands: Redis): Promise<void> {
     this.#commands = commands;
-    this.#timer ??= setInterval(() => void this.renew().catch(() => {}), this.#renewEveryMs);
-    this.#timer.unref();
+    this.#renewal ??= every(this.#clock, this.#renewEveryMs, () => void this.renew().catch(() => {}));
     return this.renew();
   }
 
@@ -41,7 +44,7 @@ export class CoordinatorPresence {
    * stop the calls of this coordinator that still run.
    */
   async end(cancelChannel: string): Promise<void> {
-    clearInterval(this.#timer);
+    this.#renewal?.stop();
     await this.#commands?.multi().del(this.key).publish(cancelChannel, this.key).exec();
   }
 }

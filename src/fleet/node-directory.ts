@@ -1,5 +1,3 @@
-import { performance } from "node:perf_hooks";
-
 import type { Redis } from "ioredis";
 
 import type { PiVersion } from "../options.js";
@@ -25,9 +23,13 @@ export class NodeDirectory {
   #noNodeSince: number | undefined;
   #otherTools = new Map<string, OtherToolset>();
 
-  constructor(keys: FleetKeys, toolsetHash: string) {
+  readonly #now: () => number;
+
+  /** @param now The coordinator's clock. */
+  constructor(keys: FleetKeys, toolsetHash: string, now: () => number) {
     this.#keys = keys;
     this.#toolsetHash = toolsetHash;
+    this.#now = now;
   }
 
   /** Live nodes serving the toolset, at the last look. */
@@ -42,7 +44,7 @@ export class NodeDirectory {
 
   /** Milliseconds since the last look found no node for the toolset; 0 while one serves it. */
   get unservedForMs(): number {
-    return this.#noNodeSince === undefined ? 0 : performance.now() - this.#noNodeSince;
+    return this.#noNodeSince === undefined ? 0 : this.#now() - this.#noNodeSince;
   }
 
   /** The toolset (and pi) of other nodes serving a tool of this name, if any. */
@@ -74,6 +76,6 @@ export class NodeDirectory {
     this.#threads = threads;
     this.#otherTools = otherTools;
     if (nodes > 0) this.#noNodeSince = undefined;
-    else this.#noNodeSince ??= performance.now();
+    else this.#noNodeSince ??= this.#now();
   }
 }

@@ -10,9 +10,8 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
-import { performance } from "node:perf_hooks";
 
-import type { Clock } from "../clock.js";
+import { type Clock, every, type Repeating } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
 import { describeThrown, outcomeTexts } from "../errors.js";
 import type { PiVersion } from "../options.js";
@@ -148,7 +147,7 @@ export class RemotePool implements ToolCallPool {
   #clients: CoordinatorClients | undefined;
   /** Why the last start failed other than by Redis not answering (the fleet's libraries did not load). */
   #startError: string | undefined;
-  #timers: NodeJS.Timeout[] = [];
+  #timers: Repeating[] = [];
   #isRedisUp = false;
   #redisLostTimer: unknown;
   readonly #directory: NodeDirectory;
@@ -182,10 +181,11 @@ export class RemotePool implements ToolCallPool {
     this.#keys = new FleetKeys(options.prefix);
     this.#queueName = FleetKeys.queueName(this.#toolset.hash);
     this.#replyKey = this.#keys.reply(this.#coordinatorId);
-    this.#directory = new NodeDirectory(this.#keys, this.#toolset.hash);
-    this.#presence = new CoordinatorPresence(this.#keys.presence(this.#coordinatorId), options);
-    this.#announcer = new AbortAnnouncer(this.#keys.cancelChannel);
-    this.#watchdog = new CallWatchdog(options);
+    const now = () => this.#clock.now();
+    this.#directory = new NodeDirectory(this.#keys, this.#toolset.hash, now);
+    this.#presence = new CoordinatorPresence(this.#keys.presence(this.#coordinatorId), options, this.#clock);
+    this.#announcer = new AbortAnnouncer(this.#keys.cancelChannel, now);
+    this.#watchdog = new CallWatchdog(options, now);
     this.#replies = new ReplyStream({
       key: this.#replyKey,
       onEntry: (entry) => this.#onReply(entry),
@@ -284,7 +284,7 @@ export class RemotePool implements ToolCallPool {
       resolve: resolveCall,
       group,
       sessionKey,
-      sentAt: performance.now(),
+      sentAt: this.#clock.now(),
       retriesLeft,
       startsAborted,
       isAdded: false,
@@ -424,12 +424,10 @@ export class RemotePool implements ToolCallPool {
       isDone: () => this.#isClosed && this.#calls.size === 0,
       isStopped: () => this.#shutdown !== undefined,
     });
-    const every = (ms: number, task: () => void) => {
-      const timer = setInterval(task, ms);
-      timer.unref();
-      this.#timers.push(timer);
+    const repeat = (ms: number, task: () => void) => {
+      this.#timers.push(every(this.#clock, ms, task));
     };
-    every(
+    repeat(
       Math.min(1_000, this.#options.stalledIntervalMs),
       () =>
         void this.#lookAtNodes().then(
@@ -437,7 +435,7 @@ export class RemotePool implements ToolCallPool {
           () => {},
         ),
     );
-    every(this.#options.stalledIntervalMs, () => {
+    repeat(this.#options.stalledIntervalMs, () => {
       this.#announcer.retry();
       const queue = this.#clients?.queue;
       if (queue !== undefined && this.#isRedisUp) {
@@ -446,7 +444,7 @@ export class RemotePool implements ToolCallPool {
     });
     // A Redis that stops answering without closing the connection: a PING that
     // times out counts as lost, and the connection is made anew.
-    every(this.#options.redisTimeoutMs, () => {
+    repeat(this.#options.redisTimeoutMs, () => {
       if (!this.#isRedisUp) return;
       clients.commands.ping().catch(() => {
         this.#onRedisLost();
@@ -479,7 +477,7 @@ export class RemotePool implements ToolCallPool {
       call.request.onUpdate?.(entry.partial as never);
       return;
     }
-    const overhead = (performance.now() - call.sentAt - entry.executionMs) / 1_000;
+    const overhead = (this.#clock.now() - call.sentAt - entry.executionMs) / 1_000;
     this.#settle(call, entry.outcome, Math.max(0, overhead));
   }
 
@@ -500,7 +498,7 @@ export class RemotePool implements ToolCallPool {
   }
 
   #onNodeLost(call: RemoteCall): void {
-    const lost = nodeLost(call.request.tool.name, performance.now() - call.sentAt);
+    const lost = nodeLost(call.request.tool.name, this.#clock.now() - call.sentAt);
     if (call.retriesLeft > 0 && !this.#isClosed && call.group?.isAborted !== true) {
       // Idempotent: running it again is harmless. Partials of the lost attempt stay delivered.
       this.#forget(call);
@@ -575,7 +573,7 @@ export class RemotePool implements ToolCallPool {
   async #stop(): Promise<void> {
     // A start still under way adds its timers when it ends: clear them after it.
     if (this.#started !== undefined) await this.#started;
-    for (const timer of this.#timers) clearInterval(timer);
+    for (const timer of this.#timers) timer.stop();
     if (this.#redisLostTimer !== undefined) this.#clock.clearTimeout(this.#redisLostTimer);
     if (this.#clients !== undefined) {
       await withTimeout(this.#presence.end(this.#keys.cancelChannel), this.#options.redisTimeoutMs).catch(() => {});
