@@ -30,8 +30,8 @@
  * URL (relative to the bundle), so that what it finds by a relative path is
  * where it was.
  */
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { basename, relative, sep } from "node:path";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, join, relative, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { build } from "rolldown";
@@ -122,4 +122,54 @@ async function bundle(file, output = file, format = "esm") {
 }
 
 await bundle("workers/thread/worker-entry.js", "workers/thread/worker-entry.cjs", "cjs");
-await bundle("index.js");
+
+/**
+ * The three entries a process may load (the package, `toolpool/mcp`, the
+ * CLI) built together, so that each of toolpool's modules is in exactly one
+ * file whichever entries load: rolldown puts what they share in chunks. All
+ * of it lands in dist/ itself (dist/index.js in the place of tsc's, the two
+ * others as `entry-*.js`, the chunks as `chunk-*.js`), so that a module's
+ * rewritten `import.meta.url` (relative to dist/) holds wherever its code
+ * ended up; dist/mcp/index.js and dist/cli/main.js become one-line files that
+ * load their entry.
+ */
+async function bundleEntries(entries) {
+  const staging = path("bundle-staging/");
+  await rm(staging, { recursive: true, force: true });
+  await build({
+    cwd: root,
+    input: Object.fromEntries(entries.map(({ name, file }) => [name, path(file)])),
+    platform: "node",
+    logLevel: "warn",
+    // Packages load as they are (only toolpool's own modules go in).
+    external: (id) => !id.startsWith(".") && !id.startsWith("/"),
+    plugins: [
+      {
+        name: "own-import-meta-url",
+        transform(code, id) {
+          if (!code.includes("import.meta.url")) return null;
+          const own = relative(fileURLToPath(dist), id).split(sep).join("/");
+          return { code: code.replaceAll("import.meta.url", `new URL(${JSON.stringify(`./${own}`)}, import.meta.url).href`), map: null };
+        },
+      },
+    ],
+    // Strict, as the ES modules bundled were.
+    output: { dir: staging, format: "esm", sourcemap: true, strict: true, entryFileNames: "[name].js", chunkFileNames: "chunk-[hash].js" },
+  });
+  // A build's chunks replace the last build's (their names hold a hash of their content).
+  for (const file of await readdir(dist)) if (/^(chunk|entry)-.*\.js(\.map)?$/.test(file)) await rm(path(file));
+  for (const file of await readdir(staging)) await rename(join(staging, file), path(file));
+  await rm(staging, { recursive: true, force: true });
+  for (const { name, file, prefix = "" } of entries) {
+    if (`${name}.js` === file) continue;
+    const fromFile = relative(dirname(path(file)), path(`${name}.js`)).split(sep).join("/");
+    await writeFile(path(file), `${prefix}export * from ${JSON.stringify(fromFile.startsWith(".") ? fromFile : `./${fromFile}`)};\n`);
+    await rm(`${path(file)}.map`, { force: true });
+  }
+}
+
+await bundleEntries([
+  { name: "index", file: "index.js" },
+  { name: "entry-mcp", file: "mcp/index.js" },
+  { name: "entry-cli", file: "cli/main.js", prefix: "#!/usr/bin/env node\n" },
+]);

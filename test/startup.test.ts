@@ -9,7 +9,7 @@
  * hooks, CommonJS files through require.cache.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -40,7 +40,7 @@ const notOnImport = [
 
 /**
  * Ceilings, a little above today's counts: on import, toolpool's own code is
- * one file (the bundled dist/index.js) of 18; after a first batch, 22 (the
+ * dist/index.js and the chunks it shares with the other entries; after a first batch, 22 (the
  * runtime's two compiled validators and ajv's `equal` helper). Raise them
  * only with the bench figure that shows the new files are worth their load.
  */
@@ -71,6 +71,10 @@ function packageOf(file: string): string | undefined {
   return match?.[1];
 }
 
+const distUrl = new URL("../dist/", import.meta.url).href;
+/** The files the build bundles toolpool's modules into: the three entries' code and their shared chunks. */
+const isBundleFile = (file: string): boolean => file === "index.js" || /^(entry|chunk)-[^/]+\.js$/.test(file);
+
 const packagesOf = (files: string[]): Set<string> => new Set(files.map(packageOf).filter((name) => name !== undefined));
 
 describe("cold start", () => {
@@ -79,8 +83,9 @@ describe("cold start", () => {
     const packages = packagesOf(files);
     expect([...packages].sort()).toEqual(["eventemitter3", "piscina"]);
     for (const name of notOnImport) expect(packages.has(name), name).toBe(false);
-    const own = files.filter((file) => packageOf(file) === undefined);
-    expect(own).toEqual([new URL("../dist/index.js", import.meta.url).href]);
+    const own = files.filter((file) => packageOf(file) === undefined).map((file) => file.slice(distUrl.length));
+    expect(own[0]).toBe("index.js");
+    expect(own.filter((file) => !isBundleFile(file))).toEqual([]);
     expect(files.length).toBeLessThanOrEqual(budget.filesOnImport);
   });
 
@@ -97,6 +102,23 @@ describe("cold start", () => {
     expect(workerFiles.some((file) => file.endsWith("/piscina/dist/worker.js"))).toBe(true);
     expect(workerFiles.some((file) => file.endsWith("/dist/workers/thread/worker-entry.cjs"))).toBe(true);
     expect(workerFiles.filter((file) => file.includes("/piscina/dist/") && !/\/(worker|symbols|common)\.js$/.test(file))).toEqual([]);
+  });
+
+  it("one copy of each module: toolpool and toolpool/mcp share their modules, and no entry reaches a module outside the bundle", async () => {
+    const { files } = await listModules(new URL("both-entries.mjs", fixtures).href);
+    const own = files.filter((file) => packageOf(file) === undefined).map((file) => file.slice(distUrl.length));
+    expect(own.filter((file) => !isBundleFile(file)).sort()).toEqual(["mcp/index.js"]);
+    expect(new Set(own).size).toBe(own.length);
+    // What the three entries (the CLI's too) import of toolpool's own: bundle files only, so no module loads twice.
+    const dist = fileURLToPath(distUrl);
+    const bundleFiles = readdirSync(dist).filter(isBundleFile);
+    expect(bundleFiles.filter((file) => file.startsWith("entry-")).sort()).toEqual(["entry-cli.js", "entry-mcp.js"]);
+    for (const file of bundleFiles) {
+      const code = readFileSync(join(dist, file), "utf8");
+      const relativeImports = [...code.matchAll(/(?:from|import)\s*\(?\s*"(\.[^"]+)"/g)].map((match) => match[1]!);
+      for (const specifier of relativeImports) expect(isBundleFile(specifier.replace(/^\.\//, "")), `${file} imports ${specifier}`).toBe(true);
+    }
+    expect(readFileSync(join(dist, "cli/main.js"), "utf8")).toBe('#!/usr/bin/env node\nexport * from "../entry-cli.js";\n');
   });
 
   it("a ToolpoolError of another copy of toolpool's modules (the CLI's, toolpool/mcp's) is still instanceof ToolpoolError", async () => {
