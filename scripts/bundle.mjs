@@ -162,7 +162,9 @@ async function bundleEntries(entries) {
   await rm(staging, { recursive: true, force: true });
   for (const { name, file, prefix = "" } of entries) {
     if (`${name}.js` === file) continue;
-    const fromFile = relative(dirname(path(file)), path(`${name}.js`)).split(sep).join("/");
+    const fromFile = relative(dirname(path(file)), path(`${name}.js`))
+      .split(sep)
+      .join("/");
     await writeFile(path(file), `${prefix}export * from ${JSON.stringify(fromFile.startsWith(".") ? fromFile : `./${fromFile}`)};\n`);
     await rm(`${path(file)}.map`, { force: true });
   }
