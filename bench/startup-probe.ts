@@ -13,17 +13,20 @@
  * one worker tool, then `executeToolCalls` of `calls` calls until its
  * messages return; bare Piscina's `new Piscina`, then `calls` `run()`s of the
  * same no-op module until all resolve. Both pools keep `threads` threads.
+ * `TOOLPOOL_ENTRY` (a path or URL of a build's `dist/index.js`) measures that
+ * build instead of the installed `toolpool` (bench/compare-cold-start.ts).
  */
 const [mode, threadsArg = "2", callsArg = "4"] = process.argv.slice(2);
 const threads = Number(threadsArg);
 const calls = Number(callsArg);
 const noopModule = new URL("./tools/noop.js", import.meta.url);
+const toolpoolEntry = process.env.TOOLPOOL_ENTRY ?? "toolpool";
 
 async function measure(): Promise<{ importMs: number; batchMs?: number }> {
   const importStart = performance.now();
   switch (mode) {
     case "import-toolpool": {
-      await import("toolpool");
+      await import(toolpoolEntry);
       return { importMs: performance.now() - importStart };
     }
     case "import-peers": {
@@ -31,7 +34,7 @@ async function measure(): Promise<{ importMs: number; batchMs?: number }> {
       return { importMs: performance.now() - importStart };
     }
     case "batch-toolpool": {
-      const { createRuntime, workerTool } = await import("toolpool");
+      const { createRuntime, workerTool } = (await import(toolpoolEntry)) as typeof import("toolpool");
       const importMs = performance.now() - importStart;
       const { noopParameters } = await import("./lib/constants.js");
       const start = performance.now();

@@ -9,7 +9,7 @@ import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } fro
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./option-checks.js";
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
 import { findTooSmallResourceLimit } from "./workers/minimum-resource-limits.js";
-import type { WorkerTool } from "./worker-tool.js";
+import type { WorkerResourceLimits, WorkerTool } from "./worker-tool.js";
 
 /** Which pi's rules a runtime follows: see {@link RuntimeOptions.pi}. */
 export type PiVersion = "0.73" | "1.6";
@@ -27,20 +27,10 @@ export function supportsPi16(version: string = process.versions.node): boolean {
   return true;
 }
 
+export type { WorkerResourceLimits } from "./worker-tool.js";
+
 /** A tool a runtime can execute: a pi `AgentTool` (inline) or a {@link WorkerTool}. */
 export type ToolDefinition = AgentTool | WorkerTool;
-
-/** JS heap limits of each worker thread (Node's `resourceLimits`). */
-export interface WorkerResourceLimits {
-  /** Size of the main heap, in MiB; at least 16 (see `minimumResourceLimits`). */
-  maxOldGenerationSizeMb?: number;
-  /** Size of the heap space for recently created objects, in MiB. */
-  maxYoungGenerationSizeMb?: number;
-  /** Size of the pre-allocated memory range for generated code, in MiB. */
-  codeRangeSizeMb?: number;
-  /** Default maximum stack size of the thread, in MiB; at least 1 (see `minimumResourceLimits`). */
-  stackSizeMb?: number;
-}
 
 /** Options of the worker-thread pool. */
 export interface PoolOptions {

@@ -4,9 +4,20 @@ import { pathToFileURL } from "node:url";
 import { compiledValidator } from "./compiled-validators.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { maxTimerMs } from "./option-checks.js";
-import type { WorkerResourceLimits } from "./options.js";
 import type { JsonSchema, ToolExecutionMode } from "./types.js";
 import { findTooSmallResourceLimit } from "./workers/minimum-resource-limits.js";
+
+/** JS heap limits of each worker thread (Node's `resourceLimits`). */
+export interface WorkerResourceLimits {
+  /** Size of the main heap, in MiB; at least 16 (see `minimumResourceLimits`). */
+  maxOldGenerationSizeMb?: number;
+  /** Size of the heap space for recently created objects, in MiB. */
+  maxYoungGenerationSizeMb?: number;
+  /** Size of the pre-allocated memory range for generated code, in MiB. */
+  codeRangeSizeMb?: number;
+  /** Default maximum stack size of the thread, in MiB; at least 1 (see `minimumResourceLimits`). */
+  stackSizeMb?: number;
+}
 
 /** What {@link workerTool} takes. */
 export interface WorkerToolOptions<TArgs = any> {

@@ -6,7 +6,6 @@
  */
 import { type Command, InvalidArgumentError, Option } from "commander";
 
-import type { PiVersion, ToolExecutionMode } from "../index.js";
 import {
   allowWriteOption,
   connectionOptions,
@@ -18,33 +17,11 @@ import {
   rootOption,
   threadsOption,
   toolsOption,
-  type ConnectionCliOptions,
 } from "./cli-options.js";
-import { mcpLimitOptions, type McpLimitCliOptions } from "./mcp-limit-options.js";
+import type { HttpAddress, McpCliOptions } from "./mcp-cli-options.js";
+import { mcpLimitOptions } from "./mcp-limit-options.js";
 
-/** Where `--http` listens. */
-export interface HttpAddress {
-  host: string;
-  port: number;
-}
-
-/** The options of `mcp`, as commander hands them over. */
-export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions {
-  http?: HttpAddress;
-  token?: string;
-  tokenFile?: string;
-  allowHost: string[];
-  allowOrigin: string[];
-  tools: string[];
-  hooks?: string;
-  threads?: number;
-  mode?: ToolExecutionMode;
-  pi?: PiVersion;
-  root?: string;
-  allowWrite?: boolean;
-  fleet?: string;
-  remote?: "all" | string[];
-}
+export type { HttpAddress, McpCliOptions } from "./mcp-cli-options.js";
 
 /** Adds the `mcp` command to `program`. */
 export function addMcpCommand(program: Command): Command {

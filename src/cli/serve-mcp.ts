@@ -17,7 +17,7 @@ import { createMcpServer, type McpServerOptions } from "../mcp/mcp-server.js";
 import { builtinToolAnnotations } from "../mcp/mcp-tools.js";
 import { isLoopbackHost } from "../server/server-options.js";
 import { callGateOptions, checkHttpOnlyLimits, sessionLimits } from "./mcp-limit-options.js";
-import type { McpCliOptions } from "./mcp-command.js";
+import type { McpCliOptions } from "./mcp-cli-options.js";
 import { readPackageVersion } from "./package-version.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
