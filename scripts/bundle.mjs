@@ -131,8 +131,15 @@ await bundle("workers/thread/worker-entry.js", "workers/thread/worker-entry.cjs"
  * others as `entry-*.js`, the chunks as `chunk-*.js`), so that a module's
  * rewritten `import.meta.url` (relative to dist/) holds wherever its code
  * ended up; dist/mcp/index.js and dist/cli/main.js become one-line files that
- * load their entry.
+ * load their entry. The modules the package entry may load form one chunk,
+ * so that `import("toolpool")` reads two of toolpool's files.
  */
+/** One of toolpool's own modules that the package entry may load (not the CLI's, not MCP's). */
+function isPackageModule(id) {
+  const distDir = fileURLToPath(dist);
+  return id.startsWith(distDir) && !/^(cli|mcp)[\\/]/.test(id.slice(distDir.length));
+}
+
 async function bundleEntries(entries) {
   const staging = path("bundle-staging/");
   await rm(staging, { recursive: true, force: true });
@@ -154,7 +161,16 @@ async function bundleEntries(entries) {
       },
     ],
     // Strict, as the ES modules bundled were.
-    output: { dir: staging, format: "esm", sourcemap: true, strict: true, entryFileNames: "[name].js", chunkFileNames: "chunk-[hash].js" },
+    output: {
+      dir: staging,
+      format: "esm",
+      sourcemap: true,
+      strict: true,
+      entryFileNames: "[name].js",
+      chunkFileNames: "chunk-[hash].js",
+      // Everything the package entry needs in one chunk, so that `import("toolpool")` reads two files (the entry and it).
+      codeSplitting: { groups: [{ name: "toolpool", test: (id) => isPackageModule(id) }] },
+    },
   });
   // A build's chunks replace the last build's (their names hold a hash of their content).
   for (const file of await readdir(dist)) if (/^(chunk|entry)-.*\.js(\.map)?$/.test(file)) await rm(path(file));
