@@ -86,6 +86,25 @@ validator.Check({ text: "a", count: 1, tags: [] });
 Value.Convert(schema, { text: "a", count: "1" });
 await writeFile(path("vendor/typebox.cjs.v8cache"), script.createCachedData());
 
+/** Packages load as they are: only toolpool's own modules go in a bundle. */
+const isPackage = (id) => !id.startsWith(".") && !id.startsWith("/");
+
+/**
+ * A rolldown plugin: in a bundle that lands in `baseDir`, each module's
+ * `import.meta.url` becomes its own file's URL (but `keep`'s, whose file the
+ * bundle replaces), so that what it finds by a relative path is where it was.
+ */
+function ownImportMetaUrl(baseDir, keep) {
+  return {
+    name: "own-import-meta-url",
+    transform(code, id) {
+      if (!code.includes("import.meta.url") || id === keep) return null;
+      const own = relative(baseDir, id).split(sep).join("/");
+      return { code: code.replaceAll("import.meta.url", `new URL(${JSON.stringify(`./${own}`)}, import.meta.url).href`), map: null };
+    },
+  };
+}
+
 /**
  * Bundles `dist/<file>` and its toolpool imports into one file, as
  * `dist/<output>` (by default in the place of tsc's file), with its source map.
@@ -99,18 +118,8 @@ async function bundle(file, output = file, format = "esm") {
     input: target,
     platform: "node",
     logLevel: "warn",
-    // Packages load as they are (only toolpool's own modules go in).
-    external: (id) => !id.startsWith(".") && !id.startsWith("/"),
-    plugins: [
-      {
-        name: "own-import-meta-url",
-        transform(code, id) {
-          if (!code.includes("import.meta.url") || pathToFileURL(id).href === pathToFileURL(target).href) return null;
-          const own = relative(fileURLToPath(targetDir), id).split(sep).join("/");
-          return { code: code.replaceAll("import.meta.url", `new URL(${JSON.stringify(`./${own}`)}, import.meta.url).href`), map: null };
-        },
-      },
-    ],
+    external: isPackage,
+    plugins: [ownImportMetaUrl(fileURLToPath(targetDir), target)],
     // Strict, as the ES modules bundled were.
     output: { file: bundled, format, sourcemap: true, strict: true },
   });
@@ -148,18 +157,8 @@ async function bundleEntries(entries) {
     input: Object.fromEntries(entries.map(({ name, file }) => [name, path(file)])),
     platform: "node",
     logLevel: "warn",
-    // Packages load as they are (only toolpool's own modules go in).
-    external: (id) => !id.startsWith(".") && !id.startsWith("/"),
-    plugins: [
-      {
-        name: "own-import-meta-url",
-        transform(code, id) {
-          if (!code.includes("import.meta.url")) return null;
-          const own = relative(fileURLToPath(dist), id).split(sep).join("/");
-          return { code: code.replaceAll("import.meta.url", `new URL(${JSON.stringify(`./${own}`)}, import.meta.url).href`), map: null };
-        },
-      },
-    ],
+    external: isPackage,
+    plugins: [ownImportMetaUrl(fileURLToPath(dist))],
     // Strict, as the ES modules bundled were.
     output: {
       dir: staging,
