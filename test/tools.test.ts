@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AgentToolResult, WorkerToolContext } from "../src/types.js";
 import { createDiffTool, diffSpec } from "../dist/tools/diff.js";
 import { createGrepTool, createProgressThrottle, globToRegExp, grepSpec } from "../dist/tools/grep/grep.js";
+import { prefilterStats } from "../dist/tools/grep/search-file.js";
 import { createHashTool, hashSpec } from "../dist/tools/hash.js";
 import { createPatchTool, patchSpec } from "../dist/tools/patch.js";
 
@@ -189,6 +190,22 @@ describe("grep", () => {
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe("grep's cost per file", () => {
+  it("scans no more bytes per file than the file holds, also after a large file (by count)", async () => {
+    // A 3 MB file first (in walk order), then 40 small ones; the literal is in none of them.
+    const files: Record<string, string> = { "a-large.txt": "x".repeat(3 * 1024 * 1024) };
+    for (let index = 0; index < 40; index++) files[`b-small-${String(index).padStart(2, "0")}.txt`] = `line ${index}\n`;
+    const dir = fixture("grep-cliff", files);
+    const totalBytes = Object.values(files).reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+    const before = prefilterStats.bytesScanned;
+    const result = await grep({ pattern: "createHash\\(", path: dir }, makeCtx());
+    expect(textOf(result)).toMatch(/^No matches/);
+    expect(result.details.filesScanned).toBe(41);
+    // One literal ("createHash("): each file's bytes at most once.
+    expect(prefilterStats.bytesScanned - before).toBeLessThanOrEqual(totalBytes);
   });
 });
 

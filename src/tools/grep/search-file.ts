@@ -73,6 +73,13 @@ export function createSearch(regex: RegExp, signal: AbortSignal): Search {
 }
 
 /**
+ * What the literal prefilter scanned on this thread, in bytes (every needle
+ * scans the file once): a guard, by count, that no file costs more than its
+ * own size (test/tools.test.ts).
+ */
+export const prefilterStats = { bytesScanned: 0 };
+
+/**
  * Searches one file. Records at most `budget.lines` lines, and stops after
  * the line that takes its bytes past `budget.bytes`: merging would stop there.
  */
@@ -88,10 +95,12 @@ export function searchFile(search: Search, absPath: string, relPath: string, bud
   if (buf.subarray(0, Math.min(length, BINARY_SNIFF_BYTES)).includes(0)) return null;
   const found: string[] = [];
   if (budget.lines <= 0) return found;
+  // The file's bytes only: the scratch buffer keeps the largest file read so far, and
+  // scanning all of it for every small file after a large one made grep many times slower.
+  const haystack = buf.subarray(0, length);
   for (const needle of search.needles) {
-    // The first occurrence ending past the file's bytes means none inside them.
-    const at = buf.indexOf(needle);
-    if (at === -1 || at + needle.length > length) return found;
+    prefilterStats.bytesScanned += haystack.length;
+    if (haystack.indexOf(needle) === -1) return found;
   }
   let bytes = 0;
   const shownPath = quotePath(relPath);
