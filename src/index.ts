@@ -7,7 +7,7 @@
 export { createRuntime, Runtime } from "./runtime.js";
 export type { ExecuteOptions, RunToolCallOptions, RuntimeDiagnosis, ToolCallOutcome } from "./runtime.js";
 export { workerTool, isWorkerTool } from "./worker-tool.js";
-export type { WorkerTool, WorkerToolOptions } from "./worker-tool.js";
+export type { WorkerResourceLimits, WorkerTool, WorkerToolOptions } from "./worker-tool.js";
 export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/pool-contract.js";
 export { builtinTools } from "./builtin-tools.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
@@ -37,7 +37,6 @@ export type {
   ResolvedRuntimeOptions,
   RuntimeOptions,
   ToolDefinition,
-  WorkerResourceLimits,
 } from "./options.js";
 export type {
   BatchEndEvent,

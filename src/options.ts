@@ -27,8 +27,6 @@ export function supportsPi16(version: string = process.versions.node): boolean {
   return true;
 }
 
-export type { WorkerResourceLimits } from "./worker-tool.js";
-
 /** A tool a runtime can execute: a pi `AgentTool` (inline) or a {@link WorkerTool}. */
 export type ToolDefinition = AgentTool | WorkerTool;
 

@@ -67,6 +67,16 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     const [waiting, running] = await Promise.all([client.zcard(`${queue}:prioritized`), client.llen(`${queue}:active`)]);
     return { waiting, running };
   };
+  /** Until the node's queue holds no call, waiting or running. */
+  const untilDrained = (node: TestNode) =>
+    until(
+      async () => {
+        const counts = await queueCounts(node);
+        return counts.waiting === 0 && counts.running === 0;
+      },
+      20_000,
+      "the queue drained",
+    );
   /** Four calls: the first waits for a file that never comes (until aborted); the others are quick. */
   const fourCalls = (log: string, abortLog: string) => [
     { id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } },
@@ -108,14 +118,7 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     // Its presence in Redis lapses (within lockDurationMs + 2 × stalledIntervalMs); then the running call may end.
     await until(async () => (await client.keys("toolpool:fleet:coordinator:*")).length === 0, 15_000, "the coordinator's presence lapsed");
     writeFileSync(gate, "");
-    await until(
-      async () => {
-        const counts = await queueCounts(node);
-        return counts.waiting === 0 && counts.running === 0;
-      },
-      20_000,
-      "the queue drained",
-    );
+    await untilDrained(node);
     const others = startedIn(log).filter((id) => id !== "c1");
     console.log(`calls of the SIGKILLed coordinator that started after it died: ${others.length} of 3`);
     expect(startedIn(log)).toEqual(["c1"]);
@@ -164,14 +167,7 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     await until(async () => (await queueCounts(node)).waiting === 3, 15_000, "3 calls waiting");
     run.child.kill("SIGINT");
     expect(await run.exited).toBe(0);
-    await until(
-      async () => {
-        const counts = await queueCounts(node);
-        return counts.waiting === 0 && counts.running === 0;
-      },
-      20_000,
-      "the queue drained",
-    );
+    await untilDrained(node);
     const others = startedIn(log).filter((id) => id !== "c1");
     console.log(`calls of the aborted batch that started after the abort: ${others.length} of 3`);
     expect(startedIn(log)).toEqual(["c1"]);

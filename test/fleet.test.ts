@@ -133,14 +133,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     // The remote pool itself, as a runtime's coordinator uses it, with the request's sessionKey.
     await spawnNodes(1);
     const log = newLog();
-    const pool = new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs }), fleetTools, {
-      abortGraceMs: 500,
-      clock: {
-        now: () => Date.now(),
-        setTimeout: (callback, ms) => setTimeout(callback, ms),
-        clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
-      },
-    });
+    const pool = remotePoolFor("0.73");
     // Every call waits for one gate, so the order in which the node starts them is the queue's alone.
     const gateFile = join(mkdtempSync(join(tmpdir(), "toolpool-fair-")), "gate");
     const commands = new Redis(redis.url);

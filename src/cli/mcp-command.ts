@@ -21,8 +21,6 @@ import {
 import type { HttpAddress, McpCliOptions } from "./mcp-cli-options.js";
 import { mcpLimitOptions } from "./mcp-limit-options.js";
 
-export type { HttpAddress, McpCliOptions } from "./mcp-cli-options.js";
-
 /** Adds the `mcp` command to `program`. */
 export function addMcpCommand(program: Command): Command {
   const collect = (value: string, previous: string[]) => [...previous, value];
