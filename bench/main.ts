@@ -11,7 +11,7 @@
  *   faults    recovery after a crash, an out-of-memory and a timeout
  *   fairness  a flood session and light sessions on one pool: FIFO vs sessions taking turns
  *   fleet     remote calls through Redis to `toolpool node`s, beside the local pool
- *   builtins  the built-in grep and hash on a 10,000-file tree, beside ripgrep and sha256sum
+ *   builtins  the built-in grep (three trees, a real one among them) and hash, beside ripgrep and sha256sum
  *   startup   cold start in fresh processes: import, and createRuntime + first batch vs bare Piscina
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
@@ -150,9 +150,12 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       lockMs: 2_000,
       stalledMs: 1_000,
     },
-    // The tree is the same in quick mode (10,000 files, ~78 MiB): the target is stated for it.
+    // The trees are the same in quick mode (10,000 files, ~78 MiB; 2,000 small files and
+    // six of 3.5 MiB; the installed packages): the target is stated for them.
     builtins: {
       tree: { files: 10_000, averageBytes: 8_000, seed: 13 },
+      largeFileTree: { files: 2_000, averageBytes: 8_000, seed: 17, largeFiles: { count: 6, bytes: 3.5 * 2 ** 20 } },
+      installedTree: true,
       threadCounts: [...new Set([1, cores])],
       warmups: 1,
       reps: isQuick ? 5 : 11,

@@ -12,6 +12,7 @@ import { EventEmitter } from "eventemitter3";
 
 import { BatchCoordinator, type BatchScope, type BatchServices } from "./coordinator/batch-coordinator.js";
 import { checkBatchInput } from "./coordinator/batch-input.js";
+import { ForceStop } from "./coordinator/force-stop.js";
 import { rulesOf, type PiRules } from "./coordinator/pi-rules.js";
 import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
 import { createDeferred, type Deferred } from "./deferred.js";
@@ -91,15 +92,15 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   /** The fleet, with the worker tools whose calls run there (`fleet.remote`). */
   readonly #remotePool: RemotePool | undefined;
   readonly #remoteTools = new Set<WorkerTool>();
-  /** Aborted by `close({ force: true })`: inline calls still running are then no longer awaited. */
-  readonly #forceClose = new AbortController();
+  /** Stopped by `close({ force: true })`: inline calls still running are then no longer awaited. */
+  readonly #forceStop = new ForceStop();
   /** Batches under way, and what `close()` waits on until there are none. */
   #runningBatches = 0;
   #idle: Deferred<void> | undefined;
   /** What every batch needs of the runtime; made once, not per batch. */
   readonly #batchServices: BatchServices = {
     poolFor: (tool) => this.#poolFor(tool),
-    stopSignal: this.#forceClose.signal,
+    forceStop: this.#forceStop,
     publish: (event, batchId, durations) => this.#publish(event.type, event, durations === undefined ? { batchId } : { batchId, ...durations }),
     hasListeners: () => this.#hasBatchListeners(),
     now: () => this.#options.clock.now(),
@@ -339,7 +340,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * already under way.
    */
   close(options: { force?: boolean } = {}): Promise<void> {
-    if (options.force) this.#forceClose.abort();
+    if (options.force) this.#forceStop.stop();
     const pools: ToolCallPool[] = [...this.#pools.values(), ...(this.#remotePool === undefined ? [] : [this.#remotePool])];
     const closing = (async () => {
       if (options.force) await Promise.all(pools.map((pool) => pool.close({ force: true })));

@@ -138,7 +138,7 @@ function renderDispatch(dispatch: DispatchOverheadResult): string[] {
     "|---|---:|---:|---:|---:|",
   );
   for (const name of names) {
-    if (name === dispatchContenders.piscina || name === dispatchContenders.inProcess) continue;
+    if (name === dispatchContenders.piscina || name === dispatchContenders.piscinaDefaults || name === dispatchContenders.inProcess) continue;
     const cell = (mode: "serial" | "inFlight"): string => {
       const ratio = dispatch.ratios.find((r) => r.mode === mode && r.contender === name);
       return ratio === undefined ? "–" : `${ratio.ratioOfMedians.toFixed(2)}× (paired ${formatSummary(ratio.paired, 2)})`;
@@ -150,6 +150,23 @@ function renderDispatch(dispatch: DispatchOverheadResult): string[] {
     lines.push(
       `| ${label} | ${cell("serial")} | ${(p10(name) / p10(dispatchContenders.piscina)).toFixed(2)}× | ${pinnedCell} | ${cell("inFlight")} |`,
     );
+  }
+  lines.push(
+    "",
+    "Bare Piscina at toolpool's settings: `concurrentTasksPerWorker: 1`, `stricterFIFO: true`, toolpool's `idleTimeout`, `recordTiming` on " +
+      "(its default; toolpool's `utilization` reads it); toolpool's own task queue and load balancer count as its overhead. " +
+      "At its defaults: only the thread counts set.",
+    "",
+    `| ratio to bare Piscina at its defaults | one at a time | ${o.concurrency} in flight |`,
+    "|---|---:|---:|",
+  );
+  for (const name of names) {
+    if (name === dispatchContenders.piscinaDefaults || name === dispatchContenders.inProcess) continue;
+    const cell = (mode: "serial" | "inFlight"): string => {
+      const ratio = dispatch.ratiosToDefaults.find((r) => r.mode === mode && r.contender === name);
+      return ratio === undefined ? "–" : `${ratio.ratioOfMedians.toFixed(2)}× (paired ${formatSummary(ratio.paired, 2)})`;
+    };
+    lines.push(`| ${name} | ${cell("serial")} | ${cell("inFlight")} |`);
   }
   lines.push("");
   return lines;
@@ -202,7 +219,20 @@ function renderHarnessLoad(harness: HarnessLoadResult): string[] {
       (control === undefined ? "" : `; toolpool ÷ bare Piscina: ${(ours.callsPerSecond.median / control.callsPerSecond.median).toFixed(2)}×`) +
       ".",
     "",
+    `Where the CPU goes (medians): a run can go no faster than ${harness.cores} cores ÷ the CPU a call takes on all threads, nor than ` +
+      "1 ÷ the main thread's busy time per call (its event loop's active time, which holds all of pi's in-process work).",
+    "",
+    "| contender | CPU per call, all threads, µs | main thread per call, µs | ceiling: cores ÷ CPU, calls/s | ceiling: 1 ÷ main, calls/s | calls/s reached |",
+    "|---|---:|---:|---:|---:|---:|",
   );
+  for (const c of harness.contenders) {
+    const cpu = c.cpuUsPerCall.median;
+    const main = c.mainUsPerCall.median;
+    lines.push(
+      `| ${c.name} | ${cpu.toFixed(0)} | ${main.toFixed(0)} | ${((harness.cores * 1e6) / cpu).toFixed(0)} | ${(1e6 / main).toFixed(0)} | ${c.callsPerSecond.median.toFixed(0)} |`,
+    );
+  }
+  lines.push("");
   return lines;
 }
 
@@ -338,19 +368,24 @@ function renderFleet(result: FleetResult): string[] {
 function renderBuiltins(result: BuiltinsResult): string[] {
   const o = result.options;
   const lines = [
-    `## Built-in tools beside native ones: ${result.files} files, ${(result.bytes / 2 ** 20).toFixed(0)} MiB, ${o.reps} reps after ${o.warmups} warm-up`,
+    `## Built-in tools beside native ones: ${o.reps} reps after ${o.warmups} warm-up`,
     "",
     "toolpool: one call through `executeToolCalls` on a warm pool of N threads; native: the process, its start included " +
-      "(`rg -j N --hidden --no-require-git`, `sha256sum`). Each row's two sides run back to back, order alternating.",
+      "(`rg -j N --hidden --no-require-git -g '!node_modules/' --max-filesize 4M`: grep's rules; `sha256sum`). " +
+      "Each row's two sides run back to back, order alternating; both must find the same number of matching lines.",
     "",
   ];
+  for (const tree of result.trees) {
+    lines.push(`- tree **${tree.label}** (${tree.what}): ${tree.files} files searched, ${(tree.bytes / 2 ** 20).toFixed(0)} MiB`);
+  }
+  if (result.trees.length > 0) lines.push("");
   for (const note of result.skipped) lines.push(`> ${note}`, "");
   const rows = [...result.grep, ...result.hash];
   if (rows.length === 0) return lines;
-  lines.push("| measure | threads | toolpool, ms | native, ms | toolpool / native |", "|---|---:|---:|---:|---:|");
+  lines.push("| measure | threads | matches | toolpool, ms | native, ms | toolpool / native |", "|---|---:|---:|---:|---:|---:|");
   for (const row of rows) {
     lines.push(
-      `| ${row.name} | ${row.threads} | ${formatSummary(row.toolpoolMs, 0)} | ${formatSummary(row.nativeMs, 0)} | ${row.ratio.toFixed(2)}× |`,
+      `| ${row.name} | ${row.threads} | ${row.matches ?? ""} | ${formatSummary(row.toolpoolMs, 0)} | ${formatSummary(row.nativeMs, 0)} | ${row.ratio.toFixed(2)}× |`,
     );
   }
   lines.push("");

@@ -16,6 +16,11 @@ export interface SourceTreeOptions {
   /** Average size of a text file in bytes. */
   averageBytes: number;
   seed: number;
+  /**
+   * Text files of `bytes` each, spread evenly among the others (counted in
+   * `files`): a few files of several MiB among many small ones.
+   */
+  largeFiles?: { count: number; bytes: number };
 }
 
 export interface SourceTree {
@@ -90,11 +95,15 @@ export function createSourceTree(options: SourceTreeOptions): SourceTree {
   writeFileSync(join(root, ".gitignore"), "build/\n*.log\n");
   let textBytes = 0;
   let markerLines = 0;
+  const largeEvery = options.largeFiles === undefined || options.largeFiles.count <= 0 ? 0 : Math.floor(options.files / options.largeFiles.count);
+  // Never the first file: every large one has small files before and after it in walk order.
+  const isLargeFile = (index: number): boolean => largeEvery > 0 && index % largeEvery === Math.floor(largeEvery / 2);
   const sample: string[] = [];
   for (let index = 0; index < options.files; index++) {
     const dir = dirOf(index);
     ensureDir(dir);
-    const lines = generateLines(random, Math.round(options.averageBytes * (0.25 + 1.5 * random())));
+    const size = isLargeFile(index) ? options.largeFiles!.bytes : Math.round(options.averageBytes * (0.25 + 1.5 * random()));
+    const lines = generateLines(random, size);
     if (index % 50 === 0) {
       lines.splice(Math.floor(random() * lines.length), 0, `// ${marker}: ${pick(random, vocabulary)}`);
       markerLines += 1;

@@ -39,6 +39,14 @@ export interface DispatchOverheadOptions {
 
 export type DispatchMode = "serial" | "inFlight";
 
+/** One contender's per-call time over a bare Piscina's, in one mode. */
+export interface DispatchRatio {
+  mode: DispatchMode;
+  contender: string;
+  ratioOfMedians: number;
+  paired: Summary;
+}
+
 export interface DispatchFigures {
   name: string;
   mode: DispatchMode;
@@ -53,8 +61,10 @@ export interface DispatchFigures {
 export interface DispatchOverheadResult {
   options: DispatchOverheadOptions;
   figures: DispatchFigures[];
-  /** Per mode and toolpool contender: median ratio to bare Piscina, and the paired per-rep ratios. */
-  ratios: { mode: DispatchMode; contender: string; ratioOfMedians: number; paired: Summary }[];
+  /** Per mode and contender: median ratio to bare Piscina at toolpool's settings, and the paired per-rep ratios. */
+  ratios: DispatchRatio[];
+  /** The same against bare Piscina at its defaults. */
+  ratiosToDefaults: DispatchRatio[];
   /** One at a time again, in a child process pinned to one CPU; or why that could not run. */
   pinnedSerial: PinnedSerialResult | { skipped: string };
 }
@@ -74,7 +84,8 @@ export interface PinnedSerialResult {
 /** Contender names, used as keys in the JSON output. */
 export const dispatchContenders = {
   inProcess: "in-process async call",
-  piscina: "bare Piscina 5",
+  piscina: "bare Piscina 5, toolpool's settings",
+  piscinaDefaults: "bare Piscina 5, its defaults",
   tinypool: "bare tinypool",
   workerpool: "bare workerpool",
   agentTool: "toolpool agentTools()[0].execute",
@@ -104,14 +115,20 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
     tools: [workerTool({ name: "noop", description: "Returns a constant", parameters: noopParameters, module: noopModule })],
     pool: { maxThreads: threads, minThreads: threads },
   });
+  // The Piscina options toolpool's pool sets (src/workers/piscina-instances.ts), besides
+  // its own queue and balancer (which are toolpool's work, so measured as its overhead);
+  // `recordTiming` stays on, as there: the pool's `utilization` comes from it.
   const piscina = new Piscina({
     filename: noopModule.href,
     minThreads: threads,
     maxThreads: threads,
     idleTimeout: runtime.options.pool.idleTimeout,
     concurrentTasksPerWorker: 1,
+    stricterFIFO: true,
   });
-  piscina.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
+  // Piscina at its defaults, sized alike (the thread counts are the one thing set).
+  const piscinaDefaults = new Piscina({ filename: noopModule.href, minThreads: threads, maxThreads: threads });
+  for (const pool of [piscina, piscinaDefaults]) pool.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
   const agentTool: AgentTool = runtime.agentTools()[0]!;
   const peerPools: (PeerPool & { name: string })[] = [];
   if (peers.tinypool !== undefined) {
@@ -125,6 +142,7 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
   const contenders: Contender[] = [
     { name: dispatchContenders.inProcess, call: () => inProcessNoop() },
     { name: dispatchContenders.piscina, call: () => piscina.run(emptyArgs) },
+    { name: dispatchContenders.piscinaDefaults, call: () => piscinaDefaults.run(emptyArgs) },
     ...peerPools.map((pool) => ({ name: pool.name, call: () => pool.run(emptyArgs) })),
     { name: dispatchContenders.agentTool, call: (index) => agentTool.execute(`call_${index}`, emptyArgs) },
     {
@@ -143,12 +161,13 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
     piscina,
     pools: [
       { name: dispatchContenders.piscina, run: (task) => piscina.run(task) },
+      { name: dispatchContenders.piscinaDefaults, run: (task) => piscinaDefaults.run(task) },
       ...peerPools,
       { name: dispatchContenders.agentTool, run: (task) => agentTool.execute("boot", task as Record<string, never>) },
     ],
     contenders,
     close: async () => {
-      await Promise.all([runtime.close(), piscina.close(), ...peerPools.map((pool) => pool.close())]);
+      await Promise.all([runtime.close(), piscina.close(), piscinaDefaults.close(), ...peerPools.map((pool) => pool.close())]);
     },
   };
 }
@@ -307,22 +326,26 @@ export async function runDispatchOverheadSuite(options: DispatchOverheadOptions,
     }),
   );
   const find = (name: string, mode: DispatchMode): DispatchFigures => figures.find((f) => f.name === name && f.mode === mode)!;
-  const compared = names.filter((name) => name !== dispatchContenders.piscina);
-  const ratios = modes.flatMap((mode) =>
-    compared.map((contender) => {
-      const ours = find(contender, mode);
-      const bare = find(dispatchContenders.piscina, mode);
-      return {
-        mode,
-        contender,
-        ratioOfMedians: ours.summary.median / bare.summary.median,
-        paired: summarize(ours.usPerCall.map((us, index) => us / bare.usPerCall[index]!)),
-      };
-    }),
-  );
+  const ratioTo = (baseline: string) => {
+    const compared = names.filter((name) => name !== baseline);
+    return modes.flatMap((mode) =>
+      compared.map((contender) => {
+        const ours = find(contender, mode);
+        const bare = find(baseline, mode);
+        return {
+          mode,
+          contender,
+          ratioOfMedians: ours.summary.median / bare.summary.median,
+          paired: summarize(ours.usPerCall.map((us, index) => us / bare.usPerCall[index]!)),
+        };
+      }),
+    );
+  };
+  const ratios = ratioTo(dispatchContenders.piscina);
+  const ratiosToDefaults = ratioTo(dispatchContenders.piscinaDefaults);
   logStep("dispatch: one at a time again, in a child pinned to one CPU");
   const pinnedSerial = measurePinnedSerial(options);
   if ("skipped" in pinnedSerial) logStep(`dispatch: no pinned run: ${pinnedSerial.skipped}`);
   advanceProgress(estimatePinnedMs(options, names.length), "dispatch: pinned run done");
-  return { options, figures, ratios, pinnedSerial };
+  return { options, figures, ratios, ratiosToDefaults, pinnedSerial };
 }

@@ -21,8 +21,13 @@
  * executeToolCalls call; pi: from the assistant message's end to the turn's
  * end), each session's duration (fairness = slowest / fastest), peak RSS of
  * the whole process (worker threads included; sampled every 10 ms), and the
- * main thread's event-loop delay.
+ * main thread's event-loop delay; and where the CPU goes: the whole
+ * process's CPU time per call (every thread) and the main thread's busy time
+ * per call (its event loop's active time). With C cores, a run can go no
+ * faster than C ÷ (CPU per call) nor than 1 ÷ (main thread per call): the
+ * report gives both ceilings, the floor under what a pool can reach.
  */
+import { availableParallelism } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
 import type { AgentTool as PiAgentTool } from "@mariozechner/pi-agent-core";
@@ -62,6 +67,10 @@ export interface HarnessSample {
   /** Peak RSS minus RSS when the run started. */
   rssGrowthMiB: number;
   loopDelayP99Ms: number;
+  /** CPU time of the whole process per call, every thread (µs). */
+  cpuUsPerCall: number;
+  /** The main thread's busy time per call (µs): its event loop's active time. */
+  mainUsPerCall: number;
 }
 
 export interface HarnessContenderFigures {
@@ -74,12 +83,16 @@ export interface HarnessContenderFigures {
   peakRssMiB: Summary;
   rssGrowthMiB: Summary;
   loopDelayP99: Summary;
+  cpuUsPerCall: Summary;
+  mainUsPerCall: Summary;
 }
 
 export interface HarnessLoadResult {
   options: HarnessLoadOptions;
   corpus: { files: number; bytes: number };
   callsPerRun: number;
+  /** The machine's cores (the CPU ceiling's C). */
+  cores: number;
   /** Mean ms of one call of each tool, run inline once per call over a sample of the workload. */
   inlineCallMs: Record<string, number>;
   contenders: HarnessContenderFigures[];
@@ -172,6 +185,7 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
       options,
       corpus: { files: corpus.files.length * 2, bytes: corpus.bytes },
       callsPerRun: options.sessions * options.turns * options.callsPerTurn,
+      cores: availableParallelism(),
       inlineCallMs,
       contenders: figures,
       throughputRatio: ours.callsPerSecond.median / pi.callsPerSecond.median,
@@ -242,6 +256,8 @@ async function measureRun(contender: Contender, sessions: readonly CorpusToolCal
   }, 10);
   const histogram = monitorEventLoopDelay({ resolution: 1 });
   histogram.enable();
+  const cpuStart = process.cpuUsage();
+  const loopStart = performance.eventLoopUtilization();
   const start = performance.now();
   await Promise.all(
     sessions.map(async (turns, session) => {
@@ -250,6 +266,8 @@ async function measureRun(contender: Contender, sessions: readonly CorpusToolCal
     }),
   );
   const wallMs = performance.now() - start;
+  const loop = performance.eventLoopUtilization(loopStart);
+  const cpu = process.cpuUsage(cpuStart);
   histogram.disable();
   clearInterval(sampler);
   peakRss = Math.max(peakRss, process.memoryUsage.rss());
@@ -267,6 +285,8 @@ async function measureRun(contender: Contender, sessions: readonly CorpusToolCal
     peakRssMiB: peakRss / 2 ** 20,
     rssGrowthMiB: (peakRss - rssStart) / 2 ** 20,
     loopDelayP99Ms: histogram.count > 0 ? histogram.percentile(99) / 1e6 : wallMs,
+    cpuUsPerCall: (cpu.user + cpu.system) / calls,
+    mainUsPerCall: (loop.active * 1000) / calls,
   };
 }
 
@@ -282,6 +302,8 @@ function summarizeHarness(name: string, samples: HarnessSample[]): HarnessConten
     peakRssMiB: of((s) => s.peakRssMiB),
     rssGrowthMiB: of((s) => s.rssGrowthMiB),
     loopDelayP99: of((s) => s.loopDelayP99Ms),
+    cpuUsPerCall: of((s) => s.cpuUsPerCall),
+    mainUsPerCall: of((s) => s.mainUsPerCall),
   };
 }
 

@@ -22,14 +22,15 @@ import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./m
 import { abortedText, type PiRules } from "./pi-rules.js";
 import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
 import type { RegisteredTool } from "./tool-registry.js";
+import type { ForceStop } from "./force-stop.js";
 import { createErrorToolResult, shouldTerminateBatch, type FinalizedCall } from "./tool-results.js";
 
 /** What every batch needs of its runtime: made once per runtime. */
 export interface BatchServices {
   /** The pool a worker tool runs on. */
   poolFor: (tool: WorkerTool) => ToolCallPool;
-  /** Aborted when the runtime is closed by force: running inline calls are then no longer awaited. */
-  stopSignal: AbortSignal;
+  /** Stopped when the runtime is closed by force: running inline calls are then no longer awaited. */
+  forceStop: ForceStop;
   /** Hands an event to the runtime's listeners, with a call's durations on its end event; never throws. */
   publish: (event: BatchEvent, batchId: string, durations?: CallDurations) => void;
   /** The runtime's clock: an inline call's run time. */
@@ -359,7 +360,7 @@ export class BatchCoordinator {
     try {
       const run = () => tool.execute(toolCall.id, args, this.#scope.signal, updates?.onUpdate ?? ignoreUpdate);
       const execution = callTrace === undefined ? run() : callTrace.runInContext(run);
-      const result = await untilStopped(execution, this.#scope.services.stopSignal);
+      const result = await this.#scope.services.forceStop.race(execution, stoppedByForce);
       if (result === stoppedByForce) {
         execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
         const message = outcomeTexts.stoppedByForce(toolCall.name);
@@ -442,29 +443,6 @@ export class BatchCoordinator {
 const stoppedByForce = Symbol("stoppedByForce");
 
 const ignoreUpdate = (): void => {};
-
-/**
- * Settles like `execution`, or with {@link stoppedByForce} once `stopSignal`
- * aborts. Not `Promise.race` against a promise of the runtime's lifetime:
- * each race would leave a reaction on it that lives as long as the runtime.
- */
-function untilStopped<T>(execution: Promise<T>, stopSignal: AbortSignal): Promise<T | typeof stoppedByForce> {
-  if (stopSignal.aborted) return Promise.resolve(stoppedByForce);
-  return new Promise((resolve, reject) => {
-    const onStop = (): void => resolve(stoppedByForce);
-    stopSignal.addEventListener("abort", onStop, { once: true });
-    execution.then(
-      (value) => {
-        stopSignal.removeEventListener("abort", onStop);
-        resolve(value);
-      },
-      (error: unknown) => {
-        stopSignal.removeEventListener("abort", onStop);
-        reject(error);
-      },
-    );
-  });
-}
 
 function isPrepared(entry: Preparation | FinalizedCall): entry is PreparedCall {
   return "kind" in entry && entry.kind === "prepared";
