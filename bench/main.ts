@@ -13,6 +13,7 @@
  *   fleet     remote calls through Redis to `toolpool node`s, beside the local pool
  *   builtins  the built-in grep (three trees, a real one among them) and hash, beside ripgrep and sha256sum
  *   startup   cold start in fresh processes: import, and createRuntime + first batch vs bare Piscina
+ *   pi16      with pi 1.6's rules: per call and validation beside pi 1.6.0's own (under a Node >= 22.19)
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -51,12 +52,13 @@ import { estimateFleetMs, runFleetSuite, type FleetOptions } from "./suites/flee
 import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
 import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
 import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, type ScalingOptions } from "./suites/scaling.js";
+import { estimatePi16Ms, runPi16Suite, type Pi16Options } from "./suites/pi16.js";
 import { estimateStartupMs, runStartupSuite, type StartupOptions } from "./suites/startup.js";
 
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "builtins", "startup"] as const;
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "builtins", "startup", "pi16"] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -87,6 +89,7 @@ interface RunPlan {
   fleet: Omit<FleetOptions, "spin">;
   builtins: BuiltinsOptions;
   startup: StartupOptions;
+  pi16: Pi16Options;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -162,6 +165,7 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       hashFileMiB: isQuick ? 64 : 256,
     },
     startup: { reps: isQuick ? 7 : 15, calls: 4, threadCounts: [2, 4] },
+    pi16: { calls: isQuick ? 5_000 : 20_000, reps: isQuick ? 3 : 7 },
   };
 }
 
@@ -240,6 +244,7 @@ async function main(): Promise<void> {
     fleet: estimateFleetMs(plan.fleet),
     builtins: estimateBuiltinsMs(plan.builtins),
     startup: estimateStartupMs(plan.startup),
+    pi16: estimatePi16Ms(plan.pi16),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -273,6 +278,11 @@ async function main(): Promise<void> {
       report.notes.push(...report.builtins.skipped);
     }
     if (suites.has("startup")) report.startup = await runStartupSuite(plan.startup);
+    if (suites.has("pi16")) {
+      report.pi16 = runPi16Suite(plan.pi16);
+      if ("skipped" in report.pi16) report.notes.push(report.pi16.skipped);
+      advanceProgress(estimatePi16Ms(plan.pi16), "pi16 done");
+    }
   } finally {
     stopProgress();
   }

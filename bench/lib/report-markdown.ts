@@ -3,6 +3,7 @@
  * figure is `median [min–max]` over interleaved repetitions in one process.
  */
 import type { BuiltinsResult } from "../suites/builtins.js";
+import { renderPi16Cost } from "../pi16-cost.js";
 import { cpuContenders, type BatchFigures, type CpuBatchResult } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
 import type { FairnessResult } from "../suites/fairness.js";
@@ -48,6 +49,7 @@ export function renderMarkdown(report: BenchReport): string {
   if (report.faultRecovery !== undefined) lines.push(...renderFaults(report.faultRecovery));
   if (report.fairness !== undefined) lines.push(...renderFairness(report.fairness));
   if (report.builtins !== undefined) lines.push(...renderBuiltins(report.builtins));
+  if (report.pi16 !== undefined && !("skipped" in report.pi16)) lines.push(...renderPi16Cost(report.pi16));
   if (report.startup !== undefined) lines.push(...renderStartup(report.startup));
   return `${lines.join("\n")}\n`;
 }
@@ -220,16 +222,18 @@ function renderHarnessLoad(harness: HarnessLoadResult): string[] {
       ".",
     "",
     `Where the CPU goes (medians): a run can go no faster than ${harness.cores} cores ÷ the CPU a call takes on all threads, nor than ` +
-      "1 ÷ the main thread's busy time per call (its event loop's active time, which holds all of pi's in-process work).",
+      "1 ÷ the main thread's busy time per call (its event loop's active time, which holds all of pi's in-process work). " +
+      "By thread (Linux's per-thread CPU times, 10 ms ticks): the main thread, the pool's threads (the busiest others) and the rest " +
+      "(V8's helpers for garbage collection and compilation, libuv's).",
     "",
-    "| contender | CPU per call, all threads, µs | main thread per call, µs | ceiling: cores ÷ CPU, calls/s | ceiling: 1 ÷ main, calls/s | calls/s reached |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| contender | CPU per call, all threads, µs | main thread busy per call, µs | CPU per call by thread: main / pool / other, µs | ceiling: cores ÷ CPU, calls/s | ceiling: 1 ÷ main, calls/s | calls/s reached |",
+    "|---|---:|---:|---:|---:|---:|---:|",
   );
   for (const c of harness.contenders) {
     const cpu = c.cpuUsPerCall.median;
     const main = c.mainUsPerCall.median;
     lines.push(
-      `| ${c.name} | ${cpu.toFixed(0)} | ${main.toFixed(0)} | ${((harness.cores * 1e6) / cpu).toFixed(0)} | ${(1e6 / main).toFixed(0)} | ${c.callsPerSecond.median.toFixed(0)} |`,
+      `| ${c.name} | ${cpu.toFixed(0)} | ${main.toFixed(0)} | ${c.threadUsPerCall === undefined ? "–" : [c.threadUsPerCall.main, c.threadUsPerCall.pool, c.threadUsPerCall.other].map((t) => t.median.toFixed(0)).join(" / ")} | ${((harness.cores * 1e6) / cpu).toFixed(0)} | ${(1e6 / main).toFixed(0)} | ${c.callsPerSecond.median.toFixed(0)} |`,
     );
   }
   lines.push("");

@@ -3,6 +3,7 @@
  * machine, and the issue's targets checked against the figures.
  */
 import type { BuiltinsResult } from "../suites/builtins.js";
+import type { Pi16SuiteResult } from "../suites/pi16.js";
 import type { CpuBatchResult } from "../suites/cpu-batch.js";
 import { cpuContenders } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
@@ -32,6 +33,7 @@ export interface BenchReport {
   fairness?: FairnessResult | undefined;
   fleet?: FleetResult | undefined;
   builtins?: BuiltinsResult | undefined;
+  pi16?: Pi16SuiteResult | undefined;
   startup?: StartupResult | undefined;
 }
 

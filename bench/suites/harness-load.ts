@@ -39,6 +39,7 @@ import { createCorpus, createSessionTurns, type CorpusOptions, type CorpusToolCa
 import { runPiSession } from "../lib/pi-oracle.js";
 import { advanceProgress, logStep } from "../lib/progress.js";
 import { rotate } from "../lib/run-loop.js";
+import { readThreadCpuMs, splitThreadCpu, type ThreadCpuSplit } from "../lib/thread-cpu.js";
 import { percentile, summarize, type Summary } from "../lib/stats.js";
 
 export interface HarnessLoadOptions {
@@ -71,6 +72,12 @@ export interface HarnessSample {
   cpuUsPerCall: number;
   /** The main thread's busy time per call (µs): its event loop's active time. */
   mainUsPerCall: number;
+  /**
+   * CPU per call (µs) by thread, where Linux's `/proc` tells: the main
+   * thread, the pool's threads (the busiest others; none for pi in process)
+   * and every other thread.
+   */
+  threadUsPerCall?: { main: number; pool: number; other: number };
 }
 
 export interface HarnessContenderFigures {
@@ -85,6 +92,7 @@ export interface HarnessContenderFigures {
   loopDelayP99: Summary;
   cpuUsPerCall: Summary;
   mainUsPerCall: Summary;
+  threadUsPerCall?: { main: Summary; pool: Summary; other: Summary };
 }
 
 export interface HarnessLoadResult {
@@ -113,6 +121,8 @@ interface Contender {
   name: string;
   /** Runs one session; calls `onBatch(ms)` for each turn's batch latency. */
   runSession: (turns: readonly CorpusToolCall[][], onBatch: (ms: number) => void, session: number) => Promise<void>;
+  /** Threads of its pool (0: the calls run on the main thread). */
+  poolThreads: number;
 }
 
 type ToolModule = { execute: (args: unknown, ctx: WorkerToolContext<unknown>) => Promise<{ content: unknown; details: unknown }> };
@@ -158,11 +168,27 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
     );
     const pooledTools = runtime.agentTools() as unknown as PiAgentTool[];
     const contenders: Contender[] = [
-      { name: harnessContenders.toolpool, runSession: (turns, onBatch, session) => runToolpoolSession(runtime, turns, onBatch, session) },
-      { name: harnessContenders.toolpoolFifo, runSession: (turns, onBatch, session) => runToolpoolSession(fifoRuntime, turns, onBatch, session) },
-      { name: harnessContenders.pi, runSession: (turns, onBatch) => runPiHarnessSession(inlineTools, turns, onBatch) },
-      { name: harnessContenders.piOverPool, runSession: (turns, onBatch) => runPiHarnessSession(pooledTools, turns, onBatch) },
-      { name: harnessContenders.piscina, runSession: (turns, onBatch) => runPiscinaSession(piscina, moduleUrls, turns, onBatch) },
+      {
+        name: harnessContenders.toolpool,
+        poolThreads: options.threads,
+        runSession: (turns, onBatch, session) => runToolpoolSession(runtime, turns, onBatch, session),
+      },
+      {
+        name: harnessContenders.toolpoolFifo,
+        poolThreads: options.threads,
+        runSession: (turns, onBatch, session) => runToolpoolSession(fifoRuntime, turns, onBatch, session),
+      },
+      { name: harnessContenders.pi, poolThreads: 0, runSession: (turns, onBatch) => runPiHarnessSession(inlineTools, turns, onBatch) },
+      {
+        name: harnessContenders.piOverPool,
+        poolThreads: options.threads,
+        runSession: (turns, onBatch) => runPiHarnessSession(pooledTools, turns, onBatch),
+      },
+      {
+        name: harnessContenders.piscina,
+        poolThreads: options.threads,
+        runSession: (turns, onBatch) => runPiscinaSession(piscina, moduleUrls, turns, onBatch),
+      },
     ];
     const sessions = Array.from({ length: options.sessions }, (_, session) =>
       createSessionTurns(corpus, session, options.turns, options.callsPerTurn, options.corpus.seed),
@@ -258,6 +284,7 @@ async function measureRun(contender: Contender, sessions: readonly CorpusToolCal
   histogram.enable();
   const cpuStart = process.cpuUsage();
   const loopStart = performance.eventLoopUtilization();
+  const threadsStart = readThreadCpuMs();
   const start = performance.now();
   await Promise.all(
     sessions.map(async (turns, session) => {
@@ -268,6 +295,7 @@ async function measureRun(contender: Contender, sessions: readonly CorpusToolCal
   const wallMs = performance.now() - start;
   const loop = performance.eventLoopUtilization(loopStart);
   const cpu = process.cpuUsage(cpuStart);
+  const threadsEnd = readThreadCpuMs();
   histogram.disable();
   clearInterval(sampler);
   peakRss = Math.max(peakRss, process.memoryUsage.rss());
@@ -287,6 +315,9 @@ async function measureRun(contender: Contender, sessions: readonly CorpusToolCal
     loopDelayP99Ms: histogram.count > 0 ? histogram.percentile(99) / 1e6 : wallMs,
     cpuUsPerCall: (cpu.user + cpu.system) / calls,
     mainUsPerCall: (loop.active * 1000) / calls,
+    ...(threadsStart === undefined || threadsEnd === undefined
+      ? {}
+      : { threadUsPerCall: perCall(splitThreadCpu(threadsStart, threadsEnd, contender.poolThreads), calls) }),
   };
 }
 
@@ -304,7 +335,21 @@ function summarizeHarness(name: string, samples: HarnessSample[]): HarnessConten
     loopDelayP99: of((s) => s.loopDelayP99Ms),
     cpuUsPerCall: of((s) => s.cpuUsPerCall),
     mainUsPerCall: of((s) => s.mainUsPerCall),
+    ...(samples.every((s) => s.threadUsPerCall !== undefined)
+      ? {
+          threadUsPerCall: {
+            main: of((s) => s.threadUsPerCall!.main),
+            pool: of((s) => s.threadUsPerCall!.pool),
+            other: of((s) => s.threadUsPerCall!.other),
+          },
+        }
+      : {}),
   };
+}
+
+/** A run's CPU by thread, in µs per call. */
+function perCall(split: ThreadCpuSplit, calls: number): { main: number; pool: number; other: number } {
+  return { main: (split.mainMs * 1000) / calls, pool: (split.poolMs * 1000) / calls, other: (split.otherMs * 1000) / calls };
 }
 
 /** The workload's cost per tool, run inline over the first few sessions: what a call weighs. */
