@@ -12,6 +12,12 @@ import type { PoolCallRecord } from "./pool-event-frames.js";
 /** Most ended calls held for one watcher between two flushes. */
 export const maxPendingCalls = 256;
 
+/**
+ * Ended calls that make a flush come before the next tick: a watcher that
+ * keeps up sees every call, however many end between two ticks.
+ */
+const earlyFlushCalls = 64;
+
 /** What {@link PoolEventClient.state} reports, for diagnosis and tests. */
 export interface PoolEventClientState {
   /** Ended calls waiting to be written. */
@@ -33,7 +39,8 @@ export interface PoolEventClientState {
 /**
  * Writes frames to one watcher, coalescing while it does not keep up: it
  * holds at most {@link maxPendingCalls} ended calls (the oldest are dropped
- * and counted in the next `calls` frame) and only the latest snapshot. Once
+ * and counted in the next `calls` frame) and only the latest snapshot. It
+ * writes on the hub's tick, and as soon as 64 calls wait. Once
  * a write finds the socket's buffer past its high-water mark, nothing more
  * is written until it drains: a stalled reader costs the server at most
  * one flush in the socket's buffer plus what this object holds.
@@ -46,6 +53,7 @@ export class PoolEventClient {
   #snapshotText: string | undefined;
   #isBlocked = false;
   #largestFlushBytes = 0;
+  readonly #flushEarly = (): void => this.flush();
   readonly #onDrain = (): void => {
     this.#isBlocked = false;
     this.flush();
@@ -63,6 +71,7 @@ export class PoolEventClient {
       this.#droppedTotal += 1;
     }
     this.#pending.push(record);
+    if (this.#pending.length === earlyFlushCalls && !this.#isBlocked) setImmediate(this.#flushEarly);
   }
 
   /** Replaces the snapshot waiting to be written (its frame's text, shared by every watcher). */

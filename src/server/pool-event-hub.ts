@@ -292,10 +292,15 @@ function callRecord(event: ToolExecutionEndEvent, meta: EventMeta, session: stri
     ...(event.isError && text !== undefined ? { message: cut(text, 200) } : {}),
     ...(meta.threadId === undefined ? {} : { threadId: meta.threadId }),
     ...(meta.node === undefined ? {} : { node: cut(meta.node, 128) }),
-    ...(meta.queueWaitMs === undefined ? {} : { queueWaitMs: meta.queueWaitMs }),
-    ...(meta.runMs === undefined ? {} : { runMs: meta.runMs }),
+    ...(meta.queueWaitMs === undefined ? {} : { queueWaitMs: tenths(meta.queueWaitMs) }),
+    ...(meta.runMs === undefined ? {} : { runMs: tenths(meta.runMs) }),
     endedAt: Date.now(),
   };
+}
+
+/** Milliseconds to a tenth: finer is noise, and costs bytes in every frame. */
+function tenths(value: number): number {
+  return Math.round(value * 10) / 10;
 }
 
 function callKey(first: string, second: string): string {
