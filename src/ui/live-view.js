@@ -3,6 +3,9 @@
 // the pool. Every string of the stream goes into the page as text
 // (textContent, attributes), never as markup. The token is kept in
 // sessionStorage only: it is gone when the tab closes.
+//
+// A classic script, not a module: a browser fetches module scripts with an
+// `Origin` header, which the server's browser guard refuses.
 
 const tokenKey = "toolpool-token";
 /** Milliseconds of history the timeline shows. */
