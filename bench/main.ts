@@ -13,6 +13,7 @@
  *   fleet     remote calls through Redis to `toolpool node`s, beside the local pool
  *   builtins  the built-in grep and hash on a 10,000-file tree, beside ripgrep and sha256sum
  *   startup   cold start in fresh processes: import, and createRuntime + first batch vs bare Piscina
+ *   liveview  serve's batches with the live view off, on and unwatched, on and watched
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -49,6 +50,7 @@ import { estimateFairnessMs, runFairnessSuite, type FairnessOptions } from "./su
 import { estimateFaultRecoveryMs, runFaultRecoverySuite, type FaultRecoveryOptions } from "./suites/fault-recovery.js";
 import { estimateFleetMs, runFleetSuite, type FleetOptions } from "./suites/fleet.js";
 import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
+import { estimateLiveViewMs, runLiveViewSuite, type LiveViewOptions } from "./suites/live-view.js";
 import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
 import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, type ScalingOptions } from "./suites/scaling.js";
 import { estimateStartupMs, runStartupSuite, type StartupOptions } from "./suites/startup.js";
@@ -56,7 +58,7 @@ import { estimateStartupMs, runStartupSuite, type StartupOptions } from "./suite
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "builtins", "startup"] as const;
+const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "builtins", "startup", "liveview"] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -87,6 +89,7 @@ interface RunPlan {
   fleet: Omit<FleetOptions, "spin">;
   builtins: BuiltinsOptions;
   startup: StartupOptions;
+  liveView: LiveViewOptions;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -159,6 +162,7 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       hashFileMiB: isQuick ? 64 : 256,
     },
     startup: { reps: isQuick ? 7 : 15, calls: 4, threadCounts: [2, 4] },
+    liveView: { threads: cores, batches: isQuick ? 400 : 2000, callsPerBatch: 8, concurrency: 16, warmups: 1, reps: isQuick ? 5 : 9 },
   };
 }
 
@@ -237,6 +241,7 @@ async function main(): Promise<void> {
     fleet: estimateFleetMs(plan.fleet),
     builtins: estimateBuiltinsMs(plan.builtins),
     startup: estimateStartupMs(plan.startup),
+    liveview: estimateLiveViewMs(plan.liveView),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -270,6 +275,7 @@ async function main(): Promise<void> {
       report.notes.push(...report.builtins.skipped);
     }
     if (suites.has("startup")) report.startup = await runStartupSuite(plan.startup);
+    if (suites.has("liveview")) report.liveView = await runLiveViewSuite(plan.liveView);
   } finally {
     stopProgress();
   }
