@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
@@ -18,6 +19,7 @@ import {
 } from "toolpool";
 
 import { GateController } from "./support/gates.js";
+import { spawnServe } from "./support/serve-process.js";
 import { workParameters } from "./fixtures/tools/scripted.mjs";
 
 // Everything runs for real: the built package, worker threads, a server on a
@@ -26,6 +28,7 @@ const token = "pool-events-token";
 const gates = new GateController();
 const servers: ToolpoolServer[] = [];
 const sockets: Socket[] = [];
+const children: ChildProcess[] = [];
 
 const work = workerTool({
   name: "work",
@@ -42,6 +45,7 @@ const fault = workerTool({
 
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   await Promise.all(servers.splice(0).map((server) => server.close({ graceMs: 0 })));
   gates.reset();
 });
@@ -240,6 +244,17 @@ describe("GET /v1/pool/events", () => {
     expect((await fetch(`${url}/ui`)).status).toBe(401);
     expect(server.diagnosePoolEvents()).toBeUndefined();
   });
+
+  it("toolpool serve --no-ui serves neither; without the flag the page needs no token and the stream does", async () => {
+    const tools = ["--tools", "test/fixtures/server/tools.mjs"];
+    const plain = await spawnServe([...tools, "--token", token], {}, children);
+    expect((await fetch(`${plain.url}/ui`)).status).toBe(200);
+    expect((await fetch(`${plain.url}/v1/pool/events`)).status).toBe(401);
+    const off = await spawnServe([...tools, "--token", token, "--no-ui"], {}, children);
+    const headers = { authorization: `Bearer ${token}` };
+    expect((await fetch(`${off.url}/ui`, { headers })).status).toBe(404);
+    expect((await fetch(`${off.url}/v1/pool/events`, { headers })).status).toBe(404);
+  }, 60_000);
 
   it("ends every watcher's stream when the server closes", async () => {
     const { server, url } = await startServer();
