@@ -8,8 +8,8 @@
 // `Origin` header, which the server's browser guard refuses.
 
 const tokenKey = "toolpool-token";
-/** Milliseconds of history the timeline shows. */
-const windowMs = 60_000;
+/** Milliseconds of history the timeline keeps; it shows the last `view.windowMs` of them. */
+const keptMs = 300_000;
 /** Bars kept per lane, at most. */
 const barsPerLane = 200;
 /** Sessions the table remembers, at most. */
@@ -29,6 +29,8 @@ const view = {
   /** session label → { waiting, running, longestWaitMs, ended, errors, lastSeen } */
   sessions: new Map(),
   dropped: 0,
+  /** Milliseconds of history shown, as chosen in the page. */
+  windowMs: 60_000,
 };
 
 function el(tag, className, text) {
@@ -138,7 +140,6 @@ async function readFrames(body, signal) {
 function onFrame(frame) {
   if (frame.type === "hello") {
     $("pool").hidden = false;
-    $("window-note").textContent = `timeline of the last ${windowMs / 1000} s, one lane per thread`;
   } else if (frame.type === "calls") {
     for (const record of frame.calls) addCall(record);
     if (frame.dropped > 0) {
@@ -244,15 +245,15 @@ function drawThreads(threads) {
 function addCall(record) {
   const lane = laneOf(record.node, record.threadId);
   const key = `${record.batchId}\u0000${record.toolCallId}`;
-  lane.bars.get(key)?.element.remove();
+  removeBar(lane, key);
   const bar = el("div", `bar ${record.outcome}`);
   bar.dataset.callId = record.toolCallId;
   bar.dataset.batchId = record.batchId;
   bar.dataset.outcome = record.outcome;
   if (record.code !== undefined) bar.dataset.code = record.code;
-  const wait = el("span", "wait");
-  const run = el("span", "run", record.outcome === "fault" ? record.code : record.tool);
-  bar.append(wait, run);
+  bar.textContent = record.outcome === "fault" ? record.code : record.tool;
+  // The queue wait, a thin line before the bar: it overlaps the runs of earlier calls on the thread.
+  const wait = el("div", "wait");
   const session = sessionLabel(record.session, record.batchId);
   const lines = [
     `${record.tool} · call ${record.toolCallId}`,
@@ -262,15 +263,19 @@ function addCall(record) {
   ];
   if (record.message !== undefined) lines.push(record.message);
   bar.title = lines.join("\n");
-  lane.track.append(bar);
-  lane.bars.set(key, { element: bar, record });
-  if (lane.bars.size > barsPerLane) {
-    const [oldest] = lane.bars.keys();
-    lane.bars.get(oldest).element.remove();
-    lane.bars.delete(oldest);
-  }
+  lane.track.append(wait, bar);
+  lane.bars.set(key, { element: bar, wait, record });
+  if (lane.bars.size > barsPerLane) removeBar(lane, lane.bars.keys().next().value);
   noteSession(record.session === undefined ? `(batch ${record.batchId})` : record.session, record.outcome !== "ok");
-  placeBar(bar, record, Date.now() + view.offsetMs);
+  placeBar(lane.bars.get(key), Date.now() + view.offsetMs);
+}
+
+function removeBar(lane, key) {
+  const entry = lane.bars.get(key);
+  if (entry === undefined) return;
+  entry.element.remove();
+  entry.wait.remove();
+  lane.bars.delete(key);
 }
 
 function noteSession(label, isError) {
@@ -282,28 +287,30 @@ function noteSession(label, isError) {
   view.sessions.set(label, entry);
 }
 
-function placeBar(bar, record, now) {
-  const end = record.endedAt;
-  const start = end - (record.runMs ?? 0) - (record.queueWaitMs ?? 0);
+/** Places a call's bar (dispatch to end) and its queue wait (before dispatch) on the timeline ending at `now`. */
+function placeBar({ element, wait, record }, now) {
+  const windowMs = view.windowMs;
   const from = now - windowMs;
-  const left = ((Math.max(start, from) - from) / windowMs) * 100;
-  const width = Math.max(0.25, ((end - Math.max(start, from)) / windowMs) * 100);
-  bar.style.left = `${left}%`;
-  bar.style.width = `${Math.min(width, 100 - left)}%`;
-  const total = (record.queueWaitMs ?? 0) + (record.runMs ?? 0);
-  bar.firstChild.style.width = total === 0 ? "0" : `${((record.queueWaitMs ?? 0) / total) * 100}%`;
+  const end = record.endedAt;
+  const dispatched = end - (record.runMs ?? 0);
+  const queued = dispatched - (record.queueWaitMs ?? 0);
+  const at = (time) => ((Math.max(time, from) - from) / windowMs) * 100;
+  element.hidden = end < from;
+  wait.hidden = dispatched < from || queued === dispatched;
+  element.style.left = `${Math.min(at(dispatched), 99.75)}%`;
+  element.style.width = `${Math.max(0.25, at(end) - at(dispatched))}%`;
+  wait.style.left = `${at(queued)}%`;
+  wait.style.width = `${at(dispatched) - at(queued)}%`;
 }
 
 function layoutBars() {
   const now = Date.now() + view.offsetMs;
+  $("axis-start").textContent = `−${view.windowMs / 1000} s`;
+  $("axis-middle").textContent = `−${view.windowMs / 2000} s`;
   for (const lane of view.lanes.values()) {
-    for (const [key, { element, record }] of lane.bars) {
-      if (record.endedAt < now - windowMs) {
-        element.remove();
-        lane.bars.delete(key);
-      } else {
-        placeBar(element, record, now);
-      }
+    for (const [key, entry] of lane.bars) {
+      if (entry.record.endedAt < now - keptMs) removeBar(lane, key);
+      else placeBar(entry, now);
     }
   }
 }
@@ -377,6 +384,10 @@ function drawFaults(faults) {
   );
 }
 
+$("window").addEventListener("change", () => {
+  view.windowMs = Number($("window").value) * 1000;
+  layoutBars();
+});
 $("connect").addEventListener("submit", (event) => {
   event.preventDefault();
   void connect($("token").value.trim());
