@@ -18,6 +18,18 @@ if (!hasChromium && !isCi) {
   console.warn(`test/live-view.test.ts: skipped: no Chromium at ${chromiumPath} (install Debian's chromium or set TOOLPOOL_CHROMIUM)`);
 }
 
+/** The page's `document`, as the functions run in the browser below use it (tests compile without the DOM's types). */
+interface PageElement {
+  textContent: string | null;
+  children: ArrayLike<PageElement>;
+}
+declare const document: {
+  getElementById(id: string): PageElement | null;
+  querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement>;
+};
+declare const sessionStorage: { length: number };
+
 const token = `live-view-${randomUUID()}`;
 const gates = new GateController();
 const servers: ToolpoolServer[] = [];
