@@ -34,6 +34,13 @@ const retiredThreadsKept = 16;
 /** Sessions listed in a snapshot. */
 const sessionsListed = 64;
 
+/**
+ * Batches and calls under way that the hub tracks, at most. Every call ends
+ * with an event and every batch that does not reject too, so the runtime
+ * bounds both; this bound holds even for batches that reject half-way.
+ */
+const trackedMost = 16_384;
+
 /** A call between its `tool_execution_start` and its end. */
 interface LiveCall {
   readonly batchId: string;
@@ -72,13 +79,13 @@ export class PoolEventHub {
   #retired: PoolThreadView[] = [];
 
   readonly #onBatchStart = (_event: unknown, meta: EventMeta): void => {
-    this.#sessions.set(meta.batchId, meta.sessionKey);
+    setBounded(this.#sessions, meta.batchId, meta.sessionKey);
   };
   readonly #onBatchEnd = (_event: unknown, meta: EventMeta): void => {
     this.#sessions.delete(meta.batchId);
   };
   readonly #onCallStart = (event: ToolExecutionStartEvent, meta: EventMeta): void => {
-    this.#liveCalls.set(callKey(meta.batchId, event.toolCallId), {
+    setBounded(this.#liveCalls, callKey(meta.batchId, event.toolCallId), {
       batchId: meta.batchId,
       toolCallId: event.toolCallId,
       tool: event.toolName,
@@ -296,6 +303,12 @@ function callRecord(event: ToolExecutionEndEvent, meta: EventMeta, session: stri
     ...(meta.runMs === undefined ? {} : { runMs: tenths(meta.runMs) }),
     endedAt: Date.now(),
   };
+}
+
+/** `map.set(key, value)`, first dropping the oldest entry when the map holds {@link trackedMost}. */
+function setBounded<V>(map: Map<string, V>, key: string, value: V): void {
+  if (map.size >= trackedMost && !map.has(key)) map.delete(map.keys().next().value!);
+  map.set(key, value);
 }
 
 /** Milliseconds to a tenth: finer is noise, and costs bytes in every frame. */
