@@ -14,6 +14,7 @@
  *   builtins  the built-in grep (three trees, a real one among them) and hash, beside ripgrep and sha256sum
  *   startup   cold start in fresh processes: import, and createRuntime + first batch vs bare Piscina
  *   pi16      with pi 1.6's rules: per call and validation beside pi 1.6.0's own (under a Node >= 22.19)
+ *   liveview  serve's batches with the live view off, on and unwatched, on and watched
  *
  * Writes bench-results/latest.{json,md,svg} (and <mode>.{json,md,svg}),
  * prints the markdown report on stdout and progress on stderr.
@@ -50,6 +51,7 @@ import { estimateFairnessMs, runFairnessSuite, type FairnessOptions } from "./su
 import { estimateFaultRecoveryMs, runFaultRecoverySuite, type FaultRecoveryOptions } from "./suites/fault-recovery.js";
 import { estimateFleetMs, runFleetSuite, type FleetOptions } from "./suites/fleet.js";
 import { estimateHarnessLoadMs, runHarnessLoadSuite, type HarnessLoadOptions } from "./suites/harness-load.js";
+import { estimateLiveViewMs, runLiveViewSuite, type LiveViewOptions } from "./suites/live-view.js";
 import { estimateLargeResultsMs, runLargeResultsSuite, type LargeResultsOptions } from "./suites/large-results.js";
 import { estimateScalingMs, runScalingSuite, scalingBatch, scalingThreadCounts, type ScalingOptions } from "./suites/scaling.js";
 import { estimatePi16Ms, runPi16Suite, type Pi16Options } from "./suites/pi16.js";
@@ -58,7 +60,20 @@ import { estimateStartupMs, runStartupSuite, type StartupOptions } from "./suite
 /** Bad flags: reported on one line, exit code 2 (as the toolpool CLI does). */
 class BenchUsageError extends Error {}
 
-const suiteNames = ["cpu", "dispatch", "large", "harness", "scaling", "faults", "fairness", "fleet", "builtins", "startup", "pi16"] as const;
+const suiteNames = [
+  "cpu",
+  "dispatch",
+  "large",
+  "harness",
+  "scaling",
+  "faults",
+  "fairness",
+  "fleet",
+  "builtins",
+  "startup",
+  "pi16",
+  "liveview",
+] as const;
 type SuiteName = (typeof suiteNames)[number];
 
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
@@ -90,6 +105,7 @@ interface RunPlan {
   builtins: BuiltinsOptions;
   startup: StartupOptions;
   pi16: Pi16Options;
+  liveView: LiveViewOptions;
 }
 
 /** `cores`: what the pools are sized for (--threads); `machineCores`: what the ideal speedups are capped at. */
@@ -166,6 +182,7 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
     },
     startup: { reps: isQuick ? 7 : 15, calls: 4, threadCounts: [2, 4] },
     pi16: { calls: isQuick ? 5_000 : 20_000, reps: isQuick ? 3 : 7 },
+    liveView: { threads: cores, batches: isQuick ? 400 : 2000, callsPerBatch: 8, concurrency: 16, warmups: 1, reps: isQuick ? 5 : 9 },
   };
 }
 
@@ -245,6 +262,7 @@ async function main(): Promise<void> {
     builtins: estimateBuiltinsMs(plan.builtins),
     startup: estimateStartupMs(plan.startup),
     pi16: estimatePi16Ms(plan.pi16),
+    liveview: estimateLiveViewMs(plan.liveView),
   };
   startProgress([...suites].reduce((sum, name) => sum + estimates[name], 0));
 
@@ -283,6 +301,7 @@ async function main(): Promise<void> {
       if ("skipped" in report.pi16) report.notes.push(report.pi16.skipped);
       advanceProgress(estimatePi16Ms(plan.pi16), "pi16 done");
     }
+    if (suites.has("liveview")) report.liveView = await runLiveViewSuite(plan.liveView);
   } finally {
     stopProgress();
   }

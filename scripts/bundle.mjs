@@ -26,11 +26,14 @@
  *   other file of dist/ stays as tsc wrote it, with its .d.ts, for the CLI,
  *   the `toolpool/mcp` entry and the declarations.
  *
+ * - dist/ui/: the live view's page, script and style sheet (src/ui/), copied
+ *   as they are: the browser runs them without a build step.
+ *
  * In both bundles, a module's `import.meta.url` is rewritten to its own file's
  * URL (relative to the bundle), so that what it finds by a relative path is
  * where it was.
  */
-import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -190,3 +193,10 @@ await bundleEntries([
   { name: "entry-mcp", file: "mcp/index.js" },
   { name: "entry-cli", file: "cli/main.js", prefix: "#!/usr/bin/env node\n" },
 ]);
+
+// The live view's files, served as they are.
+await rm(new URL("ui/", dist), { recursive: true, force: true });
+await mkdir(new URL("ui/", dist), { recursive: true });
+for (const file of await readdir(new URL("../src/ui/", import.meta.url))) {
+  await copyFile(new URL(`../src/ui/${file}`, import.meta.url), new URL(`ui/${file}`, dist));
+}

@@ -218,7 +218,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       coordinator = new BatchCoordinator(this.#batchScope(batchId, assistantMessage, options, trace));
       if (this.listenerCount("batch_start") > 0) {
         const toolCallCount = assistantMessage.content.filter((block) => block.type === "toolCall").length;
-        this.#publish("batch_start", { type: "batch_start", toolCallCount }, { batchId });
+        const { sessionKey } = options;
+        this.#publish("batch_start", { type: "batch_start", toolCallCount }, sessionKey === undefined ? { batchId } : { batchId, sessionKey });
       }
     } catch (error) {
       trace?.end({ kind: "error", error });

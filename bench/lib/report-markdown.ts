@@ -12,6 +12,7 @@ import type { FleetResult } from "../suites/fleet.js";
 import { harnessContenders, type HarnessLoadResult } from "../suites/harness-load.js";
 import type { LargeResultsResult } from "../suites/large-results.js";
 import type { ScalingResult } from "../suites/scaling.js";
+import type { LiveViewResult } from "../suites/live-view.js";
 import type { StartupResult } from "../suites/startup.js";
 import type { BenchReport } from "./report.js";
 import { formatSummary } from "./stats.js";
@@ -51,6 +52,7 @@ export function renderMarkdown(report: BenchReport): string {
   if (report.builtins !== undefined) lines.push(...renderBuiltins(report.builtins));
   if (report.pi16 !== undefined && !("skipped" in report.pi16)) lines.push(...renderPi16Cost(report.pi16));
   if (report.startup !== undefined) lines.push(...renderStartup(report.startup));
+  if (report.liveView !== undefined) lines.push(...renderLiveView(report.liveView));
   return `${lines.join("\n")}\n`;
 }
 
@@ -390,6 +392,26 @@ function renderBuiltins(result: BuiltinsResult): string[] {
   for (const row of rows) {
     lines.push(
       `| ${row.name} | ${row.threads} | ${row.matches ?? ""} | ${formatSummary(row.toolpoolMs, 0)} | ${formatSummary(row.nativeMs, 0)} | ${row.ratio.toFixed(2)}× |`,
+    );
+  }
+  lines.push("");
+  return lines;
+}
+
+function renderLiveView(liveView: LiveViewResult): string[] {
+  const o = liveView.options;
+  const lines = [
+    `## Live view: serve's batches of ${o.callsPerBatch} no-op calls over HTTP, ${o.concurrency} in flight, ${o.batches} batches, pools of ${o.threads} threads, ${o.reps} reps`,
+    "",
+    "µs per call (batch wall time ÷ calls). Ratio = the contender ÷ `--no-ui` (medians; paired = per repetition).",
+    "",
+    "| contender | µs per call | ÷ --no-ui | paired |",
+    "|---|---|---|---|",
+  ];
+  for (const figure of liveView.figures) {
+    const ratio = liveView.ratios.find((row) => row.contender === figure.name);
+    lines.push(
+      `| ${figure.name} | ${formatSummary(figure.summary, 1)} | ${ratio === undefined ? "1" : `${ratio.ratioOfMedians.toFixed(3)}×`} | ${ratio === undefined ? "" : formatSummary(ratio.paired, 3)} |`,
     );
   }
   lines.push("");

@@ -13,6 +13,7 @@ import type { FleetResult } from "../suites/fleet.js";
 import { harnessContenders, type HarnessLoadResult } from "../suites/harness-load.js";
 import { largeContenders, type LargeResultsResult } from "../suites/large-results.js";
 import type { ScalingResult } from "../suites/scaling.js";
+import { liveViewContenders, type LiveViewResult } from "../suites/live-view.js";
 import type { StartupResult } from "../suites/startup.js";
 import type { MachineInfo } from "./machine.js";
 
@@ -35,6 +36,7 @@ export interface BenchReport {
   builtins?: BuiltinsResult | undefined;
   pi16?: Pi16SuiteResult | undefined;
   startup?: StartupResult | undefined;
+  liveView?: LiveViewResult | undefined;
 }
 
 /** Issue targets of the dispatch suite: toolpool ÷ bare Piscina per call. */
@@ -189,6 +191,15 @@ export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[
           : `cold start: createRuntime + first batch ≤ ${limit} × bare Piscina's first batch, ${ratio.threads} threads`,
       figure: `${ratio.ratioOfMedians.toFixed(2)}× (${ratio.toolpoolMs.toFixed(1)} vs ${ratio.baselineMs.toFixed(1)} ms; paired median ${ratio.pairedMedian.toFixed(2)}×)`,
       isMet: ratio.ratioOfMedians <= limit,
+    });
+  }
+  const liveView = report.liveView;
+  if (liveView !== undefined) {
+    const unwatched = liveView.ratios.find((row) => row.contender === liveViewContenders.unwatched)!;
+    checks.push({
+      target: "live view: serve's per-call time with the view on and no watcher within 2% of --no-ui",
+      figure: `${unwatched.ratioOfMedians.toFixed(3)}× (paired ${unwatched.paired.median.toFixed(3)}×)`,
+      isMet: unwatched.ratioOfMedians <= 1.02,
     });
   }
   return checks;

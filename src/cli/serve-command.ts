@@ -51,6 +51,8 @@ export interface ServeCliOptions extends FleetCliOptions, ConnectionCliOptions {
   callTimeout?: number;
   /** `--update-args` / `--no-update-args`; undefined when neither is given. */
   updateArgs?: boolean;
+  /** `--ui` / `--no-ui`; undefined when neither is given. */
+  ui?: boolean;
 }
 
 /** What a config file holds beyond `createServer`'s options: the runtime's and the tools' settings. */
@@ -192,7 +194,9 @@ export function addServeCommand(program: Command): Command {
     )
     // Both forms, so that commander sets no default and the config file's `updateArgs` applies unless one is given.
     .addOption(new Option("--update-args", "repeat each call's args in its SSE tool_execution_update events, as pi does (default)"))
-    .addOption(new Option("--no-update-args", "leave args out of SSE tool_execution_update events (tool_execution_start carries them)"));
+    .addOption(new Option("--no-update-args", "leave args out of SSE tool_execution_update events (tool_execution_start carries them)"))
+    .addOption(new Option("--ui", "serve the live view at /ui and the pool's event stream at /v1/pool/events (default)"))
+    .addOption(new Option("--no-ui", "serve neither the live view nor the pool's event stream"));
   for (const option of connectionOptions()) command.addOption(option);
   return command
     .addOption(new Option("--config <file>", "JSON file with any of these settings; the command line wins"))
@@ -226,6 +230,7 @@ async function resolveServerCliOptions(options: ServeCliOptions, config: ServeCo
     maxConnectionsPerAddress: options.maxConnectionsPerAddress,
     headersTimeoutMs: options.headersTimeout,
     updateArgs: options.updateArgs,
+    ui: options.ui,
   };
   const picked = Object.fromEntries(serverOptionNames.map((name) => [name, name === "token" ? token : (fromFlags[name] ?? config[name])]));
   return Object.fromEntries(Object.entries(picked).filter(([, value]) => value !== undefined)) as ServerOptions;

@@ -19,6 +19,8 @@ import { handleError, sendError, type ErrorBody } from "./http-errors.js";
 import { InFlightBatches } from "./in-flight-batches.js";
 import { loadFastify, loadUnderPressure } from "./lazy-modules.js";
 import { addInfoRoutes } from "./info-routes.js";
+import { addLiveViewRoutes, publicLiveViewRoutes } from "./live-view-routes.js";
+import { PoolEventHub, type PoolEventsDiagnosis } from "./pool-event-hub.js";
 import { ServerMetrics } from "./server-metrics.js";
 import { SocketTracker } from "./socket-tracker.js";
 import { maxTimerMs } from "../option-checks.js";
@@ -28,6 +30,22 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 export type { BatchRequestBody } from "./batch-request.js";
 export type { ErrorBody } from "./http-errors.js";
 export type { ToolsResponse } from "./info-routes.js";
+export type { PoolEventsDiagnosis } from "./pool-event-hub.js";
+export type { PoolEventClientState } from "./pool-event-client.js";
+export type {
+  PoolCallOutcome,
+  PoolCallRecord,
+  PoolCallsFrame,
+  PoolEventFrame,
+  PoolEventsHelloFrame,
+  PoolFaultView,
+  PoolRunningCall,
+  PoolSessionView,
+  PoolSnapshotFrame,
+  PoolThreadState,
+  PoolThreadView,
+  PoolToolView,
+} from "./pool-event-frames.js";
 export type { ResolvedServerOptions, ServerOptions } from "./server-options.js";
 
 /** Options of {@link ToolpoolServer.close}. */
@@ -55,6 +73,8 @@ export class ToolpoolServer {
   readonly #batches: InFlightBatches;
   readonly #metrics: ServerMetrics;
   readonly #sockets: SocketTracker;
+  /** The live view's event source; `undefined` with `ui: false`. */
+  readonly #poolEvents: PoolEventHub | undefined;
   readonly #graceTimers: unknown[] = [];
   #isDraining = false;
   #closing: Promise<void> | undefined;
@@ -94,8 +114,9 @@ export class ToolpoolServer {
       // its refusal (the rest of its body is drained, within bounds).
       const verdict = checkBrowserGuard(firstHeader(request.headers.host), firstHeader(request.headers.origin), guard);
       if (verdict.kind === "deny") return sendError(reply.header("connection", "close"), verdict.status, verdict.code, verdict.reason);
-      // Health checks come from load balancers, which hold no token.
-      if (auth !== undefined && request.routeOptions.url !== "/healthz" && !auth.isAuthorized(request.headers.authorization)) {
+      // Health checks come from load balancers, which hold no token; the
+      // live view's page holds no pool data (its stream needs the token).
+      if (auth !== undefined && !this.#isPublicRoute(request.routeOptions.url) && !auth.isAuthorized(request.headers.authorization)) {
         reply.header("www-authenticate", 'Bearer realm="toolpool"').header("connection", "close");
         return sendError(reply, 401, "TP_ERR_UNAUTHORIZED", "Missing or invalid bearer token (Authorization: Bearer TOKEN)");
       }
@@ -108,6 +129,8 @@ export class ToolpoolServer {
       isDraining: () => this.#isDraining,
     });
     addInfoRoutes(this.#app, { runtime, metrics: this.#metrics });
+    this.#poolEvents = this.#options.ui ? new PoolEventHub(runtime) : undefined;
+    if (this.#poolEvents !== undefined) addLiveViewRoutes(this.#app, this.#poolEvents, this.#options.retryAfterSeconds);
     this.#addPressureCheck();
   }
 
@@ -136,6 +159,19 @@ export class ToolpoolServer {
         return body as unknown as undefined;
       },
     });
+  }
+
+  #isPublicRoute(url: string | undefined): boolean {
+    return url === "/healthz" || (this.#poolEvents !== undefined && url !== undefined && publicLiveViewRoutes.has(url));
+  }
+
+  /**
+   * The state of `GET /v1/pool/events`: whether it listens to the runtime
+   * (only while someone watches) and what each watcher holds; `undefined`
+   * with `ui: false`.
+   */
+  diagnosePoolEvents(): PoolEventsDiagnosis | undefined {
+    return this.#poolEvents?.diagnose();
   }
 
   /** The Fastify instance, for `inject()` or extra routes (add them before `listen()`). */
@@ -185,6 +221,8 @@ export class ToolpoolServer {
       );
     }
     this.#isDraining = true;
+    // A watcher's stream never ends by itself: it would hold the server open.
+    this.#poolEvents?.close();
     const clock = this.#runtime.options.clock;
     const reason = new DOMException("The server is shutting down", "AbortError");
     this.#graceTimers.push(clock.setTimeout(() => this.#batches.abortAll(reason), graceMs));

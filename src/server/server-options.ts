@@ -111,6 +111,13 @@ export interface ServerOptions {
    */
   updateArgs?: boolean;
   /**
+   * Whether the server serves the live view: the page at `GET /ui` and the
+   * pool's event stream at `GET /v1/pool/events` (behind the token, like
+   * every route but the page's files and `/healthz`). `false` answers both 404.
+   * @default true
+   */
+  ui?: boolean;
+  /**
    * Mean event-loop delay (ms, sampled every second) past which requests get
    * 503 `TP_ERR_OVERLOADED` with `Retry-After` (`GET /healthz` excepted);
    * 0 turns the check off.
@@ -147,6 +154,7 @@ export interface ResolvedServerOptions {
   readonly maxConnectionsPerAddress: number;
   readonly headersTimeoutMs: number;
   readonly updateArgs: boolean;
+  readonly ui: boolean;
   readonly maxEventLoopDelayMs: number;
   readonly maxHeapUsedBytes: number;
   readonly maxRssBytes: number;
@@ -171,6 +179,7 @@ export const serverOptionsSchema = {
     maxConnectionsPerAddress: { type: "integer", minimum: 1, default: 256 },
     headersTimeoutMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 5000 },
     updateArgs: { type: "boolean", default: true },
+    ui: { type: "boolean", default: true },
     maxEventLoopDelayMs: { type: "integer", minimum: 0, default: 1000 },
     maxHeapUsedBytes: { type: "integer", minimum: 0, default: 0 },
     maxRssBytes: { type: "integer", minimum: 0, default: 0 },
@@ -222,6 +231,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     maxConnectionsPerAddress: resolved.maxConnectionsPerAddress,
     headersTimeoutMs: resolved.headersTimeoutMs,
     updateArgs: resolved.updateArgs,
+    ui: resolved.ui,
     maxEventLoopDelayMs: resolved.maxEventLoopDelayMs,
     maxHeapUsedBytes: resolved.maxHeapUsedBytes,
     maxRssBytes: resolved.maxRssBytes,

@@ -1,0 +1,139 @@
+/**
+ * The frames of `GET /v1/pool/events`, the stream behind the live view, for
+ * any dashboard that reads it. Types only.
+ *
+ * @module
+ */
+import type { FleetStats } from "../fleet/remote-pool.js";
+import type { PoolStats } from "../workers/pool-contract.js";
+
+/** The first frame of every stream: what the server sends and within which bounds. */
+export interface PoolEventsHelloFrame {
+  type: "hello";
+  /** Milliseconds between two snapshots (and two flushes of ended calls). */
+  intervalMs: number;
+  /** Most ended calls held for one client between two flushes; older ones are dropped and counted. */
+  maxPendingCalls: number;
+  /** The runtime's tools. */
+  tools: string[];
+}
+
+/** How a call ended: its result was not an error, an error of the tool (or of its preparation), or a fault with a code. */
+export type PoolCallOutcome = "ok" | "error" | "fault";
+
+/** One call that ended (its `tool_execution_end`). */
+export interface PoolCallRecord {
+  batchId: string;
+  /** The call's id (cut to 256 characters). */
+  toolCallId: string;
+  /** The tool's name (cut to 128 characters: an unknown tool's name is the client's). */
+  tool: string;
+  /** The batch's session key; absent for a batch without one (it is a session of its own). */
+  session?: string;
+  outcome: PoolCallOutcome;
+  /** For a fault: its code (`TP_ERR_WORKER_CRASH`, …). */
+  code?: string;
+  /** For an error or a fault: the start of the result's text (at most 200 characters). */
+  message?: string;
+  /** The thread that ran it (on `node`, for a fleet's call). */
+  threadId?: number;
+  /** The fleet node that ran it. */
+  node?: string;
+  /** Milliseconds it waited for a thread; absent when it was never dispatched. */
+  queueWaitMs?: number;
+  /** Milliseconds it ran; absent when it was never dispatched. */
+  runMs?: number;
+  /** When it ended, Unix milliseconds on the server's clock. */
+  endedAt: number;
+}
+
+/**
+ * Calls that ended since the client's last `calls` frame, oldest first.
+ * `dropped` counts those left out because more than `maxPendingCalls` ended
+ * while the client did not keep up.
+ */
+export interface PoolCallsFrame {
+  type: "calls";
+  calls: PoolCallRecord[];
+  dropped: number;
+}
+
+/** What a thread does: runs a call, waits for one, is still starting, or is gone (its worker exited or was replaced). */
+export type PoolThreadState = "busy" | "idle" | "starting" | "retired";
+
+/** A call running now, as far as the stream knows it. */
+export interface PoolRunningCall {
+  tool: string;
+  toolCallId: string;
+  batchId?: string;
+  session?: string;
+}
+
+/** One worker thread of a local pool. */
+export interface PoolThreadView {
+  /** The pool: `"shared"`, or the name of a tool with resource limits of its own. */
+  pool: string;
+  threadId: number;
+  state: PoolThreadState;
+  /** The call it runs, when busy; the last one it ran, when retired. */
+  call?: PoolRunningCall;
+}
+
+/** A session with calls under way. A batch without a session key is a session of its own, named by its `batchId`. */
+export interface PoolSessionView {
+  session?: string;
+  batchId?: string;
+  /** Calls waiting for a thread. */
+  waiting: number;
+  /** Calls running (or in preparation). */
+  running: number;
+  /** Milliseconds its longest-waiting call has been under way; 0 when none waits. */
+  longestWaitMs: number;
+}
+
+/** The calls of one tool that ended since the stream's first watcher connected. */
+export interface PoolToolView {
+  tool: string;
+  count: number;
+  /** Calls that ended with an error of the tool (or of their preparation). */
+  errors: number;
+  /** Faulted calls, by code. */
+  faults: Record<string, number>;
+  /** Median and 99th percentile of the run time of its last (at most 512) dispatched calls; absent before any. */
+  p50RunMs?: number;
+  p99RunMs?: number;
+}
+
+/** A recent fault: a faulted call, or a worker failure that belonged to no call (`pool_error`). */
+export interface PoolFaultView {
+  at: number;
+  code?: string;
+  message: string;
+  tool?: string;
+  toolCallId?: string;
+  session?: string;
+  threadId?: number;
+}
+
+/** The pool's state, sent every `intervalMs` (a client that falls behind gets only the latest). */
+export interface PoolSnapshotFrame {
+  type: "snapshot";
+  /** Unix milliseconds on the server's clock. */
+  at: number;
+  /** The local pools' stats, added up; `null` without worker tools. */
+  stats: PoolStats | null;
+  /** The fleet, for a runtime with one; `null` otherwise. */
+  fleet: FleetStats | null;
+  /** Local worker threads, and recently retired ones (at most 16). */
+  threads: PoolThreadView[];
+  /** Sessions with calls under way, most waiting first (at most 64). */
+  sessions: PoolSessionView[];
+  /** Sessions under way beyond those listed. */
+  sessionsOmitted: number;
+  tools: PoolToolView[];
+  /** The last 20 faults, newest last. */
+  faults: PoolFaultView[];
+}
+
+/** Any frame of the stream; its SSE `event:` field is its `type`. */
+export type PoolEventFrame = PoolEventsHelloFrame | PoolCallsFrame | PoolSnapshotFrame;

@@ -1,0 +1,404 @@
+// The live view: reads GET /v1/pool/events (server-sent events, behind the
+// bearer token) with fetch, since EventSource cannot send a header, and draws
+// the pool. Every string of the stream goes into the page as text
+// (textContent, attributes), never as markup. The token is kept in
+// sessionStorage only: it is gone when the tab closes.
+//
+// A classic script, not a module: a browser fetches module scripts with an
+// `Origin` header, which the server's browser guard refuses.
+
+const tokenKey = "toolpool-token";
+/** Milliseconds of history the timeline keeps; it shows the last `view.windowMs` of them. */
+const keptMs = 300_000;
+/** Bars kept per lane, at most. */
+const barsPerLane = 200;
+/** Sessions the table remembers, at most. */
+const sessionsKept = 50;
+
+const $ = (id) => document.getElementById(id);
+
+const view = {
+  /** Aborts the stream being read. */
+  reading: undefined,
+  /** Server time minus this page's time, from the last snapshot. */
+  offsetMs: 0,
+  /** laneKey → { element, label, track, bars: Map<callKey, { element, record }> } */
+  lanes: new Map(),
+  /** node ("" for this server's own pool) → group element */
+  groups: new Map(),
+  /** session label → { waiting, running, longestWaitMs, ended, errors, lastSeen } */
+  sessions: new Map(),
+  dropped: 0,
+  /** Milliseconds of history shown, as chosen in the page. */
+  windowMs: 60_000,
+};
+
+function el(tag, className, text) {
+  const element = document.createElement(tag);
+  if (className) element.className = className;
+  if (text !== undefined) element.textContent = String(text);
+  return element;
+}
+
+function ms(value) {
+  if (value === undefined || value === null) return "–";
+  return value < 1000 ? `${Math.round(value)} ms` : `${(value / 1000).toFixed(value < 10_000 ? 2 : 1)} s`;
+}
+
+function sessionLabel(session, batchId) {
+  return session ?? `(batch ${batchId})`;
+}
+
+function setStatus(text) {
+  $("status").textContent = text;
+}
+
+/** Forgets everything shown: without an accepted token the page shows nothing of the pool. */
+function clearPool() {
+  $("pool").hidden = true;
+  for (const id of ["stats", "lanes", "faults"]) $(id).replaceChildren();
+  for (const id of ["sessions", "tools"]) $(id).tBodies[0].replaceChildren();
+  $("dropped").textContent = "";
+  $("sessions-note").textContent = "";
+  view.lanes.clear();
+  view.groups.clear();
+  view.sessions.clear();
+  view.dropped = 0;
+}
+
+async function connect(token) {
+  view.reading?.abort();
+  const reading = new AbortController();
+  view.reading = reading;
+  clearPool();
+  setStatus("Connecting…");
+  let response;
+  try {
+    response = await fetch("/v1/pool/events", {
+      headers: token === "" ? {} : { authorization: `Bearer ${token}` },
+      cache: "no-store",
+      signal: reading.signal,
+    });
+  } catch (error) {
+    if (!reading.signal.aborted) retryLater(token, `Cannot reach the server (${error.message}).`);
+    return;
+  }
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      message = (await response.json()).message ?? message;
+    } catch {}
+    if (response.status === 401 || response.status === 403) {
+      sessionStorage.removeItem(tokenKey);
+      setStatus(`Refused: ${message}`);
+      $("disconnect").hidden = true;
+    } else {
+      retryLater(token, `The stream is not available: ${message}.`);
+    }
+    return;
+  }
+  sessionStorage.setItem(tokenKey, token);
+  $("disconnect").hidden = false;
+  $("token").value = "";
+  setStatus("Connected: live.");
+  try {
+    await readFrames(response.body, reading.signal);
+    if (!reading.signal.aborted) retryLater(token, "The stream ended.");
+  } catch (error) {
+    if (!reading.signal.aborted) retryLater(token, `The stream broke (${error.message}).`);
+  }
+}
+
+function retryLater(token, why) {
+  setStatus(`${why} Reconnecting in 2 s…`);
+  const reading = view.reading;
+  setTimeout(() => {
+    if (view.reading === reading && !reading.signal.aborted) void connect(token);
+  }, 2000);
+}
+
+async function readFrames(body, signal) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  signal.addEventListener("abort", () => reader.cancel().catch(() => {}), { once: true });
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end = buffer.indexOf("\n\n");
+    while (end !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      end = buffer.indexOf("\n\n");
+      let data = "";
+      for (const line of block.split("\n")) if (line.startsWith("data: ")) data += line.slice(6);
+      if (data !== "") onFrame(JSON.parse(data));
+    }
+  }
+}
+
+function onFrame(frame) {
+  if (frame.type === "hello") {
+    $("pool").hidden = false;
+  } else if (frame.type === "calls") {
+    for (const record of frame.calls) addCall(record);
+    if (frame.dropped > 0) {
+      view.dropped += frame.dropped;
+      $("dropped").textContent = `· ${view.dropped} ended calls not shown (this page fell behind the stream)`;
+    }
+  } else if (frame.type === "snapshot") {
+    view.offsetMs = frame.at - Date.now();
+    drawStats(frame);
+    drawThreads(frame.threads);
+    drawSessions(frame);
+    drawTools(frame.tools);
+    drawFaults(frame.faults);
+    layoutBars();
+  }
+}
+
+function drawStats({ stats, fleet }) {
+  const entries = [];
+  if (stats !== null) {
+    entries.push(
+      ["Threads", stats.threads],
+      ["Running", stats.running],
+      ["Queued", stats.queued],
+      ["Completed", stats.completed],
+      ["Utilization", `${Math.round(stats.utilization * 100)} %`],
+      ["Sessions waiting", stats.sessionsWaiting],
+      ["Longest wait", ms(stats.longestWaitMs)],
+    );
+  }
+  if (fleet !== null) entries.push(["Fleet nodes", fleet.nodes], ["Fleet threads", fleet.threads], ["Fleet calls in flight", fleet.inFlight]);
+  if (entries.length === 0) entries.push(["Worker tools", "none"]);
+  $("stats").replaceChildren(
+    ...entries.map(([name, value]) => {
+      const item = el("div", "stat");
+      item.append(el("dt", "", name), el("dd", "", value));
+      return item;
+    }),
+  );
+}
+
+function laneKeyOf(node, threadId) {
+  if (threadId === undefined) return node === undefined ? "none" : `${node}:none`;
+  return node === undefined ? String(threadId) : `${node}:${threadId}`;
+}
+
+function laneOf(node, threadId) {
+  const key = laneKeyOf(node, threadId);
+  let lane = view.lanes.get(key);
+  if (lane !== undefined) return lane;
+  const group = groupOf(node ?? "");
+  const element = el("div", "lane");
+  element.dataset.thread = key;
+  element.dataset.state = node === undefined && threadId !== undefined ? "retired" : "unknown";
+  const label = el("div", "lane-label");
+  const title = el("span", "lane-title", threadId === undefined ? "not on a thread" : `thread ${threadId}`);
+  const state = el("span", "lane-state");
+  const call = el("span", "lane-call");
+  label.append(title, state, call);
+  const track = el("div", "track");
+  element.append(label, track);
+  group.append(element);
+  lane = { element, state, call, track, bars: new Map() };
+  view.lanes.set(key, lane);
+  return lane;
+}
+
+function groupOf(node) {
+  let group = view.groups.get(node);
+  if (group !== undefined) return group;
+  group = el("div", "lane-group");
+  if (node !== "") group.dataset.node = node;
+  group.append(el("h3", "", node === "" ? "This server's pool" : `Fleet node ${node}`));
+  if (node === "") $("lanes").prepend(group);
+  else $("lanes").append(group);
+  view.groups.set(node, group);
+  return group;
+}
+
+function drawThreads(threads) {
+  const live = new Set();
+  for (const thread of threads) {
+    const lane = laneOf(undefined, thread.threadId);
+    live.add(lane);
+    lane.element.dataset.state = thread.state;
+    lane.state.textContent = thread.state;
+    const call = thread.call;
+    lane.call.textContent =
+      call === undefined
+        ? ""
+        : `${thread.state === "retired" ? "last ran" : "runs"} ${call.tool} ${call.toolCallId} · ${sessionLabel(call.session, call.batchId ?? "?")}`;
+    lane.element.title = thread.pool === "shared" ? "shared pool" : `pool of tool ${thread.pool}`;
+  }
+  // A local thread no longer listed is gone.
+  for (const [key, lane] of view.lanes) {
+    if (!live.has(lane) && !key.includes(":") && key !== "none") {
+      lane.element.dataset.state = "retired";
+      lane.state.textContent = "retired";
+    }
+  }
+}
+
+function addCall(record) {
+  const lane = laneOf(record.node, record.threadId);
+  const key = `${record.batchId}\u0000${record.toolCallId}`;
+  removeBar(lane, key);
+  const bar = el("div", `bar ${record.outcome}`);
+  bar.dataset.callId = record.toolCallId;
+  bar.dataset.batchId = record.batchId;
+  bar.dataset.outcome = record.outcome;
+  if (record.code !== undefined) bar.dataset.code = record.code;
+  bar.textContent = record.outcome === "fault" ? record.code : record.tool;
+  // The queue wait, a thin line before the bar: it overlaps the runs of earlier calls on the thread.
+  const wait = el("div", "wait");
+  const session = sessionLabel(record.session, record.batchId);
+  const lines = [
+    `${record.tool} · call ${record.toolCallId}`,
+    `session ${session}`,
+    record.outcome === "fault" ? `fault ${record.code}` : record.outcome === "error" ? "tool error" : "ok",
+    `queue wait ${ms(record.queueWaitMs)} · run ${ms(record.runMs)}`,
+  ];
+  if (record.message !== undefined) lines.push(record.message);
+  bar.title = lines.join("\n");
+  lane.track.append(wait, bar);
+  lane.bars.set(key, { element: bar, wait, record });
+  if (lane.bars.size > barsPerLane) removeBar(lane, lane.bars.keys().next().value);
+  noteSession(record.session === undefined ? `(batch ${record.batchId})` : record.session, record.outcome !== "ok");
+  placeBar(lane.bars.get(key), Date.now() + view.offsetMs);
+}
+
+function removeBar(lane, key) {
+  const entry = lane.bars.get(key);
+  if (entry === undefined) return;
+  entry.element.remove();
+  entry.wait.remove();
+  lane.bars.delete(key);
+}
+
+function noteSession(label, isError) {
+  const entry = view.sessions.get(label) ?? { waiting: 0, running: 0, longestWaitMs: 0, ended: 0, errors: 0, lastSeen: 0 };
+  entry.ended += 1;
+  if (isError) entry.errors += 1;
+  entry.lastSeen = Date.now();
+  view.sessions.delete(label);
+  view.sessions.set(label, entry);
+}
+
+/** Places a call's bar (dispatch to end) and its queue wait (before dispatch) on the timeline ending at `now`. */
+function placeBar({ element, wait, record }, now) {
+  const windowMs = view.windowMs;
+  const from = now - windowMs;
+  const end = record.endedAt;
+  const dispatched = end - (record.runMs ?? 0);
+  const queued = dispatched - (record.queueWaitMs ?? 0);
+  const at = (time) => ((Math.max(time, from) - from) / windowMs) * 100;
+  element.hidden = end < from;
+  wait.hidden = dispatched < from || queued === dispatched;
+  element.style.left = `${Math.min(at(dispatched), 99.75)}%`;
+  element.style.width = `${Math.max(0.25, at(end) - at(dispatched))}%`;
+  wait.style.left = `${at(queued)}%`;
+  wait.style.width = `${at(dispatched) - at(queued)}%`;
+}
+
+function layoutBars() {
+  const now = Date.now() + view.offsetMs;
+  $("axis-start").textContent = `−${view.windowMs / 1000} s`;
+  $("axis-middle").textContent = `−${view.windowMs / 2000} s`;
+  for (const lane of view.lanes.values()) {
+    for (const [key, entry] of lane.bars) {
+      if (entry.record.endedAt < now - keptMs) removeBar(lane, key);
+      else placeBar(entry, now);
+    }
+  }
+}
+
+function drawSessions({ sessions, sessionsOmitted }) {
+  for (const entry of view.sessions.values()) {
+    entry.waiting = 0;
+    entry.running = 0;
+    entry.longestWaitMs = 0;
+  }
+  for (const session of sessions) {
+    const label = sessionLabel(session.session, session.batchId);
+    const entry = view.sessions.get(label) ?? { ended: 0, errors: 0 };
+    Object.assign(entry, { waiting: session.waiting, running: session.running, longestWaitMs: session.longestWaitMs, lastSeen: Date.now() });
+    view.sessions.set(label, entry);
+  }
+  const ordered = [...view.sessions].sort(([, a], [, b]) => b.waiting - a.waiting || b.running - a.running || b.lastSeen - a.lastSeen);
+  for (const [label] of ordered.slice(sessionsKept)) view.sessions.delete(label);
+  $("sessions").tBodies[0].replaceChildren(
+    ...ordered.slice(0, sessionsKept).map(([label, entry]) => {
+      const row = el("tr");
+      row.dataset.session = label;
+      row.append(
+        el("td", "name", label),
+        el("td", "num", entry.waiting),
+        el("td", "num", entry.running),
+        el("td", "num", entry.waiting > 0 ? ms(entry.longestWaitMs) : "–"),
+        el("td", "num", entry.ended),
+        el("td", "num", entry.errors),
+      );
+      return row;
+    }),
+  );
+  $("sessions-note").textContent = sessionsOmitted > 0 ? `and ${sessionsOmitted} more sessions under way` : "";
+}
+
+function drawTools(tools) {
+  $("tools").tBodies[0].replaceChildren(
+    ...tools.map((tool) => {
+      const row = el("tr");
+      row.dataset.tool = tool.tool;
+      const faults = Object.entries(tool.faults)
+        .map(([code, count]) => `${code} ×${count}`)
+        .join(", ");
+      row.append(
+        el("td", "name", tool.tool),
+        el("td", "num", tool.count),
+        el("td", "num", ms(tool.p50RunMs)),
+        el("td", "num", ms(tool.p99RunMs)),
+        el("td", "num", tool.errors),
+        el("td", faults === "" ? "" : "fault", faults === "" ? "–" : faults),
+      );
+      return row;
+    }),
+  );
+}
+
+function drawFaults(faults) {
+  $("faults").replaceChildren(
+    ...faults
+      .slice()
+      .reverse()
+      .map((fault) => {
+        const item = el("li");
+        item.append(el("time", "muted", new Date(fault.at).toLocaleTimeString()), el("strong", "fault", fault.code ?? "pool error"));
+        const where = [fault.tool, fault.toolCallId && `call ${fault.toolCallId}`, fault.session && `session ${fault.session}`];
+        if (fault.threadId !== undefined) where.push(`thread ${fault.threadId}`);
+        item.append(el("span", "", where.filter(Boolean).join(" · ")), el("span", "muted", fault.message));
+        return item;
+      }),
+  );
+}
+
+$("window").addEventListener("change", () => {
+  view.windowMs = Number($("window").value) * 1000;
+  layoutBars();
+});
+$("connect").addEventListener("submit", (event) => {
+  event.preventDefault();
+  void connect($("token").value.trim());
+});
+$("disconnect").addEventListener("click", () => {
+  view.reading?.abort();
+  view.reading = undefined;
+  sessionStorage.removeItem(tokenKey);
+  $("disconnect").hidden = true;
+  clearPool();
+  setStatus("Disconnected. Enter the server's token to see its pool.");
+});
+const saved = sessionStorage.getItem(tokenKey);
+if (saved !== null) void connect(saved);

@@ -1,0 +1,170 @@
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
+import { createRuntime, createServer, workerTool, type ToolpoolServer } from "toolpool";
+
+import { workParameters } from "./fixtures/tools/scripted.mjs";
+import { GateController } from "./support/gates.js";
+
+// A real headless Chromium (Debian's `chromium`, driven by playwright-core)
+// opens the live view of a real server running real worker threads.
+const chromiumPath = process.env.TOOLPOOL_CHROMIUM || "/usr/bin/chromium";
+const hasChromium = existsSync(chromiumPath);
+const isCi = Boolean(process.env.CI);
+if (!hasChromium && !isCi) {
+  console.warn(`test/live-view.test.ts: skipped: no Chromium at ${chromiumPath} (install Debian's chromium or set TOOLPOOL_CHROMIUM)`);
+}
+
+/** The page's `document`, as the functions run in the browser below use it (tests compile without the DOM's types). */
+interface PageElement {
+  textContent: string | null;
+  children: ArrayLike<PageElement>;
+}
+declare const document: {
+  getElementById(id: string): PageElement | null;
+  querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement>;
+};
+declare const sessionStorage: { length: number };
+
+const token = `live-view-${randomUUID()}`;
+const gates = new GateController();
+const servers: ToolpoolServer[] = [];
+let browser: Browser | undefined;
+
+const work = workerTool({
+  name: "work",
+  description: "scripted work",
+  parameters: workParameters,
+  module: new URL("./fixtures/tools/scripted.mjs", import.meta.url),
+});
+const fault = workerTool({
+  name: "fault",
+  description: "commits the fault it is asked to",
+  parameters: { type: "object" },
+  module: new URL("./fixtures/tools/faults.mjs", import.meta.url),
+});
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close({ graceMs: 0 })));
+  gates.reset();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  gates.close();
+});
+
+/** Posts one batch of `session` and resolves with its JSON outcome. */
+async function postBatch(url: string, session: string, calls: { id: string; name: string; arguments?: object }[]): Promise<unknown> {
+  const response = await fetch(`${url}/v1/batches`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json", authorization: `Bearer ${token}`, "x-toolpool-session": session },
+    body: JSON.stringify({
+      assistantMessage: {
+        role: "assistant",
+        content: calls.map((call) => ({ type: "toolCall", id: call.id, name: call.name, arguments: call.arguments ?? {} })),
+      },
+    }),
+  });
+  expect(response.status).toBe(200);
+  return response.json();
+}
+
+/** Collects what would show a broken page: script errors and Content-Security-Policy refusals. */
+function watchProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error" && !/401|Unauthorized/.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  return problems;
+}
+
+describe.skipIf(!hasChromium && !isCi)("live view (/ui) in Chromium", () => {
+  beforeAll(async () => {
+    if (!hasChromium) throw new Error(`CI needs Chromium at ${chromiumPath} (.ci/run installs Debian's chromium; TOOLPOOL_CHROMIUM names another)`);
+    const isRoot = process.getuid?.() === 0;
+    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: isRoot ? ["--no-sandbox"] : [] });
+  }, 120_000);
+
+  it("shows nothing of the pool without the token, then threads, a bar per call (the crash named by its code) and the sessions", async () => {
+    const runtime = createRuntime({ tools: [work, fault], pool: { maxThreads: 2, minThreads: 2 } });
+    const server = createServer(runtime, { host: "127.0.0.1", port: 0, token });
+    servers.push(server);
+    const url = await server.listen();
+    const page = await browser!.newPage();
+    const problems = watchProblems(page);
+    await page.goto(`${url}/ui`);
+
+    // Without the token: the form, and nothing of the pool.
+    await expect.poll(() => page.getByLabel("Token").isVisible()).toBe(true);
+    expect(await page.locator("#pool").isHidden()).toBe(true);
+    await page.getByLabel("Token").fill("not-the-token");
+    await page.getByRole("button", { name: "Connect" }).click();
+    await page.waitForFunction(() => document.getElementById("status")?.textContent?.startsWith("Refused"));
+    expect(await page.locator("#pool").isHidden()).toBe(true);
+    expect(await page.locator("[data-thread]").count()).toBe(0);
+    expect(await page.locator("[data-call-id]").count()).toBe(0);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(server.diagnosePoolEvents()?.watchers).toEqual([]);
+
+    // With it: the threads show at once.
+    await page.getByLabel("Token").fill(token);
+    await page.getByRole("button", { name: "Connect" }).click();
+    await page.waitForFunction(() => document.querySelectorAll("[data-thread]").length >= 2);
+    expect(await page.locator("#pool").isVisible()).toBe(true);
+
+    // Three sessions; gamma's call holds its thread until the gate opens.
+    const gate = `${randomUUID()}:held`;
+    const held = postBatch(url, "gamma", [{ id: "gamma-held", name: "work", arguments: { gate } }]);
+    await gates.whenWaiting(gate);
+    await page.waitForFunction(() =>
+      [...document.querySelectorAll('[data-thread][data-state="busy"]')].some((lane) => lane.textContent?.includes("gamma-held")),
+    );
+    await page.waitForFunction(() => document.querySelector('[data-session="gamma"]')?.children[2]?.textContent === "1");
+    await Promise.all([
+      postBatch(url, "alpha", [
+        { id: "alpha-1", name: "work", arguments: { text: "one" } },
+        { id: "alpha-2", name: "work", arguments: { fail: "the tool failed" } },
+      ]),
+      postBatch(url, "beta", [
+        { id: "beta-1", name: "fault", arguments: {} },
+        { id: "beta-crash", name: "fault", arguments: { fault: "crash" } },
+      ]),
+    ]);
+    gates.open(gate);
+    await held;
+
+    const ids = ["gamma-held", "alpha-1", "alpha-2", "beta-1", "beta-crash"];
+    await page.waitForFunction((count) => document.querySelectorAll("[data-call-id]").length === count, ids.length);
+    for (const id of ids) expect(await page.locator(`[data-call-id="${id}"]`).count(), id).toBe(1);
+    const crash = page.locator('[data-call-id="beta-crash"]');
+    expect(await crash.getAttribute("title")).toContain("TP_ERR_WORKER_CRASH");
+    expect(await crash.textContent()).toContain("TP_ERR_WORKER_CRASH");
+    expect(await crash.getAttribute("title")).toMatch(/session beta/);
+    expect(await page.locator('[data-call-id="alpha-2"]').getAttribute("data-outcome")).toBe("error");
+    expect(await page.locator('[data-call-id="alpha-1"]').getAttribute("data-outcome")).toBe("ok");
+    // Each bar sits in the lane of the thread that ran it.
+    for (const id of ids) expect(await page.locator(`[data-thread] [data-call-id="${id}"]`).count(), id).toBe(1);
+
+    for (const session of ["alpha", "beta", "gamma"]) {
+      await page.waitForFunction((name) => document.querySelector(`#sessions [data-session="${name}"]`) !== null, session);
+    }
+    await page.waitForFunction(() => document.querySelector('#tools [data-tool="fault"]')?.textContent?.includes("TP_ERR_WORKER_CRASH ×1"));
+    await page.waitForFunction(() => document.getElementById("faults")?.textContent?.includes("beta-crash"));
+    // The crashed worker's thread shows as retired.
+    await page.waitForFunction(() => document.querySelector('[data-thread][data-state="retired"]') !== null);
+    expect(problems).toEqual([]);
+    await page.close();
+    await until(() => server.diagnosePoolEvents()?.watchers.length === 0);
+  }, 180_000);
+});
+
+/** Resolves once `condition` holds, checking after each turn of the event loop. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,0 +1,271 @@
+import type { ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { connect, type Socket } from "node:net";
+
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+
+import {
+  createRuntime,
+  createServer,
+  workerTool,
+  type AssistantMessage,
+  type PoolCallsFrame,
+  type PoolEventFrame,
+  type PoolSnapshotFrame,
+  type Runtime,
+  type ServerOptions,
+  type ToolpoolServer,
+} from "toolpool";
+
+import { GateController } from "./support/gates.js";
+import { spawnServe } from "./support/serve-process.js";
+import { workParameters } from "./fixtures/tools/scripted.mjs";
+
+// Everything runs for real: the built package, worker threads, a server on a
+// loopback port, Node's fetch and raw sockets.
+const token = "pool-events-token";
+const gates = new GateController();
+const servers: ToolpoolServer[] = [];
+const sockets: Socket[] = [];
+const children: ChildProcess[] = [];
+
+const work = workerTool({
+  name: "work",
+  description: "scripted work",
+  parameters: workParameters,
+  module: new URL("./fixtures/tools/scripted.mjs", import.meta.url),
+});
+const fault = workerTool({
+  name: "fault",
+  description: "commits the fault it is asked to",
+  parameters: { type: "object" },
+  module: new URL("./fixtures/tools/faults.mjs", import.meta.url),
+});
+
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await Promise.all(servers.splice(0).map((server) => server.close({ graceMs: 0 })));
+  gates.reset();
+});
+
+afterAll(() => gates.close());
+
+async function startServer(options: ServerOptions = {}): Promise<{ runtime: Runtime; server: ToolpoolServer; url: string }> {
+  const runtime = createRuntime({ tools: [work, fault], pool: { maxThreads: 2, minThreads: 1 } });
+  const server = createServer(runtime, { host: "127.0.0.1", port: 0, token, ...options });
+  servers.push(server);
+  return { runtime, server, url: await server.listen() };
+}
+
+function message(calls: { id: string; name: string; arguments?: Record<string, unknown> }[]): AssistantMessage {
+  return {
+    role: "assistant",
+    content: calls.map((call) => ({ type: "toolCall" as const, id: call.id, name: call.name, arguments: call.arguments ?? {} })),
+  };
+}
+
+/** The frames of a pool-event stream, as they arrive. */
+async function* readFrames(response: Response): AsyncGenerator<PoolEventFrame> {
+  let buffer = "";
+  for await (const chunk of response.body!.pipeThrough(new TextDecoderStream())) {
+    buffer += chunk;
+    for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const [eventLine, dataLine] = block.split("\n");
+      const frame = JSON.parse(dataLine!.slice("data: ".length)) as PoolEventFrame;
+      expect(eventLine).toBe(`event: ${frame.type}`);
+      yield frame;
+    }
+  }
+}
+
+/** Reads frames until `isDone` holds for one; fails if the stream ends first. */
+async function readUntil(frames: AsyncGenerator<PoolEventFrame>, isDone: (frame: PoolEventFrame) => boolean): Promise<PoolEventFrame> {
+  // Not `for await`, whose early return would close the stream for the next read.
+  for (let next = await frames.next(); next.done !== true; next = await frames.next()) if (isDone(next.value)) return next.value;
+  throw new Error("the stream ended first");
+}
+
+/** How many listeners the runtime holds, per event. */
+function listenerCounts(runtime: Runtime): Record<string, number> {
+  const names = [
+    "batch_start",
+    "batch_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+    "pool_error",
+    "fleet_call",
+  ] as const;
+  return Object.fromEntries(names.map((name) => [name, runtime.listenerCount(name)]));
+}
+
+/** Resolves once `condition` holds, checking after each turn of the event loop. */
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe("GET /v1/pool/events", () => {
+  it("listens to the runtime only while a watcher is connected", async () => {
+    const { runtime, server, url } = await startServer();
+    const before = listenerCounts(runtime);
+    expect(server.diagnosePoolEvents()).toEqual({ isAttached: false, watchers: [] });
+
+    const reading = new AbortController();
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` }, signal: reading.signal });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const frames = readFrames(response);
+    expect((await frames.next()).value).toMatchObject({ type: "hello", maxPendingCalls: 256, tools: ["work", "fault"] });
+    const during = listenerCounts(runtime);
+    for (const name of ["batch_start", "batch_end", "tool_execution_start", "tool_execution_end", "pool_error"]) {
+      expect(during[name], name).toBeGreaterThan(before[name]!);
+    }
+    expect(server.diagnosePoolEvents()?.isAttached).toBe(true);
+
+    reading.abort();
+    await until(() => server.diagnosePoolEvents()!.watchers.length === 0);
+    expect(listenerCounts(runtime)).toEqual(before);
+    expect(server.diagnosePoolEvents()?.isAttached).toBe(false);
+  });
+
+  it("streams each ended call with its session, thread and fault code, and the sessions under way", async () => {
+    const { runtime, url } = await startServer();
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
+    const frames = readFrames(response);
+    await readUntil(frames, (frame) => frame.type === "snapshot");
+    const gate = `${randomUUID()}:held`;
+    const held = runtime.executeToolCalls(message([{ id: "held", name: "work", arguments: { gate } }]), { sessionKey: "gamma" });
+    await gates.whenWaiting(gate);
+    const busy = (await readUntil(frames, (frame) => frame.type === "snapshot" && frame.sessions.length > 0)) as PoolSnapshotFrame;
+    expect(busy.sessions).toEqual([{ session: "gamma", waiting: 0, running: 1, longestWaitMs: 0 }]);
+    expect(busy.threads.filter((thread) => thread.state === "busy")).toEqual([
+      expect.objectContaining({ call: { tool: "work", toolCallId: "held", batchId: "b1", session: "gamma" } }),
+    ]);
+    await runtime.executeToolCalls(
+      message([
+        { id: "fine", name: "fault", arguments: {} },
+        { id: "boom", name: "fault", arguments: { fault: "crash" } },
+      ]),
+      { sessionKey: "alpha" },
+    );
+    gates.open(gate);
+    await held;
+    const seen = new Map<string, PoolCallsFrame["calls"][number]>();
+    await readUntil(frames, (frame) => {
+      if (frame.type === "calls") for (const call of frame.calls) seen.set(call.toolCallId, call);
+      return seen.size === 3;
+    });
+    expect(seen.get("boom")).toMatchObject({ session: "alpha", outcome: "fault", code: "TP_ERR_WORKER_CRASH", tool: "fault" });
+    expect(seen.get("boom")?.threadId).toBeTypeOf("number");
+    expect(seen.get("fine")).toMatchObject({ session: "alpha", outcome: "ok" });
+    expect(seen.get("held")).toMatchObject({ session: "gamma", outcome: "ok", batchId: "b1" });
+    const after = (await readUntil(frames, (frame) => frame.type === "snapshot" && frame.faults.length > 0)) as PoolSnapshotFrame;
+    expect(after.faults).toEqual([expect.objectContaining({ code: "TP_ERR_WORKER_CRASH", toolCallId: "boom", session: "alpha" })]);
+    expect(after.tools.find((tool) => tool.tool === "fault")).toMatchObject({ count: 2, errors: 0, faults: { TP_ERR_WORKER_CRASH: 1 } });
+  });
+
+  it("holds a watcher that stopped reading to its bound: at most 256 calls and one flush in the socket's buffer", async () => {
+    const { runtime, server, url } = await startServer();
+    const { port } = new URL(url);
+    const socket = connect(Number(port), "127.0.0.1");
+    sockets.push(socket);
+    await once(socket, "connect");
+    socket.write(`GET /v1/pool/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+    // Never read: the kernel's buffers fill, then the server's socket backs up.
+    socket.pause();
+    await until(() => server.diagnosePoolEvents()!.watchers.length === 1);
+    // Long ids and session keys make each record large, so the buffers fill sooner.
+    const session = "s".repeat(256);
+    let batches = 0;
+    let state = server.diagnosePoolEvents()!.watchers[0]!;
+    let largestBuffered = 0;
+    let largestPending = 0;
+    while (state.droppedTotal <= 10_000 && batches < 4000) {
+      const calls = Array.from({ length: 64 }, (_, index) => ({ id: `${"x".repeat(240)}-${batches}-${index}`, name: "work", arguments: {} }));
+      await runtime.executeToolCalls(message(calls), { sessionKey: session });
+      batches += 1;
+      state = server.diagnosePoolEvents()!.watchers[0]!;
+      largestBuffered = Math.max(largestBuffered, state.bufferedBytes);
+      largestPending = Math.max(largestPending, state.pendingCalls);
+      expect(state.pendingCalls).toBeLessThanOrEqual(256);
+      // Nothing is written while the socket's buffer is past its high-water mark (16 KiB).
+      expect(state.bufferedBytes).toBeLessThanOrEqual(16 * 1024 + state.largestFlushBytes);
+    }
+    expect(state.droppedTotal).toBeGreaterThan(10_000);
+    expect(state.isBlocked).toBe(true);
+    expect(largestPending).toBe(256);
+    console.log(
+      `pool events, stalled watcher: ${batches * 64} calls, ${state.droppedTotal} dropped, ` +
+        `at most ${largestPending} pending, at most ${largestBuffered} bytes buffered (largest flush ${state.largestFlushBytes})`,
+    );
+    socket.destroy();
+    await until(() => server.diagnosePoolEvents()!.watchers.length === 0);
+    expect(server.diagnosePoolEvents()?.isAttached).toBe(false);
+  }, 300_000);
+
+  it("needs the token and passes the browser guard, while the page's files do not need the token", async () => {
+    const { url } = await startServer();
+    const refused = await fetch(`${url}/v1/pool/events`);
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toMatchObject({ code: "TP_ERR_UNAUTHORIZED" });
+    const wrong = await fetch(`${url}/v1/pool/events`, { headers: { authorization: "Bearer nope" } });
+    expect(wrong.status).toBe(401);
+    const foreign = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}`, origin: "https://evil.example" } });
+    expect(foreign.status).toBe(403);
+    expect(await foreign.json()).toMatchObject({ code: "TP_ERR_FORBIDDEN" });
+
+    const page = await fetch(`${url}/ui`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    const csp = page.headers.get("content-security-policy") ?? "";
+    for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'"]) expect(csp).toContain(directive);
+    const html = await page.text();
+    expect(html).toContain('<label for="token">Token</label>');
+    expect(html).not.toMatch(/<script>|<style>|\son[a-z]+=/i);
+    expect((await fetch(`${url}/ui/live-view.js`)).headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect((await fetch(`${url}/ui/live-view.css`)).headers.get("content-type")).toBe("text/css; charset=utf-8");
+    // Only the page's own files go without the token.
+    expect((await fetch(`${url}/ui/other.js`)).status).toBe(401);
+    expect((await fetch(`${url}/v1/tools`)).status).toBe(401);
+  });
+
+  it("with ui: false serves neither the page nor the stream", async () => {
+    const { server, url } = await startServer({ ui: false });
+    expect(server.options.ui).toBe(false);
+    const headers = { authorization: `Bearer ${token}` };
+    expect((await fetch(`${url}/ui`, { headers })).status).toBe(404);
+    expect((await fetch(`${url}/ui/live-view.js`, { headers })).status).toBe(404);
+    expect((await fetch(`${url}/v1/pool/events`, { headers })).status).toBe(404);
+    // Without the view, its files need the token like any other path.
+    expect((await fetch(`${url}/ui`)).status).toBe(401);
+    expect(server.diagnosePoolEvents()).toBeUndefined();
+  });
+
+  it("toolpool serve --no-ui serves neither; without the flag the page needs no token and the stream does", async () => {
+    const tools = ["--tools", "test/fixtures/server/tools.mjs"];
+    const plain = await spawnServe([...tools, "--token", token], {}, children);
+    expect((await fetch(`${plain.url}/ui`)).status).toBe(200);
+    expect((await fetch(`${plain.url}/v1/pool/events`)).status).toBe(401);
+    const off = await spawnServe([...tools, "--token", token, "--no-ui"], {}, children);
+    const headers = { authorization: `Bearer ${token}` };
+    expect((await fetch(`${off.url}/ui`, { headers })).status).toBe(404);
+    expect((await fetch(`${off.url}/v1/pool/events`, { headers })).status).toBe(404);
+  }, 60_000);
+
+  it("ends every watcher's stream when the server closes", async () => {
+    const { server, url } = await startServer();
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
+    const frames = readFrames(response);
+    await frames.next();
+    await server.close();
+    // The stream ends (the loop finishes) instead of holding the server open.
+    for await (const _frame of frames) {
+      // drain
+    }
+    expect(server.diagnosePoolEvents()?.watchers).toEqual([]);
+  });
+});
