@@ -207,6 +207,26 @@ describe("WorkerPool", () => {
     expect(next.messages[0]!.isError).toBe(false);
   });
 
+  it("reports utilization as its threads' share of the pool's capacity, running calls included", async () => {
+    const gates = new GateController();
+    try {
+      const clock = new FakeClock();
+      const runtime = open({ tools: [tool("gated", scripted, "execute")], pool: { minThreads: 2, maxThreads: 2 }, clock });
+      expect(runtime.poolStats!.utilization).toBe(0);
+      // One call on one of two threads for 1,000 ms of clock time, then none for 1,000 ms.
+      const done = runtime.executeToolCalls(batch(["g", "gated", { gate: "utilization:g" }]));
+      await gates.whenWaiting("utilization:g");
+      clock.advance(1000);
+      expect(runtime.poolStats!.utilization).toBeCloseTo(0.5, 5);
+      gates.open("utilization:g");
+      expect((await done).messages[0]!.isError).toBe(false);
+      clock.advance(1000);
+      expect(runtime.poolStats!.utilization).toBeCloseTo(0.25, 5);
+    } finally {
+      gates.close();
+    }
+  });
+
   it("counts timeoutMs from the start of execution, never from the queue", async () => {
     const gates = new GateController();
     try {

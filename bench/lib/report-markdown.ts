@@ -157,9 +157,9 @@ function renderDispatch(dispatch: DispatchOverheadResult): string[] {
   }
   lines.push(
     "",
-    "Bare Piscina at toolpool's settings: `concurrentTasksPerWorker: 1`, `stricterFIFO: true`, toolpool's `idleTimeout`, `recordTiming` on " +
-      "(its default; toolpool's `utilization` reads it); toolpool's own task queue and load balancer count as its overhead. " +
-      "At its defaults: only the thread counts set.",
+    "Bare Piscina at toolpool's settings: `concurrentTasksPerWorker: 1`, `stricterFIFO: true`, `recordTiming: false`, toolpool's " +
+      "`idleTimeout`; toolpool's own task queue and load balancer count as its overhead. At its defaults: only the thread counts set " +
+      "(`recordTiming` on, Piscina's default).",
     "",
     `| ratio to bare Piscina at its defaults | one at a time | ${o.concurrency} in flight |`,
     "|---|---:|---:|",

@@ -116,8 +116,7 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
     pool: { maxThreads: threads, minThreads: threads },
   });
   // The Piscina options toolpool's pool sets (src/workers/piscina-instances.ts), besides
-  // its own queue and balancer (which are toolpool's work, so measured as its overhead);
-  // `recordTiming` stays on, as there: the pool's `utilization` comes from it.
+  // its own queue and balancer (which are toolpool's work, so measured as its overhead).
   const piscina = new Piscina({
     filename: noopModule.href,
     minThreads: threads,
@@ -125,6 +124,7 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
     idleTimeout: runtime.options.pool.idleTimeout,
     concurrentTasksPerWorker: 1,
     stricterFIFO: true,
+    recordTiming: false,
   });
   // Piscina at its defaults, sized alike (the thread counts are the one thing set).
   const piscinaDefaults = new Piscina({ filename: noopModule.href, minThreads: threads, maxThreads: threads });

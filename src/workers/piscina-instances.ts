@@ -233,6 +233,8 @@ export class PiscinaInstances {
       maxThreads: options.maxThreads,
       idleTimeout: options.idleTimeout,
       concurrentTasksPerWorker: 1,
+      // The pool counts its own utilization; Piscina's run- and wait-time histograms would cost every task.
+      recordTiming: false,
       taskQueue: queue,
       // A task the balancer could not place goes back to the front, not behind later arrivals.
       stricterFIFO: true,

@@ -80,6 +80,10 @@ export class WorkerPool implements ToolCallPool {
   #seq = 0;
   #queued = 0;
   #completed = 0;
+  /** When the pool was made, on its clock: the start of its capacity. */
+  readonly #createdAt: number;
+  /** Thread time of the calls that ended, from reaching a thread to their end (ms). */
+  #busyMs = 0;
   #isClosed = false;
   /** Resolved when the last call settles after close() began. */
   #drained: Deferred<void> | undefined;
@@ -87,6 +91,7 @@ export class WorkerPool implements ToolCallPool {
   constructor(options: ResolvedPoolOptions, clock: Clock, onPoolError: (error: unknown) => void) {
     this.#options = options;
     this.#clock = clock;
+    this.#createdAt = clock.now();
     this.#onPoolError = onPoolError;
     this.#tools = new ToolNumbering(options);
     this.#admission = options.maxRunningPerSession === undefined ? undefined : new SessionAdmission(options.maxRunningPerSession);
@@ -121,9 +126,26 @@ export class WorkerPool implements ToolCallPool {
       running: this.#calls.size - this.#queued,
       queued: this.#queued,
       completed: this.#completed,
-      utilization: this.#instances.current.piscina.utilization,
+      utilization: this.#utilization(),
       ...this.#waitingSessions(),
     };
+  }
+
+  /**
+   * The share of the pool's capacity (`maxThreads` × the time since it was
+   * made) that its threads spent on calls, the running ones so far included.
+   * The pool's own count: Piscina's figure is off by a factor of 1000 in
+   * 5.3.2, and its timing histograms cost every task (`recordTiming: false`).
+   */
+  #utilization(): number {
+    const now = this.#clock.now();
+    const capacityMs = (now - this.#createdAt) * this.#options.maxThreads;
+    if (capacityMs <= 0) return 0;
+    let busyMs = this.#busyMs;
+    for (const call of this.#calls.values()) {
+      if (call.startedAt !== undefined) busyMs += now - call.startedAt;
+    }
+    return Math.min(1, busyMs / capacityMs);
   }
 
   #waitingSessions(): { sessionsWaiting: number; longestWaitMs: number } {
@@ -478,7 +500,10 @@ export class WorkerPool implements ToolCallPool {
     }
     if (this.#calls.size === 0) this.#drained?.resolve();
     const timing: CallTiming = { submittedAt: call.enqueuedAt, endedAt: this.#clock.now() };
-    if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
+    if (call.startedAt !== undefined) {
+      timing.startedAt = call.startedAt;
+      this.#busyMs += timing.endedAt - call.startedAt;
+    }
     if (hasRun) timing.threadId = call.threadId;
     if (call.runMs !== undefined) timing.runMs = call.runMs;
     // Every outcome reaching here is a fresh object of this call's.
