@@ -68,7 +68,7 @@ export interface EventMeta {
   threadId?: number;
   /** On `tool_execution_end` of a call run by a node of a fleet: that node. */
   node?: string;
-  /** On `batch_start` of a batch with a `sessionKey`: that key. */
+  /** On every event of a batch with a `sessionKey`: that key. */
   sessionKey?: string;
 }
 

@@ -18,7 +18,7 @@ import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./c
 import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { RemotePool, type FleetStats } from "./fleet/remote-pool.js";
-import type { EmitFunction, RuntimeEvents } from "./events.js";
+import type { EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
@@ -101,7 +101,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #batchServices: BatchServices = {
     poolFor: (tool) => this.#poolFor(tool),
     forceStop: this.#forceStop,
-    publish: (event, batchId, durations) => this.#publish(event.type, event, durations === undefined ? { batchId } : { batchId, ...durations }),
+    publish: (event, batchId, sessionKey, durations) => {
+      const meta: EventMeta = durations === undefined ? { batchId } : { batchId, ...durations };
+      if (sessionKey !== undefined) meta.sessionKey = sessionKey;
+      this.#publish(event.type, event, meta);
+    },
     hasListeners: () => this.#hasBatchListeners(),
     now: () => this.#options.clock.now(),
   };
@@ -165,15 +169,19 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * resource limits has), added up; `undefined` when the runtime has no worker tools.
    */
   get poolStats(): PoolStats | undefined {
-    const all = [...this.#pools.values()].map((pool) => pool.stats);
+    const pools = [...this.#pools.values()];
+    const all = pools.map((pool) => pool.stats);
     if (all.length === 0) return undefined;
+    // Each pool's utilization weighs as much as its capacity.
+    const capacity = pools.reduce((total, pool) => total + pool.options.maxThreads, 0);
+    const utilization = pools.reduce((total, pool, index) => total + all[index]!.utilization * pool.options.maxThreads, 0) / capacity;
     const sum = (pick: (stats: PoolStats) => number) => all.reduce((total, stats) => total + pick(stats), 0);
     return {
       threads: sum((stats) => stats.threads),
       running: sum((stats) => stats.running),
       queued: sum((stats) => stats.queued),
       completed: sum((stats) => stats.completed),
-      utilization: sum((stats) => stats.utilization) / all.length,
+      utilization,
       sessionsWaiting: sum((stats) => stats.sessionsWaiting),
       longestWaitMs: Math.max(...all.map((stats) => stats.longestWaitMs)),
     };
@@ -230,7 +238,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       (outcome) => {
         trace?.end({ kind: "ok", value: outcome });
         this.#onBatchSettled();
-        if (this.listenerCount("batch_end") > 0) this.#publish("batch_end", { type: "batch_end", ...outcome }, { batchId });
+        if (this.listenerCount("batch_end") > 0) {
+          this.#publish(
+            "batch_end",
+            { type: "batch_end", ...outcome },
+            options.sessionKey === undefined ? { batchId } : { batchId, sessionKey: options.sessionKey },
+          );
+        }
         return outcome;
       },
       (error: unknown) => {
@@ -305,6 +319,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       signal: options.signal,
       // Without a key the batch is a session of its own: a value no other batch holds.
       session: options.sessionKey ?? Symbol(batchId),
+      sessionKey: options.sessionKey,
       toolExecution: this.#options.toolExecution,
       emit: options.emit,
       services: this.#batchServices,

@@ -121,7 +121,7 @@ describe("GET /v1/pool/events", () => {
     const frames = readFrames(response);
     expect((await frames.next()).value).toMatchObject({ type: "hello", maxPendingCalls: 256, tools: ["work", "fault"] });
     const during = listenerCounts(runtime);
-    for (const name of ["batch_start", "batch_end", "tool_execution_start", "tool_execution_end", "pool_error"]) {
+    for (const name of ["tool_execution_start", "tool_execution_end", "pool_error"]) {
       expect(during[name], name).toBeGreaterThan(before[name]!);
     }
     expect(server.diagnosePoolEvents()?.isAttached).toBe(true);
@@ -166,6 +166,45 @@ describe("GET /v1/pool/events", () => {
     const after = (await readUntil(frames, (frame) => frame.type === "snapshot" && frame.faults.length > 0)) as PoolSnapshotFrame;
     expect(after.faults).toEqual([expect.objectContaining({ code: "TP_ERR_WORKER_CRASH", toolCallId: "boom", session: "alpha" })]);
     expect(after.tools.find((tool) => tool.tool === "fault")).toMatchObject({ count: 2, errors: 0, faults: { TP_ERR_WORKER_CRASH: 1 } });
+  });
+
+  it("gives a watcher that keeps up every call of a burst, none dropped", async () => {
+    const { runtime, server, url } = await startServer();
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
+    const frames = readFrames(response);
+    await readUntil(frames, (frame) => frame.type === "snapshot");
+    // Hundreds of calls end within one turn of the event loop when the pool's replies arrive together.
+    const total = 4 * 256;
+    const bursts = Array.from({ length: 4 }, (_, burst) =>
+      runtime.executeToolCalls(message(Array.from({ length: 256 }, (_, index) => ({ id: `burst-${burst}-${index}`, name: "work" })))),
+    );
+    const seen = new Set<string>();
+    let dropped = 0;
+    await readUntil(frames, (frame) => {
+      if (frame.type === "calls") {
+        dropped += frame.dropped;
+        for (const call of frame.calls) seen.add(call.toolCallId);
+      }
+      return seen.size + dropped >= total;
+    });
+    await Promise.all(bursts);
+    expect(dropped).toBe(0);
+    expect(seen.size).toBe(total);
+    expect(server.diagnosePoolEvents()!.watchers[0]!.droppedTotal).toBe(0);
+  });
+
+  it("names the session of calls whose batch began before the watcher came", async () => {
+    const { runtime, url } = await startServer();
+    const gate = `${randomUUID()}:early`;
+    const held = runtime.executeToolCalls(message([{ id: "early", name: "work", arguments: { gate } }]), { sessionKey: "alice" });
+    await gates.whenWaiting(gate);
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
+    const frames = readFrames(response);
+    await readUntil(frames, (frame) => frame.type === "snapshot");
+    gates.open(gate);
+    await held;
+    const frame = (await readUntil(frames, (frame) => frame.type === "calls" && frame.calls.length > 0)) as PoolCallsFrame;
+    expect(frame.calls).toEqual([expect.objectContaining({ toolCallId: "early", session: "alice", outcome: "ok" })]);
   });
 
   it("holds a watcher that stopped reading to its bound: at most 256 calls and one flush in the socket's buffer", async () => {

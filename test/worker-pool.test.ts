@@ -207,7 +207,7 @@ describe("WorkerPool", () => {
     expect(next.messages[0]!.isError).toBe(false);
   });
 
-  it("reports utilization as its threads' share of the pool's capacity, running calls included", async () => {
+  it("reports utilization as its threads' share of the pool's capacity over the last 10 s, running calls included", async () => {
     const gates = new GateController();
     try {
       const clock = new FakeClock();
@@ -222,6 +222,9 @@ describe("WorkerPool", () => {
       expect((await done).messages[0]!.isError).toBe(false);
       clock.advance(1000);
       expect(runtime.poolStats!.utilization).toBeCloseTo(0.25, 5);
+      // Past the window the call no longer counts: an idle hour does not hide a busy minute.
+      clock.advance(11_000);
+      expect(runtime.poolStats!.utilization).toBe(0);
     } finally {
       gates.close();
     }

@@ -32,7 +32,7 @@ export interface BatchServices {
   /** Stopped when the runtime is closed by force: running inline calls are then no longer awaited. */
   forceStop: ForceStop;
   /** Hands an event to the runtime's listeners, with a call's durations on its end event; never throws. */
-  publish: (event: BatchEvent, batchId: string, durations?: CallDurations) => void;
+  publish: (event: BatchEvent, batchId: string, sessionKey: string | undefined, durations?: CallDurations) => void;
   /** The runtime's clock: an inline call's run time. */
   now: () => number;
   /** Whether the runtime has listeners of batch events now. */
@@ -44,6 +44,8 @@ export interface BatchScope extends PrepareScope {
   batchId: string;
   /** The session its worker calls take turns as (a string key, or a value of the batch's own). */
   session: unknown;
+  /** The batch's `sessionKey`, for the runtime's listeners (`meta.sessionKey`). */
+  sessionKey: string | undefined;
   toolExecution: ToolExecutionMode;
   emit: EmitFunction | undefined;
   services: BatchServices;
@@ -435,7 +437,7 @@ export class BatchCoordinator {
 
   /** Runs only inside mailbox jobs, so deliveries never overlap. */
   #deliver(event: BatchEvent, durations?: CallDurations): void | Promise<void> {
-    this.#scope.services.publish(event, this.#scope.batchId, durations);
+    this.#scope.services.publish(event, this.#scope.batchId, this.#scope.sessionKey, durations);
     return this.#scope.emit?.(event);
   }
 }

@@ -13,8 +13,9 @@ import type { PoolCallRecord } from "./pool-event-frames.js";
 export const maxPendingCalls = 256;
 
 /**
- * Ended calls that make a flush come before the next tick: a watcher that
- * keeps up sees every call, however many end between two ticks.
+ * Ended calls that are written at once rather than on the next tick: a
+ * watcher that keeps up sees every call, however many end in one turn of
+ * the event loop; calls are dropped only while its socket is full.
  */
 const earlyFlushCalls = 64;
 
@@ -40,7 +41,7 @@ export interface PoolEventClientState {
  * Writes frames to one watcher, coalescing while it does not keep up: it
  * holds at most {@link maxPendingCalls} ended calls (the oldest are dropped
  * and counted in the next `calls` frame) and only the latest snapshot. It
- * writes on the hub's tick, and as soon as 64 calls wait. Once
+ * writes on the hub's tick, and at once when 64 calls wait. Once
  * a write finds the socket's buffer past its high-water mark, nothing more
  * is written until it drains: a stalled reader costs the server at most
  * one flush in the socket's buffer plus what this object holds.
@@ -53,7 +54,6 @@ export class PoolEventClient {
   #snapshotText: string | undefined;
   #isBlocked = false;
   #largestFlushBytes = 0;
-  readonly #flushEarly = (): void => this.flush();
   readonly #onDrain = (): void => {
     this.#isBlocked = false;
     this.flush();
@@ -71,7 +71,7 @@ export class PoolEventClient {
       this.#droppedTotal += 1;
     }
     this.#pending.push(record);
-    if (this.#pending.length === earlyFlushCalls && !this.#isBlocked) setImmediate(this.#flushEarly);
+    if (this.#pending.length >= earlyFlushCalls && !this.#isBlocked) this.flush();
   }
 
   /** Replaces the snapshot waiting to be written (its frame's text, shared by every watcher). */

@@ -35,9 +35,8 @@ const retiredThreadsKept = 16;
 const sessionsListed = 64;
 
 /**
- * Batches and calls under way that the hub tracks, at most. Every call ends
- * with an event and every batch that does not reject too, so the runtime
- * bounds both; this bound holds even for batches that reject half-way.
+ * Calls under way that the hub tracks, at most. Every call ends with an
+ * event, so the runtime bounds them; this bound holds whatever happens.
  */
 const trackedMost = 16_384;
 
@@ -61,7 +60,7 @@ export interface PoolEventsDiagnosis {
  * Fans the runtime's events and periodic snapshots of its pools out to every
  * watcher. With no watcher it holds no listener and no timer: the pool pays
  * nothing for a view no one looks at. Everything it keeps is bounded: the
- * calls and batches under way (which the runtime bounds), the tallies (per
+ * calls under way (which the runtime bounds), the tallies (per
  * tool of the runtime), a few retired threads and faults, and per watcher
  * what {@link PoolEventClient} holds.
  */
@@ -71,31 +70,24 @@ export class PoolEventHub {
   readonly #clients = new Set<PoolEventClient>();
   #timer: NodeJS.Timeout | undefined;
   /** Everything below lives only while attached. */
-  #sessions = new Map<string, string | undefined>();
   #liveCalls = new Map<string, LiveCall>();
   #tallies: PoolTallies;
   /** Threads seen in earlier snapshots, to show the ones that went as retired. */
   #lastThreads = new Map<number, PoolThreadView>();
   #retired: PoolThreadView[] = [];
 
-  readonly #onBatchStart = (_event: unknown, meta: EventMeta): void => {
-    setBounded(this.#sessions, meta.batchId, meta.sessionKey);
-  };
-  readonly #onBatchEnd = (_event: unknown, meta: EventMeta): void => {
-    this.#sessions.delete(meta.batchId);
-  };
   readonly #onCallStart = (event: ToolExecutionStartEvent, meta: EventMeta): void => {
     setBounded(this.#liveCalls, callKey(meta.batchId, event.toolCallId), {
       batchId: meta.batchId,
       toolCallId: event.toolCallId,
       tool: event.toolName,
-      session: this.#sessions.get(meta.batchId),
+      session: meta.sessionKey,
       startedAt: Date.now(),
     });
   };
   readonly #onCallEnd = (event: ToolExecutionEndEvent, meta: EventMeta): void => {
     this.#liveCalls.delete(callKey(meta.batchId, event.toolCallId));
-    const record = callRecord(event, meta, this.#sessions.get(meta.batchId));
+    const record = callRecord(event, meta, meta.sessionKey);
     this.#tallies.addCall(record);
     for (const client of this.#clients) client.pushCall(record);
   };
@@ -147,8 +139,6 @@ export class PoolEventHub {
 
   #attach(): void {
     const runtime = this.#runtime;
-    runtime.on("batch_start", this.#onBatchStart);
-    runtime.on("batch_end", this.#onBatchEnd);
     runtime.on("tool_execution_start", this.#onCallStart);
     runtime.on("tool_execution_end", this.#onCallEnd);
     runtime.on("pool_error", this.#onPoolError);
@@ -159,14 +149,11 @@ export class PoolEventHub {
 
   #detach(): void {
     const runtime = this.#runtime;
-    runtime.off("batch_start", this.#onBatchStart);
-    runtime.off("batch_end", this.#onBatchEnd);
     runtime.off("tool_execution_start", this.#onCallStart);
     runtime.off("tool_execution_end", this.#onCallEnd);
     runtime.off("pool_error", this.#onPoolError);
     clearInterval(this.#timer);
     this.#timer = undefined;
-    this.#sessions = new Map();
     this.#liveCalls = new Map();
     this.#tallies = new PoolTallies(this.#toolNames);
     this.#lastThreads = new Map();

@@ -24,6 +24,7 @@ import { SessionAdmission } from "./session-admission.js";
 import { SpreadHost, type SpreadPart } from "./spread-host.js";
 import { movedReason, PiscinaInstances, type PiscinaWorker } from "./piscina-instances.js";
 import { createPoolCall, outcomeOf, type PoolCall } from "./pool-call.js";
+import { BusyWindow } from "./busy-window.js";
 import { CallSignals } from "./call-signals.js";
 import { ThreadRecords } from "./thread-records.js";
 import { ToolNumbering } from "./tool-numbering.js";
@@ -80,10 +81,8 @@ export class WorkerPool implements ToolCallPool {
   #seq = 0;
   #queued = 0;
   #completed = 0;
-  /** When the pool was made, on its clock: the start of its capacity. */
-  readonly #createdAt: number;
-  /** Thread time of the calls that ended, from reaching a thread to their end (ms). */
-  #busyMs = 0;
+  /** Thread time of the calls that ended lately, from reaching a thread to their end: `utilization`. */
+  readonly #busy: BusyWindow;
   #isClosed = false;
   /** Resolved when the last call settles after close() began. */
   #drained: Deferred<void> | undefined;
@@ -91,7 +90,7 @@ export class WorkerPool implements ToolCallPool {
   constructor(options: ResolvedPoolOptions, clock: Clock, onPoolError: (error: unknown) => void) {
     this.#options = options;
     this.#clock = clock;
-    this.#createdAt = clock.now();
+    this.#busy = new BusyWindow(clock.now());
     this.#onPoolError = onPoolError;
     this.#tools = new ToolNumbering(options);
     this.#admission = options.maxRunningPerSession === undefined ? undefined : new SessionAdmission(options.maxRunningPerSession);
@@ -132,20 +131,16 @@ export class WorkerPool implements ToolCallPool {
   }
 
   /**
-   * The share of the pool's capacity (`maxThreads` × the time since it was
-   * made) that its threads spent on calls, the running ones so far included.
-   * The pool's own count: Piscina's figure is off by a factor of 1000 in
-   * 5.3.2, and its timing histograms cost every task (`recordTiming: false`).
+   * The share of the pool's capacity over the last seconds (`maxThreads` ×
+   * the window) that its threads spent on calls, running ones included. The
+   * pool's own count: Piscina's figure is off by a factor of 1000 in 5.3.2
+   * and spans the pool's whole life, and its timing histograms cost every
+   * task (`recordTiming: false`).
    */
   #utilization(): number {
-    const now = this.#clock.now();
-    const capacityMs = (now - this.#createdAt) * this.#options.maxThreads;
-    if (capacityMs <= 0) return 0;
-    let busyMs = this.#busyMs;
-    for (const call of this.#calls.values()) {
-      if (call.startedAt !== undefined) busyMs += now - call.startedAt;
-    }
-    return Math.min(1, busyMs / capacityMs);
+    const running: number[] = [];
+    for (const call of this.#calls.values()) if (call.startedAt !== undefined) running.push(call.startedAt);
+    return this.#busy.utilization(this.#clock.now(), this.#options.maxThreads, running);
   }
 
   #waitingSessions(): { sessionsWaiting: number; longestWaitMs: number } {
@@ -502,7 +497,7 @@ export class WorkerPool implements ToolCallPool {
     const timing: CallTiming = { submittedAt: call.enqueuedAt, endedAt: this.#clock.now() };
     if (call.startedAt !== undefined) {
       timing.startedAt = call.startedAt;
-      this.#busyMs += timing.endedAt - call.startedAt;
+      this.#busy.addRun(call.startedAt, timing.endedAt, timing.endedAt);
     }
     if (hasRun) timing.threadId = call.threadId;
     if (call.runMs !== undefined) timing.runMs = call.runMs;

@@ -1,0 +1,68 @@
+/**
+ * `BusyWindow`: how busy a pool's threads were over the last seconds, for
+ * its `utilization`.
+ *
+ * @module
+ */
+
+/** Seconds the utilization looks back over. */
+export const utilizationWindowSeconds = 10;
+
+const bucketMs = 1000;
+
+/**
+ * Thread time spent on calls, kept per second for the last
+ * {@link utilizationWindowSeconds} seconds: the time of each ended call is
+ * split over the seconds it ran in; running calls are added when asked.
+ * Memory is fixed (one slot per second), and so is the cost of a call's end.
+ */
+export class BusyWindow {
+  readonly #createdAt: number;
+  /** Slot `second % slots.length` holds that second's busy milliseconds. */
+  readonly #seconds: number[];
+  readonly #busyMs: number[];
+
+  constructor(createdAt: number) {
+    this.#createdAt = createdAt;
+    const slots = utilizationWindowSeconds + 1;
+    this.#seconds = new Array<number>(slots).fill(Number.NEGATIVE_INFINITY);
+    this.#busyMs = new Array<number>(slots).fill(0);
+  }
+
+  /** Counts a call that ran on a thread from `start` to `end` (ms, the pool's clock). */
+  addRun(start: number, end: number, now: number): void {
+    const oldest = Math.floor(now / bucketMs) - utilizationWindowSeconds;
+    for (let second = Math.max(Math.floor(start / bucketMs), oldest); second * bucketMs < end; second++) {
+      const overlap = Math.min(end, (second + 1) * bucketMs) - Math.max(start, second * bucketMs);
+      if (overlap > 0) this.#add(second, overlap);
+    }
+  }
+
+  /**
+   * The share of `maxThreads` threads' time, over the window ending `now`,
+   * spent on calls: the ended ones counted, and the running ones, started
+   * at `runningSince`, so far.
+   */
+  utilization(now: number, maxThreads: number, runningSince: Iterable<number>): number {
+    const newest = Math.floor(now / bucketMs);
+    const from = Math.max(this.#createdAt, (newest - utilizationWindowSeconds) * bucketMs);
+    const capacityMs = (now - from) * maxThreads;
+    if (capacityMs <= 0) return 0;
+    let busyMs = 0;
+    for (let i = 0; i < this.#seconds.length; i++) {
+      const second = this.#seconds[i]!;
+      if (second >= newest - utilizationWindowSeconds && second <= newest) busyMs += this.#busyMs[i]!;
+    }
+    for (const start of runningSince) busyMs += now - Math.max(start, from);
+    return Math.min(1, busyMs / capacityMs);
+  }
+
+  #add(second: number, ms: number): void {
+    const slot = ((second % this.#seconds.length) + this.#seconds.length) % this.#seconds.length;
+    if (this.#seconds[slot] !== second) {
+      this.#seconds[slot] = second;
+      this.#busyMs[slot] = 0;
+    }
+    this.#busyMs[slot]! += ms;
+  }
+}
