@@ -295,6 +295,36 @@ describe("GET /v1/pool/events", () => {
     expect((await fetch(`${off.url}/v1/pool/events`, { headers })).status).toBe(404);
   }, 60_000);
 
+  it("ends every watcher's stream when the runtime is closed under the server", async () => {
+    const { runtime, server, url } = await startServer();
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
+    const frames = readFrames(response);
+    await frames.next();
+    await runtime.close();
+    let next = await frames.next();
+    while (next.done !== true) next = await frames.next();
+    await until(() => server.diagnosePoolEvents()!.watchers.length === 0);
+    expect(server.diagnosePoolEvents()?.isAttached).toBe(false);
+  });
+
+  it("answers HEAD without holding a watcher's place, and keeps control characters out of frames", async () => {
+    const { runtime, server, url } = await startServer();
+    const head = await fetch(`${url}/v1/pool/events`, { method: "HEAD", headers: { authorization: `Bearer ${token}` } });
+    expect(head.status).toBe(404);
+    expect(server.diagnosePoolEvents()!.watchers).toEqual([]);
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
+    const frames = readFrames(response);
+    await readUntil(frames, (frame) => frame.type === "snapshot");
+    const id = `a\u0001b\n${"\u0002".repeat(400)}`;
+    await runtime.executeToolCalls(message([{ id, name: "work" }]), { sessionKey: "s\u0007" });
+    const frame = (await readUntil(frames, (frame) => frame.type === "calls" && frame.calls.length > 0)) as PoolCallsFrame;
+    const [record] = frame.calls;
+    expect(record!.toolCallId.length).toBeLessThanOrEqual(256);
+    expect(record!.toolCallId.startsWith("a\ufffdb\ufffd\ufffd")).toBe(true);
+    expect(record!.session).toBe("s\ufffd");
+    expect(JSON.stringify(frame)).not.toMatch(/\\u00[01]/);
+  });
+
   it("ends every watcher's stream when the server closes", async () => {
     const { server, url } = await startServer();
     const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });

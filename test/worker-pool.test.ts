@@ -207,6 +207,27 @@ describe("WorkerPool", () => {
     expect(next.messages[0]!.isError).toBe(false);
   });
 
+  it("listens to a batch's signal once, however many of its calls the pool holds", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      const runtime = open({ tools: [tool("quick", behaviours, "quick")], pool: { maxThreads: 2 } });
+      const controller = new AbortController();
+      // One signal for many batches of many calls, as a server's session or a harness gives.
+      for (let round = 0; round < 3; round++) {
+        const calls = Array.from({ length: 24 }, (_, index): [string, string] => [`c${round}-${index}`, "quick"]);
+        const { messages } = await runtime.executeToolCalls(batch(...calls), { signal: controller.signal });
+        expect(messages.filter((message) => message.isError)).toEqual([]);
+      }
+      // Warnings are emitted on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((warning) => warning.name === "MaxListenersExceededWarning")).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("reports utilization as its threads' share of the pool's capacity over the last 10 s, running calls included", async () => {
     const gates = new GateController();
     try {

@@ -47,7 +47,8 @@ export function addLiveViewRoutes(app: FastifyInstance, hub: PoolEventHub, retry
         .send(await body);
     });
   }
-  app.get("/v1/pool/events", (_request, reply) => {
+  // No HEAD route: a stream answered to HEAD would write nothing yet hold a watcher's place.
+  app.get("/v1/pool/events", { exposeHeadRoute: false }, (_request, reply) => {
     if (hub.watcherCount >= maxPoolEventWatchers) {
       reply.header("retry-after", String(retryAfterSeconds));
       return sendError(reply, 503, "TP_ERR_OVERLOADED", `The pool's event stream has ${maxPoolEventWatchers} watchers, its most; retry later`);

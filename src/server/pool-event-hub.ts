@@ -25,6 +25,9 @@ import { PoolTallies } from "./pool-tallies.js";
 /** Milliseconds between two snapshots (and two flushes of ended calls). */
 export const poolEventsIntervalMs = 250;
 
+/** Milliseconds after which a snapshot goes out even if nothing changed: the stream's heartbeat. */
+export const snapshotHeartbeatMs = 5000;
+
 /** Most watchers at once; one more is answered 503. */
 export const maxPoolEventWatchers = 32;
 
@@ -74,6 +77,9 @@ export class PoolEventHub {
   #tallies: PoolTallies;
   /** Threads seen in earlier snapshots, to show the ones that went as retired. */
   #lastThreads = new Map<number, PoolThreadView>();
+  /** The last snapshot sent, without its time, and when: an unchanged pool is not sent again at once. */
+  #lastSnapshotContent = "";
+  #lastSnapshotAt = 0;
   #retired: PoolThreadView[] = [];
 
   readonly #onCallStart = (event: ToolExecutionStartEvent, meta: EventMeta): void => {
@@ -81,13 +87,13 @@ export class PoolEventHub {
       batchId: meta.batchId,
       toolCallId: event.toolCallId,
       tool: event.toolName,
-      session: meta.sessionKey,
+      session: meta.sessionKey === undefined ? undefined : cut(meta.sessionKey, 256),
       startedAt: Date.now(),
     });
   };
   readonly #onCallEnd = (event: ToolExecutionEndEvent, meta: EventMeta): void => {
     this.#liveCalls.delete(callKey(meta.batchId, event.toolCallId));
-    const record = callRecord(event, meta, meta.sessionKey);
+    const record = callRecord(event, meta, meta.sessionKey === undefined ? undefined : cut(meta.sessionKey, 256));
     this.#tallies.addCall(record);
     for (const client of this.#clients) client.pushCall(record);
   };
@@ -158,12 +164,27 @@ export class PoolEventHub {
     this.#tallies = new PoolTallies(this.#toolNames);
     this.#lastThreads = new Map();
     this.#retired = [];
+    this.#lastSnapshotContent = "";
   }
 
   #tick(): void {
-    const text = this.#snapshotText();
+    if (this.#runtime.isClosed) {
+      // Nothing more will happen: the watchers' streams end.
+      this.close();
+      return;
+    }
+    const snapshot = this.#snapshot();
+    // An unchanged pool sends no snapshot, but one goes out every few seconds all the same.
+    const { at, ...content } = snapshot;
+    const contentText = toJsonText(content);
+    const isDue = contentText !== this.#lastSnapshotContent || at - this.#lastSnapshotAt >= snapshotHeartbeatMs;
+    if (isDue) {
+      this.#lastSnapshotContent = contentText;
+      this.#lastSnapshotAt = at;
+    }
+    const text = isDue ? `event: snapshot\ndata: ${toJsonText(snapshot)}\n\n` : undefined;
     for (const client of this.#clients) {
-      client.offerSnapshot(text);
+      if (text !== undefined) client.offerSnapshot(text);
       client.flush();
     }
   }
@@ -307,6 +328,14 @@ function callKey(first: string, second: string): string {
   return `${first}\0${second}`;
 }
 
+/**
+ * At most `length` characters of `text`, control characters as "�": in a
+ * frame's JSON each character then takes at most two (`"` and `\\` are
+ * escaped), never the six of `\u0001`, so a record's size is bounded.
+ */
 function cut(text: string, length: number): string {
-  return text.length <= length ? text : `${text.slice(0, length - 1)}…`;
+  const clipped = text.length <= length ? text : `${text.slice(0, length - 1)}…`;
+  return clipped.replace(controlCharacters, "\ufffd");
 }
+
+const controlCharacters = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;

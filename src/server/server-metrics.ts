@@ -61,7 +61,7 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "toolpool_pool_utilization",
-      help: "Share of the pool's capacity spent running calls since it started (0..1).",
+      help: "Share of the pool's capacity its threads spent on calls over the last 10 seconds (0..1).",
       registers,
       collect() {
         this.set(stats()?.utilization ?? 0);

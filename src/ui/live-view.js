@@ -49,6 +49,16 @@ function sessionLabel(session, batchId) {
   return session ?? `(batch ${batchId})`;
 }
 
+/** A session's key in the table: a session named like a batch's label is still another row. */
+function sessionKeyOf(session, batchId) {
+  return session === undefined ? `batch\u0000${batchId}` : `session\u0000${session}`;
+}
+
+/** Whether an HTTP header can carry `token` (Latin-1 without control characters). */
+function isHeaderSafe(token) {
+  return !/[^\u0020-\u007e\u00a0-\u00ff]/.test(token);
+}
+
 function setStatus(text) {
   $("status").textContent = text;
 }
@@ -71,6 +81,12 @@ async function connect(token) {
   const reading = new AbortController();
   view.reading = reading;
   clearPool();
+  if (!isHeaderSafe(token)) {
+    sessionStorage.removeItem(tokenKey);
+    setStatus("Refused: the token holds characters an HTTP header cannot carry.");
+    $("disconnect").hidden = true;
+    return;
+  }
   setStatus("Connecting…");
   let response;
   try {
@@ -233,11 +249,11 @@ function drawThreads(threads) {
         : `${thread.state === "retired" ? "last ran" : "runs"} ${call.tool} ${call.toolCallId} · ${sessionLabel(call.session, call.batchId ?? "?")}`;
     lane.element.title = thread.pool === "shared" ? "shared pool" : `pool of tool ${thread.pool}`;
   }
-  // A local thread no longer listed is gone.
+  // A local thread no longer listed is long gone (the stream lists the last retired ones): its lane goes.
   for (const [key, lane] of view.lanes) {
     if (!live.has(lane) && !key.includes(":") && key !== "none") {
-      lane.element.dataset.state = "retired";
-      lane.state.textContent = "retired";
+      lane.element.remove();
+      view.lanes.delete(key);
     }
   }
 }
@@ -266,7 +282,7 @@ function addCall(record) {
   lane.track.append(wait, bar);
   lane.bars.set(key, { element: bar, wait, record });
   if (lane.bars.size > barsPerLane) removeBar(lane, lane.bars.keys().next().value);
-  noteSession(record.session === undefined ? `(batch ${record.batchId})` : record.session, record.outcome !== "ok");
+  noteSession(record.session, record.batchId, record.outcome !== "ok");
   placeBar(lane.bars.get(key), Date.now() + view.offsetMs);
 }
 
@@ -278,13 +294,22 @@ function removeBar(lane, key) {
   lane.bars.delete(key);
 }
 
-function noteSession(label, isError) {
-  const entry = view.sessions.get(label) ?? { waiting: 0, running: 0, longestWaitMs: 0, ended: 0, errors: 0, lastSeen: 0 };
+function noteSession(session, batchId, isError) {
+  const key = sessionKeyOf(session, batchId);
+  const entry = view.sessions.get(key) ?? {
+    label: sessionLabel(session, batchId),
+    waiting: 0,
+    running: 0,
+    longestWaitMs: 0,
+    ended: 0,
+    errors: 0,
+    lastSeen: 0,
+  };
   entry.ended += 1;
   if (isError) entry.errors += 1;
   entry.lastSeen = Date.now();
-  view.sessions.delete(label);
-  view.sessions.set(label, entry);
+  view.sessions.delete(key);
+  view.sessions.set(key, entry);
 }
 
 /** Places a call's bar (dispatch to end) and its queue wait (before dispatch) on the timeline ending at `now`. */
@@ -322,19 +347,20 @@ function drawSessions({ sessions, sessionsOmitted }) {
     entry.longestWaitMs = 0;
   }
   for (const session of sessions) {
-    const label = sessionLabel(session.session, session.batchId);
-    const entry = view.sessions.get(label) ?? { ended: 0, errors: 0 };
+    const key = sessionKeyOf(session.session, session.batchId);
+    const entry = view.sessions.get(key) ?? { label: sessionLabel(session.session, session.batchId), ended: 0, errors: 0 };
     Object.assign(entry, { waiting: session.waiting, running: session.running, longestWaitMs: session.longestWaitMs, lastSeen: Date.now() });
-    view.sessions.set(label, entry);
+    view.sessions.set(key, entry);
   }
   const ordered = [...view.sessions].sort(([, a], [, b]) => b.waiting - a.waiting || b.running - a.running || b.lastSeen - a.lastSeen);
-  for (const [label] of ordered.slice(sessionsKept)) view.sessions.delete(label);
+  for (const [key] of ordered.slice(sessionsKept)) view.sessions.delete(key);
   $("sessions").tBodies[0].replaceChildren(
-    ...ordered.slice(0, sessionsKept).map(([label, entry]) => {
+    ...ordered.slice(0, sessionsKept).map(([key, entry]) => {
       const row = el("tr");
-      row.dataset.session = label;
+      row.dataset.session = entry.label;
+      row.dataset.kind = key.startsWith("batch") ? "batch" : "session";
       row.append(
-        el("td", "name", label),
+        el("td", "name", entry.label),
         el("td", "num", entry.waiting),
         el("td", "num", entry.running),
         el("td", "num", entry.waiting > 0 ? ms(entry.longestWaitMs) : "–"),
@@ -384,6 +410,8 @@ function drawFaults(faults) {
   );
 }
 
+// The timeline moves on between snapshots (an idle pool sends one only every few seconds).
+setInterval(layoutBars, 500);
 $("window").addEventListener("change", () => {
   view.windowMs = Number($("window").value) * 1000;
   layoutBars();

@@ -42,7 +42,6 @@ export interface PoolCall extends InstanceCall {
   reply: WorkerReply | undefined;
   timeoutTimer: unknown;
   graceTimer: unknown;
-  onAbort: (() => void) | undefined;
 }
 
 /** A new call, `waiting`. */
@@ -75,7 +74,6 @@ export function createPoolCall(
     reply: undefined,
     timeoutTimer: undefined,
     graceTimer: undefined,
-    onAbort: undefined,
   };
 }
 

@@ -81,7 +81,7 @@ export interface PoolStats {
   queued: number;
   /** Calls finished since the pool started. */
   completed: number;
-  /** Share of the pool's capacity (`maxThreads` × the time since it was made) its threads spent on calls, running ones included (0..1). */
+  /** Share of the pool's capacity over the last 10 seconds (`maxThreads` × that time) its threads spent on calls, running ones included (0..1). */
   utilization: number;
   /** Sessions with at least one call waiting for a thread. */
   sessionsWaiting: number;

@@ -24,6 +24,7 @@ import { SessionAdmission } from "./session-admission.js";
 import { SpreadHost, type SpreadPart } from "./spread-host.js";
 import { movedReason, PiscinaInstances, type PiscinaWorker } from "./piscina-instances.js";
 import { createPoolCall, outcomeOf, type PoolCall } from "./pool-call.js";
+import { AbortGroups } from "./abort-groups.js";
 import { BusyWindow } from "./busy-window.js";
 import { CallSignals } from "./call-signals.js";
 import { ThreadRecords } from "./thread-records.js";
@@ -73,6 +74,8 @@ export class WorkerPool implements ToolCallPool {
   readonly #signals = new CallSignals();
   readonly #onPoolError: (error: unknown) => void;
   readonly #threads = new ThreadRecords();
+  /** The calls listening to each batch's signal, one listener per signal. */
+  readonly #abortGroups = new AbortGroups<PoolCall>((call) => this.#abort(call));
   readonly #tools: ToolNumbering;
   /** Created on the first `ctx.spread` request: pools whose tools never spread keep none. */
   #spread: SpreadHost | undefined;
@@ -203,14 +206,7 @@ export class WorkerPool implements ToolCallPool {
     const call = createPoolCall(seq, request, this.#tools.toolOf(request.tool), session, this.#instances.current, this.#clock.now(), resolve);
     this.#calls.set(seq, call);
     this.#queued += 1;
-    const signal = request.signal;
-    if (signal !== undefined) {
-      if (signal.aborted) this.#abort(call);
-      else {
-        call.onAbort = () => this.#abort(call);
-        signal.addEventListener("abort", call.onAbort, { once: true });
-      }
-    }
+    if (request.signal !== undefined) this.#abortGroups.add(request.signal, call);
     return call;
   }
 
@@ -483,7 +479,7 @@ export class WorkerPool implements ToolCallPool {
       if (!wasParked) call.instance.queue.take(call, endedReason);
     }
     this.#clearTimers(call);
-    if (call.onAbort !== undefined) call.request.signal?.removeEventListener("abort", call.onAbort);
+    if (call.request.signal !== undefined) this.#abortGroups.delete(call.request.signal, call);
     this.#calls.delete(call.seq);
     if (this.#admission !== undefined && !wasParked) {
       // The session's next parked call takes the place this one frees.

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+
+import { AbortGroups } from "../src/workers/abort-groups.js";
+
+describe("AbortGroups", () => {
+  it("tells every member of an aborted signal, and only those", () => {
+    const told: string[] = [];
+    const groups = new AbortGroups<string>((member) => told.push(member));
+    const first = new AbortController();
+    const second = new AbortController();
+    groups.add(first.signal, "a");
+    groups.add(first.signal, "b");
+    groups.add(second.signal, "c");
+    expect(groups.size).toBe(2);
+    first.abort();
+    expect(told).toEqual(["a", "b"]);
+    expect(groups.size).toBe(1);
+  });
+
+  it("lets go of a signal once its last member has left", () => {
+    const told: string[] = [];
+    const groups = new AbortGroups<string>((member) => told.push(member));
+    const controller = new AbortController();
+    groups.add(controller.signal, "a");
+    groups.add(controller.signal, "b");
+    groups.delete(controller.signal, "a");
+    expect(groups.size).toBe(1);
+    groups.delete(controller.signal, "b");
+    expect(groups.size).toBe(0);
+    controller.abort();
+    expect(told).toEqual([]);
+  });
+
+  it("tells a member of a signal aborted already at once", () => {
+    const told: string[] = [];
+    const groups = new AbortGroups<string>((member) => told.push(member));
+    groups.add(AbortSignal.abort(), "late");
+    expect(told).toEqual(["late"]);
+    expect(groups.size).toBe(0);
+  });
+});
