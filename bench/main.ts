@@ -79,7 +79,7 @@ type SuiteName = (typeof suiteNames)[number];
 const usage = `Usage: node dist-bench/main.js [--quick] [--suite all|${suiteNames.join(",")}] [--threads N]
        node dist-bench/main.js --profile-dispatch toolpool-batch|toolpool-agent-tool|piscina
 
-  --quick      the short run (~1 min on 2 cores): 25 ms calls in suites 1 and 6, fewer calls and sessions
+  --quick      the short run (a few minutes on 2 cores): 25 ms calls in suites 1 and 6, fewer calls and sessions
   --suite      a comma-separated list of suites (default all)
   --threads N  size the pools as for N cores instead of os.availableParallelism() (ideal speedups stay capped at the real cores)`;
 
