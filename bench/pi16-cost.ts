@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { createRuntime, supportsPi16, workerTool, type AgentTool, type Runtime } from "toolpool";
 
 import { validateToolArguments16 } from "../dist/coordinator/validate-arguments-16.js";
-import { noopParameters, noopResult } from "./lib/constants.js";
+import { grepSchema, noopParameters, noopResult } from "./lib/constants.js";
 import { rotate, runInFlight, runSerial } from "./lib/run-loop.js";
 import { summarize, type Summary } from "./lib/stats.js";
 
@@ -49,18 +49,6 @@ interface Contender {
   call: (index: number) => Promise<unknown>;
 }
 
-const grepSchema = {
-  type: "object",
-  properties: {
-    pattern: { type: "string", minLength: 1 },
-    path: { type: "string" },
-    ignoreCase: { type: "boolean" },
-    maxResults: { type: "integer", minimum: 1, maximum: 1000 },
-    globs: { type: "array", items: { type: "string" } },
-  },
-  required: ["pattern"],
-  additionalProperties: false,
-};
 const validArgs = { pattern: "TODO", path: "src", ignoreCase: true, maxResults: 50, globs: ["*.ts", "*.md"] };
 const validationCases = [
   { name: "valid", args: validArgs },

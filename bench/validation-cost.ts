@@ -22,6 +22,7 @@ import { validateToolArguments as toolpoolValidate } from "../dist/coordinator/v
 import { validateToolArguments16 } from "../dist/coordinator/validate-arguments-16.js";
 import { supportsPi16 } from "../dist/options.js";
 import { validateWithAjv } from "./lib/ajv-validation.js";
+import { grepSchema } from "./lib/constants.js";
 import { summarize } from "./lib/stats.js";
 
 type JsonSchema = Record<string, unknown>;
@@ -33,19 +34,6 @@ interface Case {
   /** A worker call nobody observes: valid arguments may be passed on uncopied. */
   mayReturnInput?: boolean;
 }
-
-const grepSchema: JsonSchema = {
-  type: "object",
-  properties: {
-    pattern: { type: "string", minLength: 1 },
-    path: { type: "string" },
-    ignoreCase: { type: "boolean" },
-    maxResults: { type: "integer", minimum: 1, maximum: 1000 },
-    globs: { type: "array", items: { type: "string" } },
-  },
-  required: ["pattern"],
-  additionalProperties: false,
-};
 
 const typeboxSchema = Type.Object({
   pattern: Type.String({ minLength: 1 }),

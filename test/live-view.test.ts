@@ -4,10 +4,10 @@ import { existsSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, createServer, workerTool, type ToolpoolServer } from "toolpool";
+import { createRuntime, createServer, type ToolpoolServer } from "toolpool";
 
-import { workParameters } from "./fixtures/tools/scripted.mjs";
 import { GateController } from "./support/gates.js";
+import { fault, work } from "./support/pool-event-tools.js";
 
 // A real headless Chromium (Debian's `chromium`, driven by playwright-core)
 // opens the live view of a real server running real worker threads.
@@ -34,19 +34,6 @@ const token = `live-view-${randomUUID()}`;
 const gates = new GateController();
 const servers: ToolpoolServer[] = [];
 let browser: Browser | undefined;
-
-const work = workerTool({
-  name: "work",
-  description: "scripted work",
-  parameters: workParameters,
-  module: new URL("./fixtures/tools/scripted.mjs", import.meta.url),
-});
-const fault = workerTool({
-  name: "fault",
-  description: "commits the fault it is asked to",
-  parameters: { type: "object" },
-  module: new URL("./fixtures/tools/faults.mjs", import.meta.url),
-});
 
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close({ graceMs: 0 })));

@@ -8,7 +8,6 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   createRuntime,
   createServer,
-  workerTool,
   type AssistantMessage,
   type PoolCallsFrame,
   type PoolEventFrame,
@@ -19,8 +18,8 @@ import {
 } from "toolpool";
 
 import { GateController } from "./support/gates.js";
+import { fault, work } from "./support/pool-event-tools.js";
 import { spawnServe } from "./support/serve-process.js";
-import { workParameters } from "./fixtures/tools/scripted.mjs";
 
 // Everything runs for real: the built package, worker threads, a server on a
 // loopback port, Node's fetch and raw sockets.
@@ -29,19 +28,6 @@ const gates = new GateController();
 const servers: ToolpoolServer[] = [];
 const sockets: Socket[] = [];
 const children: ChildProcess[] = [];
-
-const work = workerTool({
-  name: "work",
-  description: "scripted work",
-  parameters: workParameters,
-  module: new URL("./fixtures/tools/scripted.mjs", import.meta.url),
-});
-const fault = workerTool({
-  name: "fault",
-  description: "commits the fault it is asked to",
-  parameters: { type: "object" },
-  module: new URL("./fixtures/tools/faults.mjs", import.meta.url),
-});
 
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();

@@ -14,3 +14,17 @@ export const spinParameters = {
 
 /** JSON Schema of the no-op tool: no arguments. */
 export const noopParameters = { type: "object", properties: {} };
+
+/** A grep-like tool's JSON Schema: the validation benches' plain-schema case. */
+export const grepSchema: Record<string, unknown> = {
+  type: "object",
+  properties: {
+    pattern: { type: "string", minLength: 1 },
+    path: { type: "string" },
+    ignoreCase: { type: "boolean" },
+    maxResults: { type: "integer", minimum: 1, maximum: 1000 },
+    globs: { type: "array", items: { type: "string" } },
+  },
+  required: ["pattern"],
+  additionalProperties: false,
+};
