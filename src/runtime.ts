@@ -21,6 +21,7 @@ import { RemotePool, type FleetStats } from "./fleet/remote-pool.js";
 import type { EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
+import type { CallDurations } from "./tracing/call-durations.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
@@ -101,11 +102,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #batchServices: BatchServices = {
     poolFor: (tool) => this.#poolFor(tool),
     forceStop: this.#forceStop,
-    publish: (event, batchId, sessionKey, durations) => {
-      const meta: EventMeta = durations === undefined ? { batchId } : { batchId, ...durations };
-      if (sessionKey !== undefined) meta.sessionKey = sessionKey;
-      this.#publish(event.type, event, meta);
-    },
+    publish: (event, batchId, sessionKey, durations) => this.#publish(event.type, event, batchMeta(batchId, sessionKey, durations)),
     hasListeners: () => this.#hasBatchListeners(),
     now: () => this.#options.clock.now(),
   };
@@ -226,8 +223,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       coordinator = new BatchCoordinator(this.#batchScope(batchId, assistantMessage, options, trace));
       if (this.listenerCount("batch_start") > 0) {
         const toolCallCount = assistantMessage.content.filter((block) => block.type === "toolCall").length;
-        const { sessionKey } = options;
-        this.#publish("batch_start", { type: "batch_start", toolCallCount }, sessionKey === undefined ? { batchId } : { batchId, sessionKey });
+        this.#publish("batch_start", { type: "batch_start", toolCallCount }, batchMeta(batchId, options.sessionKey));
       }
     } catch (error) {
       trace?.end({ kind: "error", error });
@@ -238,13 +234,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       (outcome) => {
         trace?.end({ kind: "ok", value: outcome });
         this.#onBatchSettled();
-        if (this.listenerCount("batch_end") > 0) {
-          this.#publish(
-            "batch_end",
-            { type: "batch_end", ...outcome },
-            options.sessionKey === undefined ? { batchId } : { batchId, sessionKey: options.sessionKey },
-          );
-        }
+        if (this.listenerCount("batch_end") > 0)
+          this.#publish("batch_end", { type: "batch_end", ...outcome }, batchMeta(batchId, options.sessionKey));
         return outcome;
       },
       (error: unknown) => {
@@ -492,3 +483,10 @@ const tracerName = "toolpool";
 
 /** The context of batches that have no hook to hand it to. */
 const emptyContext: AgentContext = Object.freeze({ systemPrompt: "", messages: Object.freeze([]) as unknown as unknown[], tools: [] });
+
+/** The `meta` of a batch's events: its id, its session key if it has one, and a call's durations on its end event. */
+function batchMeta(batchId: string, sessionKey: string | undefined, durations?: CallDurations): EventMeta {
+  const meta: EventMeta = durations === undefined ? { batchId } : { batchId, ...durations };
+  if (sessionKey !== undefined) meta.sessionKey = sessionKey;
+  return meta;
+}

@@ -217,8 +217,8 @@ describe("GET /v1/pool/events", () => {
       largestBuffered = Math.max(largestBuffered, state.bufferedBytes);
       largestPending = Math.max(largestPending, state.pendingCalls);
       expect(state.pendingCalls).toBeLessThanOrEqual(256);
-      // Nothing is written while the socket's buffer is past its high-water mark (16 KiB).
-      expect(state.bufferedBytes).toBeLessThanOrEqual(16 * 1024 + state.largestFlushBytes);
+      // Nothing is written while the socket's buffer is past its high-water mark (16 KiB on Node 20, 64 KiB from 22).
+      expect(state.bufferedBytes).toBeLessThanOrEqual(state.highWaterMark + state.largestFlushBytes);
     }
     expect(state.droppedTotal).toBeGreaterThan(10_000);
     expect(state.isBlocked).toBe(true);
