@@ -8,6 +8,7 @@ import { supportsPi16 } from "toolpool";
 import { isIdentityOnValid16, isPlainData } from "../dist/coordinator/identity-on-valid-16.js";
 import { freeSchema, smallJson } from "./support/arbitrary-json-schemas.js";
 import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
+import { checkToolSchema, schemaDraft, withDraft } from "./support/schema-drafts.js";
 import { compileArgumentValidator16, validateWithPi16, validateWithToolpool16, type ValidationOutcome } from "./support/validation-oracle-16.js";
 import { printValue } from "./support/validation-outcome.js";
 
@@ -41,6 +42,7 @@ const generatedCase = fc.boolean().chain((isPlain) =>
   toolSchemaNode(isPlain, "1.6").chain((node) =>
     fc.record({
       isPlain: fc.constant(isPlain),
+      draft: schemaDraft,
       node: fc.constant(node),
       calls: fc.array(fc.tuple(argumentsFor(node, "1.6"), argumentsError), { minLength: argumentsPerSchema, maxLength: argumentsPerSchema }),
     }),
@@ -68,6 +70,8 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
       cases: 0,
       plain: 0,
       typebox: 0,
+      /** Plain schemas naming a draft in `$schema`. */
+      drafted: 0,
       valid: 0,
       coerced: 0,
       errors: 0,
@@ -80,8 +84,10 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
       fastValid: 0,
     };
     fc.assert(
-      fc.property(generatedCase, ({ isPlain, node, calls }) => {
-        const schema = isPlain ? toPlainSchema(node) : toTypeBoxSchema(node);
+      fc.property(generatedCase, ({ isPlain, draft, node, calls }) => {
+        const schema = isPlain ? withDraft(toPlainSchema(node), draft) : toTypeBoxSchema(node);
+        // What createRuntime checks first: every schema pi validates with, whatever draft it names, is accepted.
+        expect(() => checkToolSchema(schema as Record<string, unknown>)).not.toThrow();
         const context = { schema: JSON.stringify(schema) };
         for (const [args, error] of calls) {
           if (echoLength(args) >= echoLimit) {
@@ -97,6 +103,7 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
           }
           count(tally, pi, args);
           tally[isPlain ? "plain" : "typebox"]++;
+          if (isPlain && draft !== undefined) tally.drafted++;
         }
       }),
       { seed, numRuns: Math.ceil(caseCount / argumentsPerSchema) },
@@ -106,6 +113,8 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
     // The generators must keep reaching every kind of outcome, and both paths.
     expect(tally.plain).toBeGreaterThan(tally.cases * 0.3);
     expect(tally.typebox).toBeGreaterThan(tally.cases * 0.3);
+    // Plain schemas that name a draft: a third of the plain ones.
+    expect(tally.drafted).toBeGreaterThan(tally.plain * 0.2);
     expect(tally.valid).toBeGreaterThan(tally.cases * 0.1);
     expect(tally.errors).toBeGreaterThan(tally.cases * 0.1);
     expect(tally.coerced).toBeGreaterThan(tally.cases * 0.02);

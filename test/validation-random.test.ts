@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
 import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
+import { checkToolSchema, schemaDraft, withDraft } from "./support/schema-drafts.js";
 import { validateWithPi, validateWithToolpool, type ValidationOutcome } from "./support/validation-oracle.js";
 
 /**
@@ -26,6 +27,7 @@ const generatedCase = fc.boolean().chain((isPlain) =>
   toolSchemaNode(isPlain).chain((node) =>
     fc.record({
       isPlain: fc.constant(isPlain),
+      draft: schemaDraft,
       node: fc.constant(node),
       argumentLists: fc.array(argumentsFor(node), { minLength: argumentsPerSchema, maxLength: argumentsPerSchema }),
     }),
@@ -35,10 +37,12 @@ const generatedCase = fc.boolean().chain((isPlain) =>
 describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
   // About 4 s alone on 2 cores; the limit is for a machine busy with other suites.
   it(`gives pi's outcome for ${caseCount} generated schema × arguments cases (seed ${seed})`, { timeout: 300_000 }, () => {
-    const tally = { cases: 0, plain: 0, typebox: 0, valid: 0, coerced: 0, errors: 0, thrown: 0, echoSkipped: 0 };
+    const tally = { cases: 0, plain: 0, typebox: 0, drafted: 0, valid: 0, coerced: 0, errors: 0, thrown: 0, echoSkipped: 0 };
     fc.assert(
-      fc.property(generatedCase, ({ isPlain, node, argumentLists }) => {
-        const schema = isPlain ? toPlainSchema(node) : toTypeBoxSchema(node);
+      fc.property(generatedCase, ({ isPlain, draft, node, argumentLists }) => {
+        const schema = isPlain ? withDraft(toPlainSchema(node), draft) : toTypeBoxSchema(node);
+        // What createRuntime checks first: every schema pi validates with, whatever draft it names, is accepted.
+        expect(() => checkToolSchema(schema as Record<string, unknown>)).not.toThrow();
         for (const args of argumentLists) {
           if ((JSON.stringify(args, null, 2)?.length ?? 0) >= echoLimit) {
             tally.echoSkipped++;
@@ -50,6 +54,7 @@ describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
           expect({ ...context, outcome: validateWithToolpool("generated", schema, args, true) }).toEqual({ ...context, outcome: pi });
           count(tally, pi, args);
           tally[isPlain ? "plain" : "typebox"]++;
+          if (isPlain && draft !== undefined) tally.drafted++;
         }
       }),
       { seed, numRuns: Math.ceil(caseCount / argumentsPerSchema) },
@@ -59,6 +64,8 @@ describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
     // The generators must keep reaching every kind of outcome.
     expect(tally.plain).toBeGreaterThan(tally.cases * 0.3);
     expect(tally.typebox).toBeGreaterThan(tally.cases * 0.3);
+    // Plain schemas that name a draft: a third of the plain ones.
+    expect(tally.drafted).toBeGreaterThan(tally.plain * 0.2);
     expect(tally.valid).toBeGreaterThan(tally.cases * 0.1);
     expect(tally.errors).toBeGreaterThan(tally.cases * 0.1);
     expect(tally.coerced).toBeGreaterThan(tally.cases * 0.02);

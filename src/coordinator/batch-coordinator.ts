@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { describeThrown, outcomeTexts } from "../errors.js";
+import { describeThrown, outcomeTexts, type ErrorCode } from "../errors.js";
 import type { BatchEvent, EmitFunction, ToolExecutionEndEvent } from "../events.js";
 import type { AfterToolCallHook, AgentToolResult, BatchOutcome, ToolCall, ToolExecutionMode, ToolResultMessage } from "../types.js";
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
@@ -23,7 +23,7 @@ import { abortedText, type PiRules } from "./pi-rules.js";
 import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
 import type { RegisteredTool } from "./tool-registry.js";
 import type { ForceStop } from "./force-stop.js";
-import { createErrorToolResult, shouldTerminateBatch, type FinalizedCall } from "./tool-results.js";
+import { createErrorToolResult, noResultError, shouldTerminateBatch, snapshotOf, type FinalizedCall } from "./tool-results.js";
 
 /** What every batch needs of its runtime: made once per runtime. */
 export interface BatchServices {
@@ -149,7 +149,7 @@ export class BatchCoordinator {
   async runToolCall(toolCall: ToolCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<FinalizedCall> {
     const preparation = await this.#inTurn(this.#prepare, toolCall);
     if (!isPrepared(preparation)) return preparation;
-    return this.#execute(preparation, new UpdateDeliveries(onUpdate), (executed) =>
+    return this.#execute(preparation, new UpdateDeliveries(onUpdate, snapshotOf), (executed) =>
       this.#inTurn(this.#finalizeJob, { prepared: preparation, executed }),
     );
   }
@@ -287,7 +287,7 @@ export class BatchCoordinator {
   /** A call's update events, while anyone listens; undefined (partials ignored) while nobody does. */
   #updatesOf(toolCall: ToolCall): UpdateDeliveries | undefined {
     if (!this.#hasAudience()) return undefined;
-    return new UpdateDeliveries((partialResult) => this.#postUpdate(toolCall, partialResult));
+    return new UpdateDeliveries((partialResult) => this.#postUpdate(toolCall, partialResult), snapshotOf);
   }
 
   /**
@@ -307,8 +307,8 @@ export class BatchCoordinator {
       const durationMs = rules.reportsDuration ? Math.round(timing === undefined ? 0 : toCallDurations(timing).runMs) : undefined;
       const executed: ExecutedCall =
         outcome.kind === "ok"
-          ? { result: outcome.result, isError: rules.isErrorResult(outcome.result), timing, durationMs }
-          : { result: createErrorToolResult(outcome.message, outcome.code), isError: true, timing, durationMs };
+          ? this.#executedOf(outcome.result, { timing, durationMs })
+          : this.#executedError(outcome.message, outcome.code, { timing, durationMs });
       return updates?.pending === undefined ? next(executed) : updates.settled().then(() => next(executed));
     });
   }
@@ -328,16 +328,23 @@ export class BatchCoordinator {
     });
   }
 
-  /** A partial result's update event, as a mailbox job. */
-  #postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>): Promise<void> | undefined {
+  /**
+   * A partial result's update event, as a mailbox job. pi emits it inside
+   * the tool's `onUpdate`; so does toolpool whenever the mailbox is idle. A
+   * partial that must wait behind other jobs is delivered as it was sent (a
+   * copy taken now), not as the tool may change the object meanwhile.
+   */
+  #postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>): Promise<unknown> | undefined {
     if (!this.#hasAudience()) return undefined;
-    return (this.#mailbox ??= new Mailbox()).post(() =>
+    const mailbox = (this.#mailbox ??= new Mailbox());
+    const sent = mailbox.size === 0 ? partialResult : snapshotOf(partialResult);
+    return mailbox.runOrPost(() =>
       this.#deliver({
         type: "tool_execution_update",
         toolCallId: toolCall.id,
         toolName: toolCall.name,
         args: toolCall.arguments,
-        partialResult,
+        partialResult: sent,
       }),
     );
   }
@@ -346,34 +353,73 @@ export class BatchCoordinator {
     const { toolCall, args } = prepared;
     const tool = (prepared.entry as Extract<RegisteredTool, { kind: "inline" }>).tool;
     const callTrace = this.#callTraces?.get(prepared);
-    const { now } = this.#scope.services;
+    const { now, forceStop } = this.#scope.services;
     const rules = this.#rules;
+    const signal = this.#scope.signal;
+    const onUpdate = updates?.onUpdate ?? ignoreUpdate;
+    const run = () => tool.execute(toolCall.id, args, signal, onUpdate);
     const startedAt = now();
-    // The run ends as the tool settles: before its partials are awaited.
-    const ran = (): { timing: CallTiming; durationMs: number | undefined } => {
-      const endedAt = now();
+    let endedAt = startedAt;
+    // The run ends as the tool settles, before its partials are awaited.
+    const ended = (): void => {
+      endedAt = now();
       if (rules.dropsLatePartials) updates?.close();
-      return {
-        timing: { submittedAt: startedAt, startedAt, endedAt },
-        durationMs: rules.reportsDuration ? Math.round(endedAt - startedAt) : undefined,
-      };
     };
-    let executed: ExecutedCall;
-    try {
-      const run = () => tool.execute(toolCall.id, args, this.#scope.signal, updates?.onUpdate ?? ignoreUpdate);
-      const execution = callTrace === undefined ? run() : callTrace.runInContext(run);
-      const result = await this.#scope.services.forceStop.race(execution, stoppedByForce);
-      if (result === stoppedByForce) {
-        execution.catch(() => {}); // settles unobserved now; never an unhandled rejection
-        const message = outcomeTexts.stoppedByForce(toolCall.name);
-        return { result: createErrorToolResult(message, "TP_ERR_CLOSED"), isError: true, ...ran() };
+    // pi's own step: whatever execute returns is awaited as pi awaits it (a
+    // plain value too), and the partials close in the very turn pi closes
+    // them, so a partial sent a microtask or two after the tool settled is
+    // emitted or dropped exactly as pi does. Never rejects.
+    const settled = (async (): Promise<{ result: unknown } | { error: unknown }> => {
+      try {
+        const result: unknown = await (callTrace === undefined ? run() : callTrace.runInContext(run));
+        ended();
+        // pi 1.6 reaches the error result of a missing result through its
+        // catch, which awaits the partials once more: one turn later, which
+        // decides whether a sibling settling alongside ends first.
+        if (result === null || result === undefined) await Promise.allSettled(updates?.pending ?? []);
+        return { result };
+      } catch (error) {
+        ended();
+        return { error };
       }
-      executed = { result, isError: rules.isErrorResult(result), ...ran() };
-    } catch (error) {
-      executed = { result: createErrorToolResult(describeThrown(error)), isError: true, ...ran() };
+    })();
+    const outcome = await forceStop.race(settled, stoppedByForce);
+    let executed: ExecutedCall;
+    if (outcome === stoppedByForce) {
+      ended();
+      const message = outcomeTexts.stoppedByForce(toolCall.name);
+      executed = this.#executedError(message, "TP_ERR_CLOSED", this.#inlineTiming(startedAt, endedAt));
+    } else if ("error" in outcome) {
+      executed = this.#executedError(describeThrown(outcome.error), undefined, this.#inlineTiming(startedAt, endedAt));
+    } else {
+      executed = this.#executedOf(outcome.result, this.#inlineTiming(startedAt, endedAt));
     }
     if (updates?.pending !== undefined) await updates.settled();
     return executed;
+  }
+
+  /** An inline call's timing, and its `durationMs` where the batch's pi reports one. */
+  #inlineTiming(startedAt: number, endedAt: number): Pick<ExecutedCall, "timing" | "durationMs"> {
+    return {
+      timing: { submittedAt: startedAt, startedAt, endedAt },
+      durationMs: this.#rules.reportsDuration ? Math.round(endedAt - startedAt) : undefined,
+    };
+  }
+
+  /**
+   * A value the tool returned, as pi 1.6 takes it: an error result when it
+   * says `isError: true`; pi 1.6's error result when it is no result at all
+   * (`null`, `undefined`), whichever pi (see {@link noResultError}).
+   */
+  #executedOf(result: unknown, timing: Pick<ExecutedCall, "timing" | "durationMs">): ExecutedCall {
+    const noResult = noResultError(result);
+    if (noResult !== undefined) return { result: noResult, isError: true, ...timing };
+    const returned = result as AgentToolResult<unknown>;
+    return { result: returned, isError: this.#rules.isErrorResult(returned), ...timing };
+  }
+
+  #executedError(message: string, code: ErrorCode | undefined, timing: Pick<ExecutedCall, "timing" | "durationMs">): ExecutedCall {
+    return { result: createErrorToolResult(message, code), isError: true, ...timing };
   }
 
   /** Stage 3, a mailbox job: `afterToolCall` overrides field by field; a throw becomes an error result. Ends the call's span. */

@@ -3,9 +3,11 @@
  * order they were posted, each after the previous one settled.
  *
  * A job that throws rejects only its own promise; the mailbox goes on with the
- * next job, so a throwing hook can never wedge the actor. Jobs always start
- * asynchronously (never inside `post`), so a hook never runs "sometimes
- * synchronously" depending on whether the mailbox was idle.
+ * next job, so a throwing hook can never wedge the actor. Jobs posted with
+ * `post` always start asynchronously (never inside `post`), so a hook never
+ * runs "sometimes synchronously" depending on whether the mailbox was idle;
+ * `runOrPost` is for the one job pi runs synchronously where it is asked
+ * for (an update event, inside the tool's `onUpdate`).
  */
 export class Mailbox {
   #tail: Promise<unknown> = Promise.resolve();
@@ -23,6 +25,28 @@ export class Mailbox {
   post<T>(job: () => T | PromiseLike<T>): Promise<T> {
     this.#pending += 1;
     const run = this.#tail.then(job);
+    this.#tail = run.then(this.#settle, this.#settle);
+    return run;
+  }
+
+  /**
+   * Runs `job` now, inside this call, when no job is queued or running (the
+   * mailbox then stays busy until what it returned settles); otherwise
+   * queues it as `post` does. Returns the job's promise, or `undefined` when
+   * it ran now and returned no promise. A synchronous throw becomes a
+   * rejected promise: it never reaches the caller.
+   */
+  runOrPost(job: () => unknown): Promise<unknown> | undefined {
+    if (this.#pending > 0) return this.post(job);
+    let outcome: unknown;
+    try {
+      outcome = job();
+    } catch (error) {
+      outcome = Promise.reject(error);
+    }
+    if (typeof (outcome as { then?: unknown } | null | undefined)?.then !== "function") return undefined;
+    const run = Promise.resolve(outcome);
+    this.#pending += 1;
     this.#tail = run.then(this.#settle, this.#settle);
     return run;
   }

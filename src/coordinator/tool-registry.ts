@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 
-import type { Ajv, ErrorObject } from "ajv";
+import type { Ajv, ErrorObject, ValidateFunction } from "ajv";
 
 import { compiledValidator } from "../compiled-validators.js";
 import { describeThrown, describeValue, ToolpoolError } from "../errors.js";
@@ -76,23 +76,80 @@ function invalid(expectation: string, received: unknown): ToolpoolError {
 }
 
 /**
- * Throws, with ajv's `errorsText`, unless `schema` is valid against its
- * meta-schema, as `new Ajv({ strict: false }).validateSchema(schema)` decides.
- * A schema without `$schema` (draft-07, ajv's default) takes the meta-schema
- * validator compiled at build time; one naming its own `$schema` takes ajv
- * itself, loaded then.
+ * Throws, with ajv's `errorsText`, unless `schema` is valid against the
+ * meta-schema its `$schema` names, as ajv (`strict: false`) decides. JSON
+ * Schema 2020-12 and 2019-09 are checked by ajv's classes for them, draft-06
+ * by ajv with that meta-schema added, and draft-07, a schema without
+ * `$schema`, or one naming a meta-schema ajv does not ship (draft-04, a
+ * meta-schema of one's own) by draft-07's meta-schema, compiled at build
+ * time. The address is read as JSON Schema writes it in the wild: `http` or
+ * `https`, with or without the empty fragment (`#`). pi checks no
+ * meta-schema and validates with every one of these: toolpool's check only
+ * refuses a schema that is malformed under its own draft.
  */
 function checkAgainstMetaSchema(schema: Record<string, unknown>): void {
-  if (schema.$schema === undefined) {
+  const declared = schema.$schema;
+  if (declared !== undefined && typeof declared !== "string") throw new Error(`$schema must be a string, got ${describeValue(declared)}`);
+  const draft = declared === undefined ? "draft-07" : draftOf(declared);
+  if (draft === "draft-07") {
     const validate = compiledValidator("json-schema-draft-07");
-    if (!validate(schema)) throw new Error(errorsText(validate.errors));
+    // A meta-schema ajv does not know is not looked up: its own address is left out of the check.
+    const checked = declared === undefined || isDraft07Address(declared) ? schema : withoutSchemaAddress(schema);
+    if (!validate(checked)) throw new Error(errorsText(validate.errors));
     return;
   }
-  metaSchemaAjv ??= new (createRequire(import.meta.url)("ajv").Ajv as typeof Ajv)({ strict: false, validateSchema: true });
-  if (!metaSchemaAjv.validateSchema(schema)) throw new Error(metaSchemaAjv.errorsText(metaSchemaAjv.errors));
+  const validate = metaSchemaValidator(draft);
+  if (!validate(schema)) throw new Error(errorsText(validate.errors));
 }
 
-let metaSchemaAjv: Ajv | undefined;
+/** The drafts whose meta-schemas ajv checks against, by their canonical address. */
+const metaSchemaAddresses = {
+  "2020-12": "https://json-schema.org/draft/2020-12/schema",
+  "2019-09": "https://json-schema.org/draft/2019-09/schema",
+  "draft-06": "http://json-schema.org/draft-06/schema",
+  "draft-07": "http://json-schema.org/draft-07/schema",
+} as const;
+type Draft = keyof typeof metaSchemaAddresses;
+
+/** The draft a `$schema` address names; draft-07 for any address ajv has no meta-schema for. */
+function draftOf(address: string): Draft {
+  const path = address.replace(/^https?:\/\//, "").replace(/#$/, "");
+  for (const [draft, canonical] of Object.entries(metaSchemaAddresses)) {
+    if (canonical.replace(/^https?:\/\//, "") === path) return draft as Draft;
+  }
+  return "draft-07";
+}
+
+function withoutSchemaAddress(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _address, ...rest } = schema;
+  return rest;
+}
+
+function isDraft07Address(address: string): boolean {
+  return address === "http://json-schema.org/draft-07/schema#" || address === "http://json-schema.org/draft-07/schema";
+}
+
+/** Meta-schema validators beyond draft-07's, each made (with its ajv) on first use. */
+const metaSchemaValidators = new Map<Draft, ValidateFunction>();
+
+function metaSchemaValidator(draft: Exclude<Draft, "draft-07">): ValidateFunction {
+  let validate = metaSchemaValidators.get(draft);
+  if (validate === undefined) {
+    const load = createRequire(import.meta.url);
+    const options = { strict: false, validateSchema: false } as const;
+    let ajv: Ajv;
+    if (draft === "2020-12") ajv = new (load("ajv/dist/2020").Ajv2020 as typeof Ajv)(options);
+    else if (draft === "2019-09") ajv = new (load("ajv/dist/2019").Ajv2019 as typeof Ajv)(options);
+    else {
+      ajv = new (load("ajv").Ajv as typeof Ajv)(options);
+      ajv.addMetaSchema(load("ajv/dist/refs/json-schema-draft-06.json") as object);
+    }
+    validate = ajv.getSchema(metaSchemaAddresses[draft]);
+    if (validate === undefined) throw new Error(`ajv has no meta-schema ${metaSchemaAddresses[draft]}`);
+    metaSchemaValidators.set(draft, validate);
+  }
+  return validate;
+}
 
 /** ajv's `errorsText` with its default separator and data name. */
 function errorsText(errors: ErrorObject[] | null | undefined): string {

@@ -24,6 +24,8 @@ export const maxQueuedUpdates = 16;
  */
 export class UpdateDeliveries {
   readonly #deliver: (partialResult: AgentToolResult<unknown>) => unknown;
+  /** What a held partial is kept as: it goes out later, and must go out as it was sent. */
+  readonly #hold: (partialResult: AgentToolResult<unknown>) => AgentToolResult<unknown>;
   /** Deliveries made so far; undefined while there are none. */
   pending: Promise<unknown>[] | undefined;
   /** Set once the tool settled, where the batch's rules drop later partials. */
@@ -33,14 +35,18 @@ export class UpdateDeliveries {
   #held: AgentToolResult<unknown> | undefined;
   #isHolding = false;
 
-  constructor(deliver: (partialResult: AgentToolResult<unknown>) => unknown) {
+  constructor(
+    deliver: (partialResult: AgentToolResult<unknown>) => unknown,
+    hold: (partialResult: AgentToolResult<unknown>) => AgentToolResult<unknown> = (partialResult) => partialResult,
+  ) {
     this.#deliver = deliver;
+    this.#hold = hold;
   }
 
   readonly onUpdate = (partialResult: AgentToolResult<unknown>): void => {
     if (this.#isClosed) return;
     if (this.#waiting >= maxQueuedUpdates) {
-      this.#held = partialResult;
+      this.#held = this.#hold(partialResult);
       this.#isHolding = true;
       return;
     }

@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { BroadcastChannel } from "node:worker_threads";
 
-import { flagSlotCount, flagSlotMask, type WorkerBootData } from "./protocol.js";
+import { flagSlotCount, flagSlotMask, type AbortMessage, type WorkerBootData } from "./protocol.js";
 
 const slotArray = () => new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
 
@@ -43,10 +43,25 @@ export class CallSignals {
     };
   }
 
-  /** Aborts call `seq`: a flag a busy tool can poll, and a message that fires its signal. */
-  abort(seq: number): void {
+  /**
+   * Aborts call `seq`: a flag a busy tool can poll, and a message that fires
+   * its signal with `reason` (the batch signal's), as structured clone
+   * carries it; a `DOMException` by its name and message (Node 20 clones it
+   * as a bare object). A reason that cannot be cloned is left out: the
+   * tool's signal then has the default `AbortError`.
+   */
+  abort(seq: number, reason?: unknown): void {
+    const message: AbortMessage = { abort: seq };
+    if (reason instanceof DOMException) message.domException = { name: reason.name, message: reason.message };
+    else if (reason !== undefined) message.reason = reason;
+    try {
+      this.#control.postMessage(message);
+    } catch {
+      this.#control.postMessage({ abort: seq } satisfies AbortMessage);
+    }
+    // The flag after the message: a busy tool that sees the flag finds the
+    // reason already on its channel.
     Atomics.store(this.#abortFlags, seq & flagSlotMask, seq);
-    this.#control.postMessage({ abort: seq });
   }
 
   /** Whether `threadId` retired itself (it must take no further call). */

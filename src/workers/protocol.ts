@@ -85,11 +85,23 @@ export interface BootMessage {
 /** Marks toolpool's boot messages on the pool's `message` event. */
 export const bootTag = "__toolpoolBoot";
 
+/**
+ * The control channel's message that aborts call `abort` on whichever
+ * thread runs it: with the batch signal's reason, cloned (`reason`), or a
+ * `DOMException`'s name and message, which Node 20 cannot clone; with
+ * neither, the default `AbortError`.
+ */
+export interface AbortMessage {
+  abort: number;
+  reason?: unknown;
+  domException?: { name: string; message: string };
+}
+
 /** Data every worker gets at start-up. */
 export interface WorkerBootData {
   /** `abortFlags[seq & flagSlotMask] === seq` once call `seq` is aborted. */
   abortFlags: Int32Array;
-  /** Name of the BroadcastChannel carrying `{ abort: seq }` messages. */
+  /** Name of the BroadcastChannel carrying {@link AbortMessage}s. */
   controlChannel: string;
   /**
    * `retireFlags[threadId & flagSlotMask] === threadId` once that worker's

@@ -372,7 +372,7 @@ export class WorkerPool implements ToolCallPool {
   #abort(call: PoolCall): void {
     if (call.isAborted || call.phase === "settled") return;
     call.isAborted = true;
-    this.#signals.abort(call.seq);
+    this.#signals.abort(call.seq, call.request.signal?.reason);
     if (call.phase === "running") this.#startGracePeriod(call);
     if (this.#spread !== undefined) this.#spread.onCallAborted(call.seq);
   }

@@ -8,7 +8,7 @@
  * the worker survives it.
  */
 import { getEventListeners } from "node:events";
-import { BroadcastChannel, parentPort, threadId, workerData } from "node:worker_threads";
+import { BroadcastChannel, parentPort, receiveMessageOnPort, threadId, workerData, type MessagePort } from "node:worker_threads";
 
 import { describeThrown } from "../../errors.js";
 import { runWithRemoteParent } from "../../tracing/remote-parent.js";
@@ -22,6 +22,7 @@ import {
   flagSlotMask,
   maxUpdatesInFlight,
   updateTag,
+  type AbortMessage,
   type WorkerBootData,
   type WorkerReply,
   type WorkerTask,
@@ -40,14 +41,67 @@ const tools = new Map<number, KnownTool>();
 let resourceBaseline: number | undefined;
 
 // Fires the `abort` event of a call that is awaiting something. A call in a
-// busy loop never reaches its event loop; it sees the shared flag instead.
+// busy loop never reaches its event loop; it sees the shared flag instead,
+// and takes its reason from the channel then (see `reasonOf`).
 const control = new BroadcastChannel(boot.controlChannel);
-control.onmessage = (event) => {
-  const seq = (event as { data?: { abort?: number } }).data?.abort;
-  if (seq !== undefined) running.get(seq)?.abort(createAbortReason());
-};
+control.onmessage = (event) => takeAbortMessage((event as { data?: AbortMessage }).data);
 // An idle worker must not be kept alive by the channel.
 control.unref();
+warmUpChannels();
+
+/**
+ * Reasons of aborts this thread heard of before their call took its signal
+ * (or of other threads' calls: the channel tells every thread), newest
+ * last; bounded, the oldest dropped first.
+ */
+const heardReasons = new Map<number, unknown>();
+const maxHeardReasons = 256;
+
+function takeAbortMessage(message: AbortMessage | undefined): void {
+  const seq = message?.abort;
+  if (seq === undefined) return;
+  const reason = abortReasonOf(message!);
+  const controller = running.get(seq);
+  if (controller !== undefined) {
+    controller.abort(reason);
+    return;
+  }
+  heardReasons.delete(seq);
+  heardReasons.set(seq, reason);
+  if (heardReasons.size > maxHeardReasons) heardReasons.delete(heardReasons.keys().next().value!);
+}
+
+/** The reason an abort message carries, as the batch's signal had it. */
+function abortReasonOf(message: AbortMessage): unknown {
+  if (message.domException !== undefined) return new DOMException(message.domException.message, message.domException.name);
+  return "reason" in message ? message.reason : createAbortReason();
+}
+
+/**
+ * The reason of call `seq`'s abort, whose flag is set: from its message,
+ * taken off the channel now if it has not been dispatched yet (a tool in a
+ * busy loop never lets it be); the default `AbortError` if it is not there.
+ */
+function reasonOf(seq: number): unknown {
+  // Node takes a BroadcastChannel here too (its types say only MessagePort).
+  const port = control as unknown as MessagePort;
+  for (let taken = receiveMessageOnPort(port); !heardReasons.has(seq) && taken !== undefined; taken = receiveMessageOnPort(port)) {
+    takeAbortMessage(taken.message as AbortMessage);
+  }
+  const reason = heardReasons.has(seq) ? heardReasons.get(seq) : createAbortReason();
+  heardReasons.delete(seq);
+  return reason;
+}
+
+/**
+ * Node 22 and later load the `MessageEvent` class (with the fetch stack
+ * it comes from, some 80 modules and ~25 ms) only when a thread receives its
+ * first channel message, which made a thread's first abort that late. It is
+ * loaded here, before the thread takes any call.
+ */
+function warmUpChannels(): void {
+  void globalThis.MessageEvent;
+}
 
 // Tells the pool this thread has started: Piscina's own readiness is not
 // evidence of that for its first workers.
@@ -354,6 +408,8 @@ interface CallSignal {
   readonly signal: AbortSignal;
   /** Reads the shared flag of `seq`; aborts the signal if it is set. */
   readonly sync: () => void;
+  /** Aborts the signal (unless it is already) if the flag or a message this thread heard says its call is aborted. */
+  readonly abortHeard: () => void;
   seq: number;
 }
 
@@ -374,7 +430,8 @@ function takeCallSignal(seq: number): AbortSignal {
   // Taken after an abort whose message this thread has already seen (or never
   // will): fire the event on the next turn, as that message would have, so a
   // tool that takes the signal and then listens still hears it.
-  if (Atomics.load(boot.abortFlags, seq & flagSlotMask) === seq) setImmediate(callSignal.sync);
+  // (The message can come a moment before the flag is set: either tells.)
+  if (Atomics.load(boot.abortFlags, seq & flagSlotMask) === seq || heardReasons.has(seq)) setImmediate(callSignal.abortHeard);
   return callSignal.signal;
 }
 
@@ -396,8 +453,14 @@ function createCallSignal(): CallSignal {
     seq: 0,
     sync: () => {
       if (!abortedGetter.call(signal) && Atomics.load(boot.abortFlags, callSignal.seq & flagSlotMask) === callSignal.seq) {
-        controller.abort(createAbortReason());
+        controller.abort(reasonOf(callSignal.seq));
       }
+    },
+    abortHeard: () => {
+      // Checked again for the seq the signal has now: a signal reused by a later call must not abort it.
+      const { seq } = callSignal;
+      if (!abortedGetter.call(signal) && (Atomics.load(boot.abortFlags, seq & flagSlotMask) === seq || heardReasons.has(seq)))
+        controller.abort(reasonOf(seq));
     },
   };
   const { sync } = callSignal;

@@ -1,0 +1,400 @@
+import {
+  createRuntime,
+  supportsPi16,
+  workerTool,
+  type AgentTool,
+  type AgentToolResult,
+  type AssistantMessage,
+  type BatchEvent,
+  type JsonSchema,
+  type PiVersion,
+  type ToolDefinition,
+} from "toolpool";
+import { afterAll, describe, expect, it } from "vitest";
+
+import * as edge from "./fixtures/tools/edge-cases.mjs";
+import { GateController } from "./support/gates.js";
+import { runPiBatch } from "./support/pi-oracle.js";
+import { warnSkippedPi16 } from "./support/pi16.js";
+
+warnSkippedPi16("test/edge-semantics.test.ts");
+
+/**
+ * pi where the randomized suites never looked: schemas that name their
+ * draft, execute returning a plain value, partials sent a few microtasks
+ * after the tool settled or changed after sending, odd return values from
+ * inline and worker tools, abort reasons and a thread's first abort. Each
+ * case runs through pi's own loop (0.73.1, and 1.6.0 on Node >= 22.19) and
+ * through toolpool, and must give the same events and messages.
+ */
+const edgeModule = new URL("./fixtures/tools/edge-cases.mjs", import.meta.url);
+const systemPrompt = "You are a test.";
+const history = [{ role: "user", content: "go", timestamp: 1 }];
+
+interface Trace {
+  events: unknown[];
+  messages: unknown[];
+  terminate: boolean;
+}
+type Outcome = Trace | { rejected: string; events: unknown[] };
+
+interface CallSpec {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+function assistantMessageOf(calls: CallSpec[]): AssistantMessage {
+  return {
+    role: "assistant",
+    content: calls.map((call, index) => ({ type: "toolCall" as const, id: `c${index + 1}`, ...call })),
+    stopReason: "toolUse",
+    timestamp: 2,
+  };
+}
+
+/** Timestamps aside and `durationMs` by presence, as a transcript would keep it (a JSON round trip). */
+function normalize(value: unknown): unknown {
+  if (value === undefined) return value;
+  return JSON.parse(JSON.stringify(value), (key, field: unknown) => {
+    if (key === "timestamp" && typeof field === "number") return 0;
+    if (key === "durationMs" && typeof field === "number" && Number.isInteger(field) && field >= 0) return "whole ms";
+    return field;
+  });
+}
+
+interface RunOptions {
+  signal?: AbortSignal;
+  /** A sink that takes this long (a macrotask) over each event: later events wait behind it. */
+  slowSink?: boolean;
+  /** @default "parallel" */
+  toolExecution?: "parallel" | "sequential";
+}
+
+function recorder(options: RunOptions): { events: unknown[]; emit: (event: BatchEvent) => Promise<void> } {
+  const events: unknown[] = [];
+  return {
+    events,
+    // The event as it is when the sink receives it: what a transcript writer would keep.
+    emit: async (event) => {
+      events.push(normalize(event));
+      if (options.slowSink) await new Promise((resolve) => setImmediate(resolve));
+    },
+  };
+}
+
+async function runPi(pi: PiVersion, tools: AgentTool[], calls: CallSpec[], options: RunOptions = {}): Promise<Outcome> {
+  const { events, emit } = recorder(options);
+  try {
+    const outcome = await runPiBatch({
+      tools,
+      assistantMessage: assistantMessageOf(calls),
+      toolExecution: options.toolExecution ?? "parallel",
+      systemPrompt,
+      history,
+      emit,
+      pi,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return { events, messages: outcome.messages.map(normalize), terminate: outcome.terminate };
+  } catch (error) {
+    return { rejected: String(error), events };
+  }
+}
+
+async function runToolpool(pi: PiVersion, tools: ToolDefinition[], calls: CallSpec[], options: RunOptions = {}): Promise<Outcome> {
+  const { events, emit } = recorder(options);
+  const runtime = createRuntime({ pi, tools, toolExecution: options.toolExecution ?? "parallel", pool: { maxThreads: 2, minThreads: 1 } });
+  try {
+    const outcome = await runtime.executeToolCalls(assistantMessageOf(calls), {
+      context: { systemPrompt, messages: [...history] },
+      emit,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return { events, messages: outcome.messages.map(normalize), terminate: outcome.terminate };
+  } catch (error) {
+    return { rejected: String(error), events };
+  } finally {
+    await runtime.close();
+  }
+}
+
+type Execute = (args: Record<string, unknown>, onUpdate: (partial: AgentToolResult<unknown>) => void, signal?: AbortSignal) => unknown;
+
+/** An inline tool, typed as pi's although its execute may return anything (as JavaScript tools do). */
+function inlineTool(name: string, execute: Execute, parameters: JsonSchema = { type: "object", properties: {} }): AgentTool {
+  return {
+    name,
+    label: name,
+    description: `edge case ${name}`,
+    parameters,
+    execute: ((_id: string, args: Record<string, unknown>, signal?: AbortSignal, onUpdate?: (partial: AgentToolResult<unknown>) => void) =>
+      execute(args, onUpdate ?? (() => {}), signal)) as AgentTool["execute"],
+  };
+}
+
+function edgeWorkerTool(name: string, exportName: string, parameters: JsonSchema = { type: "object" }): ToolDefinition {
+  return workerTool({ name, description: `edge case ${name}`, parameters, module: edgeModule, exportName });
+}
+
+const sibling: CallSpec = { name: "fine", arguments: {} };
+const fineTool = inlineTool("fine", async () => ({ content: [{ type: "text", text: "fine" }], details: {} }));
+const piVersions = ["0.73", "1.6"] satisfies PiVersion[];
+const titleOf = (pi: PiVersion) => (pi === "1.6" ? "against pi 1.6.0 (pi 1.6)" : "against pi 0.73.1");
+
+for (const pi of piVersions) {
+  describe.skipIf(pi === "1.6" && !supportsPi16())(`Edge cases ${titleOf(pi)}`, () => {
+    describe("schemas that name their draft ($schema)", () => {
+      const drafts = [
+        "https://json-schema.org/draft/2020-12/schema",
+        "http://json-schema.org/draft/2020-12/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-04/schema#",
+        "https://example.com/schemas/our-own-meta",
+      ];
+      const schemaFor = (draft: string): JsonSchema => ({
+        $schema: draft,
+        type: "object",
+        properties: { count: { type: "integer" }, item: { $ref: "#/$defs/item" } },
+        $defs: { item: { type: "object", properties: { n: { type: "number" } }, required: ["n"] } },
+        required: ["count"],
+      });
+      for (const draft of drafts) {
+        it(`validates with ${draft} as pi does, inline and in a worker`, async () => {
+          const schema = schemaFor(draft);
+          const calls: CallSpec[] = [
+            { name: "work", arguments: { count: "5", item: { n: "2" } } },
+            { name: "work", arguments: { count: "many" } },
+            { name: "work", arguments: { count: 1, item: {} } },
+          ];
+          const piTool = inlineTool("work", (args) => edge.echoArguments(args), schema);
+          const expected = await runPi(pi, [piTool], calls);
+          // (pi 0.73.1 coerces nothing behind a $ref; pi 1.6.0 does.)
+          expect((expected as Trace).messages).toHaveLength(3);
+          expect(await runToolpool(pi, [piTool], calls)).toEqual(expected);
+          const inWorker = workerTool({
+            name: "work",
+            description: "edge case work",
+            parameters: schema,
+            module: edgeModule,
+            exportName: "echoArguments",
+          });
+          expect(await runToolpool(pi, [inWorker], calls)).toEqual(expected);
+        });
+      }
+
+      it("still refuses a schema malformed under its own draft, naming the tool and the fault", () => {
+        const parameters = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", prefixItems: 3 };
+        expect(() => createRuntime({ pi, tools: [inlineTool("broken", () => undefined, parameters)] })).toThrow(
+          /The parameters schema of tool "broken" does not compile: data\/prefixItems must be array/,
+        );
+      });
+    });
+
+    describe("execute returning a plain value (no promise)", () => {
+      it("is awaited as pi awaits it: a result, a throw, and the sibling call alike", async () => {
+        const tools = [
+          fineTool,
+          inlineTool("plain", () => ({ content: [{ type: "text", text: "no promise" }], details: { sync: true } })),
+          inlineTool("throws", () => {
+            throw new Error("thrown before any promise");
+          }),
+        ];
+        const calls = [{ name: "plain", arguments: {} }, sibling, { name: "throws", arguments: {} }];
+        const expected = await runPi(pi, tools, calls);
+        expect(JSON.stringify(expected)).toContain("no promise");
+        expect(await runToolpool(pi, tools, calls)).toEqual(expected);
+      });
+    });
+
+    describe("partials sent after execute settled", () => {
+      /** Sends its partial `depth` microtasks after the tool returned (`returnsPromise`: an async tool). */
+      const lateBy = (depth: number, returnsPromise: boolean) =>
+        inlineTool(`late${depth}`, (_args, onUpdate) => {
+          let send = () => onUpdate({ content: [{ type: "text", text: `${depth} microtasks late` }], details: { depth } });
+          for (let i = 0; i < depth; i++) {
+            const inner = send;
+            send = () => queueMicrotask(inner);
+          }
+          queueMicrotask(send);
+          const result = { content: [{ type: "text", text: "done" }], details: {} };
+          return returnsPromise ? Promise.resolve(result) : result;
+        });
+      for (const returnsPromise of [true, false]) {
+        for (const depth of [0, 1, 2, 3, 4, 6]) {
+          it(`one sent ${depth + 1} microtask(s) late is emitted or dropped as pi does (${returnsPromise ? "a promise" : "a plain value"})`, async () => {
+            const tools = [lateBy(depth, returnsPromise)];
+            const calls = [{ name: `late${depth}`, arguments: {} }];
+            const expected = await runPi(pi, tools, calls);
+            expect(await runToolpool(pi, tools, calls)).toEqual(expected);
+          });
+        }
+      }
+      it("one sent on a later turn (a timer) is emitted or dropped as pi does", async () => {
+        const tools = [
+          inlineTool("timer", async (_args, onUpdate) => {
+            setImmediate(() => onUpdate({ content: [{ type: "text", text: "a turn late" }], details: {} }));
+            return { content: [], details: {} };
+          }),
+          // Keeps the batch running past the late partial.
+          inlineTool("slow", () => new Promise((resolve) => setTimeout(() => resolve({ content: [], details: {} }), 20))),
+        ];
+        const calls = [
+          { name: "timer", arguments: {} },
+          { name: "slow", arguments: {} },
+        ];
+        const expected = await runPi(pi, tools, calls);
+        expect(await runToolpool(pi, tools, calls)).toEqual(expected);
+      });
+    });
+
+    describe("a partial changed by the tool after it was sent", () => {
+      const mutating = inlineTool("mutating", async (_args, onUpdate) => {
+        const partial = { content: [{ type: "text" as const, text: "as sent" }], details: { step: 1 } };
+        onUpdate(partial);
+        partial.content[0]!.text = "changed after sending";
+        partial.details.step = 2;
+        onUpdate(partial);
+        partial.details.step = 3;
+        await new Promise((resolve) => setImmediate(resolve));
+        return { content: [{ type: "text", text: "done" }], details: {} };
+      });
+      it("reaches the sink as it was sent", async () => {
+        const calls = [{ name: "mutating", arguments: {} }];
+        const expected = await runPi(pi, [mutating], calls);
+        expect(JSON.stringify(expected)).toContain('"step":1');
+        expect(await runToolpool(pi, [mutating], calls)).toEqual(expected);
+      });
+      it("reaches a slow sink as it was sent, when it had to wait behind other events", async () => {
+        const calls = [{ name: "mutating", arguments: {} }, sibling];
+        const expected = await runPi(pi, [mutating, fineTool], calls, { slowSink: true });
+        expect(JSON.stringify(expected)).toContain('"step":2');
+        expect(await runToolpool(pi, [mutating, fineTool], calls, { slowSink: true })).toEqual(expected);
+      });
+    });
+
+    describe("odd return values", () => {
+      const oddValues = ["null", "undefined", "string", "number", "empty", "array", "noContent", "nullContent"];
+      const ways = [{ sync: true }, {}, { later: true }];
+      const noResult = new Set(["null", "undefined"]);
+      for (const value of oddValues) {
+        it(`a tool returning ${value} ends once with one message, inline and in a worker, as pi ${pi === "1.6" ? "does" : "does where it can"}`, async () => {
+          const inline = inlineTool("odd", (args) => edge.oddResult(args));
+          const worker = edgeWorkerTool("odd", "oddResult");
+          for (const way of ways) {
+            for (const toolExecution of ["parallel", "sequential"] as const) {
+              // The sibling settles in the same turn: which of the two ends first is pi's too.
+              const calls = [{ name: "odd", arguments: { value, ...way } }, sibling];
+              const expected = await runPi(pi, [inline, fineTool], calls, { toolExecution });
+              const fromInline = await runToolpool(pi, [inline, fineTool], calls, { toolExecution });
+              if (pi === "0.73" && noResult.has(value)) {
+                // pi 0.73.1 emits the call's end event, then rejects the whole batch reading the
+                // missing result's content; toolpool gives the call pi 1.6's error result instead.
+                expect(expected).toMatchObject({ rejected: `TypeError: Cannot read properties of ${value} (reading 'content')` });
+                expect(fromInline).toMatchObject({
+                  messages: [{ isError: true, content: [{ text: `Cannot read properties of ${value} (reading 'isError')` }] }, { isError: false }],
+                });
+              } else {
+                expect(fromInline).toEqual(expected);
+              }
+              const trace = fromInline as Trace;
+              expect(trace.events.filter((event) => (event as BatchEvent).type === "tool_execution_end")).toHaveLength(2);
+              expect(trace.messages).toHaveLength(2);
+              // In a worker, the odd call ends after its inline sibling in a parallel batch: compared in sequence.
+              if (toolExecution === "sequential") expect(await runToolpool(pi, [worker, fineTool], calls, { toolExecution })).toEqual(fromInline);
+            }
+          }
+        });
+      }
+    });
+
+    describe("abort reasons", () => {
+      const gates = new GateController();
+      afterAll(() => gates.close());
+      let run = 0;
+      const reasons: [string, () => unknown][] = [
+        ["a string", () => "stopped by user"],
+        ["an Error", () => new Error("the user pressed stop")],
+        ["a TypeError", () => new TypeError("wrong kind of stop")],
+        ["an object", () => ({ code: 42, by: "user" })],
+        ["none (the default AbortError)", () => undefined],
+      ];
+      for (const [label, reasonOf] of reasons) {
+        for (const busy of [false, true]) {
+          it(`${label} reaches a worker tool ${busy ? "busy in a loop" : "awaiting its abort"} as it reaches pi's inline tool`, async () => {
+            const seen: string[] = [];
+            for (const where of ["pi", "worker"] as const) {
+              const gate = `edge-abort-${pi}-${++run}`;
+              const controller = new AbortController();
+              void gates.whenWaiting(gate).then(() => {
+                const reason = reasonOf();
+                if (reason === undefined) controller.abort();
+                else controller.abort(reason);
+              });
+              // pi's tool awaits its abort: busy in a loop, it would hold the one thread the abort must come from.
+              const outcome =
+                where === "pi"
+                  ? await runPi(
+                      pi,
+                      [inlineTool("wait", (args, _onUpdate, signal) => edge.abortReason(args, { signal }))],
+                      [{ name: "wait", arguments: { gate } }],
+                      {
+                        signal: controller.signal,
+                      },
+                    )
+                  : await runToolpool(pi, [edgeWorkerTool("wait", "abortReason")], [{ name: "wait", arguments: { gate, busy } }], {
+                      signal: controller.signal,
+                    });
+              seen.push(((outcome as Trace).messages[0] as { content: { text: string }[] }).content[0]!.text);
+            }
+            expect(seen[1]).toBe(seen[0]);
+            expect(seen[0]).not.toBe("");
+          });
+        }
+      }
+      it("a reason that cannot cross threads (a function) leaves the worker tool the default AbortError", async () => {
+        const gate = `edge-abort-${pi}-${++run}`;
+        const controller = new AbortController();
+        void gates.whenWaiting(gate).then(() => controller.abort(() => "not cloneable"));
+        const outcome = await runToolpool(pi, [edgeWorkerTool("wait", "abortReason")], [{ name: "wait", arguments: { gate } }], {
+          signal: controller.signal,
+        });
+        expect((outcome as Trace).messages[0]).toMatchObject({ content: [{ text: "DOMException AbortError: This operation was aborted" }] });
+      });
+    });
+  });
+}
+
+describe("A worker thread's first abort", () => {
+  const gates = new GateController();
+  afterAll(() => gates.close());
+  it("loads nothing when it comes: the thread paid for its channel at start-up (Node 22 loaded ~80 modules, ~25 ms, on the first message)", async () => {
+    const runtime = createRuntime({ tools: [edgeWorkerTool("wait", "loadsOnAbort")], pool: { maxThreads: 1, minThreads: 1 } });
+    try {
+      for (const round of [1, 2]) {
+        const gate = `edge-first-abort-${process.pid}-${round}`;
+        const controller = new AbortController();
+        void gates.whenWaiting(gate).then(() => controller.abort());
+        const outcome = await runtime.executeToolCalls(assistantMessageOf([{ name: "wait", arguments: { gate } }]), { signal: controller.signal });
+        expect(outcome.messages[0]).toMatchObject({ isError: false, content: [{ text: "aborted" }], details: { loaded: [] } });
+      }
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("a worker tool that returns a plain value drops a partial sent a microtask later, where pi emits it (README, deliberate differences)", async () => {
+    const calls = [{ name: "sync", arguments: {} }];
+    const inline = inlineTool("sync", (_args, onUpdate) => edge.syncThenPartial({}, { onUpdate }));
+    const expected = await runPi("0.73", [inline], calls);
+    const fromWorker = (await runToolpool("0.73", [edgeWorkerTool("sync", "syncThenPartial")], calls)) as Trace;
+    const updates = (trace: Outcome) => trace.events.filter((event) => (event as BatchEvent).type === "tool_execution_update");
+    expect(updates(expected)).toHaveLength(1);
+    expect(updates(fromWorker)).toHaveLength(0);
+    expect(fromWorker.events.filter((event) => (event as BatchEvent).type !== "tool_execution_update")).toEqual(
+      expected.events.filter((event) => (event as BatchEvent).type !== "tool_execution_update"),
+    );
+  });
+});
