@@ -39,8 +39,20 @@ const batchCount = Number(process.env.RANDOM_BATCHES ?? 500);
 /** At most this many calls a batch, all of them able to wait at their gates at once. */
 const maxCalls = 6;
 
-type BeforePlan = { kind: "none" } | { kind: "block"; reason: string | undefined; terminate?: boolean } | { kind: "throw"; message: string };
-type AfterPlan = { kind: "none" } | { kind: "result"; result: AfterToolCallResult } | { kind: "throw"; message: string };
+type BeforePlan =
+  | { kind: "none" }
+  | { kind: "block"; reason: string | undefined; terminate?: boolean }
+  | { kind: "throw"; message: string }
+  /** Changes the validated arguments in place and lets the call run with them. */
+  | { kind: "mutate" };
+type AfterPlan =
+  | { kind: "none" }
+  | { kind: "result"; result: AfterToolCallResult }
+  | { kind: "throw"; message: string }
+  /** Changes the executed result in place and returns nothing. */
+  | { kind: "mutate" };
+/** Where a hook or the event sink aborts the batch, with `abortReason`. */
+type AbortPlan = { kind: "afterToolCall"; index: number } | { kind: "event"; type: "tool_execution_start" | "tool_execution_end"; index: number };
 
 interface BatchPlan {
   flavor: Flavor;
@@ -51,6 +63,10 @@ interface BatchPlan {
   abortAt?: number;
   /** pi 1.6: `"length"` for a truncated response. */
   stopReason?: string;
+  /** An abort from `afterToolCall` or the sink. */
+  abortPlan?: AbortPlan;
+  /** What the batch is aborted with. @default none: the AbortError */
+  abortReason?: { value: unknown };
 }
 
 const text = fc.constantFrom("one", "two", "ünï", "", "a longer text with spaces");
@@ -192,6 +208,101 @@ function withPi16Additions(plan: fc.Arbitrary<BatchPlan>): fc.Arbitrary<BatchPla
   );
 }
 
+/** Odd values a `work` call may return instead of a result (see fixtures/tools/edge-cases.mjs). */
+const oddValues = ["string", "number", "empty", "array", "noContent", "nullContent"];
+/** pi 0.73.1 rejects the whole batch for these (README, deliberate differences): only pi 1.6's runs have them. */
+const noResultValues = ["null", "undefined"];
+const abortReasons: fc.Arbitrary<{ value: unknown } | undefined> = fc.constantFrom(
+  undefined,
+  { value: "stopped by user" },
+  { value: new Error("the user pressed stop") },
+  { value: { code: 42, by: "user" } },
+);
+
+/**
+ * What the suites had not reached: execute returning a plain value at once,
+ * odd return values, partials changed after sending and sent microtasks
+ * after the tool settled (inline tools: a worker drops those by design),
+ * hooks that change arguments or results in place, and aborts from
+ * `afterToolCall` or from the sink as it receives a start or end event, with
+ * a reason of the caller's, which the stopped calls report.
+ */
+function withEdgeAdditions(plan: fc.Arbitrary<BatchPlan>, pi: PiVersion): fc.Arbitrary<BatchPlan> {
+  const odd = pi === "1.6" ? [...oddValues, ...noResultValues] : oddValues;
+  return plan.chain((base) =>
+    fc
+      .record({
+        calls: fc.tuple(
+          ...base.calls.map(() =>
+            fc.record({
+              sync: fc.oneof({ weight: 7, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
+              returns: fc.oneof({ weight: 7, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constantFrom(...odd) }),
+              mutate: fc.boolean(),
+              lateAt: fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.nat(4) }),
+              before: fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constant({ kind: "mutate" as const }) }),
+              after: fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.constant({ kind: "mutate" as const }) }),
+            }),
+          ),
+        ),
+        abortPlan: fc.oneof(
+          { weight: 6, arbitrary: fc.constant(undefined) },
+          { weight: 1, arbitrary: fc.record({ kind: fc.constant("afterToolCall" as const), index: fc.nat(maxCalls - 1) }) },
+          {
+            weight: 2,
+            arbitrary: fc.record({
+              kind: fc.constant("event" as const),
+              type: fc.constantFrom("tool_execution_start" as const, "tool_execution_end" as const),
+              index: fc.nat(maxCalls - 1),
+            }),
+          },
+        ),
+        abortReason: abortReasons,
+      })
+      .map(({ calls, abortPlan, abortReason }) => {
+        const isParallel = base.mode === "parallel" && !base.calls.some((c) => c.name === "serial");
+        let syncWorkers = 0;
+        // A worker call that returns at once ends whenever its thread answers: before or after the
+        // partials other threads send meanwhile. In a parallel batch of worker calls, only where none sends any.
+        const othersSendPartials = base.calls.some((c) => "updates" in c.arguments);
+        const hasAbort = (abortPlan !== undefined && abortPlan.index < base.calls.length) || base.abortAt !== undefined;
+        const plannedCalls = base.calls.map((planCall, index) => {
+          const edge = calls[index]!;
+          const isWork = planCall.name === "work";
+          const extra: Record<string, unknown> = {};
+          if (isWork) {
+            // Two worker calls returning at once would end in whichever order their threads answer.
+            if (edge.sync && !(base.flavor === "worker" && isParallel && (othersSendPartials || syncWorkers++ > 0))) extra.sync = true;
+            if (edge.returns !== undefined) extra.returns = edge.returns;
+            if (edge.mutate) extra.mutate = true;
+            // pi 0.73.1 emits a late partial at once, even while an afterToolCall hook runs; toolpool
+            // delivers it after the hook (README, deliberate difference 1): pi 1.6's rule only.
+            if (edge.lateAt !== undefined && base.flavor === "inline" && pi === "1.6") extra.lateAt = edge.lateAt;
+            if (hasAbort && abortReason !== undefined) extra.showReason = true;
+          }
+          return {
+            ...planCall,
+            arguments: { ...planCall.arguments, ...extra },
+            before: edge.before ?? planCall.before,
+            after: edge.after ?? planCall.after,
+          };
+        });
+        // Calls that return at once finish together, so their afterToolCall hooks overlap in pi
+        // (where deliberate difference 1 shows), and a worker one ends while the others' threads may
+        // still be on their way to their gates. In a parallel batch with such a call, an abort comes
+        // only from a start event: during preparation, before anything runs.
+        const target = abortPlan === undefined ? undefined : plannedCalls[abortPlan.index];
+        const hasSyncCall = plannedCalls.some((c) => (c.arguments as Record<string, unknown>).sync === true);
+        const isRacy = isParallel && hasSyncCall && !(abortPlan?.kind === "event" && abortPlan.type === "tool_execution_start");
+        return {
+          ...base,
+          calls: plannedCalls,
+          ...(abortPlan === undefined || target === undefined || isRacy ? {} : { abortPlan }),
+          ...(abortReason === undefined ? {} : { abortReason }),
+        };
+      }),
+  );
+}
+
 const batchPlan: fc.Arbitrary<BatchPlan> = fc
   .record({
     flavor: fc.constantFrom<Flavor>("inline", "worker"),
@@ -257,8 +368,15 @@ function scenarioOf(plan: BatchPlan): Scenario {
     releaseOrder: plan.releaseOrder.map((index) => `c${index + 1}`),
     ...(plan.abortAt === undefined ? {} : { abortInBeforeToolCall: `c${plan.abortAt + 1}` }),
     ...(plan.stopReason === undefined ? {} : { stopReason: plan.stopReason }),
-    beforeToolCall: ({ toolCall }): BeforeToolCallResult | undefined => {
+    ...(plan.abortPlan?.kind === "afterToolCall" ? { abortInAfterToolCall: `c${plan.abortPlan.index + 1}` } : {}),
+    ...(plan.abortPlan?.kind === "event" ? { abortOnEvent: { type: plan.abortPlan.type, toolCallId: `c${plan.abortPlan.index + 1}` } } : {}),
+    ...(plan.abortReason === undefined ? {} : { abortReason: plan.abortReason.value }),
+    beforeToolCall: ({ toolCall, args }): BeforeToolCallResult | undefined => {
       const before = planOf(toolCall.id).before;
+      if (before.kind === "mutate") {
+        if (typeof args === "object" && args !== null) (args as Record<string, unknown>).text = "changed by beforeToolCall";
+        return undefined;
+      }
       if (before.kind === "throw") throw new Error(before.message);
       if (before.kind !== "block") return undefined;
       return {
@@ -267,8 +385,16 @@ function scenarioOf(plan: BatchPlan): Scenario {
         ...(before.terminate === undefined ? {} : { terminate: before.terminate }),
       };
     },
-    afterToolCall: ({ toolCall }): AfterToolCallResult | undefined => {
+    afterToolCall: ({ toolCall, result }): AfterToolCallResult | undefined => {
       const after = planOf(toolCall.id).after;
+      if (after.kind === "mutate") {
+        if (typeof result === "object" && result !== null) {
+          const changed = result as unknown as Record<string, unknown>;
+          changed.details = { changedBy: "afterToolCall" };
+          if (Array.isArray(changed.content)) changed.content.push({ type: "text", text: "added by afterToolCall" });
+        }
+        return undefined;
+      }
       if (after.kind === "throw") throw new Error(after.message);
       return after.kind === "result" ? { ...after.result } : undefined;
     },
@@ -277,7 +403,7 @@ function scenarioOf(plan: BatchPlan): Scenario {
 
 for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
   describe.skipIf(pi === "1.6" && !supportsPi16())(`toolpool against pi ${pi === "1.6" ? "1.6.0" : "0.73.1"}, randomized batches`, () => {
-    const plans = pi === "1.6" ? withPi16Additions(batchPlan) : batchPlan;
+    const plans = withEdgeAdditions(pi === "1.6" ? withPi16Additions(batchPlan) : batchPlan, pi);
     const gates = new GateController();
     const runtimes = new Map<string, SharedRuntime>();
     const runtimeFor = (flavor: Flavor, mode: Mode): SharedRuntime => {
@@ -295,7 +421,25 @@ for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
     });
 
     it(`gives pi's events, messages and hook views for ${batchCount} generated batches (seed ${seed})`, { timeout: 600_000 }, async () => {
-      const tally = { batches: 0, calls: 0, parallel: 0, worker: 0, terminated: 0, errorResults: 0, endEvents: 0, aborted: 0, truncated: 0 };
+      const tally = {
+        batches: 0,
+        calls: 0,
+        parallel: 0,
+        worker: 0,
+        terminated: 0,
+        errorResults: 0,
+        endEvents: 0,
+        aborted: 0,
+        truncated: 0,
+        /** What the edge additions reached. */
+        syncReturns: 0,
+        oddReturns: 0,
+        mutatedPartials: 0,
+        latePartials: 0,
+        mutatingHooks: 0,
+        abortsFromHookOrSink: 0,
+        abortReasons: 0,
+      };
       await fc.assert(
         fc.asyncProperty(plans, async (plan) => {
           const scenario = scenarioOf(plan);
@@ -315,6 +459,14 @@ for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
           if (oracle.terminate) tally.terminated++;
           if (plan.abortAt !== undefined) tally.aborted++;
           if (plan.stopReason !== undefined) tally.truncated++;
+          const argsOf = (c: BatchPlan["calls"][number]) => c.arguments as Record<string, unknown>;
+          tally.syncReturns += plan.calls.filter((c) => argsOf(c).sync === true).length;
+          tally.oddReturns += plan.calls.filter((c) => argsOf(c).returns !== undefined).length;
+          tally.mutatedPartials += plan.calls.filter((c) => argsOf(c).mutate === true && Array.isArray(argsOf(c).updates)).length;
+          tally.latePartials += plan.calls.filter((c) => argsOf(c).lateAt !== undefined).length;
+          tally.mutatingHooks += plan.calls.filter((c) => c.before.kind === "mutate" || c.after.kind === "mutate").length;
+          if (plan.abortPlan !== undefined) tally.abortsFromHookOrSink++;
+          if (plan.abortReason !== undefined && (plan.abortPlan !== undefined || plan.abortAt !== undefined)) tally.abortReasons++;
           tally.errorResults += (oracle.messages as { isError: boolean }[]).filter((message) => message.isError).length;
           tally.endEvents += (oracle.events as { type: string }[]).filter((event) => event.type === "tool_execution_end").length;
         }),
@@ -330,6 +482,11 @@ for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
         expect(tally.aborted).toBeGreaterThan(0);
         expect(tally.truncated).toBeGreaterThan(0);
       }
+      // Every edge dimension is reached by a run of the default size.
+      for (const reached of ["syncReturns", "oddReturns", "mutatedPartials", "mutatingHooks", "abortsFromHookOrSink", "abortReasons"] as const) {
+        expect(tally[reached], reached).toBeGreaterThan(0);
+      }
+      if (pi === "1.6") expect(tally.latePartials).toBeGreaterThan(0);
     });
   });
 }

@@ -44,24 +44,13 @@ export class CallSignals {
   }
 
   /**
-   * Aborts call `seq`: a flag a busy tool can poll, and a message that fires
-   * its signal with `reason` (the batch signal's), as structured clone
-   * carries it; a `DOMException` by its name and message (Node 20 clones it
-   * as a bare object). A reason that cannot be cloned is left out: the
-   * tool's signal then has the default `AbortError`.
+   * Aborts call `seq`: a message that fires its signal with the given
+   * abort message's reason (see {@link abortMessageOf}), then a flag a busy
+   * tool can poll, which finds the message already on its channel.
    */
-  abort(seq: number, reason?: unknown): void {
-    const message: AbortMessage = { abort: seq };
-    if (reason instanceof DOMException) message.domException = { name: reason.name, message: reason.message };
-    else if (reason !== undefined) message.reason = reason;
-    try {
-      this.#control.postMessage(message);
-    } catch {
-      this.#control.postMessage({ abort: seq } satisfies AbortMessage);
-    }
-    // The flag after the message: a busy tool that sees the flag finds the
-    // reason already on its channel.
-    Atomics.store(this.#abortFlags, seq & flagSlotMask, seq);
+  abort(message: AbortMessage): void {
+    this.#control.postMessage(message);
+    Atomics.store(this.#abortFlags, message.abort & flagSlotMask, message.abort);
   }
 
   /** Whether `threadId` retired itself (it must take no further call). */
@@ -87,4 +76,21 @@ export class CallSignals {
   close(): void {
     this.#control.close();
   }
+}
+
+/**
+ * The message that aborts call `seq` with `reason` (the batch signal's), as
+ * structured clone carries it: a `DOMException` by its name and message
+ * (Node 20 clones it as a bare object); a reason that cannot be cloned is
+ * left out, and the tool's signal then has the default `AbortError`.
+ */
+export function abortMessageOf(seq: number, reason: unknown): AbortMessage {
+  if (reason instanceof DOMException) return { abort: seq, domException: { name: reason.name, message: reason.message } };
+  if (reason === undefined) return { abort: seq };
+  try {
+    structuredClone(reason);
+  } catch {
+    return { abort: seq };
+  }
+  return { abort: seq, reason };
 }

@@ -7,7 +7,7 @@
 import type { AgentToolResult } from "../types.js";
 import type { InstanceCall, PiscinaInstance } from "./piscina-instances.js";
 import type { WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
-import type { WorkerReply, WorkerTask } from "./protocol.js";
+import type { AbortMessage, WorkerReply, WorkerTask } from "./protocol.js";
 import type { PoolTool } from "./tool-numbering.js";
 
 /**
@@ -37,6 +37,8 @@ export interface PoolCall extends InstanceCall {
   runMs: number | undefined;
   killReason: "timeout" | "aborted" | "reply-lost" | undefined;
   isAborted: boolean;
+  /** The message that aborted it, for a thread that takes the call afterwards. */
+  abortMessage: AbortMessage | undefined;
   updatesSeen: number;
   /** In `replied`: the worker's reply. */
   reply: WorkerReply | undefined;
@@ -70,6 +72,7 @@ export function createPoolCall(
     runMs: undefined,
     killReason: undefined,
     isAborted: false,
+    abortMessage: undefined,
     updatesSeen: 0,
     reply: undefined,
     timeoutTimer: undefined,

@@ -36,6 +36,11 @@ export interface WorkerTask {
   args: unknown;
   /** W3C `traceparent` of the call's span; present only when the call is traced. */
   traceparent?: string;
+  /**
+   * Present when the call was aborted before it reached its thread: the
+   * abort message, which a thread started since was not there to hear.
+   */
+  aborted?: AbortMessage;
 }
 
 /** What a worker needs to know of a tool, sent once per thread. */

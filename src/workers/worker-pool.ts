@@ -26,7 +26,7 @@ import { movedReason, PiscinaInstances, type PiscinaWorker } from "./piscina-ins
 import { createPoolCall, outcomeOf, type PoolCall } from "./pool-call.js";
 import { AbortGroups } from "./abort-groups.js";
 import { BusyWindow } from "./busy-window.js";
-import { CallSignals } from "./call-signals.js";
+import { abortMessageOf, CallSignals } from "./call-signals.js";
 import { ThreadRecords } from "./thread-records.js";
 import { ToolNumbering } from "./tool-numbering.js";
 import type { CallTiming, PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
@@ -366,13 +366,17 @@ export class WorkerPool implements ToolCallPool {
     this.#queued -= 1;
     const { timeoutMs } = call.request.tool;
     if (timeoutMs !== undefined) call.timeoutTimer = this.#clock.setTimeout(() => this.#terminate(call, "timeout"), timeoutMs);
-    if (call.isAborted) this.#startGracePeriod(call);
+    if (call.isAborted) {
+      call.task!.aborted = call.abortMessage;
+      this.#startGracePeriod(call);
+    }
   }
 
   #abort(call: PoolCall): void {
     if (call.isAborted || call.phase === "settled") return;
     call.isAborted = true;
-    this.#signals.abort(call.seq, call.request.signal?.reason);
+    call.abortMessage = abortMessageOf(call.seq, call.request.signal?.reason);
+    this.#signals.abort(call.abortMessage);
     if (call.phase === "running") this.#startGracePeriod(call);
     if (this.#spread !== undefined) this.#spread.onCallAborted(call.seq);
   }

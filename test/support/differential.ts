@@ -4,6 +4,7 @@ import {
   type AfterToolCallContext,
   type AfterToolCallResult,
   type AgentTool,
+  type AgentToolResult,
   type AssistantMessage,
   type BatchEvent,
   type BatchOutcome,
@@ -44,6 +45,12 @@ export interface Scenario {
   abortAfter?: string;
   /** Abort the batch inside `beforeToolCall` of this call, before the scenario's own hook answers. */
   abortInBeforeToolCall?: string;
+  /** Abort the batch inside `afterToolCall` of this call, before the scenario's own hook answers. */
+  abortInAfterToolCall?: string;
+  /** Abort the batch inside the event sink, as it receives the first event of this type for this call. */
+  abortOnEvent?: { type: BatchEvent["type"]; toolCallId: string };
+  /** What every abort of the scenario aborts with (`controller.abort(reason)`). @default none: pi's AbortError */
+  abortReason?: unknown;
   /** The assistant message's `stopReason` (pi 1.6 fails every call of a `"length"` message). @default "toolUse" */
   stopReason?: string;
 }
@@ -111,8 +118,9 @@ function scriptedTool(flavor: Flavor, name: string, extra: Partial<AgentTool> = 
     parameters,
     ...(prepareArguments ? { prepareArguments } : {}),
     ...extra,
-    execute: (toolCallId, args, signal, onUpdate) =>
-      run(args as Record<string, unknown>, { toolCallId, signal: signal as AbortSignal, onUpdate: onUpdate ?? (() => {}) }),
+    // A `sync` call's execute returns a plain value, as JavaScript tools may: it goes to pi and toolpool as it is.
+    execute: ((toolCallId: string, args: unknown, signal?: AbortSignal, onUpdate?: (partial: AgentToolResult<unknown>) => void) =>
+      run(args as Record<string, unknown>, { toolCallId, signal: signal as AbortSignal, onUpdate: onUpdate ?? (() => {}) })) as AgentTool["execute"],
   };
 }
 
@@ -168,6 +176,19 @@ export async function runScenario(
   const ended = new Map(calls.map((call) => [call.id, deferred()]));
   const controller = new AbortController();
   let abortIndex = { events: Infinity, hooks: Infinity };
+  const abort = () => {
+    if ("abortReason" in scenario) controller.abort(scenario.abortReason);
+    else controller.abort();
+  };
+  /**
+   * An abort from a hook or the sink while calls may be running: the calls it
+   * stops end in a race between threads from here on (see `sortTail`).
+   */
+  const abortHere = () => {
+    if (controller.signal.aborted) return;
+    abortIndex = { events: events.length, hooks: hooks.length };
+    abort();
+  };
 
   // A call's partials travel to the coordinator apart from its gate's
   // "waiting" message (from a worker, on another channel): before a gate
@@ -177,6 +198,10 @@ export async function runScenario(
   for (const count of updates.values()) if (count.expected === 0) count.delivered.resolve();
   const emit = async (event: BatchEvent): Promise<void> => {
     events.push(structuredCloneJson(event));
+    const { abortOnEvent } = scenario;
+    if (abortOnEvent !== undefined && event.type === abortOnEvent.type && "toolCallId" in event && event.toolCallId === abortOnEvent.toolCallId) {
+      abortHere();
+    }
     if (event.type === "tool_execution_update") {
       const count = updates.get(event.toolCallId);
       if (count !== undefined && ++count.seen === count.expected) count.delivered.resolve();
@@ -186,7 +211,7 @@ export async function runScenario(
   const beforeToolCall = scenario.beforeToolCall
     ? async (context: BeforeToolCallContext) => {
         hooks.push({ hook: "before", ...snapshotHookContext(context, assistantMessage) });
-        if (scenario.abortInBeforeToolCall === context.toolCall.id) controller.abort();
+        if (scenario.abortInBeforeToolCall === context.toolCall.id) abort();
         return scenario.beforeToolCall!(context);
       }
     : undefined;
@@ -198,6 +223,7 @@ export async function runScenario(
           result: structuredCloneJson(context.result),
           isError: context.isError,
         });
+        if (scenario.abortInAfterToolCall === context.toolCall.id) abortHere();
         return scenario.afterToolCall!(context);
       }
     : undefined;
@@ -230,6 +256,9 @@ export async function runScenario(
     }
     for (const [index, id] of order.entries()) {
       if (!(await settles(id))) continue;
+      // Aborted from a hook or the sink: every call at its gate is being stopped by its signal;
+      // opening a gate now would race that abort to a worker thread (pi's inline call already lost it).
+      if (controller.signal.aborted) return;
       gates.open(prefix + id);
       await ended.get(id)!.promise;
       if (lateUpdaters.has(id)) {
@@ -242,7 +271,7 @@ export async function runScenario(
         // all of them wait, so that each one is stopped at its gate.
         if (!isSequential) await Promise.all(order.slice(index + 1).map(settles));
         abortIndex = { events: events.length, hooks: hooks.length };
-        controller.abort();
+        abort();
         return;
       }
     }
@@ -302,7 +331,11 @@ export async function runScenario(
   return {
     // After an abort, the calls it stops end in a race between threads: their
     // relative order is not part of the contract.
-    events: sortTail(events.map(normalize), abortIndex.events, (event) => (event as BatchEvent).type === "tool_execution_end"),
+    // (With worker tools, a stopped call's partials race with the others' ends too.)
+    events: sortTail(events.map(normalize), abortIndex.events, (event) => {
+      const { type } = event as BatchEvent;
+      return type === "tool_execution_end" || (flavor === "worker" && type === "tool_execution_update");
+    }),
     messages: outcome.messages.map(normalize),
     terminate: outcome.terminate,
     hooks: sortTail(hooks.map(normalize), abortIndex.hooks, () => true),

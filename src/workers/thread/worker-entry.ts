@@ -111,6 +111,8 @@ const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "ab
 const reasonGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "reason")!.get!;
 
 export default function runWorkerTask(task: WorkerTask): unknown {
+  // Aborted before it got here: this thread may have started after the message.
+  if (task.aborted !== undefined) takeAbortMessage(task.aborted);
   let tool = tools.get(task.tool);
   if (task.definition !== undefined && tool === undefined) tools.set(task.tool, (tool = { ...task.definition, execute: undefined }));
   if (tool === undefined) {
