@@ -54,6 +54,11 @@ const cases: { name: string; toolCall: ToolCall; aborted?: boolean }[] = [
   { name: "an afterToolCall that keeps fields", toolCall: call("kept", "work", { structured: { a: 1 } }) },
   { name: "a throwing afterToolCall", toolCall: call("throws-after", "work") },
   { name: "prepareArguments", toolCall: call("legacy", "legacy", { q: "old" }) },
+  { name: "prepareArguments that throws", toolCall: call("legacy-throws", "legacy", { explode: "old shape" }) },
+  { name: "execute returning a plain value", toolCall: call("sync", "work", { sync: true, text: "at once", updates: ["a"] }) },
+  { name: "execute returning null", toolCall: call("null", "work", { returns: "null" }) },
+  { name: "execute returning undefined at once", toolCall: call("undefined", "work", { sync: true, returns: "undefined" }) },
+  { name: "execute returning a string", toolCall: call("string", "work", { returns: "string" }) },
   { name: "an aborted signal, checked first", toolCall: call("aborted", "work"), aborted: true },
 ];
 
