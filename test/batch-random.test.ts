@@ -102,7 +102,13 @@ const call = fc.oneof(
     arbitrary: fc.record({
       name: fc.constant("legacy"),
       // (`explode`: prepareArguments throws.)
-      arguments: fc.constantFrom<Record<string, unknown>>({ q: "old" }, { query: "new", limit: "3" }, { q: 42 }, { nothing: 1 }, { explode: "old shape" }),
+      arguments: fc.constantFrom<Record<string, unknown>>(
+        { q: "old" },
+        { query: "new", limit: "3" },
+        { q: 42 },
+        { nothing: 1 },
+        { explode: "old shape" },
+      ),
     }),
   },
   { weight: 1, arbitrary: fc.record({ name: fc.constant("serial"), arguments: fc.record({ text }, { requiredKeys: [] }) }) },
