@@ -52,10 +52,17 @@ const probe: [string, object, unknown][] = [
   ["a nested required property missing", plain, { value: "x", nested: {} }],
   ['"0.5" for a bounded number (TypeBox schema)', typebox, { value: "x", ratio: "0.5" }],
   ["a valid number under a string-first anyOf", plain, { value: "x", either: 5 }],
+  // With two properties or more, TypeBox's Convert turns the enum's 0 into "0" by the additional
+  // properties' schema: pi rejects arguments that pass a plain check.
+  [
+    "an Enum property beside additional properties given by a schema (TypeBox schema)",
+    Type.Object({ count: Type.Number(), mode: Type.Enum([0, 1]) }, { additionalProperties: Type.String() }),
+    { count: 1, mode: 0 },
+  ],
 ];
 
 describe("validateToolArguments against pi-ai 0.73.1", () => {
-  it("holds 22 probe inputs", () => expect(probe).toHaveLength(22));
+  it("holds 23 probe inputs", () => expect(probe).toHaveLength(23));
 
   it.each(probe)("%s: same validated arguments or the same full text", (_name, schema, args) => {
     expect(validateWithToolpool("probe", schema, args)).toEqual(validateWithPi("probe", schema, args));

@@ -84,7 +84,8 @@ export function validateToolArguments(toolName: string, schema: JsonSchema, rawA
  * that a valid call may skip both. False as soon as the schema holds, anywhere:
  * a union (`anyOf`, `oneOf`, `allOf`, a list of types; pi's union step may
  * turn a valid `5` into `"5"` when the string member comes first), a
- * reference, a tuple, pattern properties, a TypeBox kind whose Convert is not
+ * reference, a tuple, pattern properties, additional properties given by a
+ * schema, a TypeBox kind whose Convert is not
  * known to keep valid values, a property name TypeBox's Convert would read as
  * a regular expression (it matches keys with `^NAME$`), or one that pi's
  * coercion finds on every object (`constructor`). Computed once per schema.
@@ -110,6 +111,9 @@ function keepsValidValues(node: unknown): boolean {
   if (kind !== undefined && !(typeof kind === "string" && keepingKinds.has(kind))) return false;
   if (unionKeywords.some((keyword) => keyword in node)) return false;
   if (Array.isArray(node.type) || Array.isArray(node.items)) return false;
+  // TypeBox's Convert of an object whose additionalProperties is a schema
+  // converts some declared properties by it too (an Enum of 0 becomes "0").
+  if (isRecord(node.additionalProperties)) return false;
   if (isRecord(node.properties)) {
     const names = Object.keys(node.properties);
     if (names.some((name) => name in Object.prototype || !plainPropertyName.test(name))) return false;
