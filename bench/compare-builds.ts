@@ -12,8 +12,10 @@
  * ```
  *
  * `--pi 1.6` runs the after build with pi 1.6's rules (the before build as it
- * is). Figures are µs of main-thread wall time per call; the ratio is after /
- * before, per repetition (paired) and of the medians.
+ * is). `--tool inline` makes the no-op an inline tool (its execute on the
+ * main thread, as pi runs it) instead of a worker tool. Figures are µs of
+ * main-thread wall time per call; the ratio is after / before, per
+ * repetition (paired) and of the medians.
  */
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
@@ -34,12 +36,17 @@ const { values } = parseArgs({
     "in-flight": { type: "string", default: "64" },
     reps: { type: "string", default: "7" },
     threads: { type: "string", default: "1" },
+    tool: { type: "string", default: "worker" },
   },
 });
 if (values.before === undefined || values.after === undefined) {
   console.error(
-    "usage: compare-builds --before PATH/dist/index.js --after PATH/dist/index.js [--pi 1.6] [--calls N] [--in-flight N] [--reps N] [--threads N]",
+    "usage: compare-builds --before PATH/dist/index.js --after PATH/dist/index.js [--pi 1.6] [--tool worker|inline] [--calls N] [--in-flight N] [--reps N] [--threads N]",
   );
+  process.exit(2);
+}
+if (values.tool !== "worker" && values.tool !== "inline") {
+  console.error(`compare-builds: --tool must be "worker" or "inline", got ${JSON.stringify(values.tool)}`);
   process.exit(2);
 }
 const calls = Number(values.calls);
@@ -50,10 +57,16 @@ const noopModule = new URL("./tools/noop.js", import.meta.url);
 
 type Build = { name: string; runtime: Toolpool.Runtime };
 
+const noopResult: Toolpool.AgentToolResult<unknown> = { content: [{ type: "text", text: "ok" }], details: {} };
+
 async function load(name: string, path: string, pi: string | undefined): Promise<Build> {
   const toolpool = (await import(pathToFileURL(resolve(path)).href)) as typeof Toolpool;
+  const noop: Toolpool.ToolDefinition =
+    values.tool === "inline"
+      ? { name: "noop", label: "noop", description: "Returns a constant", parameters: noopParameters, execute: async () => noopResult }
+      : toolpool.workerTool({ name: "noop", description: "Returns a constant", parameters: noopParameters, module: noopModule });
   const runtime = toolpool.createRuntime({
-    tools: [toolpool.workerTool({ name: "noop", description: "Returns a constant", parameters: noopParameters, module: noopModule })],
+    tools: [noop],
     pool: { maxThreads: threads, minThreads: threads },
     ...(pi === undefined ? {} : { pi: pi as Toolpool.PiVersion }),
   });
