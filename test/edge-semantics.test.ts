@@ -68,16 +68,19 @@ interface RunOptions {
   slowSink?: boolean;
   /** @default "parallel" */
   toolExecution?: "parallel" | "sequential";
+  /** The sink throws (synchronously) when it receives an update event. */
+  throwOnUpdate?: boolean;
 }
 
-function recorder(options: RunOptions): { events: unknown[]; emit: (event: BatchEvent) => Promise<void> } {
+function recorder(options: RunOptions): { events: unknown[]; emit: (event: BatchEvent) => Promise<void> | undefined } {
   const events: unknown[] = [];
   return {
     events,
     // The event as it is when the sink receives it: what a transcript writer would keep.
-    emit: async (event) => {
+    emit: (event) => {
       events.push(normalize(event));
-      if (options.slowSink) await new Promise((resolve) => setImmediate(resolve));
+      if (options.throwOnUpdate && event.type === "tool_execution_update") throw new Error("the sink refused an update");
+      return options.slowSink ? new Promise((resolve) => setImmediate(resolve)) : Promise.resolve();
     },
   };
 }
@@ -94,6 +97,7 @@ async function runPi(pi: PiVersion, tools: AgentTool[], calls: CallSpec[], optio
       emit,
       pi,
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.throwOnUpdate ? { syncSink: true } : {}),
     });
     return { events, messages: outcome.messages.map(normalize), terminate: outcome.terminate };
   } catch (error) {
@@ -185,6 +189,23 @@ for (const pi of piVersions) {
         });
       }
 
+      it("takes draft-04's boolean exclusiveMinimum as pi does", async () => {
+        const schema: JsonSchema = {
+          $schema: "http://json-schema.org/draft-04/schema#",
+          type: "object",
+          properties: { n: { type: "number", minimum: 0, exclusiveMinimum: true } },
+          required: ["n"],
+        };
+        const piTool = inlineTool("work", (args) => edge.echoArguments(args), schema);
+        const calls = [
+          { name: "work", arguments: { n: 5 } },
+          { name: "work", arguments: { n: -1 } },
+        ];
+        const expected = await runPi(pi, [piTool], calls);
+        expect((expected as Trace).messages).toHaveLength(2);
+        expect(await runToolpool(pi, [piTool], calls)).toEqual(expected);
+      });
+
       it("still refuses a schema malformed under its own draft, naming the tool and the fault", () => {
         const parameters = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", prefixItems: 3 };
         expect(() => createRuntime({ pi, tools: [inlineTool("broken", () => undefined, parameters)] })).toThrow(
@@ -272,6 +293,49 @@ for (const pi of piVersions) {
         const expected = await runPi(pi, [mutating, fineTool], calls, { slowSink: true });
         expect(JSON.stringify(expected)).toContain('"step":2');
         expect(await runToolpool(pi, [mutating, fineTool], calls, { slowSink: true })).toEqual(expected);
+      });
+    });
+
+    describe("a result whose isError cannot be read", () => {
+      it("is the call's error result where pi reads it, and the batch goes on", async () => {
+        const tools = [
+          fineTool,
+          inlineTool("bad", async () => {
+            // Throws on the first read only: the sink's copy of what pi 0.73 passes on (it never reads it) can be made.
+            let reads = 0;
+            return {
+              content: [{ type: "text", text: "looks fine" }],
+              details: {},
+              get isError(): boolean | undefined {
+                if (reads++ === 0) throw new Error("isError getter exploded");
+                return undefined;
+              },
+            };
+          }),
+        ];
+        const calls = [{ name: "bad", arguments: {} }, sibling];
+        const expected = await runPi(pi, tools, calls);
+        // pi 0.73.1 never reads it: the first read is the sink's, whose throw rejects the batch in both.
+        if (pi === "1.6") {
+          expect(expected).not.toHaveProperty("rejected");
+          expect(JSON.stringify(expected)).toContain("isError getter exploded");
+        }
+        expect(await runToolpool(pi, tools, calls)).toEqual(expected);
+      });
+    });
+
+    describe("an event sink that throws at once on an update", () => {
+      const throwingSink = { throwOnUpdate: true };
+      it("throws into an inline tool's onUpdate, as pi's does", async () => {
+        const tools = [inlineTool("sends", (_args, onUpdate) => edge.sendsOnePartial({}, { onUpdate }))];
+        const calls = [{ name: "sends", arguments: {} }];
+        const expected = await runPi(pi, tools, calls, throwingSink);
+        expect(JSON.stringify(expected)).toContain("onUpdate threw: the sink refused an update");
+        expect(await runToolpool(pi, tools, calls, throwingSink)).toEqual(expected);
+      });
+      it("rejects a batch of a worker tool with the sink's error, never as an unhandled rejection", async () => {
+        const outcome = await runToolpool(pi, [edgeWorkerTool("sends", "sendsOnePartial")], [{ name: "sends", arguments: {} }], throwingSink);
+        expect(outcome).toMatchObject({ rejected: "Error: the sink refused an update" });
       });
     });
 
@@ -366,6 +430,75 @@ for (const pi of piVersions) {
     });
   });
 }
+
+describe("A forced close", () => {
+  it("ends a runToolCall whose onUpdate never settles, and nothing the tool sends afterwards is delivered", async () => {
+    const sent: string[] = [];
+    const hanging = inlineTool("hang", (_args, onUpdate) => {
+      onUpdate({ content: [{ type: "text", text: "before the close" }], details: {} });
+      const timer = setInterval(() => onUpdate({ content: [{ type: "text", text: "after the close" }], details: {} }), 1);
+      return new Promise(() => {}).finally(() => clearInterval(timer));
+    });
+    const runtime = createRuntime({ tools: [hanging] });
+    let stopTimer: NodeJS.Timeout | undefined;
+    try {
+      const call = runtime.runToolCall(
+        { type: "toolCall", id: "h1", name: "hang", arguments: {} },
+        {
+          onUpdate: (partial) => {
+            sent.push((partial.content[0] as { text: string }).text);
+            return new Promise(() => {}) as never;
+          },
+        },
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      await runtime.close({ force: true });
+      const outcome = await call;
+      expect(outcome).toMatchObject({ isError: true, result: { details: { code: "TP_ERR_CLOSED" } } });
+      const count = sent.length;
+      await new Promise((resolve) => (stopTimer = setTimeout(resolve, 20)));
+      expect(sent.length).toBe(count);
+      expect(sent[0]).toBe("before the close");
+    } finally {
+      clearTimeout(stopTimer);
+    }
+  });
+});
+
+describe("Abort reasons heard by a thread", () => {
+  const gates = new GateController();
+  afterAll(() => gates.close());
+  it("keep the running call's reason however many other calls' aborts come after it", { timeout: 120_000 }, async () => {
+    const runtime = createRuntime({
+      tools: [edgeWorkerTool("wait", "reasonAfterGate"), edgeWorkerTool("other", "abortReason")],
+      // The waiting call looks at its signal only once its gate opens: no deadline for stopping.
+      pool: { maxThreads: 2, minThreads: 2, abortGraceMs: 600_000 },
+    });
+    try {
+      const gate = `edge-heard-${process.pid}`;
+      const mine = new AbortController();
+      const running = runtime.executeToolCalls(assistantMessageOf([{ name: "wait", arguments: { gate } }]), { signal: mine.signal });
+      await gates.whenWaiting(gate);
+      mine.abort("the first reason");
+      // 300 calls, one after another on the other thread, each aborted while it runs: each abort is
+      // a message to both threads, heard by the waiting one while it has not taken its signal yet.
+      for (let index = 0; index < 300; index++) {
+        const otherGate = `${gate}-other-${index}`;
+        const controller = new AbortController();
+        void gates.whenWaiting(otherGate).then(() => controller.abort("another reason"));
+        const other = await runtime.executeToolCalls(assistantMessageOf([{ name: "other", arguments: { gate: otherGate } }]), {
+          signal: controller.signal,
+        });
+        expect(other.messages[0]).toMatchObject({ content: [{ text: 'string: "another reason"' }] });
+      }
+      gates.open(gate);
+      const outcome = await running;
+      expect(outcome.messages[0]).toMatchObject({ content: [{ text: 'string: "the first reason"' }] });
+    } finally {
+      await runtime.close();
+    }
+  });
+});
 
 describe("A worker thread's first abort", () => {
   const gates = new GateController();

@@ -17,13 +17,13 @@ import { toCallDurations, type CallDurations } from "../tracing/call-durations.j
 import type { CallTiming, ToolCallPool, WorkerCallOutcome } from "../workers/pool-contract.js";
 import type { WorkerTool } from "../worker-tool.js";
 import { Mailbox } from "./mailbox.js";
-import { UpdateDeliveries } from "./update-deliveries.js";
+import { UpdateDeliveries, type UpdateDeliveryOptions } from "./update-deliveries.js";
 import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./maybe-async.js";
 import { abortedText, type PiRules } from "./pi-rules.js";
 import { prepareToolCall, type Preparation, type PrepareScope } from "./prepare-tool-call.js";
 import type { RegisteredTool } from "./tool-registry.js";
 import type { ForceStop } from "./force-stop.js";
-import { createErrorToolResult, noResultError, shouldTerminateBatch, snapshotOf, type FinalizedCall } from "./tool-results.js";
+import { createErrorToolResult, shouldTerminateBatch, snapshotOf, type FinalizedCall } from "./tool-results.js";
 
 /** What every batch needs of its runtime: made once per runtime. */
 export interface BatchServices {
@@ -149,7 +149,7 @@ export class BatchCoordinator {
   async runToolCall(toolCall: ToolCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<FinalizedCall> {
     const preparation = await this.#inTurn(this.#prepare, toolCall);
     if (!isPrepared(preparation)) return preparation;
-    return this.#execute(preparation, new UpdateDeliveries(onUpdate, snapshotOf), (executed) =>
+    return this.#execute(preparation, new UpdateDeliveries(onUpdate, deliveryOptionsOf(preparation)), (executed) =>
       this.#inTurn(this.#finalizeJob, { prepared: preparation, executed }),
     );
   }
@@ -165,7 +165,7 @@ export class BatchCoordinator {
   #runInSequence(toolCall: ToolCall): MaybePromise<ConcludedCall> {
     return andThen(this.#inTurn(this.#startAndPrepare, toolCall), (preparation) => {
       if (!isPrepared(preparation)) return this.#inTurn(this.#conclude, preparation as FinalizedCall);
-      return this.#execute(preparation, this.#updatesOf(toolCall), (executed) =>
+      return this.#execute(preparation, this.#updatesOf(preparation), (executed) =>
         this.#inTurn(this.#finalizeAndConclude, { prepared: preparation, executed }),
       );
     });
@@ -222,7 +222,7 @@ export class BatchCoordinator {
       this.#endCallTrace(prepared, finalized);
       return this.#inTurn(this.#end, finalized);
     }
-    return this.#execute(prepared, this.#updatesOf(prepared.toolCall), (executed) => this.#inTurn(this.#finalizeAndEnd, { prepared, executed }));
+    return this.#execute(prepared, this.#updatesOf(prepared), (executed) => this.#inTurn(this.#finalizeAndEnd, { prepared, executed }));
   }
 
   #finalizeAndEnd(executed: ExecutedStep): MaybePromise<FinalizedCall> {
@@ -285,9 +285,12 @@ export class BatchCoordinator {
   }
 
   /** A call's update events, while anyone listens; undefined (partials ignored) while nobody does. */
-  #updatesOf(toolCall: ToolCall): UpdateDeliveries | undefined {
+  #updatesOf(prepared: PreparedCall): UpdateDeliveries | undefined {
     if (!this.#hasAudience()) return undefined;
-    return new UpdateDeliveries((partialResult) => this.#postUpdate(toolCall, partialResult), snapshotOf);
+    const { toolCall } = prepared;
+    // A worker's partial is the coordinator's own copy already: nobody can change it.
+    const isShared = prepared.entry.kind === "inline";
+    return new UpdateDeliveries((partialResult) => this.#postUpdate(toolCall, partialResult, isShared), deliveryOptionsOf(prepared));
   }
 
   /**
@@ -334,10 +337,10 @@ export class BatchCoordinator {
    * partial that must wait behind other jobs is delivered as it was sent (a
    * copy taken now), not as the tool may change the object meanwhile.
    */
-  #postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>): Promise<unknown> | undefined {
+  #postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>, isShared: boolean): Promise<unknown> | undefined {
     if (!this.#hasAudience()) return undefined;
     const mailbox = (this.#mailbox ??= new Mailbox());
-    const sent = mailbox.size === 0 ? partialResult : snapshotOf(partialResult);
+    const sent = mailbox.size === 0 || !isShared ? partialResult : snapshotOf(partialResult);
     return mailbox.runOrPost(() =>
       this.#deliver({
         type: "tool_execution_update",
@@ -369,31 +372,34 @@ export class BatchCoordinator {
     // plain value too), and the partials close in the very turn pi closes
     // them, so a partial sent a microtask or two after the tool settled is
     // emitted or dropped exactly as pi does. Never rejects.
-    const settled = (async (): Promise<{ result: unknown } | { error: unknown }> => {
+    const settled = (async (): Promise<{ result: unknown; isError: boolean } | { error: unknown }> => {
+      let hasReturned = false;
       try {
         const result: unknown = await (callTrace === undefined ? run() : callTrace.runInContext(run));
         ended();
-        // pi 1.6 reaches the error result of a missing result through its
-        // catch, which awaits the partials once more: one turn later, which
-        // decides whether a sibling settling alongside ends first.
-        if (result === null || result === undefined) await Promise.allSettled(updates?.pending ?? []);
-        return { result };
+        hasReturned = true;
+        return { result, isError: rules.isErrorResult(result) };
       } catch (error) {
-        ended();
+        // pi 1.6 reads `isError` once the partials are awaited; a read that
+        // throws (no result at all, a throwing getter) lands in its catch,
+        // which awaits them once more: one turn later, which decides whether
+        // a sibling settling alongside ends first.
+        if (hasReturned) await Promise.allSettled(updates?.pending ?? []);
+        else ended();
         return { error };
       }
     })();
     const outcome = await forceStop.race(settled, stoppedByForce);
-    let executed: ExecutedCall;
+    const timing = this.#inlineTiming(startedAt, now());
     if (outcome === stoppedByForce) {
-      ended();
-      const message = outcomeTexts.stoppedByForce(toolCall.name);
-      executed = this.#executedError(message, "TP_ERR_CLOSED", this.#inlineTiming(startedAt, endedAt));
-    } else if ("error" in outcome) {
-      executed = this.#executedError(describeThrown(outcome.error), undefined, this.#inlineTiming(startedAt, endedAt));
-    } else {
-      executed = this.#executedOf(outcome.result, this.#inlineTiming(startedAt, endedAt));
+      // Not awaited any longer, nor are its partials: nothing it sends from now on is emitted.
+      updates?.close();
+      return this.#executedError(outcomeTexts.stoppedByForce(toolCall.name), "TP_ERR_CLOSED", timing);
     }
+    const executed: ExecutedCall =
+      "error" in outcome
+        ? this.#executedError(describeThrown(outcome.error), undefined, this.#inlineTiming(startedAt, endedAt))
+        : { result: outcome.result as AgentToolResult<unknown>, isError: outcome.isError, ...this.#inlineTiming(startedAt, endedAt) };
     if (updates?.pending !== undefined) await updates.settled();
     return executed;
   }
@@ -407,15 +413,16 @@ export class BatchCoordinator {
   }
 
   /**
-   * A value the tool returned, as pi 1.6 takes it: an error result when it
-   * says `isError: true`; pi 1.6's error result when it is no result at all
-   * (`null`, `undefined`), whichever pi (see {@link noResultError}).
+   * A value a worker tool returned, as pi 1.6 takes it: an error result when
+   * it says `isError: true`, or when reading that fails (no result at all:
+   * `null`, `undefined`), whichever pi (see `PiRules.isErrorResult`).
    */
   #executedOf(result: unknown, timing: Pick<ExecutedCall, "timing" | "durationMs">): ExecutedCall {
-    const noResult = noResultError(result);
-    if (noResult !== undefined) return { result: noResult, isError: true, ...timing };
-    const returned = result as AgentToolResult<unknown>;
-    return { result: returned, isError: this.#rules.isErrorResult(returned), ...timing };
+    try {
+      return { result: result as AgentToolResult<unknown>, isError: this.#rules.isErrorResult(result), ...timing };
+    } catch (error) {
+      return this.#executedError(describeThrown(error), undefined, timing);
+    }
   }
 
   #executedError(message: string, code: ErrorCode | undefined, timing: Pick<ExecutedCall, "timing" | "durationMs">): ExecutedCall {
@@ -491,6 +498,19 @@ export class BatchCoordinator {
 const stoppedByForce = Symbol("stoppedByForce");
 
 const ignoreUpdate = (): void => {};
+
+/**
+ * How a prepared call's partials are handed on: an inline tool's are copied
+ * when they must wait (the tool may change the object), and a delivery that
+ * throws at once throws into its `onUpdate`, as in pi; a worker's partial is
+ * a copy already, and no tool awaits it here.
+ */
+function deliveryOptionsOf(prepared: PreparedCall): UpdateDeliveryOptions {
+  return prepared.entry.kind === "inline" ? inlineDeliveries : workerDeliveries;
+}
+
+const inlineDeliveries: UpdateDeliveryOptions = Object.freeze({ hold: snapshotOf, throwsToSender: true });
+const workerDeliveries: UpdateDeliveryOptions = Object.freeze({});
 
 function isPrepared(entry: Preparation | FinalizedCall): entry is PreparedCall {
   return "kind" in entry && entry.kind === "prepared";

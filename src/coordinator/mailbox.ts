@@ -33,18 +33,15 @@ export class Mailbox {
    * Runs `job` now, inside this call, when no job is queued or running (the
    * mailbox then stays busy until what it returned settles); otherwise
    * queues it as `post` does. Returns the job's promise, or `undefined` when
-   * it ran now and returned no promise. A synchronous throw becomes a
-   * rejected promise: it never reaches the caller.
+   * it ran now and returned no object (nothing to wait for). A job run now
+   * that throws throws here, to the caller, as pi's event sink throws into
+   * the tool's `onUpdate`.
    */
   runOrPost(job: () => unknown): Promise<unknown> | undefined {
     if (this.#pending > 0) return this.post(job);
-    let outcome: unknown;
-    try {
-      outcome = job();
-    } catch (error) {
-      outcome = Promise.reject(error);
-    }
-    if (typeof (outcome as { then?: unknown } | null | undefined)?.then !== "function") return undefined;
+    const outcome = job();
+    if (outcome === null || (typeof outcome !== "object" && typeof outcome !== "function")) return undefined;
+    // Whatever its `then` does (a getter that throws included) settles this promise, as in pi's `Promise.resolve`.
     const run = Promise.resolve(outcome);
     this.#pending += 1;
     this.#tail = run.then(this.#settle, this.#settle);

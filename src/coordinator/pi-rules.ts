@@ -37,8 +37,15 @@ export interface PiRules {
    * sent before).
    */
   readonly dropsLatePartials: boolean;
-  /** Whether a result the tool returned (did not throw) is an error result: pi 1.6 reads its `isError`. */
-  isErrorResult(result: AgentToolResult<unknown>): boolean;
+  /**
+   * Whether a value the tool returned (did not throw) is an error result:
+   * pi 1.6 reads its `isError`. Throws what that read throws: for a value
+   * that is no result at all (`null`, `undefined`) under either pi (pi 0.73.1
+   * would reject the whole batch a step later: README, deliberate
+   * difference 4), and for a throwing `isError` getter under pi 1.6. The
+   * caller makes the throw the call's error result, as pi 1.6 does.
+   */
+  isErrorResult(result: unknown): boolean;
   /** Compiles the validator of a tool's schema; throws the library's error for a schema it cannot compile. */
   compileSchema(schema: JsonSchema): void;
   /**
@@ -74,7 +81,10 @@ export const pi073Rules: PiRules = Object.freeze({
   checksAbort: false,
   dropsLatePartials: false,
   reportsDuration: false,
-  isErrorResult: (): boolean => false,
+  isErrorResult(result: unknown): boolean {
+    if (result === null || result === undefined) readIsError(result);
+    return false;
+  },
   compileSchema(schema: JsonSchema): void {
     compileArgumentValidator(schema);
   },
@@ -112,7 +122,7 @@ export const pi16Rules: PiRules = Object.freeze({
   checksAbort: true,
   dropsLatePartials: true,
   reportsDuration: true,
-  isErrorResult: (result: AgentToolResult<unknown>): boolean => result.isError === true,
+  isErrorResult: (result: unknown): boolean => readIsError(result) === true,
   compileSchema(schema: JsonSchema): void {
     compileArgumentValidator16(schema);
   },
@@ -159,6 +169,11 @@ export const pi16Rules: PiRules = Object.freeze({
     return `Tool call "${toolCall.name}" was not executed: the response hit the output token limit, so its arguments may be truncated. Re-issue the tool call with complete arguments.`;
   },
 });
+
+/** A returned value's `isError`, read as pi 1.6 reads it: "Cannot read properties of null (reading 'isError')" for no result at all. */
+function readIsError(result: unknown): unknown {
+  return (result as { isError?: unknown }).isError;
+}
 
 /** The rules of a pi. */
 export function rulesOf(version: PiVersion): PiRules {

@@ -80,7 +80,8 @@ function invalid(expectation: string, received: unknown): ToolpoolError {
  * meta-schema its `$schema` names, as ajv (`strict: false`) decides. JSON
  * Schema 2020-12 and 2019-09 are checked by ajv's classes for them, draft-06
  * by ajv with that meta-schema added, and draft-07, a schema without
- * `$schema`, or one naming a meta-schema ajv does not ship (draft-04, a
+ * `$schema`, or one naming a meta-schema ajv does not ship (draft-04, whose
+ * boolean `exclusiveMinimum`/`exclusiveMaximum` are left out of the check; a
  * meta-schema of one's own) by draft-07's meta-schema, compiled at build
  * time. The address is read as JSON Schema writes it in the wild: `http` or
  * `https`, with or without the empty fragment (`#`). pi checks no
@@ -94,7 +95,9 @@ function checkAgainstMetaSchema(schema: Record<string, unknown>): void {
   if (draft === "draft-07") {
     const validate = compiledValidator("json-schema-draft-07");
     // A meta-schema ajv does not know is not looked up: its own address is left out of the check.
-    const checked = declared === undefined || isDraft07Address(declared) ? schema : withoutSchemaAddress(schema);
+    let checked = declared === undefined || isDraft07Address(declared) ? schema : withoutSchemaAddress(schema);
+    // Draft-04's boolean exclusiveMinimum/exclusiveMaximum are draft-07's numbers: not checked.
+    if (declared !== undefined && isDraft04Address(declared)) checked = withoutBooleanExclusives(checked) as Record<string, unknown>;
     if (!validate(checked)) throw new Error(errorsText(validate.errors));
     return;
   }
@@ -123,6 +126,30 @@ function draftOf(address: string): Draft {
 function withoutSchemaAddress(schema: Record<string, unknown>): Record<string, unknown> {
   const { $schema: _address, ...rest } = schema;
   return rest;
+}
+
+function isDraft04Address(address: string): boolean {
+  return address.replace(/^https?:\/\//, "").replace(/#$/, "") === "json-schema.org/draft-04/schema";
+}
+
+/** A copy of `node` without the boolean `exclusiveMinimum` and `exclusiveMaximum` of draft-04, at any depth. */
+function withoutBooleanExclusives(node: unknown, copies = new WeakMap<object, unknown>()): unknown {
+  if (typeof node !== "object" || node === null) return node;
+  const known = copies.get(node);
+  if (known !== undefined) return known;
+  if (Array.isArray(node)) {
+    const copy: unknown[] = [];
+    copies.set(node, copy);
+    for (const item of node) copy.push(withoutBooleanExclusives(item, copies));
+    return copy;
+  }
+  const copy: Record<string, unknown> = {};
+  copies.set(node, copy);
+  for (const [key, value] of Object.entries(node)) {
+    if ((key === "exclusiveMinimum" || key === "exclusiveMaximum") && typeof value === "boolean") continue;
+    copy[key] = withoutBooleanExclusives(value, copies);
+  }
+  return copy;
 }
 
 function isDraft07Address(address: string): boolean {

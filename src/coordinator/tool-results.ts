@@ -1,4 +1,4 @@
-import { describeThrown, type ErrorCode } from "../errors.js";
+import type { ErrorCode } from "../errors.js";
 import type { AgentToolResult, ToolCall } from "../types.js";
 import type { CallTiming } from "../workers/pool-contract.js";
 
@@ -24,28 +24,6 @@ export function createErrorToolResult(message: string, code?: ErrorCode): AgentT
 /** A batch terminates only when it is non-empty and every finalized result asks for it. */
 export function shouldTerminateBatch(finalized: readonly FinalizedCall[]): boolean {
   return finalized.length > 0 && finalized.every((call) => call.result.terminate === true);
-}
-
-/**
- * pi 1.6's error result for a tool that returned no result at all (`null`
- * or `undefined`): its text is the `TypeError` pi meets reading the value's
- * `isError` ("Cannot read properties of null (reading 'isError')"). Under
- * 0.73 too: pi 0.73.1 emits the call's end event and then rejects the whole
- * batch, which would leave every call without its message (a deliberate
- * difference, in the README). `undefined` for any other value.
- */
-export function noResultError(result: unknown): AgentToolResult<unknown> | undefined {
-  if (result !== null && result !== undefined) return undefined;
-  try {
-    readIsError(result);
-  } catch (error) {
-    return createErrorToolResult(describeThrown(error));
-  }
-  return undefined;
-}
-
-function readIsError(result: unknown): unknown {
-  return (result as { isError?: unknown }).isError;
 }
 
 /**

@@ -22,6 +22,21 @@ export const maxQueuedUpdates = 16;
  * is held instead, replacing any held before it, and goes out when one of
  * them is done.
  */
+/** How a call's partials are handed on. */
+export interface UpdateDeliveryOptions {
+  /** What a partial held back is kept as (a copy, where the sender may change the object). @default the partial itself */
+  hold?: (partialResult: AgentToolResult<unknown>) => AgentToolResult<unknown>;
+  /**
+   * Whether a delivery that throws at once throws into the sender's
+   * `onUpdate`, as pi's event sink throws into an inline tool's; otherwise
+   * (a worker's partial, which no tool awaits here) it fails the call's
+   * deliveries, as a delivery that rejects does. @default false
+   */
+  throwsToSender?: boolean;
+}
+
+const ignoreFailure = (): void => {};
+
 export class UpdateDeliveries {
   readonly #deliver: (partialResult: AgentToolResult<unknown>) => unknown;
   /** What a held partial is kept as: it goes out later, and must go out as it was sent. */
@@ -35,12 +50,13 @@ export class UpdateDeliveries {
   #held: AgentToolResult<unknown> | undefined;
   #isHolding = false;
 
-  constructor(
-    deliver: (partialResult: AgentToolResult<unknown>) => unknown,
-    hold: (partialResult: AgentToolResult<unknown>) => AgentToolResult<unknown> = (partialResult) => partialResult,
-  ) {
+  /** Whether a delivery that throws at once throws into `onUpdate`'s caller (an inline tool, as pi's does). */
+  readonly #throwsToSender: boolean;
+
+  constructor(deliver: (partialResult: AgentToolResult<unknown>) => unknown, options: UpdateDeliveryOptions = {}) {
     this.#deliver = deliver;
-    this.#hold = hold;
+    this.#hold = options.hold ?? ((partialResult) => partialResult);
+    this.#throwsToSender = options.throwsToSender ?? false;
   }
 
   readonly onUpdate = (partialResult: AgentToolResult<unknown>): void => {
@@ -50,8 +66,20 @@ export class UpdateDeliveries {
       this.#isHolding = true;
       return;
     }
-    const delivery = this.#send(partialResult);
-    if (delivery !== undefined) (this.pending ??= []).push(delivery);
+    let delivery: Promise<unknown> | undefined;
+    if (this.#throwsToSender) delivery = this.#send(partialResult);
+    else {
+      try {
+        delivery = this.#send(partialResult);
+      } catch (error) {
+        delivery = Promise.reject(error);
+      }
+    }
+    if (delivery === undefined) return;
+    // A failed delivery fails the call's execution once it is awaited
+    // (`settled`), not the process meanwhile as an unhandled rejection.
+    delivery.catch(ignoreFailure);
+    (this.pending ??= []).push(delivery);
   };
 
   /** Hands one partial on; the promise settles once it and any partial held meanwhile are delivered. */

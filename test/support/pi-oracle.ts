@@ -17,6 +17,8 @@ export interface PiBatchInput {
   emit: (event: BatchEvent) => void | Promise<void>;
   /** Whose loop runs the batch: pi 0.73.1's (`@mariozechner/pi-agent-core`) or pi 1.6.0's (`@earendil-works/pi-agent-core`). @default "0.73" */
   pi?: PiVersion;
+  /** Hand pi a sink that calls `emit` at once and returns what it returns (a throw included), not an async one. */
+  syncSink?: boolean;
 }
 
 const model = { id: "oracle", name: "oracle", api: "oracle", provider: "oracle" };
@@ -51,25 +53,23 @@ export async function runPiBatch(input: PiBatchInput): Promise<BatchOutcome> {
     afterToolCall: input.afterToolCall,
   } as unknown as AgentLoopConfig;
   const runLoop = input.pi === "1.6" ? (runPi16LoopContinue as unknown as typeof runAgentLoopContinue) : runAgentLoopContinue;
-  await runLoop(
-    context as never,
-    config,
-    async (event) => {
-      const e = event as { type: string; message?: { role?: string }; toolResults?: unknown[] };
-      if (!isInBatch && outcome === undefined && e.type === "message_end" && e.message?.role === "assistant") {
-        isInBatch = true;
-        return;
-      }
-      if (isInBatch && e.type === "turn_end") {
-        isInBatch = false;
-        outcome = { messages: e.toolResults as BatchOutcome["messages"], terminate: false };
-        return;
-      }
-      if (isInBatch) await input.emit(event as BatchEvent);
-    },
-    input.signal,
-    streamFn as never,
-  );
+  const sink = (event: unknown): void | Promise<void> => {
+    const e = event as { type: string; message?: { role?: string }; toolResults?: unknown[] };
+    if (!isInBatch && outcome === undefined && e.type === "message_end" && e.message?.role === "assistant") {
+      isInBatch = true;
+      return;
+    }
+    if (isInBatch && e.type === "turn_end") {
+      isInBatch = false;
+      outcome = { messages: e.toolResults as BatchOutcome["messages"], terminate: false };
+      return;
+    }
+    if (isInBatch) return input.emit(event as BatchEvent);
+  };
+  const asyncSink = async (event: unknown): Promise<void> => {
+    await sink(event);
+  };
+  await runLoop(context as never, config, (input.syncSink ? sink : asyncSink) as never, input.signal, streamFn as never);
   if (outcome === undefined) throw new Error("pi's loop ended without a turn_end");
   const hasToolCalls = input.assistantMessage.content.some((block) => block.type === "toolCall");
   return { messages: outcome.messages, terminate: hasToolCalls && modelCalls === 1 };

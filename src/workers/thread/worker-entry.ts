@@ -56,6 +56,8 @@ warmUpChannels();
  */
 const heardReasons = new Map<number, unknown>();
 const maxHeardReasons = 256;
+/** The call this thread runs now (one at a time); undefined between calls. */
+let currentSeq: number | undefined;
 
 function takeAbortMessage(message: AbortMessage | undefined): void {
   const seq = message?.abort;
@@ -68,7 +70,17 @@ function takeAbortMessage(message: AbortMessage | undefined): void {
   }
   heardReasons.delete(seq);
   heardReasons.set(seq, reason);
-  if (heardReasons.size > maxHeardReasons) heardReasons.delete(heardReasons.keys().next().value!);
+  if (heardReasons.size > maxHeardReasons) {
+    // The oldest goes, unless it is the reason of the call this thread runs (its signal not taken yet).
+    let oldest = heardReasons.keys().next().value!;
+    if (oldest === currentSeq) {
+      const kept = heardReasons.get(oldest);
+      heardReasons.delete(oldest);
+      heardReasons.set(oldest, kept);
+      oldest = heardReasons.keys().next().value!;
+    }
+    heardReasons.delete(oldest);
+  }
 }
 
 /** The reason an abort message carries, as the batch's signal had it. */
@@ -85,7 +97,11 @@ function abortReasonOf(message: AbortMessage): unknown {
 function reasonOf(seq: number): unknown {
   // Node takes a BroadcastChannel here too (its types say only MessagePort).
   const port = control as unknown as MessagePort;
-  for (let taken = receiveMessageOnPort(port); !heardReasons.has(seq) && taken !== undefined; taken = receiveMessageOnPort(port)) {
+  // Until this call's message is found: kept as heard, or (its signal taken) already used to abort it.
+  const isFound = () => heardReasons.has(seq) || abortedGetter.call(running.get(seq)?.signal ?? neverAborted);
+  while (!isFound()) {
+    const taken = receiveMessageOnPort(port);
+    if (taken === undefined) break;
     takeAbortMessage(taken.message as AbortMessage);
   }
   const reason = heardReasons.has(seq) ? heardReasons.get(seq) : createAbortReason();
@@ -108,9 +124,11 @@ function warmUpChannels(): void {
 parentPort!.postMessage({ [bootTag]: true, threadId });
 
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!;
+const neverAborted = new AbortController().signal;
 const reasonGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "reason")!.get!;
 
 export default function runWorkerTask(task: WorkerTask): unknown {
+  currentSeq = task.seq;
   // Aborted before it got here: this thread may have started after the message.
   if (task.aborted !== undefined) takeAbortMessage(task.aborted);
   let tool = tools.get(task.tool);
@@ -336,6 +354,7 @@ async function loadExecute(tool: WorkerToolDefinition): Promise<ToolExecute | st
  * the pool swapped first, this thread is being terminated; nothing to do.
  */
 function markEnded(seq: number): void {
+  if (currentSeq === seq) currentSeq = undefined;
   Atomics.exchange(boot.endFlags, threadId & flagSlotMask, seq);
 }
 
