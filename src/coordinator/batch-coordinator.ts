@@ -390,11 +390,10 @@ export class BatchCoordinator {
       }
     })();
     const outcome = await forceStop.race(settled, stoppedByForce);
-    const timing = this.#inlineTiming(startedAt, now());
     if (outcome === stoppedByForce) {
       // Not awaited any longer, nor are its partials: nothing it sends from now on is emitted.
       updates?.close();
-      return this.#executedError(outcomeTexts.stoppedByForce(toolCall.name), "TP_ERR_CLOSED", timing);
+      return this.#executedError(outcomeTexts.stoppedByForce(toolCall.name), "TP_ERR_CLOSED", this.#inlineTiming(startedAt, now()));
     }
     const executed: ExecutedCall =
       "error" in outcome
