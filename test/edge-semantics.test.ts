@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import * as edge from "./fixtures/tools/edge-cases.mjs";
 import { GateController } from "./support/gates.js";
+import { schemaDraftAddresses } from "./support/schema-drafts.js";
 import { runPiBatch } from "./support/pi-oracle.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 
@@ -148,16 +149,6 @@ const titleOf = (pi: PiVersion) => (pi === "1.6" ? "against pi 1.6.0 (pi 1.6)" :
 for (const pi of piVersions) {
   describe.skipIf(pi === "1.6" && !supportsPi16())(`Edge cases ${titleOf(pi)}`, () => {
     describe("schemas that name their draft ($schema)", () => {
-      const drafts = [
-        "https://json-schema.org/draft/2020-12/schema",
-        "http://json-schema.org/draft/2020-12/schema#",
-        "https://json-schema.org/draft/2019-09/schema",
-        "http://json-schema.org/draft-07/schema#",
-        "https://json-schema.org/draft-07/schema#",
-        "http://json-schema.org/draft-06/schema#",
-        "http://json-schema.org/draft-04/schema#",
-        "https://example.com/schemas/our-own-meta",
-      ];
       const schemaFor = (draft: string): JsonSchema => ({
         $schema: draft,
         type: "object",
@@ -165,7 +156,7 @@ for (const pi of piVersions) {
         $defs: { item: { type: "object", properties: { n: { type: "number" } }, required: ["n"] } },
         required: ["count"],
       });
-      for (const draft of drafts) {
+      for (const draft of schemaDraftAddresses) {
         it(`validates with ${draft} as pi does, inline and in a worker`, async () => {
           const schema = schemaFor(draft);
           const calls: CallSpec[] = [
@@ -234,12 +225,7 @@ for (const pi of piVersions) {
       /** Sends its partial `depth` microtasks after the tool returned (`returnsPromise`: an async tool). */
       const lateBy = (depth: number, returnsPromise: boolean) =>
         inlineTool(`late${depth}`, (_args, onUpdate) => {
-          let send = () => onUpdate({ content: [{ type: "text", text: `${depth} microtasks late` }], details: { depth } });
-          for (let i = 0; i < depth; i++) {
-            const inner = send;
-            send = () => queueMicrotask(inner);
-          }
-          queueMicrotask(send);
+          edge.sendLateBy(depth, onUpdate);
           const result = { content: [{ type: "text", text: "done" }], details: {} };
           return returnsPromise ? Promise.resolve(result) : result;
         });

@@ -288,9 +288,8 @@ export class BatchCoordinator {
   #updatesOf(prepared: PreparedCall): UpdateDeliveries | undefined {
     if (!this.#hasAudience()) return undefined;
     const { toolCall } = prepared;
-    // A worker's partial is the coordinator's own copy already: nobody can change it.
-    const isShared = prepared.entry.kind === "inline";
-    return new UpdateDeliveries((partialResult) => this.#postUpdate(toolCall, partialResult, isShared), deliveryOptionsOf(prepared));
+    const options = deliveryOptionsOf(prepared);
+    return new UpdateDeliveries((partialResult) => this.#postUpdate(toolCall, partialResult, options.hold), options);
   }
 
   /**
@@ -334,13 +333,13 @@ export class BatchCoordinator {
   /**
    * A partial result's update event, as a mailbox job. pi emits it inside
    * the tool's `onUpdate`; so does toolpool whenever the mailbox is idle. A
-   * partial that must wait behind other jobs is delivered as it was sent (a
-   * copy taken now), not as the tool may change the object meanwhile.
+   * partial that must wait behind other jobs is delivered as it was sent
+   * (`hold`: a copy taken now, where the tool may change the object meanwhile).
    */
-  #postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>, isShared: boolean): Promise<unknown> | undefined {
+  #postUpdate(toolCall: ToolCall, partialResult: AgentToolResult<unknown>, hold: UpdateDeliveryOptions["hold"]): Promise<unknown> | undefined {
     if (!this.#hasAudience()) return undefined;
     const mailbox = (this.#mailbox ??= new Mailbox());
-    const sent = mailbox.size === 0 || !isShared ? partialResult : snapshotOf(partialResult);
+    const sent = mailbox.size === 0 || hold === undefined ? partialResult : hold(partialResult);
     return mailbox.runOrPost(() =>
       this.#deliver({
         type: "tool_execution_update",

@@ -92,13 +92,11 @@ function checkAgainstMetaSchema(schema: Record<string, unknown>): void {
   const declared = schema.$schema;
   if (declared !== undefined && typeof declared !== "string") throw new Error(`$schema must be a string, got ${describeValue(declared)}`);
   const draft = declared === undefined ? "draft-07" : draftOf(declared);
-  if (draft === "draft-07") {
+  if (draft === "draft-07" || draft === "draft-04") {
+    // The compiled validator checks `$schema` as a string and looks nothing up by it.
     const validate = compiledValidator("json-schema-draft-07");
-    // A meta-schema ajv does not know is not looked up: its own address is left out of the check.
-    let checked = declared === undefined || isDraft07Address(declared) ? schema : withoutSchemaAddress(schema);
     // Draft-04's boolean exclusiveMinimum/exclusiveMaximum are draft-07's numbers: not checked.
-    if (declared !== undefined && isDraft04Address(declared)) checked = withoutBooleanExclusives(checked) as Record<string, unknown>;
-    if (!validate(checked)) throw new Error(errorsText(validate.errors));
+    if (!validate(draft === "draft-04" ? withoutBooleanExclusives(schema) : schema)) throw new Error(errorsText(validate.errors));
     return;
   }
   const validate = metaSchemaValidator(draft);
@@ -114,22 +112,21 @@ const metaSchemaAddresses = {
 } as const;
 type Draft = keyof typeof metaSchemaAddresses;
 
-/** The draft a `$schema` address names; draft-07 for any address ajv has no meta-schema for. */
-function draftOf(address: string): Draft {
-  const path = address.replace(/^https?:\/\//, "").replace(/#$/, "");
+/** An address without its scheme and empty fragment: `http` and `https`, with or without `#`, name one meta-schema. */
+function addressPath(address: string): string {
+  return address.replace(/^https?:\/\//, "").replace(/#$/, "");
+}
+
+const draft04Path = "json-schema.org/draft-04/schema";
+
+/** The draft a `$schema` address names: draft-04, or one ajv has a meta-schema for; draft-07 for any other address. */
+function draftOf(address: string): Draft | "draft-04" {
+  const path = addressPath(address);
+  if (path === draft04Path) return "draft-04";
   for (const [draft, canonical] of Object.entries(metaSchemaAddresses)) {
-    if (canonical.replace(/^https?:\/\//, "") === path) return draft as Draft;
+    if (addressPath(canonical) === path) return draft as Draft;
   }
   return "draft-07";
-}
-
-function withoutSchemaAddress(schema: Record<string, unknown>): Record<string, unknown> {
-  const { $schema: _address, ...rest } = schema;
-  return rest;
-}
-
-function isDraft04Address(address: string): boolean {
-  return address.replace(/^https?:\/\//, "").replace(/#$/, "") === "json-schema.org/draft-04/schema";
 }
 
 /** A copy of `node` without the boolean `exclusiveMinimum` and `exclusiveMaximum` of draft-04, at any depth. */
@@ -150,10 +147,6 @@ function withoutBooleanExclusives(node: unknown, copies = new WeakMap<object, un
     copy[key] = withoutBooleanExclusives(value, copies);
   }
   return copy;
-}
-
-function isDraft07Address(address: string): boolean {
-  return address === "http://json-schema.org/draft-07/schema#" || address === "http://json-schema.org/draft-07/schema";
 }
 
 /** Meta-schema validators beyond draft-07's, each made (with its ajv) on first use. */
