@@ -12,6 +12,7 @@ import { validateToolArguments16 } from "../dist/coordinator/validate-arguments-
 import { formatValidationPath16 } from "../dist/coordinator/validation-message-16.js";
 import { validateWithPi } from "./support/validation-oracle.js";
 import { compileArgumentValidator16, validateWithPi16, validateWithToolpool16 } from "./support/validation-oracle-16.js";
+import { expectBoundedErrorLines } from "./support/error-lines.js";
 import { printValue } from "./support/validation-outcome.js";
 
 /** A suite's name, with a warning when it is skipped: pi 1.6 does not run on this Node. */
@@ -226,6 +227,36 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
     const [head, echo] = pi.text.split(separator) as [string, string];
     expect(Buffer.byteLength(echo)).toBeGreaterThan(maxReceivedArgumentsBytes);
     expect(toolpool.text).toBe(`${head}${separator}${echo.slice(0, maxReceivedArgumentsBytes)}${truncationMark}`);
+  });
+});
+
+describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) against pi-ai 1.6.0: the error lines"), () => {
+  const closed = { type: "object", properties: { path: { type: "string" } }, additionalProperties: false };
+
+  it("are pi's byte for byte up to 4 KiB", () => {
+    const args = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`extra${i}`, i]));
+    const { pi, toolpool } = both(closed, args);
+    expect(pi.kind).toBe("error");
+    expect(toolpool).toEqual(pi);
+  });
+
+  it("stop at 4 KiB, then count the rest, however many unknown keys the arguments hold", () => {
+    for (const keys of [200, 5_000, 60_000]) {
+      const args = Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, 0]));
+      const { pi, toolpool } = both(closed, args);
+      if (pi.kind !== "error" || toolpool.kind !== "error") throw new Error("expected both to fail");
+      const { shown, more } = expectBoundedErrorLines(pi.text, toolpool.text);
+      expect(shown + more).toBe(keys);
+      expect(Buffer.byteLength(toolpool.text)).toBeLessThan(9_000);
+    }
+  });
+
+  it("cut a first line that alone is longer than the bound (a key of 100,000 characters)", () => {
+    const schema = { type: "object", additionalProperties: { type: "integer" } };
+    const args = { ["k".repeat(100_000)]: "no", other: "no" };
+    const { pi, toolpool } = both(schema, args);
+    if (pi.kind !== "error" || toolpool.kind !== "error") throw new Error("expected both to fail");
+    expect(expectBoundedErrorLines(pi.text, toolpool.text)).toEqual({ shown: 1, more: 1 });
   });
 });
 

@@ -3,6 +3,7 @@ import { inspect } from "node:util";
 import { Type } from "typebox";
 import { describe, expect, it } from "vitest";
 
+import { expectBoundedErrorLines } from "./support/error-lines.js";
 import { validateWithPi, validateWithToolpool } from "./support/validation-oracle.js";
 
 const plain = {
@@ -106,6 +107,31 @@ describe("validateToolArguments against pi-ai 0.73.1", () => {
     const args = { value: 7, tags: [1], nested: { deep: "5" } };
     validateWithToolpool("t", plain, args);
     expect(args).toEqual({ value: 7, tags: [1], nested: { deep: "5" } });
+  });
+});
+
+describe("validateToolArguments against pi-ai 0.73.1: the error lines", () => {
+  const list = { type: "object", properties: { counts: { type: "array", items: { type: "integer" } } } };
+
+  it("are pi's byte for byte up to 4 KiB", () => {
+    const args = { counts: Array.from({ length: 30 }, (_, i) => `n${i}`) };
+    const pi = validateWithPi("t", list, args);
+    expect(pi.kind).toBe("error");
+    expect(validateWithToolpool("t", list, args)).toEqual(pi);
+  });
+
+  it("stop at 4 KiB, then count the rest, as under pi 1.6 (unknown keys of 1,000 characters)", () => {
+    const closed = { type: "object", properties: { path: { type: "string" } }, additionalProperties: false };
+    for (const keys of [10, 2_000]) {
+      const args = Object.fromEntries(Array.from({ length: keys }, (_, i) => [`${i}:${"k".repeat(1_000)}`, 0]));
+      const pi = validateWithPi("t", closed, args);
+      const toolpool = validateWithToolpool("t", closed, args);
+      if (pi.kind !== "error" || toolpool.kind !== "error") throw new Error("expected both to fail");
+      const { shown, more } = expectBoundedErrorLines(pi.text, toolpool.text);
+      expect(shown).toBe(4);
+      expect(more).toBeGreaterThan(0);
+      expect(Buffer.byteLength(toolpool.text)).toBeLessThan(9_000);
+    }
   });
 });
 

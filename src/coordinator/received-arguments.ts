@@ -131,7 +131,7 @@ function isPlainData(value: object): boolean {
 }
 
 /** Cuts at `maxBytes` UTF-8 bytes without leaving half a character behind. */
-function cutUtf8(text: string, maxBytes: number): string {
+export function cutUtf8(text: string, maxBytes: number): string {
   const cut = Buffer.from(text, "utf8").subarray(0, maxBytes).toString("utf8");
   return cut.endsWith("\uFFFD") && !text.startsWith(cut) ? cut.slice(0, -1) : cut;
 }

@@ -1,5 +1,6 @@
 import type { ValidationError } from "@earendil-works/pi-schema";
 
+import { formatErrorLines } from "./error-lines.js";
 import { formatReceivedArguments } from "./received-arguments.js";
 
 /**
@@ -18,9 +19,11 @@ import { formatReceivedArguments } from "./received-arguments.js";
  * when the error list is empty: pi-ai 1.6 joins whatever list it gets. The
  * echo is pi's `JSON.stringify(args, null, 2)` up to 4 KiB, then cut (the
  * same deliberate difference as under 0.73.1: see `received-arguments.ts`).
+ * The error lines are pi's up to 4 KiB, then the lines left out are counted
+ * (a deliberate difference, as under 0.73.1: see `error-lines.ts`).
  */
 export function formatValidationFailure16(toolName: string, errors: readonly ValidationError[], received: unknown): string {
-  const lines = errors.map((error) => `  - ${formatValidationPath16(error.path)}: ${error.message}`).join("\n");
+  const lines = formatErrorLines(errors, (error) => `  - ${formatValidationPath16(error.path)}: ${error.message}`);
   return `Validation failed for tool "${toolName}":\n${lines}\n\nReceived arguments:\n${formatReceivedArguments(received)}`;
 }
 

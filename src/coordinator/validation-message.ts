@@ -1,5 +1,6 @@
 import type { TLocalizedValidationError } from "typebox/error";
 
+import { formatErrorLines } from "./error-lines.js";
 import { formatReceivedArguments } from "./received-arguments.js";
 
 /**
@@ -15,10 +16,12 @@ import { formatReceivedArguments } from "./received-arguments.js";
  *
  * One line per TypeBox error, in TypeBox's order (`Unknown validation error`
  * when there is none). The echo is pi's too up to 4 KiB, then cut (a
- * deliberate difference: see `received-arguments.ts`).
+ * deliberate difference: see `received-arguments.ts`); the error lines are
+ * pi's up to 4 KiB, then the lines left out are counted (a deliberate
+ * difference, the same under pi 1.6: see `error-lines.ts`).
  */
 export function formatValidationFailure(toolName: string, errors: readonly TLocalizedValidationError[], received: unknown): string {
-  const lines = errors.map((error) => `  - ${formatErrorPath(error)}: ${error.message}`).join("\n");
+  const lines = formatErrorLines(errors, (error) => `  - ${formatErrorPath(error)}: ${error.message}`);
   return `Validation failed for tool "${toolName}":\n${lines || "Unknown validation error"}\n\nReceived arguments:\n${formatReceivedArguments(received)}`;
 }
 
