@@ -148,7 +148,8 @@ describe("replaceFile (patch with write: true)", () => {
       for (const path of ["roots.txt", "group.txt"]) {
         await patch({ path, patch: ${JSON.stringify(patchAB)}, write: true }, ctx).then(() => console.log("written"), (error) => console.log(error.message));
       }`;
-    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { uid: NOBODY, gid: NOBODY, encoding: "utf8" });
+    // Its working folder too: the module resolves it when it loads.
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { uid: NOBODY, gid: NOBODY, cwd: modules, encoding: "utf8" });
     if ((child.error as NodeJS.ErrnoException | undefined)?.code === "EACCES") {
       // A Node binary in a folder only root may enter (a cached registry Node under /root, say).
       console.warn(`SKIPPED: uid ${NOBODY} cannot execute ${process.execPath}`);
