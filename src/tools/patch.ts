@@ -7,12 +7,11 @@
  * @module
  */
 
-import type { Stats } from "node:fs";
 import { applyPatch, parsePatch, type ApplyPatchOptions, type StructuredPatch, type StructuredPatchHunk } from "diff";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { quotePath } from "./quote-path.js";
 import { readRegularFileWithStats } from "./regular-file.js";
-import { checkReplaceable, replaceFile } from "./replace-file.js";
+import { checkReplaceable, replaceFile, type ReadFile } from "./replace-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 import { PATCH_MAX_FUZZ } from "./patch-spec.js";
@@ -66,7 +65,9 @@ export interface PatchDetails {
  *   one-line summary. The new file keeps the old one's owner, group and
  *   permission bits, setuid and setgid cleared; a read-only file, one with
  *   several hard links, or one whose owner cannot be kept is refused before
- *   anything is written (see replace-file.ts).
+ *   anything is written; so is a file replaced or changed in place by
+ *   another writer since it was read, or whose folder moved meanwhile (see
+ *   replace-file.ts).
  * - Paths in the result and in error texts are quoted when they hold control
  *   characters (see quote-path.ts).
  * - `ctx.signal` is checked during the hunk placement search (whose cost grows
@@ -108,14 +109,13 @@ async function executePatch(workspace: Workspace, args: PatchArgs, ctx: WorkerTo
   const realPath = args.path === undefined ? undefined : resolveInWorkspace(workspace, "patch", "path", args.path, "file");
   const label = `patch: ${quotePath(args.path ?? "")}`;
   let source: string;
-  let stats: Stats | undefined;
+  let read: ReadFile | undefined;
   if (realPath === undefined) source = args.text!;
   else {
-    const read = readRegularFileWithStats(realPath, label, PATCH_MAX_FILE_BYTES);
+    read = readRegularFileWithStats(realPath, label, PATCH_MAX_FILE_BYTES);
     source = read.bytes.toString("utf8");
-    stats = read.stats;
     // A file that will be refused is refused before the work of placing the hunks.
-    if (write) checkReplaceable(realPath, stats, label);
+    if (write) checkReplaceable(realPath, read.stats, label);
   }
   signal.throwIfAborted();
 
@@ -139,7 +139,7 @@ async function executePatch(workspace: Workspace, args: PatchArgs, ctx: WorkerTo
   const bytes = Buffer.byteLength(result, "utf8");
   const hunks = parsed.hunks.length;
   if (write) {
-    replaceFile(realPath!, stats!, result, label);
+    replaceFile(realPath!, read!, result, label);
     return {
       content: [{ type: "text", text: `patch: applied ${hunks} hunk${hunks === 1 ? "" : "s"} to ${quotePath(args.path!)} (${bytes} bytes written)` }],
       details: { applied: true, hunks, written: true, bytes, truncated: false },

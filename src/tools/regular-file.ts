@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { closeSync, constants, existsSync, fstatSync, openSync, readlinkSync, readSync, statSync, type Stats } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, openSync, readlinkSync, readSync, statSync, type BigIntStats, type Stats } from "node:fs";
 import { messageOf } from "./quote-path.js";
 
 /**
@@ -102,14 +102,18 @@ export function readRegularFile(path: string, label: string, maxBytes: number): 
 
 /**
  * Like {@link readRegularFile}, and also gives the `fstat` of the descriptor
- * read: owner, mode, links and inode of the very file whose bytes these are.
+ * read, taken before reading and in nanoseconds: owner, mode, links, inode,
+ * size and times of the very file whose bytes these are (`patch` compares
+ * them with the file's just before it renames its new content over it).
  */
-export function readRegularFileWithStats(path: string, label: string, maxBytes: number): { bytes: Buffer; stats: Stats } {
+export function readRegularFileWithStats(path: string, label: string, maxBytes: number): { bytes: Buffer; stats: BigIntStats } {
   const scratch: ReadScratch = { buffer: Buffer.alloc(0) };
   const file = openRegularFile(path, label);
   try {
+    // Before reading: a change made during the read then differs from these stats, never hides behind them.
+    const stats = fstatSync(file.fd, { bigint: true });
     const length = readOpenedFile(file, label, maxBytes, scratch);
-    return { bytes: scratch.buffer.subarray(0, length), stats: file.stats };
+    return { bytes: scratch.buffer.subarray(0, length), stats };
   } finally {
     closeSync(file.fd);
   }
