@@ -20,7 +20,7 @@ interface McpProcess {
   child: ChildProcess;
   exited: Promise<[number | null, NodeJS.Signals | null]>;
   /** Resolves once stderr matches `pattern`. */
-  untilStderr(pattern: RegExp): Promise<string>;
+  untilStderr(pattern: TextMatch): Promise<string>;
 }
 
 const children: ChildProcess[] = [];
@@ -33,9 +33,12 @@ afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 });
 
-function watchText(stream: NodeJS.ReadableStream): (pattern: RegExp) => Promise<string> {
+/** What a test waits for in a child's output: a pattern, or any test of the text so far. */
+type TextMatch = RegExp | { test(text: string): boolean };
+
+function watchText(stream: NodeJS.ReadableStream): (pattern: TextMatch) => Promise<string> {
   let text = "";
-  const waiters: { pattern: RegExp; resolve: (text: string) => void }[] = [];
+  const waiters: { pattern: TextMatch; resolve: (text: string) => void }[] = [];
   stream.on("data", (chunk: Buffer | string) => {
     text += chunk.toString();
     for (const waiter of waiters.splice(0)) {
@@ -46,8 +49,8 @@ function watchText(stream: NodeJS.ReadableStream): (pattern: RegExp) => Promise<
   return (pattern) => (pattern.test(text) ? Promise.resolve(text) : new Promise((resolve) => waiters.push({ pattern, resolve })));
 }
 
-async function startMcp(args: string[]): Promise<McpProcess> {
-  const child = spawn(process.execPath, [CLI, "mcp", "--http", "127.0.0.1:0", "--tools", LOAD_TOOLS, ...args], {
+async function startMcp(args: string[], nodeArgs: string[] = []): Promise<McpProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, "mcp", "--http", "127.0.0.1:0", "--tools", LOAD_TOOLS, ...args], {
     cwd: ROOT,
     env: { ...process.env, TOOLPOOL_TOKEN: "" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -361,6 +364,58 @@ describe("toolpool mcp --http: load limits", () => {
       await stop(server);
     }
   }, 120_000);
+});
+
+describe("toolpool mcp --http: memory", () => {
+  /** The server's memory after a full collection (see `memory` in fixtures/mcp/load-tools.mjs). */
+  async function memoryOf(client: Client): Promise<{ rss: number; heapUsed: number }> {
+    const result = await callTool(client, "memory", {});
+    const details = (result.structuredContent as { details: { rss: number; heapUsed: number; hasGc: boolean } }).details;
+    expect(details.hasGc).toBe(true);
+    return details;
+  }
+
+  it("keeps nothing of refused calls whose POSTs were dropped: floods of 5,000 leave the heap where it was", async () => {
+    // One thread, held by one call; ten calls may wait: of each POST's 100 calls, 90 are refused at once.
+    const server = await startMcp(["--threads", "1", "--max-queue", "10"], ["--expose-gc"]);
+    try {
+      const control = await connect(server);
+      const held = callTool(control, "hold", { key: "held" });
+      held.catch(() => {});
+      await gates(control, { waitFor: ["started:held"] });
+      const { sessionId } = await initialize(server);
+      let dropped = 0;
+      /** 50 POSTs of 100 calls, each dropped by its client once a refusal came. */
+      const flood = async () => {
+        for (let index = 0; index < 50; index++) {
+          const first = dropped * 100 + 1;
+          const batch = Array.from({ length: 100 }, (_, call) => toolCall(first + call, "hold", { key: `flood-${first + call}` }));
+          const sent = post(server, sessionId!, batch);
+          const refused = await sent.until((message) => message.error !== undefined);
+          expect(refused.error).toMatchObject({ code: -32000, data: { code: "TP_ERR_QUEUE_FULL" } });
+          sent.request.destroy();
+          dropped += 1;
+          // The server has seen the client go: the ten waiting calls of the POST are cancelled.
+          await server.untilStderr({ test: (text) => text.split("went away before 10 of its requests").length > dropped });
+        }
+      };
+      const start = await memoryOf(control);
+      await flood();
+      const warmed = await memoryOf(control);
+      // The issue's bounds, over the first flood.
+      expect(warmed.rss - start.rss).toBeLessThan(60 * 1024 * 1024);
+      expect(warmed.heapUsed - start.heapUsed).toBeLessThan(10 * 1024 * 1024);
+      // Three more floods, 15,000 refused calls: what the first flood left
+      // (code compiled, caches warmed) stays; refused calls add nothing.
+      for (let round = 0; round < 3; round++) await flood();
+      const after = await memoryOf(control);
+      expect(after.heapUsed - warmed.heapUsed).toBeLessThan(2 * 1024 * 1024);
+      await gates(control, { open: ["held"] });
+      expect((await held).isError).toBe(false);
+    } finally {
+      await stop(server);
+    }
+  }, 300_000);
 });
 
 describe("toolpool mcp: limit flags", () => {
