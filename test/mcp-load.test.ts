@@ -366,6 +366,75 @@ describe("toolpool mcp --http: load limits", () => {
   }, 120_000);
 });
 
+describe("toolpool mcp on stdio: the end of input", () => {
+  /**
+   * Pipes `messages` into a stdio `toolpool mcp` and closes its input at
+   * once, as `cat requests | toolpool mcp` does; resolves once it exited.
+   */
+  async function pipeInto(args: string[], messages: unknown[]) {
+    const child = spawn(process.execPath, [CLI, "mcp", "--tools", LOAD_TOOLS, ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
+    children.push(child);
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+    child.stdin!.end(messages.map((message) => `${JSON.stringify(message)}\n`).join(""));
+    const [code] = await exited;
+    const answers = new Map<number, Message>();
+    for (const line of stdout.split("\n").filter((text) => text !== "")) {
+      const message = JSON.parse(line) as Message;
+      if (message.id !== undefined) answers.set(message.id, message);
+    }
+    return { code, answers, stderr };
+  }
+
+  const opening = [
+    {
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "pipe", version: "1" } },
+    },
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+  ];
+
+  it("answers every call read before its input ended, then exits 0", async () => {
+    const { code, answers, stderr } = await pipeInto(
+      ["--threads", "2"],
+      [
+        ...opening,
+        toolCall(1, "hold", { key: "a" }),
+        toolCall(2, "hold", { key: "b" }),
+        // Opens both gates once both calls run: they end only after input has ended.
+        toolCall(3, "gates", { waitFor: ["started:a", "started:b"], open: ["a", "b"] }),
+      ],
+    );
+    expect(code).toBe(0);
+    expect([...answers.keys()].sort()).toEqual([0, 1, 2, 3]);
+    expect(answers.get(1)!.result).toMatchObject({ isError: false, content: [{ type: "text", text: "held a" }] });
+    expect(answers.get(2)!.result).toMatchObject({ isError: false, content: [{ type: "text", text: "held b" }] });
+    expect(answers.get(3)!.result).toMatchObject({ isError: false });
+    expect(stderr).toContain("end of input: answering the 3 requests in flight before stopping");
+  }, 120_000);
+
+  it("answers a call still running past --drain-timeout with TP_ERR_CLOSED, then exits 0", async () => {
+    const { code, answers, stderr } = await pipeInto(
+      ["--threads", "1", "--drain-timeout", "1000"],
+      [...opening, toolCall(1, "hold", { key: "never-opened" }), toolCall(2, "gates", { waitFor: ["started:never-opened"] })],
+    );
+    expect(code).toBe(0);
+    expect([...answers.keys()].sort()).toEqual([0, 1, 2]);
+    expect(answers.get(2)!.result).toMatchObject({ isError: false });
+    expect(answers.get(1)!.error).toEqual({
+      code: -32000,
+      message: "The server's input ended and the request did not end within the drain timeout; it was cancelled",
+      data: { code: "TP_ERR_CLOSED" },
+    });
+    expect(stderr).toContain("1 requests were still running and were answered TP_ERR_CLOSED");
+  }, 120_000);
+});
+
 describe("toolpool mcp --http: memory", () => {
   /** The server's memory after a full collection (see `memory` in fixtures/mcp/load-tools.mjs). */
   async function memoryOf(client: Client): Promise<{ rss: number; heapUsed: number }> {
@@ -434,6 +503,8 @@ describe("toolpool mcp: limit flags", () => {
     [["--call-timeout", "0"], /--call-timeout.*Expected an integer from 1 to 2147483647\./],
     [["--max-sessions", "4"], /--max-sessions needs --http/],
     [["--max-rss", "1000000"], /--max-rss needs --http/],
+    [["--http", "127.0.0.1:0", "--drain-timeout", "1000"], /--drain-timeout is for stdio/],
+    [["--drain-timeout", "soon"], /--drain-timeout.*Expected an integer from 0 to 2147483647\./],
   ])(
     "exits 2 with one line for %j",
     async (args, message) => {
