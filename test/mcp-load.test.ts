@@ -478,6 +478,10 @@ describe("toolpool mcp --http: memory", () => {
       // (code compiled, caches warmed) stays; refused calls add nothing.
       for (let round = 0; round < 3; round++) await flood();
       const after = await memoryOf(control);
+      const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+      console.log(
+        `first flood: RSS +${mb(warmed.rss - start.rss)} MB, heap after GC +${mb(warmed.heapUsed - start.heapUsed)} MB; three more: heap after GC +${mb(after.heapUsed - warmed.heapUsed)} MB`,
+      );
       expect(after.heapUsed - warmed.heapUsed).toBeLessThan(2 * 1024 * 1024);
       await gates(control, { open: ["held"] });
       expect((await held).isError).toBe(false);
