@@ -124,6 +124,32 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     expect(startedIn(log)).toEqual(["c1"]);
   }, 60_000);
 
+  it("a coordinator SIGKILLed with 4 calls on a 1-thread node: the 3 waiting calls never start, while its presence key still lives", async () => {
+    // Production settings: the presence key outlives the kill by lockDurationMs + 2 × stalledIntervalMs = 20 s.
+    const [lockMs, stalledMs] = [10_000, 5_000];
+    const node = await startNode({ redis: redis.url, tools: toolsModule, name: "k1", lockMs, stalledMs });
+    nodes.push(node);
+    const log = newFile("starts");
+    const gate = newFile("gate");
+    const calls = [{ id: "c1", arguments: { log, gateFile: gate } }, ...["c2", "c3", "c4"].map((id) => ({ id, arguments: { log, waitMs: 10 } }))];
+    const coordinator = spawnWithOutput([coordinatorScript, redis.url, String(lockMs), String(stalledMs), JSON.stringify(calls)]);
+    children.push(coordinator.child);
+    await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
+    await until(async () => (await queueCounts(node)).waiting === 3, 15_000, "3 calls waiting");
+    coordinator.child.kill("SIGKILL");
+    await coordinator.exited;
+    // The running call ends at once; the node then fetches the three others.
+    writeFileSync(gate, "");
+    await untilDrained(node);
+    const [presenceKey] = await client.keys("toolpool:fleet:coordinator:*");
+    // Not the key's expiry: Redis saw the coordinator's connections close.
+    expect(presenceKey).toBeDefined();
+    expect(await client.pttl(presenceKey!)).toBeGreaterThan(0);
+    const others = startedIn(log).filter((id) => id !== "c1");
+    console.log(`calls of the SIGKILLed coordinator that started after it died, its presence key alive: ${others.length} of 3`);
+    expect(startedIn(log)).toEqual(["c1"]);
+  }, 60_000);
+
   it("a running call whose coordinator died is aborted on its node", async () => {
     await spawnNode();
     const log = newFile("starts");

@@ -20,7 +20,7 @@ interface McpProcess {
   child: ChildProcess;
   exited: Promise<[number | null, NodeJS.Signals | null]>;
   /** Resolves once stderr matches `pattern`. */
-  untilStderr(pattern: RegExp): Promise<string>;
+  untilStderr(pattern: TextMatch): Promise<string>;
 }
 
 const children: ChildProcess[] = [];
@@ -33,9 +33,12 @@ afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 });
 
-function watchText(stream: NodeJS.ReadableStream): (pattern: RegExp) => Promise<string> {
+/** What a test waits for in a child's output: a pattern, or any test of the text so far. */
+type TextMatch = RegExp | { test(text: string): boolean };
+
+function watchText(stream: NodeJS.ReadableStream): (pattern: TextMatch) => Promise<string> {
   let text = "";
-  const waiters: { pattern: RegExp; resolve: (text: string) => void }[] = [];
+  const waiters: { pattern: TextMatch; resolve: (text: string) => void }[] = [];
   stream.on("data", (chunk: Buffer | string) => {
     text += chunk.toString();
     for (const waiter of waiters.splice(0)) {
@@ -46,8 +49,8 @@ function watchText(stream: NodeJS.ReadableStream): (pattern: RegExp) => Promise<
   return (pattern) => (pattern.test(text) ? Promise.resolve(text) : new Promise((resolve) => waiters.push({ pattern, resolve })));
 }
 
-async function startMcp(args: string[]): Promise<McpProcess> {
-  const child = spawn(process.execPath, [CLI, "mcp", "--http", "127.0.0.1:0", "--tools", LOAD_TOOLS, ...args], {
+async function startMcp(args: string[], nodeArgs: string[] = []): Promise<McpProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, "mcp", "--http", "127.0.0.1:0", "--tools", LOAD_TOOLS, ...args], {
     cwd: ROOT,
     env: { ...process.env, TOOLPOOL_TOKEN: "" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -363,6 +366,131 @@ describe("toolpool mcp --http: load limits", () => {
   }, 120_000);
 });
 
+describe("toolpool mcp on stdio: the end of input", () => {
+  /**
+   * Pipes `messages` into a stdio `toolpool mcp` and closes its input at
+   * once, as `cat requests | toolpool mcp` does; resolves once it exited.
+   */
+  async function pipeInto(args: string[], messages: unknown[]) {
+    const child = spawn(process.execPath, [CLI, "mcp", "--tools", LOAD_TOOLS, ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
+    children.push(child);
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+    child.stdin!.end(messages.map((message) => `${JSON.stringify(message)}\n`).join(""));
+    const [code] = await exited;
+    const answers = new Map<number, Message>();
+    for (const line of stdout.split("\n").filter((text) => text !== "")) {
+      const message = JSON.parse(line) as Message;
+      if (message.id !== undefined) answers.set(message.id, message);
+    }
+    return { code, answers, stderr };
+  }
+
+  const opening = [
+    {
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "pipe", version: "1" } },
+    },
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+  ];
+
+  it("answers every call read before its input ended, then exits 0", async () => {
+    const { code, answers, stderr } = await pipeInto(
+      ["--threads", "2"],
+      [
+        ...opening,
+        toolCall(1, "hold", { key: "a" }),
+        toolCall(2, "hold", { key: "b" }),
+        // Opens both gates once both calls run: they end only after input has ended.
+        toolCall(3, "gates", { waitFor: ["started:a", "started:b"], open: ["a", "b"] }),
+      ],
+    );
+    expect(code).toBe(0);
+    expect([...answers.keys()].sort()).toEqual([0, 1, 2, 3]);
+    expect(answers.get(1)!.result).toMatchObject({ isError: false, content: [{ type: "text", text: "held a" }] });
+    expect(answers.get(2)!.result).toMatchObject({ isError: false, content: [{ type: "text", text: "held b" }] });
+    expect(answers.get(3)!.result).toMatchObject({ isError: false });
+    expect(stderr).toContain("end of input: answering the 3 requests in flight before stopping");
+  }, 120_000);
+
+  it("answers a call still running past --drain-timeout with TP_ERR_CLOSED, then exits 0", async () => {
+    const { code, answers, stderr } = await pipeInto(
+      ["--threads", "1", "--drain-timeout", "1000"],
+      [...opening, toolCall(1, "hold", { key: "never-opened" }), toolCall(2, "gates", { waitFor: ["started:never-opened"] })],
+    );
+    expect(code).toBe(0);
+    expect([...answers.keys()].sort()).toEqual([0, 1, 2]);
+    expect(answers.get(2)!.result).toMatchObject({ isError: false });
+    expect(answers.get(1)!.error).toEqual({
+      code: -32000,
+      message: "The server's input ended and the request did not end within the drain timeout; it was cancelled",
+      data: { code: "TP_ERR_CLOSED" },
+    });
+    expect(stderr).toContain("1 requests were still running and were answered TP_ERR_CLOSED");
+  }, 120_000);
+});
+
+describe("toolpool mcp --http: memory", () => {
+  /** The server's memory after a full collection (see `memory` in fixtures/mcp/load-tools.mjs). */
+  async function memoryOf(client: Client): Promise<{ rss: number; heapUsed: number }> {
+    const result = await callTool(client, "memory", {});
+    const details = (result.structuredContent as { details: { rss: number; heapUsed: number; hasGc: boolean } }).details;
+    expect(details.hasGc).toBe(true);
+    return details;
+  }
+
+  it("keeps nothing of refused calls whose POSTs were dropped: floods of 5,000 leave the heap where it was", async () => {
+    // One thread, held by one call; ten calls may wait: of each POST's 100 calls, 90 are refused at once.
+    const server = await startMcp(["--threads", "1", "--max-queue", "10"], ["--expose-gc"]);
+    try {
+      const control = await connect(server);
+      const held = callTool(control, "hold", { key: "held" });
+      held.catch(() => {});
+      await gates(control, { waitFor: ["started:held"] });
+      const { sessionId } = await initialize(server);
+      let dropped = 0;
+      /** 50 POSTs of 100 calls, each dropped by its client once a refusal came. */
+      const flood = async () => {
+        for (let index = 0; index < 50; index++) {
+          const first = dropped * 100 + 1;
+          const batch = Array.from({ length: 100 }, (_, call) => toolCall(first + call, "hold", { key: `flood-${first + call}` }));
+          const sent = post(server, sessionId!, batch);
+          const refused = await sent.until((message) => message.error !== undefined);
+          expect(refused.error).toMatchObject({ code: -32000, data: { code: "TP_ERR_QUEUE_FULL" } });
+          sent.request.destroy();
+          dropped += 1;
+          // The server has seen the client go: the ten waiting calls of the POST are cancelled.
+          await server.untilStderr({ test: (text) => text.split("went away before 10 of its requests").length > dropped });
+        }
+      };
+      const start = await memoryOf(control);
+      await flood();
+      const warmed = await memoryOf(control);
+      // The issue's bounds, over the first flood.
+      expect(warmed.rss - start.rss).toBeLessThan(60 * 1024 * 1024);
+      expect(warmed.heapUsed - start.heapUsed).toBeLessThan(10 * 1024 * 1024);
+      // Three more floods, 15,000 refused calls: what the first flood left
+      // (code compiled, caches warmed) stays; refused calls add nothing.
+      for (let round = 0; round < 3; round++) await flood();
+      const after = await memoryOf(control);
+      const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+      console.log(
+        `first flood: RSS +${mb(warmed.rss - start.rss)} MB, heap after GC +${mb(warmed.heapUsed - start.heapUsed)} MB; three more: heap after GC +${mb(after.heapUsed - warmed.heapUsed)} MB`,
+      );
+      expect(after.heapUsed - warmed.heapUsed).toBeLessThan(2 * 1024 * 1024);
+      await gates(control, { open: ["held"] });
+      expect((await held).isError).toBe(false);
+    } finally {
+      await stop(server);
+    }
+  }, 300_000);
+});
+
 describe("toolpool mcp: limit flags", () => {
   const runCli = (args: string[]) =>
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
@@ -379,6 +507,8 @@ describe("toolpool mcp: limit flags", () => {
     [["--call-timeout", "0"], /--call-timeout.*Expected an integer from 1 to 2147483647\./],
     [["--max-sessions", "4"], /--max-sessions needs --http/],
     [["--max-rss", "1000000"], /--max-rss needs --http/],
+    [["--http", "127.0.0.1:0", "--drain-timeout", "1000"], /--drain-timeout is for stdio/],
+    [["--drain-timeout", "soon"], /--drain-timeout.*Expected an integer from 0 to 2147483647\./],
   ])(
     "exits 2 with one line for %j",
     async (args, message) => {

@@ -21,6 +21,7 @@ export interface McpLimitCliOptions {
   maxEventLoopDelay?: number;
   maxHeapUsed?: number;
   maxRss?: number;
+  drainTimeout?: number;
 }
 
 /** The flags that only mean something with `--http`. */
@@ -30,6 +31,9 @@ const httpOnly = {
   maxHeapUsed: "--max-heap-used",
   maxRss: "--max-rss",
 } as const;
+
+/** What `--drain-timeout` is without the flag: as long as a built-in tool's call may run. */
+export const defaultDrainTimeoutMs = 30_000;
 
 /** The limit flags, for `mcp` to add. */
 export function mcpLimitOptions(): Option[] {
@@ -53,12 +57,20 @@ export function mcpLimitOptions(): Option[] {
     ),
     new Option("--max-heap-used <bytes>", "with --http: heap in use past which requests get 503 (default: 0, off)").argParser(integerParser(0)),
     new Option("--max-rss <bytes>", "with --http: resident memory past which requests get 503 (default: 0, off)").argParser(integerParser(0)),
+    new Option(
+      "--drain-timeout <ms>",
+      `on stdio: once input ends, how long calls already read may run on; then they are answered TP_ERR_CLOSED (default: ${defaultDrainTimeoutMs})`,
+    ).argParser(integerParser(0, 2_147_483_647)),
   ];
 }
 
-/** Refuses a `--http`-only flag given without `--http`. */
+/** Refuses a `--http`-only flag given without `--http`, and a stdio-only one given with it. */
 export function checkHttpOnlyLimits(options: McpLimitCliOptions, isHttp: boolean): void {
-  if (isHttp) return;
+  if (isHttp) {
+    if (options.drainTimeout !== undefined)
+      throw new UsageError("--drain-timeout is for stdio: over HTTP, calls in flight at shutdown are answered TP_ERR_CLOSED");
+    return;
+  }
   for (const [key, flag] of Object.entries(httpOnly)) {
     if (options[key as keyof typeof httpOnly] !== undefined) throw new UsageError(`${flag} needs --http: on stdio there is one session`);
   }

@@ -1,6 +1,7 @@
 /**
  * `toolpool mcp`'s work: a runtime from the command line's tools and hooks,
- * served over MCP on stdio until standard input ends, or on Streamable HTTP
+ * served over MCP on stdio until standard input ends (and the requests read
+ * are answered), or on Streamable HTTP
  * until SIGTERM or SIGINT.
  *
  * On stdio, standard output belongs to the protocol: everything else toolpool
@@ -13,10 +14,12 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { Runtime } from "../index.js";
 import { McpCallGate } from "../mcp/mcp-call-gate.js";
 import { McpHttpServer } from "../mcp/mcp-http-server.js";
+import { cancelReasons, McpRefusal } from "../mcp/mcp-refusal.js";
 import { createMcpServer, type McpServerOptions } from "../mcp/mcp-server.js";
+import { McpStdioTransport } from "../mcp/mcp-stdio-transport.js";
 import { builtinToolAnnotations } from "../mcp/mcp-tools.js";
 import { isLoopbackHost } from "../server/server-options.js";
-import { callGateOptions, checkHttpOnlyLimits, sessionLimits } from "./mcp-limit-options.js";
+import { callGateOptions, checkHttpOnlyLimits, defaultDrainTimeoutMs, sessionLimits } from "./mcp-limit-options.js";
 import type { McpCliOptions } from "./mcp-cli-options.js";
 import { readPackageVersion } from "./package-version.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
@@ -48,7 +51,7 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
     callGate: inputErrors(() => new McpCallGate(callGateOptions(runtime, options))),
   };
   try {
-    if (options.http === undefined) await serveStdio(runtime, serverOptions);
+    if (options.http === undefined) await serveStdio(runtime, serverOptions, options.drainTimeout ?? defaultDrainTimeoutMs);
     else await serveHttp(runtime, serverOptions, options, token);
   } finally {
     // The client is gone or the server stopped: results are owed to nobody.
@@ -56,16 +59,33 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
   }
 }
 
-async function serveStdio(runtime: Runtime, serverOptions: McpServerOptions): Promise<void> {
+/**
+ * Serves on stdio until input ends or a signal comes. Requests already read
+ * when input ends are answered before the server stops: a client that
+ * pipes its requests in (`cat requests | toolpool mcp`) gets every answer.
+ * Calls still running after `drainTimeoutMs` (at once on SIGTERM or SIGINT)
+ * are answered with a JSON-RPC error, `data.code` `TP_ERR_CLOSED`, as over
+ * HTTP at shutdown, and aborted. Every answer is on stdout before this
+ * resolves; the process then exits 0.
+ */
+async function serveStdio(runtime: Runtime, serverOptions: McpServerOptions, drainTimeoutMs: number): Promise<void> {
   const server = createMcpServer(runtime, serverOptions);
-  const ended = new Promise<string>((resolve) => {
+  const ended = new Promise<"end of input" | "SIGTERM" | "SIGINT">((resolve) => {
     process.stdin.once("end", () => resolve("end of input"));
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
   });
-  await server.connect(new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: maxStdioMessageBytes }));
-  await ended;
+  const transport = new McpStdioTransport(new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: maxStdioMessageBytes }));
+  await server.connect(transport);
+  const reason = await ended;
+  const isEndOfInput = reason === "end of input";
+  const refusal = new McpRefusal("TP_ERR_CLOSED", isEndOfInput ? cancelReasons.inputEnded : cancelReasons.serverClosing);
+  if (transport.inFlight > 0) serverOptions.log?.(`${reason}: answering the ${transport.inFlight} requests in flight before stopping`);
+  const refused = await transport.drain(isEndOfInput ? drainTimeoutMs : 0, refusal);
+  if (refused > 0) serverOptions.log?.(`${refused} requests were still running and were answered TP_ERR_CLOSED`);
   await server.close();
+  // Every answer was handed to stdout; its callback fires once the bytes are out of the process.
+  await new Promise<void>((resolve) => process.stdout.write("", () => resolve()));
 }
 
 async function serveHttp(runtime: Runtime, serverOptions: McpServerOptions, options: McpCliOptions, token: string | undefined): Promise<void> {

@@ -10,19 +10,26 @@ import type { RemoteJobData } from "./fleet-protocol.js";
  */
 export type Admission = "run" | "run-aborted" | "aborted" | "coordinator-gone";
 
-/** Reads the call's coordinator presence key and its batch's abort key (one round trip). */
+/**
+ * Reads the call's coordinator presence (its key, and the subscribers of its
+ * channel: see `CoordinatorPresence`) and its batch's abort key, in one
+ * round trip.
+ */
 export async function admitCall(commands: Redis, data: RemoteJobData): Promise<Admission> {
   const checksAbort = data.abortKey !== undefined && data.startsAborted !== true;
-  const pipeline = commands.pipeline().exists(data.presenceKey);
+  const pipeline = commands.pipeline().exists(data.presenceKey).pubsub("NUMSUB", data.presenceKey);
   if (checksAbort) pipeline.exists(data.abortKey!);
   const results = (await pipeline.exec()) ?? [];
-  const [presence, abort] = results.map(([error, count]) => {
-    if (error !== null) throw error;
-    return count === 1;
-  });
-  if (presence !== true) return "coordinator-gone";
-  if (abort === true) return "aborted";
+  for (const [error] of results) if (error !== null) throw error;
+  const [presence, subscribers, abort] = results.map(([, reply]) => reply);
+  if (presence !== 1 || subscriberCount(subscribers) === 0) return "coordinator-gone";
+  if (abort === 1) return "aborted";
   return data.startsAborted === true ? "run-aborted" : "run";
+}
+
+/** The count in a `PUBSUB NUMSUB channel` reply (`[channel, count]`). */
+function subscriberCount(reply: unknown): number {
+  return Array.isArray(reply) ? Number(reply[1]) : 0;
 }
 
 /** Whether each of `keys` exists (one round trip); a key whose check failed is left out. */

@@ -30,6 +30,8 @@ export interface CoordinatorClientsOptions {
 export class CoordinatorClients {
   readonly commands: Redis;
   readonly reader: Redis;
+  /** Subscribed to the coordinator's presence channel, and to nothing else (see `CoordinatorPresence`). */
+  readonly presence: Redis;
   readonly queue: Queue<RemoteJobData>;
   readonly events: QueueEvents;
   readonly stalledChecker: Worker;
@@ -62,6 +64,9 @@ export class CoordinatorClients {
     this.stalledChecker.on("error", () => {});
     this.reader = new Redis(connection);
     this.reader.on("error", () => {});
+    // Named, so that CLIENT LIST shows what it is; ioredis subscribes it again after a reconnection.
+    this.presence = new Redis({ ...connection, connectionName: "toolpool-coordinator-presence" });
+    this.presence.on("error", () => {});
     commands.on("close", options.onRedisLost);
     commands.on("ready", options.onRedisBack);
   }
@@ -101,6 +106,7 @@ export class CoordinatorClients {
   /** Deletes the reply stream and disconnects everything, each step within `timeoutMs`. */
   async close(replyKey: string, timeoutMs: number): Promise<void> {
     this.reader.disconnect();
+    this.presence.disconnect();
     const bounded = (promise: Promise<unknown>) => withTimeout(promise, timeoutMs).catch(() => {});
     await bounded(this.commands.del(replyKey));
     await Promise.all([bounded(this.events.close()), bounded(this.stalledChecker.close(true)), bounded(this.queue.close())]);

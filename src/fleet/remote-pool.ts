@@ -417,7 +417,7 @@ export class RemotePool implements ToolCallPool {
     this.#clients = clients;
     this.#isRedisUp = clients.commands.status === "ready";
     // Present before the first job is added (nodes refuse the jobs of an absent coordinator).
-    await withTimeout(this.#presence.start(clients.commands), this.#options.redisTimeoutMs).catch(() => {});
+    await withTimeout(this.#presence.start(clients.commands, clients.presence), this.#options.redisTimeoutMs).catch(() => {});
     this.#announcer.useConnection(clients.commands);
     await withTimeout(this.#lookAtNodes(), this.#options.redisTimeoutMs).catch(() => {});
     void this.#replies.run(clients.reader, {

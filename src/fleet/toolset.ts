@@ -6,7 +6,7 @@ import type { PiVersion } from "../options.js";
 import type { WorkerTool } from "../worker-tool.js";
 
 /** The version of the coordinator–node protocol; part of every toolset hash. */
-export const fleetProtocolVersion = 2;
+export const fleetProtocolVersion = 3;
 
 /** The worker tools a coordinator sends to the fleet, or a node serves, with their fingerprints. */
 export interface Toolset {

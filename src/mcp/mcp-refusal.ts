@@ -50,6 +50,8 @@ export const cancelReasons = {
   clientGone: "the client went away before the response",
   /** The client closed its session (DELETE) while the request was in flight. */
   sessionClosed: "The MCP session was closed by its client while the request was in flight; it was cancelled",
+  /** On stdio: the server's input ended, and the request was still running when the time left to finish it ran out. */
+  inputEnded: "The server's input ended and the request did not end within the drain timeout; it was cancelled",
   /** The server is shutting down. */
   serverClosing: "The server is shutting down: the request was cancelled",
 } as const;

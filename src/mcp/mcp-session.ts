@@ -16,13 +16,14 @@ import {
   isJSONRPCNotification,
   isJSONRPCRequest,
   isJSONRPCResultResponse,
+  type JSONRPCErrorResponse,
   type JSONRPCMessage,
   type MessageExtraInfo,
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 
 import { jsonRpcError, sendJson } from "./http-replies.js";
-import { cancelReasons, McpRefusal } from "./mcp-refusal.js";
+import { cancelReasons, McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 
 /** What the session tells the table of sessions. */
 export interface McpSessionHooks {
@@ -148,9 +149,10 @@ export class McpSession implements Transport {
    * calls still waiting never start).
    */
   cutShort(refusal: McpRefusal): void {
-    for (const [id, response] of [...this.#inFlight]) {
+    for (const [id] of [...this.#inFlight]) {
       this.#inFlight.delete(id);
-      if (response !== undefined && !response.destroyed) void this.#inner.send(refusal.toResponse(id)).catch(() => {});
+      // Written where its POST's stream is still open; either way the SDK's transport lets go of the request.
+      this.#release(refusal.toResponse(id));
       this.#cancel(id, refusal.message);
     }
     this.lastUsedAt = performance.now();
@@ -194,11 +196,28 @@ export class McpSession implements Transport {
     this.onmessage?.({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } });
   }
 
+  /**
+   * Hands the SDK's transport the answer of a request given up (cut short,
+   * or whose client is gone). The SDK's server sends nothing for a request
+   * it cancelled, and the transport keeps a POST's request ids, the answers
+   * it already has and the POST's stream until every request of the POST is
+   * answered: without this, each POST cut short would leave them behind for
+   * the session's lifetime, and every later answer would scan them all. On
+   * a stream that is gone nothing is written; the transport then throws
+   * "No connection established", having let go of the request.
+   */
+  #release(answer: JSONRPCErrorResponse): void {
+    void this.#inner.send(answer).catch(() => {});
+  }
+
   /** The POST's connection closed: its requests not yet answered can never be. */
   #onResponseClosed(response: ServerResponse, ids: RequestId[]): void {
     const unanswered = ids.filter((id) => this.#inFlight.get(id) === response);
     if (unanswered.length === 0) return;
-    for (const id of unanswered) this.#cancel(id, cancelReasons.clientGone);
+    for (const id of unanswered) {
+      this.#cancel(id, cancelReasons.clientGone);
+      this.#release({ jsonrpc: "2.0", id, error: { code: refusalErrorCode, message: cancelReasons.clientGone } });
+    }
     this.#hooks.log?.(
       `session ${this.sessionId ?? "?"}: the client went away before ${unanswered.length} of its requests were answered; they were cancelled`,
     );
