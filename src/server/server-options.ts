@@ -81,9 +81,11 @@ export interface ServerOptions {
   maxCallsPerBatch?: number;
   /**
    * Most TCP connections open at once. Past it, a new connection takes the
-   * place of the oldest one that has not completed a request yet (or is
-   * being closed after a refusal); when every connection has, the new one is
-   * closed at once.
+   * place of one with no request in flight: one being closed after a
+   * refusal, else the one idle longest (a kept-alive connection whose
+   * requests are all answered), else the oldest that has not completed a
+   * request yet; when every connection has a request in flight, the new
+   * one is closed at once.
    * @default 1024
    */
   maxConnections?: number;
