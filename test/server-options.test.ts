@@ -25,6 +25,7 @@ describe("resolveServerOptions", () => {
       maxConnectionsPerAddress: 256,
       headersTimeoutMs: 5000,
       updateArgs: true,
+      stalledWatcherMs: 30_000,
       maxEventLoopDelayMs: 1000,
       maxHeapUsedBytes: 0,
       maxRssBytes: 0,

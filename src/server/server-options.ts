@@ -120,6 +120,15 @@ export interface ServerOptions {
    */
   ui?: boolean;
   /**
+   * Milliseconds a watcher of `GET /v1/pool/events` may leave its stream
+   * full (reading nothing: its socket's buffer past its high-water mark, the
+   * kernel's buffers full) before its connection is reset, which gives its
+   * place (one of 32) back and frees what the kernel queued for it. Counted
+   * on the runtime's clock from the write that found the stream full.
+   * @default 30000
+   */
+  stalledWatcherMs?: number;
+  /**
    * Mean event-loop delay (ms, sampled every second) past which requests get
    * 503 `TP_ERR_OVERLOADED` with `Retry-After` (`GET /healthz` excepted);
    * 0 turns the check off.
@@ -157,6 +166,7 @@ export interface ResolvedServerOptions {
   readonly headersTimeoutMs: number;
   readonly updateArgs: boolean;
   readonly ui: boolean;
+  readonly stalledWatcherMs: number;
   readonly maxEventLoopDelayMs: number;
   readonly maxHeapUsedBytes: number;
   readonly maxRssBytes: number;
@@ -182,6 +192,7 @@ export const serverOptionsSchema = {
     headersTimeoutMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 5000 },
     updateArgs: { type: "boolean", default: true },
     ui: { type: "boolean", default: true },
+    stalledWatcherMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 30_000 },
     maxEventLoopDelayMs: { type: "integer", minimum: 0, default: 1000 },
     maxHeapUsedBytes: { type: "integer", minimum: 0, default: 0 },
     maxRssBytes: { type: "integer", minimum: 0, default: 0 },
@@ -234,6 +245,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     headersTimeoutMs: resolved.headersTimeoutMs,
     updateArgs: resolved.updateArgs,
     ui: resolved.ui,
+    stalledWatcherMs: resolved.stalledWatcherMs,
     maxEventLoopDelayMs: resolved.maxEventLoopDelayMs,
     maxHeapUsedBytes: resolved.maxHeapUsedBytes,
     maxRssBytes: resolved.maxRssBytes,
