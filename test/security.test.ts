@@ -463,7 +463,7 @@ describe("toolpool serve under attack", () => {
     }
   }, 60_000);
 
-  it("F9/F12: workers never see TOOLPOOL_TOKEN; --token-file works and keeps the token out of ps; a token with whitespace exits 2", async () => {
+  it("F9/F12: workers never see TOOLPOOL_TOKEN; --token-file works and keeps the token out of ps; a token no client can send (whitespace, beyond visible ASCII) exits 2", async () => {
     const tokenFile = join(base, "token");
     writeFileSync(tokenFile, "file-token-123\n");
     const fromFile = await serve(["--tools", ENV_TOOLS, "--token-file", tokenFile, "--threads", "1"], {
@@ -490,9 +490,12 @@ describe("toolpool serve under attack", () => {
     } finally {
       expect(await stop(fromEnv)).toEqual([0, null]);
     }
-    for (const [args, env] of [
-      [["--token", "two words"], {}],
-      [[], { TOOLPOOL_TOKEN: "tab\tinside" }],
+    for (const [args, env, message] of [
+      [["--token", "two words"], {}, /^toolpool: the bearer token holds whitespace/],
+      [[], { TOOLPOOL_TOKEN: "tab\tinside" }, /^toolpool: the bearer token holds whitespace/],
+      // Node reads header bytes as Latin-1 and fetch cannot send "€": such a server would refuse everyone.
+      [["--token", "secret€token"], {}, /^toolpool: the bearer token holds U\+20AC at character 7, outside visible ASCII \(0x21–0x7E\)/],
+      [[], { TOOLPOOL_TOKEN: "café-token" }, /^toolpool: the bearer token holds U\+00E9 at character 4, outside visible ASCII/],
     ] as const) {
       const child = spawn(process.execPath, [CLI, "serve", "--port", "0", ...args], {
         cwd: ROOT,
@@ -504,8 +507,8 @@ describe("toolpool serve under attack", () => {
       child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
       const [code] = (await once(child, "close")) as [number | null];
       expect(code).toBe(2);
-      expect(stderr).toMatch(/^toolpool: the bearer token holds whitespace/);
-      note(`F12 token with whitespace (${args.length > 0 ? "--token" : "TOOLPOOL_TOKEN"}): exit ${code}`);
+      expect(stderr).toMatch(message);
+      note(`F12 token no client can send (${args.length > 0 ? "--token" : "TOOLPOOL_TOKEN"}): exit ${code}`);
     }
   }, 60_000);
 

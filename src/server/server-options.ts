@@ -11,6 +11,7 @@ import type { ErrorObject } from "ajv";
 import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../option-checks.js";
+import { checkBearerToken } from "./bearer-auth.js";
 
 /** Options of `createServer`. */
 export interface ServerOptions {
@@ -26,8 +27,10 @@ export interface ServerOptions {
    */
   port?: number;
   /**
-   * Bearer token every request but `GET /healthz` must present
-   * (`Authorization: Bearer TOKEN`). Required when `host` is not loopback.
+   * Bearer token every request but `GET /healthz` (and the live view's
+   * page) must present (`Authorization: Bearer TOKEN`). Required when `host`
+   * is not loopback. Visible ASCII only (0x21–0x7E), the characters clients
+   * send in a header: any other is refused with `TP_ERR_INVALID_OPTION`.
    * @default undefined (no authentication, loopback only)
    */
   token?: string;
@@ -218,11 +221,8 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "server option");
   }
   const resolved = data as unknown as Omit<ResolvedServerOptions, "token"> & { token?: string };
-  if (resolved.token !== undefined && /\s/.test(resolved.token)) {
-    // Clients send `Authorization: Bearer TOKEN`, where whitespace cannot be
-    // part of the token: such a token could never authenticate.
-    throw new ToolpoolError("TP_ERR_INVALID_OPTION", "Expected `token` to hold no whitespace, got a token with whitespace");
-  }
+  // A token no client can send would make the server refuse everyone.
+  if (resolved.token !== undefined) checkBearerToken(resolved.token);
   if (resolved.token === undefined && !isLoopbackHost(resolved.host)) {
     throw new ToolpoolError(
       "TP_ERR_INVALID_OPTION",
