@@ -185,6 +185,26 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   }
 
   /**
+   * Whether a call of the tool named `toolName`, handed to its pool now,
+   * would end at once with `TP_ERR_QUEUE_FULL`. Its pool decides, by the
+   * rule it applies to every call: the shared pool, the pool of a tool with
+   * resource limits of its own, or the fleet. `false` for an inline tool, a
+   * name the runtime does not know, and once the runtime is closed (its
+   * calls then end with `TP_ERR_CLOSED`).
+   *
+   * @example
+   * ```ts
+   * // Refuse work up front, as `toolpool serve` answers 429.
+   * if (names.some((name) => runtime.isQueueFull(name))) return retryLater();
+   * ```
+   */
+  isQueueFull(toolName: string): boolean {
+    const entry = this.#registry.get(toolName);
+    if (entry === undefined || entry.kind !== "worker" || this.isClosed) return false;
+    return this.#poolFor(entry.tool).isQueueFull();
+  }
+
+  /**
    * The inner state of every worker pool, for diagnosing a stall: its Piscina
    * instances and threads, and each call not yet settled (waiting or running,
    * and where). Not for polling on a hot path: it copies everything.

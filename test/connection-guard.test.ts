@@ -11,7 +11,16 @@ import { connect } from "node:net";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 
 import { addressKey } from "../dist/server/connection-guard.js";
-import { floodConnections, initializeBody, mcpPostHeaders, requestFrom, spawnMcpHttp, type Flood } from "./support/edge-clients.js";
+import {
+  floodConnections,
+  holdIdleConnections,
+  initializeBody,
+  mcpPostHeaders,
+  requestFrom,
+  spawnMcpHttp,
+  type Flood,
+  type RawAnswer,
+} from "./support/edge-clients.js";
 import { spawnServe } from "./support/serve-process.js";
 
 const TOKEN = "edge-token";
@@ -28,6 +37,24 @@ afterEach(() => {
 afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
 });
+
+/** Runs `count` requests at once; how many were answered `status`, and how the others failed. */
+async function answeredWith(status: number, count: number, request: () => Promise<RawAnswer>): Promise<{ answered: number; failures: string[] }> {
+  const outcomes = await Promise.allSettled(Array.from({ length: count }, request));
+  const failures = outcomes.flatMap((outcome) =>
+    outcome.status === "rejected"
+      ? [String((outcome.reason as NodeJS.ErrnoException).code ?? outcome.reason)]
+      : outcome.value.status === status
+        ? []
+        : [`${outcome.value.status} ${outcome.value.text}`],
+  );
+  return { answered: count - failures.length, failures };
+}
+
+/** The first `count` indexes, 0 to count - 1. */
+function firstIndexes(count: number): number[] {
+  return Array.from({ length: count }, (_, index) => index);
+}
 
 describe("ConnectionGuard on toolpool serve", () => {
   it("with a token, keeps /healthz answering from another address while one address holds 1,030 connections that never finish their headers", async () => {
@@ -72,6 +99,38 @@ describe("ConnectionGuard on toolpool serve", () => {
     await flood.whenClosed(2);
     expect([...flood.closed].sort()).toEqual([0, 1]);
   }, 60_000);
+
+  it("lets authenticated batches through while 4 addresses hold all 1,024 places with idle keep-alive connections after a public /healthz, closing the ones idle longest", async () => {
+    const served = await spawnServe(["--port", "0", "--token", TOKEN, "--threads", "1"], {}, children);
+    // 4 × 256: every address at maxConnectionsPerAddress, all of them at maxConnections.
+    const holders: Flood[] = [];
+    for (const address of [FLOODER, "127.0.0.3", "127.0.0.4", "127.0.0.5"]) {
+      const held = await holdIdleConnections(served.port, 256, address);
+      floods.push(held);
+      holders.push(held);
+    }
+    const batch = (from: string) => () =>
+      requestFrom(from, `${served.url}/v1/batches`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify({
+          assistantMessage: { role: "assistant", content: [{ type: "toolCall", id: "1", name: "hash", arguments: { text: "hello" } }] },
+        }),
+      });
+    // Five at once, each on a connection of its own: each new one past the limit needs a place.
+    expect(await answeredWith(200, 5, batch(CLIENT))).toEqual({ answered: 5, failures: [] });
+    // Those places were taken from the connections idle longest: the first address's first ones.
+    const closed = [...holders[0]!.closed].sort((a, b) => a - b);
+    expect(closed.length).toBeGreaterThanOrEqual(1);
+    expect(closed).toEqual(firstIndexes(closed.length));
+    expect(holders.slice(1).map((held) => held.closed.length)).toEqual([0, 0, 0]);
+
+    // From an address that holds its 256 itself, as a victim sharing an address with the flood would.
+    expect(await answeredWith(200, 5, batch("127.0.0.3"))).toEqual({ answered: 5, failures: [] });
+    const closedThere = [...holders[1]!.closed].sort((a, b) => a - b);
+    expect(closedThere.length).toBeGreaterThanOrEqual(1);
+    expect(closedThere).toEqual(firstIndexes(closedThere.length));
+  }, 180_000);
 
   it("answers 408 TP_ERR_HEADERS_TIMEOUT and closes a connection whose headers are not complete within headersTimeoutMs", async () => {
     const served = await spawnServe(["--port", "0", "--threads", "1", "--headers-timeout", "500"], {}, children);
@@ -129,6 +188,19 @@ describe("ConnectionGuard on toolpool mcp --http", () => {
     expect(answer.status).toBe(200);
     await flood.whenClosed(1);
     expect(flood.closed).toEqual([0]);
+  }, 60_000);
+
+  it("without a token, answers initialize while idle keep-alive connections (after a 404) hold every place, closing the one idle longest", async () => {
+    const mcp = await spawnMcpHttp(["--threads", "1", "--max-connections", "8", "--max-connections-per-address", "8"], children);
+    // A tokenless server answers any path, 404 included, without closing the connection.
+    const held = await holdIdleConnections(mcp.port, 8, FLOODER, "/healthz", 404);
+    floods.push(held);
+    const { answered, failures } = await answeredWith(200, 1, () =>
+      requestFrom(CLIENT, mcp.url, { method: "POST", headers: mcpPostHeaders, body: initializeBody }),
+    );
+    expect({ answered, failures }).toEqual({ answered: 1, failures: [] });
+    await held.whenClosed(1);
+    expect(held.closed[0]).toBe(0);
   }, 60_000);
 
   it("answers 408 TP_ERR_HEADERS_TIMEOUT to a connection whose headers are not complete within --headers-timeout", async () => {

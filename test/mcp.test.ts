@@ -10,7 +10,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { ProgressNotificationSchema, type CallToolResult, type ProgressNotification } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, supportsPi16, type AgentTool, type Runtime } from "toolpool";
+import { createRuntime, supportsPi16, ToolpoolError, type AgentTool, type Runtime } from "toolpool";
 import { checkBrowserGuard, createMcpServer, McpHttpServer } from "toolpool/mcp";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
@@ -380,6 +380,20 @@ describe("McpHttpServer protections", () => {
     expect(ok.status).toBe(200);
   });
 
+  it("refuses a token no client can send (beyond visible ASCII) with TP_ERR_INVALID_OPTION, before it listens", () => {
+    for (const token of ["secret€token", "two words", ""]) {
+      let thrown: unknown;
+      try {
+        new McpHttpServer(() => createMcpServer(runtime), { token });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, JSON.stringify(token)).toBeInstanceOf(ToolpoolError);
+      expect((thrown as ToolpoolError).code).toBe("TP_ERR_INVALID_OPTION");
+      expect((thrown as Error).message).toMatch(/^Expected `token` to be visible ASCII characters \(0x21–0x7E\)/);
+    }
+  });
+
   it("answers a body past maxBodyBytes with 413, and a request outside a session with 400", async () => {
     const url = await startServer({ maxBodyBytes: 64 });
     expect((await post(url, {}, JSON.stringify({ padding: "x".repeat(100) }))).status).toBe(413);
@@ -436,6 +450,7 @@ describe("toolpool mcp: usage errors", () => {
     [["--http", "0.0.0.0:0"], /not a loopback address: set --token or TOOLPOOL_TOKEN/],
     [["--root", "/no/such/dir"], /Expected `root` to be an existing directory/],
     [["--http", "127.0.0.1:0", "--token", "two words"], /the bearer token holds whitespace/],
+    [["--http", "127.0.0.1:0", "--token", "secret€token"], /the bearer token holds U\+20AC at character 7, outside visible ASCII \(0x21–0x7E\)/],
     [["--http", "127.0.0.1:0", "--token-file", "/no/such/token"], /cannot read --token-file/],
   ])("exits 2 with one line for %j", async (args, message) => {
     const { code, stdout, stderr } = await runCli(args);

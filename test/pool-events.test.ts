@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -87,6 +88,26 @@ function listenerCounts(runtime: Runtime): Record<string, number> {
     "fleet_call",
   ] as const;
   return Object.fromEntries(names.map((name) => [name, runtime.listenerCount(name)]));
+}
+
+/**
+ * Bytes the kernel holds to send from local port `port` over IPv4 (the
+ * server's side of its connections), from /proc/net/tcp; undefined off Linux.
+ */
+function sendQueueBytes(port: number): number | undefined {
+  let table: string;
+  try {
+    table = readFileSync("/proc/net/tcp", "utf8");
+  } catch {
+    return undefined;
+  }
+  let total = 0;
+  for (const line of table.split("\n").slice(1)) {
+    const [, local, , , queues] = line.trim().split(/\s+/);
+    if (local === undefined || queues === undefined || Number.parseInt(local.split(":")[1]!, 16) !== port) continue;
+    total += Number.parseInt(queues.split(":")[0]!, 16);
+  }
+  return total;
 }
 
 /** Resolves once `condition` holds, checking after each turn of the event loop. */
@@ -194,7 +215,8 @@ describe("GET /v1/pool/events", () => {
   });
 
   it("holds a watcher that stopped reading to its bound: at most 256 calls and one flush in the socket's buffer", async () => {
-    const { runtime, server, url } = await startServer();
+    // A stall bound beyond the test: here the watcher must stay connected while its socket is full.
+    const { runtime, server, url } = await startServer({ stalledWatcherMs: 3_600_000 });
     const { port } = new URL(url);
     const socket = connect(Number(port), "127.0.0.1");
     sockets.push(socket);
@@ -231,6 +253,64 @@ describe("GET /v1/pool/events", () => {
     await until(() => server.diagnosePoolEvents()!.watchers.length === 0);
     expect(server.diagnosePoolEvents()?.isAttached).toBe(false);
   }, 300_000);
+
+  it("toolpool serve resets watchers whose stream stays full for stalledWatcherMs, so that the page gets in again", async () => {
+    // stalledWatcherMs 1000 (see the file): the bound runs only once a watcher's stream is full.
+    const served = await spawnServe(["--config", "test/fixtures/server/stalled-watchers-config.json", "--token", token], {}, children);
+    const auth = { authorization: `Bearer ${token}` };
+    // 32 watchers, each reading its answer's first bytes and then nothing.
+    for (let index = 0; index < 32; index++) {
+      const socket = connect(served.port, "127.0.0.1");
+      sockets.push(socket);
+      socket.on("error", () => {});
+      await once(socket, "connect");
+      socket.write(`GET /v1/pool/events HTTP/1.1\r\nHost: 127.0.0.1:${served.port}\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+      const [first] = (await once(socket, "data")) as [Buffer];
+      expect(first.toString("latin1")).toMatch(/^HTTP\/1\.1 200 /);
+      socket.pause();
+    }
+    // Every place is taken: the operator's page is turned away.
+    expect((await fetch(`${served.url}/v1/pool/events`, { headers: auth })).status).toBe(503);
+
+    // Calls whose records are large (long ids, session key and message) fill the watchers' buffers sooner.
+    const session = "s".repeat(256);
+    const maxBatches = 400;
+    let batches = 0;
+    let isIn = false;
+    let mostQueued = 0;
+    while (!isIn && batches < maxBatches) {
+      const calls = Array.from({ length: 256 }, (_, index) => ({
+        type: "toolCall",
+        id: `${"x".repeat(240)}-${batches}-${index}`,
+        name: "work",
+        arguments: { fail: "f".repeat(300) },
+      }));
+      const posted = await fetch(`${served.url}/v1/batches`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json", accept: "application/json", "x-toolpool-session": session },
+        body: JSON.stringify({ assistantMessage: { role: "assistant", content: calls } }),
+      });
+      expect(posted.status).toBe(200);
+      await posted.arrayBuffer();
+      batches += 1;
+      mostQueued = Math.max(mostQueued, sendQueueBytes(served.port) ?? 0);
+      const reading = new AbortController();
+      const page = await fetch(`${served.url}/v1/pool/events`, { headers: auth, signal: reading.signal });
+      isIn = page.status === 200;
+      if (!isIn) expect(page.status).toBe(503);
+      reading.abort();
+      await page.body?.cancel().catch(() => {});
+    }
+    const queuedAfter = sendQueueBytes(served.port);
+    console.log(
+      `pool events, 32 stalled watchers: the page got in ${isIn ? `after ${batches} batches` : `never in ${batches} batches`}; ` +
+        `kernel send queues of the server's port: at most ${mostQueued} bytes, ${String(queuedAfter)} once the page got in`,
+    );
+    expect(isIn).toBe(true);
+    // A watcher let go is reset, not ended: the kernel drops at once what it held to send it (megabytes each),
+    // where an ended socket would keep them queued for a peer that never reads.
+    if (queuedAfter !== undefined) expect(queuedAfter).toBeLessThan(mostQueued);
+  }, 600_000);
 
   it("needs the token and passes the browser guard, while the page's files do not need the token", async () => {
     const { url } = await startServer();

@@ -25,6 +25,7 @@ describe("resolveServerOptions", () => {
       maxConnectionsPerAddress: 256,
       headersTimeoutMs: 5000,
       updateArgs: true,
+      stalledWatcherMs: 30_000,
       maxEventLoopDelayMs: 1000,
       maxHeapUsedBytes: 0,
       maxRssBytes: 0,
@@ -39,8 +40,25 @@ describe("resolveServerOptions", () => {
     expect(options.allowedOrigins).toEqual(["https://app.example"]);
   });
 
-  it("refuses a token with whitespace, which could never authenticate, and bad limits", () => {
-    expect(messageOf(() => resolveServerOptions({ token: "two words" }))).toBe("Expected `token` to hold no whitespace, got a token with whitespace");
+  it("refuses a token no client can send (whitespace, beyond visible ASCII), which could never authenticate, and bad limits", () => {
+    const expected =
+      'Expected `token` to be visible ASCII characters (0x21–0x7E), the only ones clients send in "Authorization: Bearer TOKEN"; got a token that';
+    expect(messageOf(() => resolveServerOptions({ token: "two words" }))).toBe(`${expected} holds whitespace (U+0020 at character 4)`);
+    // Node reads a header's bytes as Latin-1 and fetch refuses to send "€": no request could carry it.
+    expect(messageOf(() => resolveServerOptions({ token: "secret€token" }))).toBe(
+      `${expected} holds U+20AC at character 7, outside visible ASCII (0x21–0x7E)`,
+    );
+    expect(messageOf(() => resolveServerOptions({ token: "café" }))).toBe(
+      `${expected} holds U+00E9 at character 4, outside visible ASCII (0x21–0x7E)`,
+    );
+    expect(messageOf(() => resolveServerOptions({ token: "nul\u0000" }))).toBe(
+      `${expected} holds U+0000 at character 4, outside visible ASCII (0x21–0x7E)`,
+    );
+    // Every visible ASCII character is accepted.
+    const visible = Array.from({ length: 0x7e - 0x21 + 1 }, (_, index) => String.fromCharCode(0x21 + index)).join("");
+    expect(resolveServerOptions({ token: visible }).token).toBe(visible);
+    expect(messageOf(() => resolveServerOptions({ stalledWatcherMs: 0 }))).toBe("Expected `stalledWatcherMs` to be a number >= 1, got `0` (number)");
+    expect(messageOf(() => resolveServerOptions({ stalledWatcherMs: 1.5 }))).toBe("Expected `stalledWatcherMs` to be an integer, got `1.5` (number)");
     expect(messageOf(() => resolveServerOptions({ maxCallsPerBatch: 0 }))).toBe("Expected `maxCallsPerBatch` to be a number >= 1, got `0` (number)");
     expect(messageOf(() => resolveServerOptions({ maxConnectionsPerAddress: 0 }))).toBe(
       "Expected `maxConnectionsPerAddress` to be a number >= 1, got `0` (number)",

@@ -584,6 +584,49 @@ describe("toolpool serve", () => {
     expect(await exited).toEqual([0, null]);
   });
 
+  it("admits a batch for the idle shared pool while a tool's own pool is full, and still answers 429 for that tool", async () => {
+    // One thread per pool and no queue: one running `heavy` call fills `heavy`'s own pool, and only it.
+    const { child, url, exited } = await serve(["--port", "0", "--config", `${FIXTURES}/own-pool-config.json`]);
+    const holding = new AbortController();
+    const held = readSse(
+      await postBatch(
+        url,
+        { assistantMessage: assistantMessage([{ id: "held", name: "heavy", arguments: { updates: ["running"], gate: `${randomUUID()}:never` } }]) },
+        {},
+        holding.signal,
+      ),
+    );
+    // Its partial result comes from its thread: the call runs in heavy's pool now.
+    expect(describeEvents(await take(held, 2))).toEqual(["tool_execution_start:held", "tool_execution_update:held"]);
+
+    const shared = await postBatch(url, { assistantMessage: assistantMessage([{ id: "light", name: "work" }]) }, { accept: "application/json" });
+    const sharedBody = (await shared.json()) as { code?: string; messages?: ToolResultMessage[] };
+    expect([shared.status, sharedBody.code]).toEqual([200, undefined]);
+    expect(sharedBody.messages!.map((message) => [message.toolCallId, message.isError])).toEqual([["light", false]]);
+
+    const full = await postBatch(url, { assistantMessage: assistantMessage([{ id: "second", name: "heavy" }]) }, { accept: "application/json" });
+    expect(full.status).toBe(429);
+    const fullBody = (await full.json()) as { code: string; message: string };
+    expect(fullBody.code).toBe("TP_ERR_QUEUE_FULL");
+    expect(fullBody.message).toContain('tool "heavy"');
+    // A batch with a call for each pool is refused too: one of its pools is full.
+    const mixed = await postBatch(
+      url,
+      {
+        assistantMessage: assistantMessage([
+          { id: "m1", name: "work" },
+          { id: "m2", name: "heavy" },
+        ]),
+      },
+      { accept: "application/json" },
+    );
+    expect(mixed.status).toBe(429);
+
+    holding.abort();
+    child.kill("SIGTERM");
+    expect(await exited).toEqual([0, null]);
+  });
+
   it("refuses a host beyond loopback without a token, before listening", async () => {
     const { code, stdout, stderr } = await serveUntilExit(["--host", "0.0.0.0", "--port", "0"]);
     expect(code).toBe(2);

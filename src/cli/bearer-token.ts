@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 
 import { describeThrown } from "../errors.js";
+import { unsendableTokenReason } from "../server/bearer-auth.js";
 import { UsageError } from "./usage-error.js";
 
 /** The environment variable a server's bearer token may come from. */
@@ -20,8 +21,9 @@ export interface BearerTokenSources {
 /**
  * The bearer token from `--token`, `--token-file`, `$TOOLPOOL_TOKEN`, then a
  * config file, in that order; `undefined` when none is given. A token that
- * is empty or holds whitespace could never authenticate (clients send
- * `Authorization: Bearer TOKEN`), so it is refused. The caller removes
+ * is empty or holds anything but visible ASCII (whitespace, `€`) could never
+ * authenticate (clients send `Authorization: Bearer TOKEN` in visible
+ * ASCII), so it is refused. The caller removes
  * `$TOOLPOOL_TOKEN` from the environment before any worker starts.
  */
 export async function readBearerToken(sources: BearerTokenSources): Promise<string | undefined> {
@@ -32,9 +34,10 @@ export async function readBearerToken(sources: BearerTokenSources): Promise<stri
     (envToken === undefined || envToken === "" ? undefined : envToken) ??
     sources.configToken ??
     (sources.configTokenFile === undefined ? undefined : await readTokenFile(sources.configTokenFile, "tokenFile"));
-  if (token !== undefined && (token === "" || /\s/.test(token))) {
+  const reason = token === undefined ? undefined : unsendableTokenReason(token);
+  if (reason !== undefined) {
     throw new UsageError(
-      `the bearer token ${token === "" ? "is empty" : "holds whitespace"}: clients send "Authorization: Bearer TOKEN", so it could never match`,
+      `the bearer token ${reason}: clients send "Authorization: Bearer TOKEN" in visible ASCII (0x21–0x7E), so it could never match`,
     );
   }
   return token;

@@ -131,7 +131,7 @@ export function connectionOptions(): Option[] {
   return [
     new Option(
       "--max-connections <n>",
-      "most connections open at once; past it a new one replaces the oldest that sent no complete request (default: 1024)",
+      "most connections open at once; past it a new one replaces one with no request in flight (idle longest, else the oldest without complete headers) (default: 1024)",
     ).argParser(parseCount),
     new Option(
       "--max-connections-per-address <n>",

@@ -207,7 +207,8 @@ export function addServeCommand(program: Command): Command {
  * Merges the command line, the environment and the config file into
  * `createServer`'s options. The token comes from `--token`, `--token-file`,
  * `$TOOLPOOL_TOKEN`, the file's `token` or `tokenFile`, in that order; a
- * token with whitespace in it could never authenticate, so it is refused.
+ * token no client can send (whitespace, anything beyond visible ASCII) could
+ * never authenticate, so it is refused.
  */
 async function resolveServerCliOptions(options: ServeCliOptions, config: ServeConfig): Promise<ServerOptions> {
   const token = await readBearerToken({

@@ -212,6 +212,12 @@ export class RemotePool implements ToolCallPool {
     return { nodes: this.#directory.nodes, threads: this.#directory.threads, inFlight: this.#calls.size, toolsetHash: this.#toolset.hash };
   }
 
+  /** Whether a call handed to `run` now would be refused: `fleet.maxOutstanding` calls in flight. */
+  isQueueFull(): boolean {
+    // Calls still being admitted count too: calls started in the same tick cannot pass the limit together.
+    return this.#calls.size + this.#admitting >= this.#options.maxOutstanding;
+  }
+
   /** Runs one call on a node. Resolves with its outcome; never rejects. */
   run(request: WorkerCallRequest): Promise<WorkerCallOutcome> {
     return this.#run(request, request.tool.idempotent ? this.#options.nodeLossRetries : 0);
@@ -221,8 +227,7 @@ export class RemotePool implements ToolCallPool {
   async #run(request: WorkerCallRequest, retriesLeft: number): Promise<WorkerCallOutcome> {
     const name = request.tool.name;
     if (this.#isClosed) return fault("TP_ERR_CLOSED", outcomeTexts.poolClosed(name));
-    // Calls still being admitted count too: calls started in the same tick cannot pass the limit together.
-    if (this.#calls.size + this.#admitting >= this.#options.maxOutstanding) {
+    if (this.isQueueFull()) {
       return fault(
         "TP_ERR_QUEUE_FULL",
         `Tool "${name}" was not run: ${this.#options.maxOutstanding} remote calls are in flight (fleet.maxOutstanding)`,

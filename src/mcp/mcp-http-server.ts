@@ -23,7 +23,11 @@ export interface McpHttpServerOptions extends McpSessionLimits {
   host?: string;
   /** TCP port; 0 picks a free one. @default 0 */
   port?: number;
-  /** Bearer token every request must carry. @default undefined (none: then only loopback Host values are answered) */
+  /**
+   * Bearer token every request must carry; visible ASCII only (0x21–0x7E),
+   * else the constructor throws `TP_ERR_INVALID_OPTION`.
+   * @default undefined (none: then only loopback Host values are answered)
+   */
   token?: string;
   /** `Host` values accepted besides the loopback names on a tokenless server. @default [] */
   allowedHosts?: readonly string[];

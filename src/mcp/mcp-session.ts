@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -22,6 +21,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 
+import { whenDrained } from "../server/stalled-response.js";
 import { jsonRpcError, sendJson } from "./http-replies.js";
 import { cancelReasons, McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 
@@ -31,7 +31,7 @@ export interface McpSessionHooks {
   onClosed(session: McpSession): void;
   /** Receives one line per notable event; must not throw. */
   log?: (line: string) => void;
-  /** Milliseconds a response may stay full (its client reading nothing) before it is destroyed. */
+  /** Milliseconds a response may stay full (its client reading nothing) before its connection is reset. */
   stalledResponseMs: number;
 }
 
@@ -228,23 +228,14 @@ export class McpSession implements Transport {
    * writes into a stream that the HTTP layer drains at the socket's pace,
    * so a turn of the event loop lets it move what the socket takes, and a
    * full socket means waiting for `drain`. A response that stays full for
-   * `stalledResponseMs` is destroyed: its client reads nothing, and is
-   * treated as gone.
+   * `stalledResponseMs` is reset (see `whenDrained`): its client reads
+   * nothing, and is treated as gone.
    */
   async #whenFlushed(response: ServerResponse): Promise<void> {
     while (!response.destroyed && !response.writableEnded) {
       await new Promise((resolve) => setImmediate(resolve));
       if (!response.writableNeedDrain) return;
-      const ac = new AbortController();
-      const stalled = setTimeout(() => response.destroy(), this.#hooks.stalledResponseMs);
-      try {
-        await Promise.race([once(response, "drain", { signal: ac.signal }), once(response, "close", { signal: ac.signal })]);
-      } catch {
-        // Aborted below, once either came.
-      } finally {
-        clearTimeout(stalled);
-        ac.abort();
-      }
+      await whenDrained(response, this.#hooks.stalledResponseMs);
     }
   }
 }

@@ -36,7 +36,8 @@ export interface McpSessionLimits extends McpPressureLimits {
   /**
    * Milliseconds a response may stay full (its client reading nothing)
    * while a call's progress waits to go out; then its connection is closed
-   * and the client is treated as gone (its calls are cancelled).
+   * (reset, dropping what the kernel still held for it) and the client is
+   * treated as gone (its calls are cancelled).
    * @default 30000
    */
   stalledResponseMs?: number;

@@ -49,7 +49,8 @@ async function runBatch(
   }
   const sessionKey = readSessionKey(request.body, request.headers[sessionHeader]);
   if (typeof sessionKey === "object") return sendError(reply, 400, "TP_ERR_INVALID_BATCH", sessionKey.error);
-  const calls = assistantMessage.content.filter((block) => block.type === "toolCall").length;
+  const toolNames = assistantMessage.content.flatMap((block) => (block.type === "toolCall" ? [block.name] : []));
+  const calls = toolNames.length;
   if (calls > options.maxCallsPerBatch) {
     return sendError(
       reply,
@@ -62,9 +63,15 @@ async function runBatch(
   // while the body arrived, and the check and `track` below happen in one
   // synchronous step, so no batch can slip past a shutdown's wait.
   if (isDraining()) return sendDraining(reply);
-  if (isQueueFull(runtime)) {
+  const refusedTool = firstQueueFullTool(runtime, toolNames);
+  if (refusedTool !== undefined) {
     reply.header("retry-after", String(options.retryAfterSeconds));
-    return sendError(reply, 429, "TP_ERR_QUEUE_FULL", `The pool's queue is full (maxQueue ${runtime.options.pool.maxQueue}); retry later`);
+    return sendError(
+      reply,
+      429,
+      "TP_ERR_QUEUE_FULL",
+      `The pool of tool "${refusedTool}" is full (pool.maxQueue, or fleet.maxOutstanding for a fleet's tool): it would refuse a new call; retry later`,
+    );
   }
   const batch = batches.track(reply.raw);
   const mode = chooseResponseMode(request.headers.accept);
@@ -117,14 +124,20 @@ export function sendDraining(reply: FastifyReply): FastifyReply {
 }
 
 /**
- * Whether the pool would refuse the next worker call: every thread busy and
- * `maxQueue` calls waiting (the pool's own rule). A batch that passes may
- * still see some calls refused when others arrive at the same time; those
- * become ordinary `TP_ERR_QUEUE_FULL` error results inside it.
+ * The first tool of the batch whose pool would refuse a call now, as the
+ * pool itself decides (`runtime.isQueueFull`): only the pools the batch's
+ * calls go to count, so a full pool of one tool (one with resource limits
+ * of its own, or the fleet) does not turn away batches for the others. A
+ * batch that passes may still see some calls refused when others arrive at
+ * the same time; those become ordinary `TP_ERR_QUEUE_FULL` error results
+ * inside it.
  */
-function isQueueFull(runtime: Runtime): boolean {
-  const stats = runtime.poolStats;
-  const { maxQueue, maxThreads } = runtime.options.pool;
-  if (stats === undefined || maxQueue === undefined) return false;
-  return stats.running + stats.queued >= maxThreads + maxQueue;
+function firstQueueFullTool(runtime: Runtime, toolNames: readonly string[]): string | undefined {
+  const asked = new Set<string>();
+  for (const name of toolNames) {
+    if (asked.has(name)) continue;
+    asked.add(name);
+    if (runtime.isQueueFull(name)) return name;
+  }
+  return undefined;
 }

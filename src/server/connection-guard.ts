@@ -1,12 +1,13 @@
 /**
  * The connection edge of toolpool's HTTP fronts (`toolpool serve` and
  * `toolpool mcp --http`): how many connections are open, how many come from
- * one address, how long a new one may take to send its request headers, and
- * how a refused request's connection is closed.
+ * one address, which one gives way to a new one, how long a new one may take
+ * to send its request headers, and how a refused request's connection is
+ * closed.
  *
  * @module
  */
-import type { IncomingMessage, Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { isIP, type Socket } from "node:net";
 
 import { lingerThenClose } from "./lingering-close.js";
@@ -25,8 +26,10 @@ export interface ConnectionGuardOptions {
 type Phase =
   /** Open, its first request's headers not complete yet: it has proven nothing. */
   | "fresh"
-  /** At least one request arrived. */
-  | "serving"
+  /** A request arrived and its response is not done yet. */
+  | "busy"
+  /** Every request it sent is answered: a kept-alive connection waiting for the next one. */
+  | "idle"
   /** Refused and being closed: the rest of its body is read and discarded (see lingering-close.ts). */
   | "closing";
 
@@ -34,6 +37,10 @@ interface Connection {
   readonly socket: Socket;
   readonly address: string;
   phase: Phase;
+  /** Requests whose response is not done yet (several when a client pipelines). */
+  inFlight: number;
+  /** When it entered its phase, as a count of phase changes: the oldest fresh or idle connection gives way first. */
+  since: number;
   /** The latest request, to tell whether its body is still arriving when the connection is closed. */
   request: IncomingMessage | undefined;
   /** The headers deadline while fresh. */
@@ -42,15 +49,22 @@ interface Connection {
 
 /**
  * Keeps slots free for new clients while others hold connections without
- * completing a request (a slowloris flood), on any `node:http` server.
+ * using them: connections that never complete a request (a slowloris
+ * flood), and kept-alive connections left idle after a request anyone may
+ * send (`GET /healthz` needs no token), on any `node:http` server.
  *
  * - A connection has `headersTimeoutMs` to complete its first request's
  *   headers; then it is answered 408 and closed.
  * - One address holds at most `maxConnectionsPerAddress` connections; all of
  *   them hold at most `maxConnections`. A new connection past either limit
- *   takes the place of a connection within that limit: one being closed
- *   already, else the oldest that has not completed a request's headers yet.
- *   When every one there has, the new connection is closed at once.
+ *   takes the place of a connection within that limit that serves no request
+ *   now: one being closed already, else the one idle longest (every request
+ *   it sent answered), else the oldest that has not completed a request's
+ *   headers yet. Only connections with a request in flight are never
+ *   closed for room; when every one there has one, the new connection is
+ *   closed at once. An idle connection is what a client's keep-alive pool
+ *   holds for later: it costs that client one new connection, where a fresh
+ *   one may be a client about to send its first request.
  * - A response that closes the connection (`Connection: close`: a 413, a
  *   401 or 403 of toolpool's fronts) while the request's body is still
  *   arriving no longer resets the connection under a client that is still
@@ -65,18 +79,31 @@ export class ConnectionGuard {
   readonly #connections = new Map<Socket, Connection>();
   /** Each address's connections, oldest first. */
   readonly #byAddress = new Map<string, Set<Connection>>();
-  /** Connections that may give way to a new one, oldest first: those being closed, then those that proved nothing. */
+  /**
+   * Connections that may give way to a new one, each oldest first, in the
+   * order they give way: those being closed, those idle, those that proved
+   * nothing yet.
+   */
   readonly #closing = new Set<Connection>();
+  readonly #idle = new Set<Connection>();
   readonly #fresh = new Set<Connection>();
+  /** Phase changes so far: each connection's `since`. */
+  #changes = 0;
 
   constructor(server: Server, options: ConnectionGuardOptions) {
     this.#options = options;
     server.on("connection", (socket: Socket) => this.#admit(socket));
-    server.on("request", (request: IncomingMessage) => {
+    server.on("request", (request: IncomingMessage, response: ServerResponse) => {
       const connection = this.#connections.get(request.socket);
       if (connection === undefined) return;
       connection.request = request;
-      if (connection.phase === "fresh") this.#setPhase(connection, "serving");
+      connection.inFlight += 1;
+      if (connection.phase === "fresh" || connection.phase === "idle") this.#setPhase(connection, "busy");
+      // `close` comes once the response is done, or its connection gone.
+      response.once("close", () => {
+        connection.inFlight -= 1;
+        if (connection.inFlight === 0 && connection.phase === "busy") this.#setPhase(connection, "idle");
+      });
     });
   }
 
@@ -95,7 +122,7 @@ export class ConnectionGuard {
       socket.destroy();
       return;
     }
-    const connection: Connection = { socket, address, phase: "fresh", request: undefined, timer: undefined };
+    const connection: Connection = { socket, address, phase: "fresh", inFlight: 0, since: this.#changes++, request: undefined, timer: undefined };
     this.#connections.set(socket, connection);
     // Looked up again: making room may have closed the address's last connection, and with it its set.
     const current = this.#byAddress.get(address);
@@ -121,20 +148,22 @@ export class ConnectionGuard {
   }
 
   /**
-   * Closes the oldest connection that may give way, among `peers` (one
-   * address) or among all; false when every one is serving requests.
+   * Closes the connection that gives way first (see the class), among
+   * `peers` (one address) or among all; false when every one has a request
+   * in flight.
    */
   #makeRoom(peers: ReadonlySet<Connection> | undefined): boolean {
     let victim: Connection | undefined;
     if (peers === undefined) {
-      victim = first(this.#closing) ?? first(this.#fresh);
+      victim = first(this.#closing) ?? first(this.#idle) ?? first(this.#fresh);
     } else {
       for (const peer of peers) {
         if (peer.phase === "closing") {
           victim = peer;
           break;
         }
-        if (peer.phase === "fresh") victim ??= peer;
+        if (peer.phase !== "idle" && peer.phase !== "fresh") continue;
+        if (victim === undefined || givesWayBefore(peer, victim)) victim = peer;
       }
     }
     if (victim === undefined) return false;
@@ -173,20 +202,30 @@ export class ConnectionGuard {
       clearTimeout(connection.timer);
       connection.timer = undefined;
     }
+    if (connection.phase === "idle") this.#idle.delete(connection);
     connection.phase = phase;
+    connection.since = this.#changes++;
     if (phase === "closing") this.#closing.add(connection);
+    if (phase === "idle") this.#idle.add(connection);
   }
 
   #forget(connection: Connection): void {
     if (this.#connections.get(connection.socket) !== connection) return;
     this.#connections.delete(connection.socket);
     this.#fresh.delete(connection);
+    this.#idle.delete(connection);
     this.#closing.delete(connection);
     clearTimeout(connection.timer);
     const peers = this.#byAddress.get(connection.address)!;
     peers.delete(connection);
     if (peers.size === 0) this.#byAddress.delete(connection.address);
   }
+}
+
+/** Whether `a` gives way before `b`: idle before fresh, then the one longer in its phase. */
+function givesWayBefore(a: Connection, b: Connection): boolean {
+  if (a.phase !== b.phase) return a.phase === "idle";
+  return a.since < b.since;
 }
 
 function first<T>(set: ReadonlySet<T>): T | undefined {

@@ -6,8 +6,10 @@
  */
 import type { ServerResponse } from "node:http";
 
+import type { Clock } from "../clock.js";
 import { toJsonText } from "./json-text.js";
 import type { PoolCallRecord } from "./pool-event-frames.js";
+import { whenDrained } from "./stalled-response.js";
 
 /** Most ended calls held for one watcher between two flushes. */
 export const maxPendingCalls = 256;
@@ -46,10 +48,14 @@ export interface PoolEventClientState {
  * writes on the hub's tick, and at once when 64 calls wait. Once
  * a write finds the socket's buffer past its high-water mark, nothing more
  * is written until it drains: a stalled reader costs the server at most
- * one flush in the socket's buffer plus what this object holds.
+ * one flush in the socket's buffer plus what this object holds. One that
+ * does not drain within `stalledMs` is reset (see `whenDrained`), so that
+ * it gives its place back, and the kernel the bytes it queued for it.
  */
 export class PoolEventClient {
   readonly #response: ServerResponse;
+  readonly #stalledMs: number;
+  readonly #clock: Clock;
   #pending: PoolCallRecord[] = [];
   #dropped = 0;
   #droppedTotal = 0;
@@ -61,8 +67,15 @@ export class PoolEventClient {
     this.flush();
   };
 
-  constructor(response: ServerResponse) {
+  /**
+   * @param stalledMs Milliseconds the response may stay full (its client
+   * reading nothing) before its connection is reset.
+   * @param clock Times `stalledMs`.
+   */
+  constructor(response: ServerResponse, stalledMs: number, clock: Clock) {
     this.#response = response;
+    this.#stalledMs = stalledMs;
+    this.#clock = clock;
   }
 
   /** Queues an ended call; past the bound, the oldest one queued is dropped. */
@@ -99,7 +112,7 @@ export class PoolEventClient {
     this.#largestFlushBytes = Math.max(this.#largestFlushBytes, Buffer.byteLength(text));
     if (!response.write(text)) {
       this.#isBlocked = true;
-      response.once("drain", this.#onDrain);
+      void whenDrained(response, this.#stalledMs, this.#clock).then(this.#onDrain);
     }
   }
 
@@ -108,9 +121,8 @@ export class PoolEventClient {
     this.#response.write(`event: ${type}\ndata: ${toJsonText(data)}\n\n`);
   }
 
-  /** Ends the stream. */
+  /** Ends the stream (a stalled one is still reset once its bound is up). */
   end(): void {
-    this.#response.off("drain", this.#onDrain);
     if (!this.#response.writableEnded) this.#response.end();
   }
 

@@ -69,6 +69,8 @@ export interface PoolEventsDiagnosis {
  */
 export class PoolEventHub {
   readonly #runtime: Runtime;
+  /** Milliseconds a watcher's stream may stay full before its connection is reset. */
+  readonly #stalledWatcherMs: number;
   readonly #toolNames: string[];
   readonly #clients = new Set<PoolEventClient>();
   #timer: NodeJS.Timeout | undefined;
@@ -106,8 +108,10 @@ export class PoolEventHub {
     });
   };
 
-  constructor(runtime: Runtime) {
+  /** @param stalledWatcherMs Milliseconds a watcher's stream may stay full (the watcher reading nothing) before its connection is reset, on the runtime's clock. */
+  constructor(runtime: Runtime, stalledWatcherMs: number) {
     this.#runtime = runtime;
+    this.#stalledWatcherMs = stalledWatcherMs;
     this.#toolNames = runtime.agentTools().map((tool) => tool.name);
     this.#tallies = new PoolTallies(this.#toolNames);
   }
@@ -119,7 +123,7 @@ export class PoolEventHub {
 
   /** Starts streaming to `response` (its headers already sent); it stops when the response closes. */
   addWatcher(response: ServerResponse): void {
-    const client = new PoolEventClient(response);
+    const client = new PoolEventClient(response, this.#stalledWatcherMs, this.#runtime.options.clock);
     if (this.#clients.size === 0) this.#attach();
     this.#clients.add(client);
     const hello: PoolEventsHelloFrame = { type: "hello", intervalMs: poolEventsIntervalMs, maxPendingCalls, tools: this.#toolNames };

@@ -11,6 +11,7 @@ import type { ErrorObject } from "ajv";
 import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../option-checks.js";
+import { checkBearerToken } from "./bearer-auth.js";
 
 /** Options of `createServer`. */
 export interface ServerOptions {
@@ -26,8 +27,10 @@ export interface ServerOptions {
    */
   port?: number;
   /**
-   * Bearer token every request but `GET /healthz` must present
-   * (`Authorization: Bearer TOKEN`). Required when `host` is not loopback.
+   * Bearer token every request but `GET /healthz` (and the live view's
+   * page) must present (`Authorization: Bearer TOKEN`). Required when `host`
+   * is not loopback. Visible ASCII only (0x21–0x7E), the characters clients
+   * send in a header: any other is refused with `TP_ERR_INVALID_OPTION`.
    * @default undefined (no authentication, loopback only)
    */
   token?: string;
@@ -81,9 +84,11 @@ export interface ServerOptions {
   maxCallsPerBatch?: number;
   /**
    * Most TCP connections open at once. Past it, a new connection takes the
-   * place of the oldest one that has not completed a request yet (or is
-   * being closed after a refusal); when every connection has, the new one is
-   * closed at once.
+   * place of one with no request in flight: one being closed after a
+   * refusal, else the one idle longest (a kept-alive connection whose
+   * requests are all answered), else the oldest that has not completed a
+   * request yet; when every connection has a request in flight, the new
+   * one is closed at once.
    * @default 1024
    */
   maxConnections?: number;
@@ -117,6 +122,15 @@ export interface ServerOptions {
    * @default true
    */
   ui?: boolean;
+  /**
+   * Milliseconds a watcher of `GET /v1/pool/events` may leave its stream
+   * full (reading nothing: its socket's buffer past its high-water mark, the
+   * kernel's buffers full) before its connection is reset, which gives its
+   * place (one of 32) back and frees what the kernel queued for it. Counted
+   * on the runtime's clock from the write that found the stream full.
+   * @default 30000
+   */
+  stalledWatcherMs?: number;
   /**
    * Mean event-loop delay (ms, sampled every second) past which requests get
    * 503 `TP_ERR_OVERLOADED` with `Retry-After` (`GET /healthz` excepted);
@@ -155,6 +169,7 @@ export interface ResolvedServerOptions {
   readonly headersTimeoutMs: number;
   readonly updateArgs: boolean;
   readonly ui: boolean;
+  readonly stalledWatcherMs: number;
   readonly maxEventLoopDelayMs: number;
   readonly maxHeapUsedBytes: number;
   readonly maxRssBytes: number;
@@ -180,6 +195,7 @@ export const serverOptionsSchema = {
     headersTimeoutMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 5000 },
     updateArgs: { type: "boolean", default: true },
     ui: { type: "boolean", default: true },
+    stalledWatcherMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 30_000 },
     maxEventLoopDelayMs: { type: "integer", minimum: 0, default: 1000 },
     maxHeapUsedBytes: { type: "integer", minimum: 0, default: 0 },
     maxRssBytes: { type: "integer", minimum: 0, default: 0 },
@@ -205,11 +221,8 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     throw invalidOptionFromSchema((validateOptions.errors as ErrorObject[])[0]!, options as Record<string, unknown>, "server option");
   }
   const resolved = data as unknown as Omit<ResolvedServerOptions, "token"> & { token?: string };
-  if (resolved.token !== undefined && /\s/.test(resolved.token)) {
-    // Clients send `Authorization: Bearer TOKEN`, where whitespace cannot be
-    // part of the token: such a token could never authenticate.
-    throw new ToolpoolError("TP_ERR_INVALID_OPTION", "Expected `token` to hold no whitespace, got a token with whitespace");
-  }
+  // A token no client can send would make the server refuse everyone.
+  if (resolved.token !== undefined) checkBearerToken(resolved.token);
   if (resolved.token === undefined && !isLoopbackHost(resolved.host)) {
     throw new ToolpoolError(
       "TP_ERR_INVALID_OPTION",
@@ -232,6 +245,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     headersTimeoutMs: resolved.headersTimeoutMs,
     updateArgs: resolved.updateArgs,
     ui: resolved.ui,
+    stalledWatcherMs: resolved.stalledWatcherMs,
     maxEventLoopDelayMs: resolved.maxEventLoopDelayMs,
     maxHeapUsedBytes: resolved.maxHeapUsedBytes,
     maxRssBytes: resolved.maxRssBytes,

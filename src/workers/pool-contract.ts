@@ -62,6 +62,12 @@ export interface ToolCallPool {
   run(request: WorkerCallRequest): Promise<WorkerCallOutcome>;
   /** A snapshot of the pool's state. */
   readonly stats: PoolStats;
+  /**
+   * Whether a call handed to `run` now would end at once with
+   * `TP_ERR_QUEUE_FULL`: the pool's own admission rule, which `run` applies,
+   * so that no caller keeps a copy of it.
+   */
+  isQueueFull(): boolean;
   /** Stops the pool; with `force`, calls still running end at once with `TP_ERR_CLOSED`. */
   close(options?: { force?: boolean }): Promise<void>;
 }

@@ -184,7 +184,7 @@ export class WorkerPool implements ToolCallPool {
     if (this.#isClosed) {
       return Promise.resolve({ kind: "error", code: "TP_ERR_CLOSED", message: outcomeTexts.poolClosed(toolName) });
     }
-    if (this.#isQueueFull()) {
+    if (this.isQueueFull()) {
       return Promise.resolve({
         kind: "error",
         code: "TP_ERR_QUEUE_FULL",
@@ -346,7 +346,8 @@ export class WorkerPool implements ToolCallPool {
     return this.#seq;
   }
 
-  #isQueueFull(): boolean {
+  /** Whether a call handed to `run` now would be refused: every thread busy and `maxQueue` calls waiting. */
+  isQueueFull(): boolean {
     const { maxQueue, maxThreads } = this.#options;
     if (maxQueue === undefined) return false;
     const freeThreads = maxThreads - (this.#calls.size - this.#queued);

@@ -1,7 +1,7 @@
 /**
  * Clients for the connection edge's tests: floods of connections that never
- * finish their headers, raw requests from a chosen loopback address, and a
- * `toolpool mcp --http` child process.
+ * finish their headers or sit idle after one request, raw requests from a
+ * chosen loopback address, and a `toolpool mcp --http` child process.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli", "main.js");
 
-/** Connections that sent a request line and part of a header, and then nothing. */
+/** Connections held open by a test: unfinished (see {@link floodConnections}) or idle (see {@link holdIdleConnections}). */
 export interface Flood {
   readonly sockets: readonly Socket[];
   /** Indexes of the sockets the server closed, in the order it closed them. */
@@ -30,27 +30,54 @@ export interface Flood {
  * sending `GET PATH HTTP/1.1`, a Host header and the start of another header.
  * Each resolves once connected, so that the server accepts them in this order.
  */
-export async function floodConnections(port: number, count: number, localAddress: string, path = "/healthz"): Promise<Flood> {
+export function floodConnections(port: number, count: number, localAddress: string, path = "/healthz"): Promise<Flood> {
+  return holdConnections(port, count, localAddress, async (socket) => {
+    // Whatever the server answers is read and dropped, so that its close arrives.
+    socket.resume();
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `);
+  });
+}
+
+/**
+ * Opens `count` connections from `localAddress`, one after the other, each
+ * sending one complete keep-alive `GET PATH` (no token) and reading its whole
+ * answer, then nothing more: connections a keep-alive client would hold
+ * idle. Resolves once every one has its answer, so that the server saw
+ * them go idle in this order. Rejects if an answer is not `status`.
+ */
+export function holdIdleConnections(port: number, count: number, localAddress: string, path = "/healthz", status = 200): Promise<Flood> {
+  return holdConnections(port, count, localAddress, async (socket) => {
+    let text = "";
+    socket.setEncoding("latin1");
+    const answered = new Promise<void>((resolve, reject) => {
+      const onData = (chunk: string): void => {
+        text += chunk;
+        const end = text.indexOf("\r\n\r\n");
+        if (end === -1) return;
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? Number.NaN);
+        if (text.length < end + 4 + length) return;
+        // Later bytes (a 408, a close) are still read and dropped, so that the server's close arrives.
+        socket.off("data", onData).resume();
+        if (!text.startsWith(`HTTP/1.1 ${status} `) || /\r\nconnection: *close/i.test(text.slice(0, end))) {
+          reject(new Error(`expected a kept-alive ${status} answer, got ${JSON.stringify(text.slice(0, end))}`));
+        } else {
+          resolve();
+        }
+      };
+      socket.on("data", onData);
+      socket.once("close", () => reject(new Error(`the connection closed before its answer: ${JSON.stringify(text)}`)));
+    });
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    await answered;
+  });
+}
+
+/** Opens `count` connections from `localAddress` one after the other, running `start` on each once connected. */
+async function holdConnections(port: number, count: number, localAddress: string, start: (socket: Socket) => Promise<void>): Promise<Flood> {
   const sockets: Socket[] = [];
   const closed: number[] = [];
   const waiters: { count: number; resolve: () => void }[] = [];
-  for (let index = 0; index < count; index++) {
-    const socket = connect({ port, host: "127.0.0.1", localAddress });
-    socket.on("error", () => {});
-    socket.once("close", () => {
-      closed.push(index);
-      for (const waiter of waiters.splice(0)) {
-        if (closed.length >= waiter.count) waiter.resolve();
-        else waiters.push(waiter);
-      }
-    });
-    // Whatever the server answers is read and dropped, so that its close arrives.
-    socket.resume();
-    sockets.push(socket);
-    await once(socket, "connect");
-    socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `);
-  }
-  return {
+  const flood: Flood = {
     sockets,
     closed,
     whenClosed: (wanted) => (closed.length >= wanted ? Promise.resolve() : new Promise((resolve) => waiters.push({ count: wanted, resolve }))),
@@ -58,6 +85,26 @@ export async function floodConnections(port: number, count: number, localAddress
       for (const socket of sockets) socket.destroy();
     },
   };
+  try {
+    for (let index = 0; index < count; index++) {
+      const socket = connect({ port, host: "127.0.0.1", localAddress });
+      socket.on("error", () => {});
+      socket.once("close", () => {
+        closed.push(index);
+        for (const waiter of waiters.splice(0)) {
+          if (closed.length >= waiter.count) waiter.resolve();
+          else waiters.push(waiter);
+        }
+      });
+      sockets.push(socket);
+      await once(socket, "connect");
+      await start(socket);
+    }
+  } catch (error) {
+    flood.end();
+    throw error;
+  }
+  return flood;
 }
 
 /** An answer, or how the connection failed. */
