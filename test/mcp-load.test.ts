@@ -454,9 +454,9 @@ describe("toolpool mcp --http: memory", () => {
       await gates(control, { waitFor: ["started:held"] });
       const { sessionId } = await initialize(server);
       let dropped = 0;
-      /** 50 POSTs of 100 calls, each dropped by its client once a refusal came. */
-      const flood = async () => {
-        for (let index = 0; index < 50; index++) {
+      /** `posts` POSTs of 100 calls (50: 5,000 calls), each dropped by its client once a refusal came. */
+      const flood = async (posts = 50) => {
+        for (let index = 0; index < posts; index++) {
           const first = dropped * 100 + 1;
           const batch = Array.from({ length: 100 }, (_, call) => toolCall(first + call, "hold", { key: `flood-${first + call}` }));
           const sent = post(server, sessionId!, batch);
@@ -468,6 +468,9 @@ describe("toolpool mcp --http: memory", () => {
           await server.untilStderr({ test: (text) => text.split("went away before 10 of its requests").length > dropped });
         }
       };
+      // A few dropped POSTs first: the server's first ones compile code and grow V8's young generation
+      // (tens of MB of RSS once, whatever comes after), which is not what the flood keeps.
+      await flood(5);
       const start = await memoryOf(control);
       await flood();
       const warmed = await memoryOf(control);
@@ -480,9 +483,9 @@ describe("toolpool mcp --http: memory", () => {
       const after = await memoryOf(control);
       const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
       console.log(
-        `first flood: RSS +${mb(warmed.rss - start.rss)} MB, heap after GC +${mb(warmed.heapUsed - start.heapUsed)} MB; three more: heap after GC +${mb(after.heapUsed - warmed.heapUsed)} MB`,
+        `first flood (after 5 dropped POSTs): RSS +${mb(warmed.rss - start.rss)} MB, heap after GC +${mb(warmed.heapUsed - start.heapUsed)} MB; three more: heap after GC +${mb(after.heapUsed - warmed.heapUsed)} MB`,
       );
-      expect(after.heapUsed - warmed.heapUsed).toBeLessThan(2 * 1024 * 1024);
+      expect(after.heapUsed - warmed.heapUsed).toBeLessThan(1024 * 1024);
       await gates(control, { open: ["held"] });
       expect((await held).isError).toBe(false);
     } finally {

@@ -102,6 +102,9 @@ export class ConnectionGuard {
       // `close` comes once the response is done, or its connection gone.
       response.once("close", () => {
         connection.inFlight -= 1;
+        // A response closes after its socket when the client went away first: the connection is forgotten
+        // by then, and must not come back into the idle set (it would stay there, socket and all, for good).
+        if (this.#connections.get(connection.socket) !== connection) return;
         if (connection.inFlight === 0 && connection.phase === "busy") this.#setPhase(connection, "idle");
       });
     });
