@@ -7,9 +7,10 @@
 export { createRuntime, Runtime } from "./runtime.js";
 export type { ExecuteOptions, RunToolCallOptions, RuntimeDiagnosis, ToolCallOutcome } from "./runtime.js";
 export { workerTool, isWorkerTool } from "./worker-tool.js";
-export type { WorkerResourceLimits, WorkerTool, WorkerToolOptions } from "./worker-tool.js";
+export type { WorkerCallInfo, WorkerResourceLimits, WorkerTool, WorkerToolOptions } from "./worker-tool.js";
 export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/pool-contract.js";
 export { builtinTools } from "./builtin-tools.js";
+export { codingTools, type CodingToolName, type CodingToolsOptions, type CodingWorkspace } from "./coding-tools.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
 export { createServer } from "./server/create-server.js";
 export type {

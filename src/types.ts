@@ -155,6 +155,8 @@ export interface WorkerToolContext<TDetails = unknown> {
    * context manager, if the thread registered one).
    */
   traceparent?: string;
+  /** The value the tool's `context` function computed for this call on the main thread (see `workerTool`); absent for tools without one. */
+  context?: unknown;
   /**
    * Runs `exportName` of the tool's own module on the pool's idle threads,
    * once per input (at most 64), each as `exportName(input, ctx)` with a

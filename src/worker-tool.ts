@@ -73,6 +73,24 @@ export interface WorkerToolOptions<TArgs = any> {
    * @default false
    */
   idempotent?: boolean;
+  /**
+   * Computes, on the main thread, a value the call's execute receives as
+   * `ctx.context` (structured-cloned to the worker): what a tool needs to
+   * know of the call's session that its arguments do not say, such as the
+   * session's workspace folder. Called once per call, just before the call
+   * is handed to the pool, with the call's id and its batch's `sessionKey`;
+   * a throw ends the call with an error result holding its message.
+   * Calls sent to fleet nodes do not get it.
+   * @default undefined (`ctx.context` is undefined)
+   */
+  context?: (call: WorkerCallInfo) => unknown;
+}
+
+/** What a worker tool's {@link WorkerToolOptions.context} function learns of a call. */
+export interface WorkerCallInfo {
+  readonly toolCallId: string;
+  /** The batch's `sessionKey`; undefined for calls without one. */
+  readonly sessionKey: string | undefined;
 }
 
 const workerToolBrand = Symbol.for("toolpool.workerTool");
@@ -95,6 +113,8 @@ export interface WorkerTool<TArgs = any> {
   /** Turns of its session's share a call uses (see {@link WorkerToolOptions.cost}). */
   readonly cost: number;
   readonly idempotent: boolean;
+  /** See {@link WorkerToolOptions.context}. */
+  readonly context?: (call: WorkerCallInfo) => unknown;
 }
 
 /**
@@ -128,6 +148,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     maxResultBytes,
     cost = 1,
     idempotent = false,
+    context,
   } = options;
   if (typeof name !== "string" || name.length === 0) throw invalidTool("Expected `name` to be a non-empty string", name);
   const where = `worker tool "${name}"`;
@@ -162,6 +183,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   const tooSmall = resourceLimits && findTooSmallResourceLimit(resourceLimits);
   if (tooSmall) throw invalidTool(`Expected \`resourceLimits.${tooSmall.name}\` of ${where} to be ${tooSmall.expected}`, tooSmall.received);
   if (typeof idempotent !== "boolean") throw invalidTool(`Expected \`idempotent\` of ${where} to be a boolean`, idempotent);
+  if (context !== undefined && typeof context !== "function") throw invalidTool(`Expected \`context\` of ${where} to be a function`, context);
   const tool: WorkerTool<TArgs> = {
     [workerToolBrand]: true,
     name,
@@ -177,6 +199,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     ...(maxResultBytes === undefined ? {} : { maxResultBytes }),
     cost,
     idempotent,
+    ...(context === undefined ? {} : { context }),
   };
   return Object.freeze(tool);
 }

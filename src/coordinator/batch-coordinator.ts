@@ -326,6 +326,7 @@ export class BatchCoordinator {
       signal: this.#scope.signal,
       onUpdate,
       session: this.#scope.session,
+      sessionKey: this.#scope.sessionKey,
       traceparent: this.#callTraces?.get(prepared)?.traceparent,
     });
   }

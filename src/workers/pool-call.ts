@@ -44,6 +44,8 @@ export interface PoolCall extends InstanceCall {
   reply: WorkerReply | undefined;
   timeoutTimer: unknown;
   graceTimer: unknown;
+  /** The value of the tool's `context` function for this call, handed to the worker as `ctx.context`. */
+  context: unknown;
 }
 
 /** A new call, `waiting`. */
@@ -77,6 +79,7 @@ export function createPoolCall(
     reply: undefined,
     timeoutTimer: undefined,
     graceTimer: undefined,
+    context: undefined,
   };
 }
 

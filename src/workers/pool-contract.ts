@@ -24,6 +24,8 @@ export interface WorkerCallRequest {
    * value usable as a Map key; calls without one form a session of their own.
    */
   session?: unknown;
+  /** The batch's `sessionKey`, for the tool's `context` function. */
+  sessionKey?: string | undefined;
   /** W3C `traceparent` of the call's span, handed to the tool as `ctx.traceparent`. */
   traceparent?: string | undefined;
 }

@@ -36,6 +36,8 @@ export interface WorkerTask {
   args: unknown;
   /** W3C `traceparent` of the call's span; present only when the call is traced. */
   traceparent?: string;
+  /** The value of the tool's `context` function for this call; present only for tools that have one. */
+  context?: unknown;
   /**
    * Present when the call was aborted before it reached its thread: the
    * abort message, which a thread started since was not there to hear.

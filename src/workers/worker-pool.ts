@@ -191,10 +191,19 @@ export class WorkerPool implements ToolCallPool {
         message: `Tool "${toolName}" was not run: the pool's queue is full (maxQueue ${this.#options.maxQueue})`,
       });
     }
+    let context: unknown;
+    if (request.tool.context !== undefined) {
+      try {
+        context = request.tool.context({ toolCallId: request.toolCallId, sessionKey: request.sessionKey });
+      } catch (error) {
+        return Promise.resolve({ kind: "error", message: error instanceof Error ? error.message : String(error) });
+      }
+    }
     // A latched instance would not keep its threads up: start afresh first.
     if (this.#instances.current.isLatched) this.#replaceInstance();
     return new Promise<WorkerCallOutcome>((resolve) => {
       const call = this.#enqueue(request, this.#options.scheduling === "fifo" ? fifoSession : (request.session ?? Symbol("session")), resolve);
+      call.context = context;
       if (this.#admission === undefined || this.#admission.admit(call)) this.#submit(call);
     });
   }
@@ -250,6 +259,7 @@ export class WorkerPool implements ToolCallPool {
       [Piscina.queueOptionsSymbol]: call,
     };
     if (request.traceparent !== undefined) task.traceparent = request.traceparent;
+    if (call.context !== undefined) task.context = call.context;
     call.task = task;
     instance.piscina.run(task, noRunOptions).then(
       (reply) => {

@@ -399,6 +399,7 @@ class CallContext implements WorkerToolContext<unknown> {
   readonly toolCallId: string;
   readonly onUpdate: WorkerToolContext<unknown>["onUpdate"];
   declare readonly traceparent?: string;
+  declare readonly context?: unknown;
   readonly #seq: number;
   readonly #run: CallRun;
   #signal: AbortSignal | undefined;
@@ -409,6 +410,7 @@ class CallContext implements WorkerToolContext<unknown> {
     this.#seq = task.seq;
     this.#run = run;
     if (task.traceparent !== undefined) (this as { traceparent?: string }).traceparent = task.traceparent;
+    if (task.context !== undefined) (this as { context?: unknown }).context = task.context;
   }
 
   get signal(): AbortSignal {

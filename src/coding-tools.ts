@@ -1,0 +1,249 @@
+/**
+ * `codingTools`: pi's own coding tools (read, bash, edit, write, grep, find,
+ * ls of `@earendil-works/pi-coding-agent` 1.6) as worker tools of the pool.
+ * This module runs on the main thread; the tools run in
+ * `tools/coding/coding-tool-worker.ts`.
+ *
+ * @module
+ */
+import { mkdirSync, realpathSync, statSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import { createHash } from "node:crypto";
+import { pathToFileURL } from "node:url";
+
+import { describeValue, ToolpoolError } from "./errors.js";
+import { invalidOption, maxTimerMs } from "./option-checks.js";
+import { codingToolNames, toCodingModuleUrl, type CodingCallContext, type CodingToolName } from "./tools/coding/coding-settings.js";
+import { piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
+import { workerTool, type WorkerTool } from "./worker-tool.js";
+
+export type { CodingToolName } from "./tools/coding/coding-settings.js";
+
+/**
+ * Where each session's calls run (pi's `cwd`): one folder for every session;
+ * a function of the batch's `sessionKey` (called on the main thread for
+ * each call; it must return an existing directory); or `{ root, perSession:
+ * true }`: a folder per session under `root` (created on first use; named by
+ * the key when it is a plain name of up to 64 letters, digits, `.`, `_`, `-`,
+ * else by its SHA-256), and `root` itself for calls without a key.
+ */
+export type CodingWorkspace = string | ((sessionKey: string | undefined) => string) | { root: string; perSession: true };
+
+/** Options of {@link codingTools}. */
+export interface CodingToolsOptions {
+  /** The workspace of each session: see {@link CodingWorkspace}. */
+  workspace: CodingWorkspace;
+  /** Which of pi's tools. @default ["read", "bash", "edit", "write"] (pi's default four) */
+  tools?: readonly CodingToolName[];
+  /**
+   * Path arguments must stay inside the session's workspace, symlinks
+   * resolved: one outside is an error result naming it. bash starts in the
+   * workspace (a shell command itself is not confined).
+   * @default false
+   */
+  confine?: boolean;
+  /** Deadlines of bash calls. */
+  bash?: {
+    /** The deadline of a call that gives no `timeout` of its own, in milliseconds. @default 120000 */
+    timeoutMs?: number;
+    /** The latest deadline of any call, its own `timeout` included. @default 600000 */
+    maxTimeoutMs?: number;
+    /** How long the call's processes have between SIGTERM and SIGKILL. @default 2000 */
+    graceMs?: number;
+  };
+  /**
+   * A time limit for calls of the other tools (read, edit, …), in
+   * milliseconds: past it the worker is terminated (`TP_ERR_TIMEOUT`).
+   * @default undefined (none)
+   */
+  timeoutMs?: number;
+  /**
+   * pi's options of each tool, plain data (pi's `ToolsOptions`: `{ read: {
+   * autoResizeImages }, bash: { shellPath, commandPrefix }, … }`), given to
+   * pi's factories as they are. Functions cannot cross to a worker thread:
+   * put those in `piOptionsModule`.
+   */
+  piOptions?: Record<string, unknown>;
+  /**
+   * A module (path or `file:` URL) whose default export is pi's
+   * `ToolsOptions`, or `(cwd) => ToolsOptions`, loaded in the worker: for
+   * options that are functions (bash's `spawnHook`, a tool's `operations`).
+   * Its options go over `piOptions`. bash always runs on toolpool's process
+   * handling (deadlines, process-tree ends), and edit on its checked file
+   * operations: their `operations` are not taken.
+   */
+  piOptionsModule?: string | URL;
+}
+
+const defaultTools: readonly CodingToolName[] = ["read", "bash", "edit", "write"];
+
+/**
+ * pi 1.6's coding tools as worker tools: each one's `name`, `label`,
+ * `description`, `parameters` and `prepareArguments` are those of the tool
+ * pi's factory makes, and its results are pi's. Needs Node >= 22.19 and
+ * `@earendil-works/pi-coding-agent` 1.6 installed (an optional peer
+ * dependency); throws `TP_ERR_INVALID_OPTION` saying which is missing, and
+ * for invalid options.
+ *
+ * @example
+ * ```ts
+ * const runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace: { root: "/srv/sessions", perSession: true }, confine: true }) });
+ * await runtime.executeToolCalls(message, { sessionKey: "alice" });
+ * ```
+ */
+export function codingTools(options: CodingToolsOptions): WorkerTool[] {
+  if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
+  const names = options.tools ?? defaultTools;
+  if (!Array.isArray(names) || names.length === 0)
+    throw invalidOption("tools", `a non-empty array of names out of ${codingToolNames.join(", ")}`, names);
+  for (const name of names) {
+    if (!codingToolNames.includes(name)) throw invalidOption("tools", `names out of ${codingToolNames.join(", ")}`, name);
+  }
+  if (new Set(names).size !== names.length) throw invalidOption("tools", "names without repeats", names);
+  const confine = options.confine ?? false;
+  if (typeof confine !== "boolean") throw invalidOption("confine", "a boolean", confine);
+  const bash = resolveBashDeadlines(options.bash);
+  if (options.timeoutMs !== undefined && !isTimer(options.timeoutMs))
+    throw invalidOption("timeoutMs", `an integer from 1 to ${maxTimerMs}`, options.timeoutMs);
+  const piOptions = plainData(options.piOptions ?? {}, "piOptions");
+  const piOptionsModule = options.piOptionsModule === undefined ? undefined : moduleUrlOf(options.piOptionsModule);
+  const contextOf = workspaceResolver(options.workspace);
+
+  const unavailable = piCodingAgentUnavailable();
+  if (unavailable !== undefined) throw new ToolpoolError("TP_ERR_INVALID_OPTION", `codingTools: ${unavailable}`);
+  const pi = requirePiToolModules();
+  const workerModule = new URL("./tools/coding/coding-tool-worker.js", import.meta.url);
+  return names.map((name) => {
+    const ownOptions = (piOptions as Record<string, Record<string, unknown> | undefined>)[name] ?? {};
+    // The definition pi's factory makes: it does not depend on the folder.
+    const definition = pi.tools.createTool(name, process.cwd(), { [name]: ownOptions });
+    const timeoutMs = name === "bash" ? bash.maxTimeoutMs + bash.graceMs + bashBackstopMs : options.timeoutMs;
+    return workerTool({
+      name: definition.name,
+      label: definition.label,
+      description: definition.description,
+      parameters: definition.parameters,
+      ...(definition.prepareArguments === undefined ? {} : { prepareArguments: definition.prepareArguments }),
+      ...(definition.executionMode === undefined ? {} : { executionMode: definition.executionMode }),
+      module: toCodingModuleUrl(workerModule, {
+        tool: name,
+        confine,
+        bash,
+        piOptions: ownOptions,
+        ...(piOptionsModule === undefined ? {} : { piOptionsModule }),
+      }),
+      ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
+      context: ({ sessionKey }) => contextOf(sessionKey),
+    });
+  });
+}
+
+/**
+ * How long past a bash call's latest deadline and grace its worker is
+ * terminated, should the call not have ended by then (its processes are
+ * swept with the thread).
+ */
+const bashBackstopMs = 30_000;
+
+function resolveBashDeadlines(bash: CodingToolsOptions["bash"]): { timeoutMs: number; maxTimeoutMs: number; graceMs: number } {
+  if (bash !== undefined && (typeof bash !== "object" || bash === null)) throw invalidOption("bash", "an object", bash);
+  const timeoutMs = bash?.timeoutMs ?? 120_000;
+  const maxTimeoutMs = bash?.maxTimeoutMs ?? Math.max(600_000, timeoutMs);
+  const graceMs = bash?.graceMs ?? 2_000;
+  if (!isTimer(timeoutMs)) throw invalidOption("bash.timeoutMs", `an integer from 1 to ${maxTimerMs}`, timeoutMs);
+  if (!isTimer(maxTimeoutMs)) throw invalidOption("bash.maxTimeoutMs", `an integer from 1 to ${maxTimerMs}`, maxTimeoutMs);
+  if (timeoutMs > maxTimeoutMs) throw invalidOption("bash.timeoutMs", `at most bash.maxTimeoutMs (${maxTimeoutMs})`, timeoutMs);
+  if (!(Number.isInteger(graceMs) && graceMs >= 0 && graceMs <= 60_000)) throw invalidOption("bash.graceMs", "an integer from 0 to 60000", graceMs);
+  return { timeoutMs, maxTimeoutMs, graceMs };
+}
+
+function isTimer(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 1 && (value as number) <= maxTimerMs;
+}
+
+/** `value`, checked to be JSON data (it crosses to worker threads in a URL). */
+function plainData(value: unknown, name: string): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalidOption(name, "an object", value);
+  const functionAt = findFunction(value, name);
+  if (functionAt !== undefined) {
+    throw new ToolpoolError(
+      "TP_ERR_INVALID_OPTION",
+      `Expected \`${functionAt}\` to be plain data: functions cannot cross to worker threads; export them from \`piOptionsModule\``,
+    );
+  }
+  return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
+}
+
+function findFunction(value: unknown, path: string, depth = 0): string | undefined {
+  if (typeof value === "function") return path;
+  if (typeof value !== "object" || value === null || depth > 8) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const found = findFunction(item, `${path}.${key}`, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+function moduleUrlOf(module: string | URL): string {
+  if (module instanceof URL) return module.href;
+  if (typeof module !== "string" || module === "") throw invalidOption("piOptionsModule", "a path or a file: URL", module);
+  return module.startsWith("file:") ? new URL(module).href : pathToFileURL(resolve(module)).href;
+}
+
+/** The function that gives each call its {@link CodingCallContext}. */
+function workspaceResolver(workspace: CodingWorkspace): (sessionKey: string | undefined) => CodingCallContext {
+  if (typeof workspace === "string") {
+    const fixed = workspaceAt(workspace, "workspace");
+    return () => fixed;
+  }
+  if (typeof workspace === "function") {
+    return (sessionKey) => {
+      const folder = workspace(sessionKey);
+      if (typeof folder !== "string" || folder === "") {
+        throw new Error(`The workspace function gave ${describeValue(folder)} for session ${describeValue(sessionKey)}, not a folder`);
+      }
+      return workspaceAt(folder, `the workspace of session ${describeValue(sessionKey)}`, callFailure);
+    };
+  }
+  if (typeof workspace === "object" && workspace !== null && workspace.perSession === true && typeof workspace.root === "string") {
+    const root = workspaceAt(workspace.root, "workspace.root");
+    const folders = new Map<string, CodingCallContext>();
+    return (sessionKey) => {
+      if (sessionKey === undefined) return root;
+      let context = folders.get(sessionKey);
+      if (context === undefined) {
+        const folder = join(root.cwd, sessionFolderName(sessionKey));
+        mkdirSync(folder, { recursive: true });
+        context = workspaceAt(folder, `the workspace of session ${describeValue(sessionKey)}`, callFailure);
+        // Bounded: a server with many sessions recomputes old ones.
+        if (folders.size >= 1024) folders.delete(folders.keys().next().value as string);
+        folders.set(sessionKey, context);
+      }
+      return context;
+    };
+  }
+  throw invalidOption("workspace", "a folder, a function (sessionKey) => folder, or { root, perSession: true }", workspace);
+}
+
+/** A session's folder name under a per-session root. */
+export function sessionFolderName(sessionKey: string): string {
+  if (/^[A-Za-z0-9._-]{1,64}$/.test(sessionKey) && sessionKey !== "." && sessionKey !== "..") return sessionKey;
+  return `session-${createHash("sha256").update(sessionKey).digest("hex").slice(0, 32)}`;
+}
+
+/** `folder` as a call's context; it must be an existing directory. */
+function workspaceAt(folder: string, name: string, fail: (message: string) => Error = optionFailure): CodingCallContext {
+  const cwd = isAbsolute(folder) ? folder : resolve(folder);
+  try {
+    const root = realpathSync(cwd);
+    if (!statSync(root).isDirectory()) throw new Error("not a directory");
+    return Object.freeze({ cwd, root });
+  } catch (error) {
+    throw fail(`Expected \`${name}\` to be an existing directory, got ${describeValue(folder)} (${(error as Error).message})`);
+  }
+}
+
+/** Misuse found when `codingTools` is called. */
+const optionFailure = (message: string): Error => new ToolpoolError("TP_ERR_INVALID_OPTION", message);
+/** A session's workspace found wanting when its call comes: that call's error result. */
+const callFailure = (message: string): Error => new Error(message);

@@ -1,0 +1,64 @@
+/**
+ * The settings of a coding tool's module instance, and what each call adds.
+ *
+ * As for the built-in tools (see `../workspace.ts`), a tool's settings travel
+ * in its module URL's query (`coding-tool-worker.js?tool=bash&…`): Node keys
+ * ES modules by their full URL, so each tool of each `codingTools` call is a
+ * module instance of its own in every worker, and the worker protocol stays
+ * the same. What differs per call, the session's workspace, comes with the
+ * call as `ctx.context` (a {@link CodingCallContext}).
+ *
+ * @module
+ */
+
+/** pi's coding tools that `codingTools` offers. */
+export type CodingToolName = "read" | "bash" | "edit" | "write" | "grep" | "find" | "ls";
+
+/** Every coding tool name, in pi's order. */
+export const codingToolNames: readonly CodingToolName[] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+
+/** The deadlines of bash calls, in milliseconds. */
+export interface BashDeadlineSettings {
+  /** The deadline of a call that gives no `timeout` of its own. */
+  readonly timeoutMs: number;
+  /** The latest deadline of any call, its own `timeout` included. */
+  readonly maxTimeoutMs: number;
+  /** How long processes that ignore SIGTERM have before SIGKILL. */
+  readonly graceMs: number;
+}
+
+/** What a coding tool's module instance was made for. */
+export interface CodingToolSettings {
+  readonly tool: CodingToolName;
+  /** Whether path arguments must stay inside the workspace. */
+  readonly confine: boolean;
+  readonly bash: BashDeadlineSettings;
+  /** pi's options of this tool (plain data), as given to its factory. */
+  readonly piOptions: Readonly<Record<string, unknown>>;
+  /** A module whose default export adds options with functions (a spawn hook, operations): a `file:` URL. */
+  readonly piOptionsModule?: string;
+}
+
+/** What a call of a coding tool learns of its session, computed on the main thread. */
+export interface CodingCallContext {
+  /** The session's workspace, absolute, as given: pi's `cwd` for the call. */
+  readonly cwd: string;
+  /** Its real path (symlinks resolved): the bound of `confine`. */
+  readonly root: string;
+}
+
+const settingsParam = "settings";
+
+/** `moduleUrl` with `settings` in its query. */
+export function toCodingModuleUrl(moduleUrl: URL, settings: CodingToolSettings): URL {
+  const url = new URL(moduleUrl.href);
+  url.searchParams.set(settingsParam, JSON.stringify(settings));
+  return url;
+}
+
+/** The settings a coding tool's module instance was loaded with. */
+export function codingSettingsFromUrl(moduleUrl: string): CodingToolSettings {
+  const text = new URL(moduleUrl).searchParams.get(settingsParam);
+  if (text === null) throw new Error("This module runs pi's coding tools for codingTools(): load it through codingTools(), not on its own");
+  return JSON.parse(text) as CodingToolSettings;
+}

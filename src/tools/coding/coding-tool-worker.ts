@@ -1,0 +1,94 @@
+/**
+ * One of pi's coding tools, run on a worker thread: the module `codingTools`
+ * points each tool at (its settings in this module's URL, see
+ * `coding-settings.ts`). Each call builds pi's own tool with pi's own factory
+ * for the call's workspace (`createTool(name, cwd, options)`, which is
+ * cheap) and runs its `execute`, so results are pi's by construction.
+ *
+ * What toolpool adds around pi's code: the session's workspace as `cwd`;
+ * `confine`; bash deadlines that end the call's whole process tree
+ * (`bash-deadline.ts`); and edits and writes of one path serialized across
+ * every thread, with edits refused when the file changed on disk after they
+ * read it (`path-locks.ts`, `checked-file-operations.ts`).
+ *
+ * @module
+ */
+import type { AgentToolResult, WorkerToolContext } from "../../types.js";
+import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
+import { assertConfined } from "./confinement.js";
+import { importPiToolModules, type PiToolModules } from "./pi-coding-agent.js";
+
+const settings = codingSettingsFromUrl(import.meta.url);
+
+// pi's grep and find run ripgrep and fd; pi downloads them when they are
+// missing, unless offline. A pool never downloads binaries.
+process.env.PI_OFFLINE ??= "1";
+
+let moduleOptions: Promise<ModuleOptions> | undefined;
+type ModuleOptions = Record<string, unknown> | ((cwd: string) => Record<string, unknown>) | undefined;
+
+/** Options of this tool from `piOptionsModule`, for `cwd`. */
+async function optionsOfModule(cwd: string): Promise<Record<string, unknown>> {
+  if (settings.piOptionsModule === undefined) return {};
+  moduleOptions ??= import(settings.piOptionsModule).then((module: { default?: unknown }) => {
+    const value = module.default;
+    if (value !== undefined && typeof value !== "function" && (typeof value !== "object" || value === null)) {
+      throw new Error(
+        `The default export of piOptionsModule ${settings.piOptionsModule} must be pi's ToolsOptions or a function (cwd) => ToolsOptions`,
+      );
+    }
+    return value as ModuleOptions;
+  });
+  const value = await moduleOptions;
+  const all = typeof value === "function" ? value(cwd) : value;
+  const own = (all as Record<string, unknown> | undefined)?.[settings.tool];
+  return typeof own === "object" && own !== null ? (own as Record<string, unknown>) : {};
+}
+
+/** Runs one call of pi's tool `settings.tool` in the call's workspace. */
+export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): Promise<AgentToolResult<unknown>> {
+  const pi = await importPiToolModules();
+  const context = ctx.context as CodingCallContext | undefined;
+  if (context === undefined) throw new Error(`The ${settings.tool} tool was called without its workspace: run it through codingTools()`);
+  if (settings.confine) await assertConfined(settings.tool, args, context.cwd, context.root, pi.paths);
+  const options = { ...settings.piOptions, ...(await optionsOfModule(context.cwd)) };
+  if (settings.tool === "bash") return runBash(pi, args, ctx, context, options);
+  const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: options });
+  return (await tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate)) as AgentToolResult<unknown>;
+}
+
+/**
+ * A bash call under its deadline: its own `timeout` (seconds), else the
+ * runtime's default, never past the cap. When the runtime's deadline rather
+ * than the call's own `timeout` ended it, the result (pi's timeout text) is
+ * marked `details: { code: "TP_ERR_TIMEOUT", deadline: "default" | "cap" }`.
+ */
+async function runBash(
+  pi: PiToolModules,
+  args: unknown,
+  ctx: WorkerToolContext<unknown>,
+  context: CodingCallContext,
+  options: Record<string, unknown>,
+): Promise<AgentToolResult<unknown>> {
+  const { timeoutMs, maxTimeoutMs } = settings.bash;
+  const own = (args as { timeout?: unknown }).timeout;
+  const ownMs = typeof own === "number" && Number.isFinite(own) && own > 0 ? own * 1000 : undefined;
+  // A `timeout` pi refuses is pi's to answer (its "Invalid timeout" error): the call runs as it came.
+  const isOwnInvalid = own !== undefined && ownMs === undefined;
+  const deadline: "own" | "default" | "cap" =
+    ownMs === undefined ? (timeoutMs <= maxTimeoutMs ? "default" : "cap") : ownMs <= maxTimeoutMs ? "own" : "cap";
+  const effectiveMs = deadline === "own" ? (ownMs as number) : deadline === "default" ? timeoutMs : maxTimeoutMs;
+  const callArgs = deadline === "own" || isOwnInvalid ? args : { ...(args as object), timeout: effectiveMs / 1000 };
+  const tool = pi.tools.createTool("bash", context.cwd, { bash: options });
+  try {
+    return (await tool.execute(ctx.toolCallId, callArgs, ctx.signal, ctx.onUpdate)) as AgentToolResult<unknown>;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (deadline === "own" || isOwnInvalid || !/Command timed out after [\d.]+ seconds/.test(message)) throw error;
+    return {
+      content: [{ type: "text", text: message }],
+      details: { code: "TP_ERR_TIMEOUT", deadline, timeoutMs: effectiveMs },
+      isError: true,
+    } as AgentToolResult<unknown>;
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * Where pi's coding tools come from: `@earendil-works/pi-coding-agent`
+ * 1.6, an optional peer dependency, loaded only by a runtime that asks for
+ * these tools. Both threads use this module: the main thread loads pi's
+ * tools synchronously (`codingTools` is synchronous, and needs their names,
+ * descriptions and schemas), a worker thread imports them.
+ *
+ * Only pi's tool modules are loaded (`dist/core/tools/index.js`), not the
+ * whole package (its terminal UI, its providers): a thread that runs these
+ * tools starts faster and holds less. The package's `exports` name only its
+ * entry, so the tools' module is found beside the resolved entry; the
+ * version is pinned (1.6.x), so that path holds.
+ *
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+/** The package name of pi's coding agent. */
+export const piCodingAgentPackage = "@earendil-works/pi-coding-agent";
+/** The versions `codingTools` runs: the 1.6 line, whose tools toolpool's tests compare against. */
+export const piCodingAgentRange = "1.6";
+/** The first Node that pi-coding-agent 1.6 runs on. */
+export const piCodingAgentMinimumNode = "22.19.0";
+
+/** What toolpool uses of pi's tool modules. */
+export interface PiToolModules {
+  tools: PiToolsIndex;
+  paths: PiPathUtils;
+}
+
+/** A pi `AgentTool`, as pi's factories make it. */
+export interface PiAgentTool {
+  name: string;
+  label: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  prepareArguments?: (args: unknown) => unknown;
+  executionMode?: "sequential" | "parallel";
+  execute(toolCallId: string, params: unknown, signal?: AbortSignal, onUpdate?: (partial: never) => void): Promise<unknown>;
+}
+
+/** `dist/core/tools/index.js` of pi-coding-agent. */
+export interface PiToolsIndex {
+  createTool(name: string, cwd: string, options?: Record<string, unknown>): PiAgentTool;
+  createLocalBashOperations(options?: { shellPath?: string }): unknown;
+}
+
+/** `dist/core/tools/path-utils.js` of pi-coding-agent: how its tools turn a path argument into an absolute path. */
+export interface PiPathUtils {
+  resolveToCwd(filePath: string, cwd: string): string;
+  resolveReadPathAsync(filePath: string, cwd: string): Promise<string>;
+}
+
+/** Why pi's tools cannot run in this process, or undefined when they can. */
+export function piCodingAgentUnavailable(): string | undefined {
+  if (!isNodeAtLeast(process.versions.node, piCodingAgentMinimumNode)) {
+    return `pi's coding tools (${piCodingAgentPackage} ${piCodingAgentRange}) need Node >= ${piCodingAgentMinimumNode}; this is Node ${process.versions.node}`;
+  }
+  let entry: URL;
+  try {
+    entry = new URL(import.meta.resolve(piCodingAgentPackage));
+  } catch {
+    return `pi's coding tools need the package ${piCodingAgentPackage} ${piCodingAgentRange}, which is not installed: npm install ${piCodingAgentPackage}@1.6.0`;
+  }
+  let version: unknown;
+  try {
+    version = JSON.parse(readFileSync(new URL("../package.json", entry), "utf8")).version;
+  } catch (error) {
+    return `could not read the version of ${piCodingAgentPackage} (${(error as Error).message})`;
+  }
+  if (typeof version !== "string" || !version.startsWith(`${piCodingAgentRange}.`)) {
+    return `pi's coding tools need ${piCodingAgentPackage} ${piCodingAgentRange}.x; the installed one is ${String(version)}`;
+  }
+  return undefined;
+}
+
+function moduleUrls(): { tools: URL; paths: URL } {
+  const entry = new URL(import.meta.resolve(piCodingAgentPackage));
+  return { tools: new URL("./core/tools/index.js", entry), paths: new URL("./core/tools/path-utils.js", entry) };
+}
+
+let loaded: PiToolModules | undefined;
+
+/**
+ * pi's tool modules, loaded synchronously (`require` of an ES module, which
+ * every Node that runs pi 1.6 has). Call {@link piCodingAgentUnavailable} first.
+ */
+export function requirePiToolModules(): PiToolModules {
+  if (loaded !== undefined) return loaded;
+  const urls = moduleUrls();
+  const require = createRequire(import.meta.url);
+  loaded = { tools: require(fileURLToPath(urls.tools)) as PiToolsIndex, paths: require(fileURLToPath(urls.paths)) as PiPathUtils };
+  return loaded;
+}
+
+let importing: Promise<PiToolModules> | undefined;
+
+/** pi's tool modules, imported (a worker thread's way). Rejects with the reason they cannot run here. */
+export function importPiToolModules(): Promise<PiToolModules> {
+  importing ??= (async () => {
+    const unavailable = piCodingAgentUnavailable();
+    if (unavailable !== undefined) throw new Error(unavailable);
+    const urls = moduleUrls();
+    const [tools, paths] = await Promise.all([import(urls.tools.href), import(urls.paths.href)]);
+    return { tools: tools as PiToolsIndex, paths: paths as PiPathUtils };
+  })();
+  return importing;
+}
+
+/** Whether dotted version `actual` is at least `minimum`. */
+export function isNodeAtLeast(actual: string, minimum: string): boolean {
+  const a = actual.split(".").map(Number);
+  const b = minimum.split(".").map(Number);
+  for (let index = 0; index < 3; index++) {
+    const difference = (a[index] ?? 0) - (b[index] ?? 0);
+    if (difference !== 0) return difference > 0;
+  }
+  return true;
+}
