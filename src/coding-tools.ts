@@ -202,7 +202,7 @@ function workspaceResolver(workspace: CodingWorkspace): (sessionKey: string | un
       if (typeof folder !== "string" || folder === "") {
         throw new Error(`The workspace function gave ${describeValue(folder)} for session ${describeValue(sessionKey)}, not a folder`);
       }
-      return workspaceAt(folder, `the workspace of session ${describeValue(sessionKey)}`, callFailure);
+      return workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
     };
   }
   if (typeof workspace === "object" && workspace !== null && workspace.perSession === true && typeof workspace.root === "string") {
@@ -214,7 +214,7 @@ function workspaceResolver(workspace: CodingWorkspace): (sessionKey: string | un
       if (context === undefined) {
         const folder = join(root.cwd, sessionFolderName(sessionKey));
         mkdirSync(folder, { recursive: true });
-        context = workspaceAt(folder, `the workspace of session ${describeValue(sessionKey)}`, callFailure);
+        context = workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
         // Bounded: a server with many sessions recomputes old ones.
         if (folders.size >= 1024) folders.delete(folders.keys().next().value as string);
         folders.set(sessionKey, context);
@@ -231,19 +231,20 @@ export function sessionFolderName(sessionKey: string): string {
   return `session-${createHash("sha256").update(sessionKey).digest("hex").slice(0, 32)}`;
 }
 
-/** `folder` as a call's context; it must be an existing directory. */
-function workspaceAt(folder: string, name: string, fail: (message: string) => Error = optionFailure): CodingCallContext {
+/** `folder` as a call's context; it must be an existing directory. `fail` makes the error from what was wrong. */
+function workspaceAt(folder: string, name: string, fail: (name: string, folder: string, reason: string) => Error = optionFailure): CodingCallContext {
   const cwd = isAbsolute(folder) ? folder : resolve(folder);
   try {
     const root = realpathSync(cwd);
     if (!statSync(root).isDirectory()) throw new Error("not a directory");
     return Object.freeze({ cwd, root });
   } catch (error) {
-    throw fail(`Expected \`${name}\` to be an existing directory, got ${describeValue(folder)} (${(error as Error).message})`);
+    throw fail(name, folder, (error as Error).message);
   }
 }
 
 /** Misuse found when `codingTools` is called. */
-const optionFailure = (message: string): Error => new ToolpoolError("TP_ERR_INVALID_OPTION", message);
+const optionFailure = (name: string, folder: string, reason: string): Error =>
+  new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be an existing directory, got ${describeValue(folder)} (${reason})`);
 /** A session's workspace found wanting when its call comes: that call's error result. */
-const callFailure = (message: string): Error => new Error(message);
+const callFailure = (name: string, folder: string, reason: string): Error => new Error(`${name} is not an existing directory: ${folder} (${reason})`);

@@ -1,0 +1,224 @@
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { runToolCall as piRunToolCall } from "@earendil-works/pi-agent-core";
+import { codingTools, createRuntime, supportsPi16, ToolpoolError, type CodingToolName, type Runtime } from "toolpool";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { generateCalls, useDeterministicSearchTools, writeTree } from "./support/coding-trees.js";
+import { warnSkippedPi16 } from "./support/pi16.js";
+
+warnSkippedPi16("test/coding-tools.test.ts");
+
+const allTools: CodingToolName[] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+const base = join(tmpdir(), `toolpool-coding-${process.pid}`);
+
+/** pi's tools as its factories make them, in process (loaded only where pi 1.6 runs). */
+async function piTools(cwd: string): Promise<unknown[]> {
+  const pi = (await import("@earendil-works/pi-coding-agent")) as unknown as Record<string, (cwd: string) => unknown>;
+  const factories: Record<CodingToolName, string> = {
+    read: "createReadTool",
+    bash: "createBashTool",
+    edit: "createEditTool",
+    write: "createWriteTool",
+    grep: "createGrepTool",
+    find: "createFindTool",
+    ls: "createLsTool",
+  };
+  return allTools.map((name) => pi[factories[name]]!(cwd));
+}
+
+/** What the differential compares: content, details and isError, with bash's random file names and timings aside. */
+function comparable(result: { content?: unknown; details?: unknown; isError?: unknown; structuredContent?: unknown }): unknown {
+  const text = JSON.stringify({
+    content: result.content,
+    details: result.details,
+    isError: result.isError,
+    structuredContent: result.structuredContent,
+  });
+  return JSON.parse(text.replace(/\/tmp\/pi-bash-[0-9a-f]+\.log/g, "/tmp/pi-bash-RANDOM.log"), (key, value) =>
+    key === "wall_time_seconds" ? 0 : value,
+  );
+}
+
+describe.skipIf(!supportsPi16())("codingTools against pi 1.6's own tools", () => {
+  let runtime: Runtime;
+  const workspace = join(base, "differential");
+  beforeAll(() => {
+    mkdirSync(workspace, { recursive: true });
+    useDeterministicSearchTools(join(base, "bin"));
+    runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: allTools }), pool: { maxThreads: 2 } });
+  });
+  afterAll(async () => {
+    await runtime.close();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  it("has pi's names, labels, descriptions and parameters (pi 1.6)", async () => {
+    const pi = (await piTools(workspace)) as { name: string; label: string; description: string; parameters: unknown }[];
+    const agentTools = runtime.agentTools();
+    expect(agentTools.map((tool) => tool.name)).toEqual(pi.map((tool) => tool.name));
+    for (const [index, tool] of agentTools.entries()) {
+      expect({ name: tool.name, label: tool.label, description: tool.description, parameters: tool.parameters }).toEqual({
+        name: pi[index]!.name,
+        label: pi[index]!.label,
+        description: pi[index]!.description,
+        parameters: JSON.parse(JSON.stringify(pi[index]!.parameters)),
+      });
+    }
+  });
+
+  const seeds = (process.env.CODING_DIFFERENTIAL_SEEDS ?? "1,2,3,4,5,6").split(",").map(Number);
+  for (const seed of seeds) {
+    it(`gives pi's results for seed ${seed}'s tree and calls (pi 1.6)`, async () => {
+      const tree = writeTree(workspace, seed);
+      const calls = generateCalls(seed, tree);
+      const tools = await piTools(workspace);
+      const expected: unknown[] = [];
+      for (const [index, call] of calls.entries()) {
+        const toolCall = { type: "toolCall", id: `c${index}`, name: call.name, arguments: structuredClone(call.arguments) };
+        const assistantMessage = { role: "assistant", content: [toolCall], stopReason: "toolUse" };
+        const outcome = (await piRunToolCall(toolCall as never, {
+          tools: tools as never,
+          context: { systemPrompt: "", messages: [], tools } as never,
+          assistantMessage: assistantMessage as never,
+        })) as { result: object; isError: boolean };
+        expected.push(comparable({ ...outcome.result, isError: outcome.isError }));
+      }
+      // The same tree again, at the same path, for toolpool's calls in the same order.
+      writeTree(workspace, seed);
+      const kinds = new Map<string, number>();
+      for (const [index, call] of calls.entries()) {
+        const toolCall = { type: "toolCall" as const, id: `c${index}`, name: call.name, arguments: structuredClone(call.arguments) };
+        const outcome = await runtime.runToolCall(toolCall);
+        const actual = comparable({ ...outcome.result, isError: outcome.isError });
+        expect(actual, `call ${index}: ${call.name} ${JSON.stringify(call.arguments).slice(0, 200)}`).toEqual(expected[index]);
+        const key = `${call.name}:${outcome.isError ? "error" : "ok"}`;
+        kinds.set(key, (kinds.get(key) ?? 0) + 1);
+      }
+      // Each seed exercises every tool, and both outcomes of the ones that can fail.
+      for (const name of allTools) expect([...kinds.keys()].some((key) => key.startsWith(`${name}:`))).toBe(true);
+      for (const name of ["read", "edit", "bash", "ls", "grep"]) {
+        expect(kinds.get(`${name}:ok`), name).toBeGreaterThan(0);
+        expect(kinds.get(`${name}:error`), name).toBeGreaterThan(0);
+      }
+      console.log(`seed ${seed}: ${calls.length} calls, ${[...kinds].map(([key, count]) => `${key} ${count}`).join(", ")}`);
+    }, 180_000);
+  }
+});
+
+describe.skipIf(!supportsPi16())("codingTools workspaces and confine (pi 1.6)", () => {
+  const root = join(base, "sessions");
+  const outside = join(base, "outside");
+  let runtime: Runtime;
+  beforeAll(() => {
+    mkdirSync(root, { recursive: true });
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(join(outside, "secret.txt"), "secret\n");
+    runtime = createRuntime({
+      pi: "1.6",
+      tools: codingTools({ workspace: { root, perSession: true }, confine: true, tools: ["read", "bash", "write", "ls"] }),
+      pool: { maxThreads: 2 },
+    });
+  });
+  afterAll(async () => {
+    await runtime.close();
+  });
+
+  const call = (id: string, name: string, args: Record<string, unknown>) => ({
+    role: "assistant" as const,
+    content: [{ type: "toolCall" as const, id, name, arguments: args }],
+    stopReason: "toolUse" as const,
+  });
+
+  it("runs each session in a folder of its own, and calls without a key in the root", async () => {
+    await runtime.executeToolCalls(call("w1", "write", { path: "mine.txt", content: "alice\n" }), { sessionKey: "alice" });
+    await runtime.executeToolCalls(call("w2", "write", { path: "mine.txt", content: "bob\n" }), { sessionKey: "bob" });
+    await runtime.executeToolCalls(call("w3", "write", { path: "mine.txt", content: "nobody\n" }));
+    expect(readFileSync(join(root, "alice", "mine.txt"), "utf8")).toBe("alice\n");
+    expect(readFileSync(join(root, "bob", "mine.txt"), "utf8")).toBe("bob\n");
+    expect(readFileSync(join(root, "mine.txt"), "utf8")).toBe("nobody\n");
+    const { messages } = await runtime.executeToolCalls(call("b1", "bash", { command: "pwd" }), { sessionKey: "alice" });
+    expect(messages[0]!.content).toEqual([{ type: "text", text: `${join(root, "alice")}\n` }]);
+    // A key that is not a plain name gets a folder named by its digest, inside the root.
+    await runtime.executeToolCalls(call("w4", "write", { path: "x.txt", content: "odd\n" }), { sessionKey: "../../escape" });
+    const { messages: listed } = await runtime.executeToolCalls(call("l1", "ls", {}));
+    expect((listed[0]!.content[0] as { text: string }).text).toMatch(/session-[0-9a-f]{32}\//);
+  });
+
+  it("refuses a path outside the workspace, through .. and through a symlink, naming it", async () => {
+    mkdirSync(join(root, "carol"), { recursive: true });
+    symlinkSync(outside, join(root, "carol", "link"));
+    for (const path of ["../../outside/secret.txt", join(outside, "secret.txt"), "link/secret.txt"]) {
+      const { messages } = await runtime.executeToolCalls(call("r", "read", { path }), { sessionKey: "carol" });
+      expect(messages[0]!.isError).toBe(true);
+      const text = (messages[0]!.content[0] as { text: string }).text;
+      expect(text).toContain(`Path "${path}" is outside the workspace`);
+      expect(text).not.toContain("secret\n");
+    }
+    const { messages: written } = await runtime.executeToolCalls(call("w", "write", { path: "link/new.txt", content: "no" }), {
+      sessionKey: "carol",
+    });
+    expect(written[0]!.isError).toBe(true);
+    expect(() => readFileSync(join(outside, "new.txt"))).toThrow();
+    const { messages: inside } = await runtime.executeToolCalls(call("r2", "read", { path: "../carol/link/../../carol/inside.txt" }), {
+      sessionKey: "carol",
+    });
+    expect((inside[0]!.content[0] as { text: string }).text).not.toContain("outside the workspace");
+  });
+
+  it("refuses bad options with a message naming them", () => {
+    const attempts: [unknown, RegExp][] = [
+      [{ workspace: join(base, "no-such-folder") }, /`workspace` to be an existing directory/],
+      [{ workspace: root, tools: ["read", "powershell"] }, /`tools` to be names out of read, bash, edit, write, grep, find, ls, got `"powershell"`/],
+      [{ workspace: root, tools: [] }, /`tools` to be a non-empty array/],
+      [{ workspace: root, bash: { timeoutMs: 0 } }, /`bash.timeoutMs` to be an integer from 1/],
+      [{ workspace: root, bash: { timeoutMs: 5000, maxTimeoutMs: 1000 } }, /`bash.timeoutMs` to be at most bash.maxTimeoutMs \(1000\)/],
+      [{ workspace: root, piOptions: { bash: { spawnHook: () => ({}) } } }, /`piOptions.bash.spawnHook` to be plain data/],
+      [{ workspace: { root } }, /`workspace` to be a folder, a function/],
+    ];
+    for (const [options, message] of attempts) {
+      let thrown: unknown;
+      try {
+        codingTools(options as never);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, JSON.stringify(options)).toBeInstanceOf(ToolpoolError);
+      expect((thrown as ToolpoolError).code).toBe("TP_ERR_INVALID_OPTION");
+      expect((thrown as Error).message).toMatch(message);
+    }
+  });
+
+  it("ends a call whose workspace function fails with an error result naming the session", async () => {
+    const failing = createRuntime({
+      pi: "1.6",
+      tools: codingTools({
+        workspace: (key) => {
+          if (key === "broken") throw new Error("no workspace for broken");
+          return key === "gone" ? join(base, "gone") : root;
+        },
+        tools: ["ls"],
+      }),
+    });
+    try {
+      const broken = await failing.executeToolCalls(call("a", "ls", {}), { sessionKey: "broken" });
+      expect(broken.messages[0]).toMatchObject({ isError: true, content: [{ type: "text", text: "no workspace for broken" }] });
+      const gone = await failing.executeToolCalls(call("b", "ls", {}), { sessionKey: "gone" });
+      expect((gone.messages[0]!.content[0] as { text: string }).text).toMatch(
+        /^The workspace of session "gone" is not an existing directory: \/.*gone \(ENOENT/,
+      );
+      const fine = await failing.executeToolCalls(call("c", "ls", {}), { sessionKey: "fine" });
+      expect(fine.messages[0]!.isError).toBe(false);
+    } finally {
+      await failing.close();
+    }
+  });
+});
+
+describe.skipIf(supportsPi16())("codingTools below Node 22.19", () => {
+  it("throws TP_ERR_INVALID_OPTION naming the Node it needs", () => {
+    expect(() => codingTools({ workspace: tmpdir() })).toThrow(/need Node >= 22\.19\.0; this is Node/);
+  });
+});

@@ -1,0 +1,182 @@
+/**
+ * Generated workspaces and tool calls for the differential tests of pi's
+ * coding tools: a seeded tree (text files short and long enough to
+ * truncate, a long line, binary bytes, a PNG, a large folder, nested
+ * folders) and a sequence of calls of every tool over it, the successful and
+ * the failing kinds alike. The same seed gives the same tree and calls.
+ */
+import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { crc32, deflateSync } from "node:zlib";
+
+/** A small deterministic PRNG (mulberry32). */
+export function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const words = ["alpha", "beta", "gamma", "delta", "TODO", "fixme", "return", "const", "value", "import", "élan", "naïve", "→", "\t"];
+
+/** A valid RGB PNG of `width` × `height` pixels. */
+export function png(width: number, height: number, next: () => number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body) >>> 0);
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8;
+  header[9] = 2;
+  const rows = Buffer.alloc((width * 3 + 1) * height);
+  for (let index = 0; index < rows.length; index++) rows[index] = index % (width * 3 + 1) === 0 ? 0 : Math.floor(next() * 256);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(rows)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+function line(next: () => number, count: number): string {
+  return Array.from({ length: count }, () => words[Math.floor(next() * words.length)]).join(" ");
+}
+
+/** Writes the tree of `seed` at `root` (emptied first); returns the text files' names and a line of each. */
+export function writeTree(root: string, seed: number): { files: string[]; lines: Map<string, string[]> } {
+  const next = random(seed);
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(join(root, "src", "nested", "deeper"), { recursive: true });
+  mkdirSync(join(root, "many"), { recursive: true });
+  const lines = new Map<string, string[]>();
+  const files: string[] = [];
+  const addText = (name: string, lineCount: number, crlf = false) => {
+    const content = Array.from({ length: lineCount }, (_, index) => `${index} ${line(next, 1 + Math.floor(next() * 8))}`);
+    writeFileSync(join(root, name), content.join(crlf ? "\r\n" : "\n") + (next() < 0.5 ? "\n" : ""));
+    lines.set(name, content);
+    files.push(name);
+  };
+  addText("README.md", 5 + Math.floor(next() * 20));
+  addText("src/main.ts", 40 + Math.floor(next() * 80));
+  addText("src/nested/util.ts", 10 + Math.floor(next() * 30), true);
+  addText("src/nested/deeper/big.txt", 2_500 + Math.floor(next() * 2_000));
+  addText("notes.txt", 3);
+  writeFileSync(join(root, "long-line.txt"), `${"x".repeat(60_000 + Math.floor(next() * 10_000))}\nshort\n`);
+  writeFileSync(join(root, "binary.bin"), Buffer.from(Array.from({ length: 4_096 }, () => Math.floor(next() * 256))));
+  writeFileSync(join(root, "image.png"), png(8 + Math.floor(next() * 24), 8 + Math.floor(next() * 24), next));
+  writeFileSync(join(root, "empty.txt"), "");
+  for (let index = 0; index < 520 + Math.floor(next() * 60); index++) writeFileSync(join(root, "many", `entry-${index}.txt`), `${index}\n`);
+  return { files, lines };
+}
+
+/** A tool call of the generated sequence. */
+export interface GeneratedCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** The calls of `seed` over its tree: every tool, matching and failing. */
+export function generateCalls(seed: number, tree: { files: string[]; lines: Map<string, string[]> }): GeneratedCall[] {
+  const next = random(seed ^ 0x5bd1e995);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const calls: GeneratedCall[] = [];
+  const text = tree.files;
+  for (const file of [...text, "long-line.txt", "binary.bin", "image.png", "empty.txt", "missing.txt", "src"])
+    calls.push({ name: "read", arguments: { path: file } });
+  calls.push({
+    name: "read",
+    arguments: { path: "src/nested/deeper/big.txt", offset: 1 + Math.floor(next() * 100), limit: 1 + Math.floor(next() * 50) },
+  });
+  calls.push({ name: "read", arguments: { path: "src/main.ts", offset: 10_000 } });
+  calls.push({ name: "read", arguments: { path: "src/nested/deeper/big.txt", offset: 2_000 } });
+  for (let index = 0; index < 6; index++) {
+    const file = pick(text.filter((name) => !name.includes("big")));
+    const lines = tree.lines.get(file)!;
+    const target = lines[Math.floor(next() * lines.length)]!;
+    const kind = pick(["match", "trailing-space", "missing", "duplicate", "legacy", "multi"] as const);
+    if (kind === "match")
+      calls.push({ name: "edit", arguments: { path: file, edits: [{ oldText: target, newText: `${target} // edited ${index}` }] } });
+    if (kind === "trailing-space") calls.push({ name: "edit", arguments: { path: file, edits: [{ oldText: `${target}   `, newText: "fuzzy" }] } });
+    if (kind === "missing") calls.push({ name: "edit", arguments: { path: file, edits: [{ oldText: "no such text anywhere", newText: "x" }] } });
+    if (kind === "duplicate") calls.push({ name: "edit", arguments: { path: file, edits: [{ oldText: "a", newText: "b" }] } });
+    if (kind === "legacy") calls.push({ name: "edit", arguments: { path: file, oldText: target, newText: "legacy form" } });
+    if (kind === "multi")
+      calls.push({
+        name: "edit",
+        arguments: {
+          path: file,
+          edits: [
+            { oldText: lines[0]!, newText: "first" },
+            { oldText: lines[0]!, newText: "again" },
+          ],
+        },
+      });
+  }
+  calls.push({ name: "edit", arguments: { path: "missing.txt", edits: [{ oldText: "a", newText: "b" }] } });
+  calls.push({ name: "write", arguments: { path: "written/new/file.txt", content: line(next, 30) } });
+  calls.push({ name: "write", arguments: { path: "notes.txt", content: "replaced\n" } });
+  calls.push({ name: "read", arguments: { path: "written/new/file.txt" } });
+  for (const pattern of ["TODO", "alpha|beta", "no-such-token-anywhere", "^0 ", "("]) calls.push({ name: "grep", arguments: { pattern } });
+  calls.push({ name: "grep", arguments: { pattern: "gamma", path: "src", ignoreCase: true, context: 1, limit: 5 } });
+  calls.push({ name: "grep", arguments: { pattern: "delta", glob: "*.ts", literal: true } });
+  calls.push({ name: "grep", arguments: { pattern: "x", path: "long-line.txt" } });
+  for (const pattern of ["*.ts", "**/*.txt", "nothing-*"]) calls.push({ name: "find", arguments: { pattern } });
+  calls.push({ name: "ls", arguments: {} });
+  calls.push({ name: "ls", arguments: { path: "many" } });
+  calls.push({ name: "ls", arguments: { path: "many", limit: 7 } });
+  calls.push({ name: "ls", arguments: { path: "missing" } });
+  calls.push({ name: "ls", arguments: { path: "README.md" } });
+  calls.push({ name: "bash", arguments: { command: "echo out; echo err >&2; exit 0" } });
+  calls.push({ name: "bash", arguments: { command: `exit ${1 + Math.floor(next() * 200)}` } });
+  calls.push({ name: "bash", arguments: { command: "seq 1 5000" } });
+  calls.push({ name: "bash", arguments: { command: "head -c 70000 /dev/zero | tr '\\0' 'y'" } });
+  calls.push({ name: "bash", arguments: { command: "ls src && cat README.md | wc -l" } });
+  calls.push({ name: "bash", arguments: { command: "printf 'no newline'" } });
+  calls.push({ name: "bash", arguments: { command: "true" } });
+  calls.push({ name: "bash", arguments: { command: "echo x", timeout: -1 } });
+  return calls;
+}
+
+/**
+ * Puts `rg` and `fd` shims first on PATH (pi's grep and find look them up
+ * there): ripgrep and fd list matches in the order their threads find them,
+ * which differs from run to run, so the shims ask for one order (`--sort
+ * path`; fd on one thread). Debian's fd 8.6 lacks the `--no-require-git`
+ * that pi 1.6 passes; the shim drops it, so that find has results to
+ * compare. Both sides of a differential run the same shims. Call before the
+ * runtime starts its threads (they take the environment then).
+ */
+export function useDeterministicSearchTools(folder: string): void {
+  mkdirSync(folder, { recursive: true });
+  const which = (names: string[]) => {
+    for (const dir of (process.env.PATH ?? "").split(":")) {
+      for (const name of names) {
+        try {
+          accessSync(join(dir, name), constants.X_OK);
+          return join(dir, name);
+        } catch {}
+      }
+    }
+    return undefined;
+  };
+  const rg = which(["rg"]);
+  const fd = which(["fd", "fdfind"]);
+  if (rg !== undefined) writeFileSync(join(folder, "rg"), `#!/bin/sh\nexec ${rg} --sort path "$@"\n`, { mode: 0o755 });
+  if (fd !== undefined) {
+    const script = ["#!/bin/sh", 'for arg do shift; [ "$arg" = "--no-require-git" ] || set -- "$@" "$arg"; done', `exec ${fd} --threads 1 "$@"`].join(
+      "\n",
+    );
+    writeFileSync(join(folder, "fd"), `${script}\n`, { mode: 0o755 });
+  }
+  process.env.PATH = `${folder}:${process.env.PATH ?? ""}`;
+}
