@@ -22,6 +22,9 @@ export interface RunCliOptions extends BatchCliOptions, FleetCliOptions {
   pi?: PiVersion;
   root?: string;
   allowWrite?: boolean;
+  /** `--coding-tools`: true alone, or the names given. */
+  codingTools?: true | string[];
+  bashTimeout?: number;
 }
 
 const toolExecutionModes: readonly ToolExecutionMode[] = ["parallel", "sequential"];
@@ -112,6 +115,36 @@ export function fleetFromCli(options: FleetCliOptions): { redis: string; remote:
 /** `--root DIR`: the built-in tools' workspace root. */
 export function rootOption(): Option {
   return new Option("--root <dir>", "workspace root of the built-in tools: paths outside it are refused (default: the current directory)");
+}
+
+/** `--coding-tools [NAMES]`: pi 1.6's coding tools, each session in a folder of its own under `--root`. */
+export function codingToolsOption(): Option {
+  return new Option(
+    "--coding-tools [names]",
+    "offer pi 1.6's coding tools (read,bash,edit,write by default; any of read,bash,edit,write,grep,find,ls), each session in a folder of its own under --root, paths confined to it (implies --pi 1.6)",
+  ).argParser((value: string) => {
+    const names = value
+      .split(",")
+      .map((name) => name.trim())
+      .filter((name) => name.length > 0);
+    const known = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+    const unknown = names.find((name) => !known.includes(name));
+    if (names.length === 0 || unknown !== undefined)
+      throw new InvalidArgumentError(`Expected names out of ${known.join(",")}, got "${unknown ?? value}".`);
+    return names;
+  });
+}
+
+/** `--bash-timeout MS`: the deadline of coding-tool bash calls that give none. */
+export function bashTimeoutOption(): Option {
+  return new Option(
+    "--bash-timeout <ms>",
+    "with --coding-tools: the deadline of a bash call that gives no timeout of its own (default 120000)",
+  ).argParser((value: string) => {
+    const ms = Number(value);
+    if (!(Number.isInteger(ms) && ms >= 1 && ms <= 2_147_483_647)) throw new InvalidArgumentError("Expected an integer from 1 to 2147483647.");
+    return ms;
+  });
 }
 
 /** `--allow-write`: lets the built-in `patch` write files. */

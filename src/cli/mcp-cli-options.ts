@@ -29,6 +29,8 @@ export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions 
   pi?: PiVersion;
   root?: string;
   allowWrite?: boolean;
+  codingTools?: true | string[];
+  bashTimeout?: number;
   fleet?: string;
   remote?: "all" | string[];
 }

@@ -8,6 +8,8 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 
 import {
   allowWriteOption,
+  bashTimeoutOption,
+  codingToolsOption,
   connectionOptions,
   fleetOption,
   hooksOption,
@@ -53,6 +55,8 @@ export function addMcpCommand(program: Command): Command {
     .addOption(piOption())
     .addOption(rootOption())
     .addOption(allowWriteOption())
+    .addOption(codingToolsOption())
+    .addOption(bashTimeoutOption())
     .addOption(fleetOption())
     .addOption(remoteOption());
   for (const option of mcpLimitOptions()) command.addOption(option);

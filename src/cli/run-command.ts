@@ -8,6 +8,8 @@ import type { Command } from "commander";
 
 import {
   allowWriteOption,
+  bashTimeoutOption,
+  codingToolsOption,
   fleetOption,
   hooksOption,
   modeOption,
@@ -46,5 +48,7 @@ export function addRunCommand(program: Command): Command {
     .addOption(remoteOption())
     .addOption(rootOption())
     .addOption(allowWriteOption())
+    .addOption(codingToolsOption())
+    .addOption(bashTimeoutOption())
     .action((batchPath: string, options: RunCliOptions) => runBatchFile(batchPath, options));
 }

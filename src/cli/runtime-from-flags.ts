@@ -9,7 +9,9 @@
  */
 import {
   builtinTools,
+  codingTools,
   createRuntime,
+  type CodingToolName,
   type PiVersion,
   type PoolOptions,
   type Runtime,
@@ -19,7 +21,7 @@ import {
 import { withCallTimeout } from "./call-timeout.js";
 import { type FleetCliOptions, fleetFromCli } from "./cli-options.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
-import { inputErrors } from "./usage-error.js";
+import { inputErrors, UsageError } from "./usage-error.js";
 
 /** The flags that say which tools run, and how. */
 export interface ToolFlags {
@@ -31,6 +33,10 @@ export interface ToolFlags {
   allowWrite?: boolean | undefined;
   /** Time limit (ms) of every worker tool that has none of its own; the built-ins' limit. */
   callTimeout?: number | undefined;
+  /** `--coding-tools`: pi's coding tools (true: pi's default four), besides any `--tools` modules and instead of the built-ins. */
+  codingTools?: true | string[] | undefined;
+  /** `--bash-timeout`: the coding tools' bash deadline of a call that gives none. */
+  bashTimeout?: number | undefined;
 }
 
 /** The flags a runtime is made from. */
@@ -43,6 +49,21 @@ export interface RuntimeFlags extends ToolFlags, FleetCliOptions {
 
 /** The tools the flags name. */
 export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]> {
+  if (flags.bashTimeout !== undefined && flags.codingTools === undefined) throw new UsageError("--bash-timeout needs --coding-tools");
+  if (flags.codingTools !== undefined) {
+    const modules = flags.tools.length > 0 ? withCallTimeout(await loadToolModules(flags.tools), flags.callTimeout) : [];
+    const coding = inputErrors(() =>
+      codingTools({
+        // Each session (an HTTP batch's sessionKey, an MCP session) in a folder of its own.
+        workspace: { root: flags.root ?? process.cwd(), perSession: true },
+        confine: true,
+        ...(flags.codingTools === true ? {} : { tools: flags.codingTools as CodingToolName[] }),
+        ...(flags.bashTimeout === undefined ? {} : { bash: { timeoutMs: flags.bashTimeout, maxTimeoutMs: Math.max(flags.bashTimeout, 600_000) } }),
+        ...(flags.callTimeout === undefined ? {} : { timeoutMs: flags.callTimeout }),
+      }),
+    );
+    return [...modules, ...coding];
+  }
   if (flags.tools.length > 0) return withCallTimeout(await loadToolModules(flags.tools), flags.callTimeout);
   return inputErrors(() =>
     builtinTools({
@@ -58,16 +79,19 @@ export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]
  * config's), which `--threads` overrides for the thread counts.
  */
 export async function runtimeFromFlags(flags: RuntimeFlags, pool: PoolOptions = {}): Promise<Runtime> {
+  // pi's coding tools give pi 1.6's results (`isError` among them): their batches follow pi 1.6.
+  if (flags.codingTools !== undefined && flags.pi === "0.73") throw new UsageError("--coding-tools runs pi 1.6's tools: it needs --pi 1.6");
   const tools = await toolsFromFlags(flags);
   const hooks = flags.hooks === undefined ? {} : await loadHooksModule(flags.hooks);
   const fleet = fleetFromCli(flags);
+  const pi = flags.pi ?? (flags.codingTools === undefined ? undefined : "1.6");
   return inputErrors(() =>
     createRuntime({
       tools,
       ...hooks,
       pool: { ...pool, ...(flags.threads === undefined ? {} : { maxThreads: flags.threads, minThreads: flags.threads }) },
       ...(flags.mode === undefined ? {} : { toolExecution: flags.mode }),
-      ...(flags.pi === undefined ? {} : { pi: flags.pi }),
+      ...(pi === undefined ? {} : { pi }),
       ...(fleet === undefined ? {} : { fleet }),
     }),
   );

@@ -15,6 +15,8 @@ import { isLoopbackHost, serverOptionsSchema } from "../server/server-options.js
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import {
   allowWriteOption,
+  bashTimeoutOption,
+  codingToolsOption,
   connectionOptions,
   fleetOption,
   hooksOption,
@@ -48,6 +50,8 @@ export interface ServeCliOptions extends FleetCliOptions, ConnectionCliOptions {
   config?: string;
   root?: string;
   allowWrite?: boolean;
+  codingTools?: true | string[];
+  bashTimeout?: number;
   callTimeout?: number;
   /** `--update-args` / `--no-update-args`; undefined when neither is given. */
   updateArgs?: boolean;
@@ -134,6 +138,8 @@ export async function serve(options: ServeCliOptions): Promise<void> {
       tools: options.tools.length > 0 ? options.tools : (config.tools ?? []),
       root: options.root ?? config.root,
       allowWrite: options.allowWrite ?? config.allowWrite,
+      codingTools: options.codingTools,
+      bashTimeout: options.bashTimeout,
       callTimeout: options.callTimeout ?? config.callTimeoutMs,
       hooks: options.hooks ?? config.hooks,
       threads: options.threads ?? config.threads,
@@ -187,6 +193,8 @@ export function addServeCommand(program: Command): Command {
     .addOption(remoteOption())
     .addOption(rootOption())
     .addOption(allowWriteOption())
+    .addOption(codingToolsOption())
+    .addOption(bashTimeoutOption())
     .addOption(
       new Option("--call-timeout <ms>", "time limit of every worker tool without one of its own (default: 30000 for the built-ins)").argParser(
         parseCallTimeout,
