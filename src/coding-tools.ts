@@ -15,6 +15,7 @@ import { describeValue, ToolpoolError } from "./errors.js";
 import { invalidOption, maxTimerMs } from "./option-checks.js";
 import { codingToolNames, toCodingModuleUrl, type CodingCallContext, type CodingToolName } from "./tools/coding/coding-settings.js";
 import { piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
+import { enableProcessSweeps } from "./tools/coding/process-tree.js";
 import { workerTool, type WorkerTool } from "./worker-tool.js";
 
 export type { CodingToolName } from "./tools/coding/coding-settings.js";
@@ -50,6 +51,14 @@ export interface CodingToolsOptions {
     maxTimeoutMs?: number;
     /** How long the call's processes have between SIGTERM and SIGKILL. @default 2000 */
     graceMs?: number;
+    /**
+     * Let the background processes a call started (`server &`) outlive it,
+     * as pi does, until the pool terminates their thread, the runtime
+     * closes or the process exits. By default a call's processes all end
+     * with it, however they detached.
+     * @default false
+     */
+    keepBackground?: boolean;
   };
   /**
    * A time limit for calls of the other tools (read, edit, …), in
@@ -112,6 +121,8 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const unavailable = piCodingAgentUnavailable();
   if (unavailable !== undefined) throw new ToolpoolError("TP_ERR_INVALID_OPTION", `codingTools: ${unavailable}`);
   const pi = requirePiToolModules();
+  // bash calls' processes end with a thread the pool terminates, and with the process.
+  if (names.includes("bash")) enableProcessSweeps();
   const workerModule = new URL("./tools/coding/coding-tool-worker.js", import.meta.url);
   return names.map((name) => {
     const ownOptions = (piOptions as Record<string, Record<string, unknown> | undefined>)[name] ?? {};
@@ -145,7 +156,12 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
  */
 const bashBackstopMs = 30_000;
 
-function resolveBashDeadlines(bash: CodingToolsOptions["bash"]): { timeoutMs: number; maxTimeoutMs: number; graceMs: number } {
+function resolveBashDeadlines(bash: CodingToolsOptions["bash"]): {
+  timeoutMs: number;
+  maxTimeoutMs: number;
+  graceMs: number;
+  keepBackground: boolean;
+} {
   if (bash !== undefined && (typeof bash !== "object" || bash === null)) throw invalidOption("bash", "an object", bash);
   const timeoutMs = bash?.timeoutMs ?? 120_000;
   const maxTimeoutMs = bash?.maxTimeoutMs ?? Math.max(600_000, timeoutMs);
@@ -154,7 +170,9 @@ function resolveBashDeadlines(bash: CodingToolsOptions["bash"]): { timeoutMs: nu
   if (!isTimer(maxTimeoutMs)) throw invalidOption("bash.maxTimeoutMs", `an integer from 1 to ${maxTimerMs}`, maxTimeoutMs);
   if (timeoutMs > maxTimeoutMs) throw invalidOption("bash.timeoutMs", `at most bash.maxTimeoutMs (${maxTimeoutMs})`, timeoutMs);
   if (!(Number.isInteger(graceMs) && graceMs >= 0 && graceMs <= 60_000)) throw invalidOption("bash.graceMs", "an integer from 0 to 60000", graceMs);
-  return { timeoutMs, maxTimeoutMs, graceMs };
+  const keepBackground = bash?.keepBackground ?? false;
+  if (typeof keepBackground !== "boolean") throw invalidOption("bash.keepBackground", "a boolean", keepBackground);
+  return { timeoutMs, maxTimeoutMs, graceMs, keepBackground };
 }
 
 function isTimer(value: unknown): value is number {

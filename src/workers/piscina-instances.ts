@@ -26,6 +26,7 @@ import type { Clock } from "../clock.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import { CallQueue, type QueuedCall } from "./call-queue.js";
 import type { PoolDiagnosis } from "./pool-contract.js";
+import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
 import type { WorkerBootData, WorkerReply, WorkerTask } from "./protocol.js";
 import type { ThreadRecords } from "./thread-records.js";
 
@@ -181,6 +182,8 @@ export class PiscinaInstances {
       }, exitWatchMs),
     );
     void thread.terminate();
+    // Its bash calls' processes (pi's coding tools) end with it.
+    void sweepThreadProcesses(threadId);
   }
 
   /**
@@ -191,7 +194,11 @@ export class PiscinaInstances {
   destroy(): Promise<void> {
     for (const timer of this.#threads.endExitWatches()) this.#clock.clearTimeout(timer);
     this.#destroyed ??= (async () => {
-      const destroyed = Promise.allSettled(this.all.map((instance) => instance.piscina.destroy()));
+      const threadIds = this.all.flatMap((instance) => instance.piscina.threads.map((thread) => thread.threadId));
+      const destroyed = Promise.allSettled([
+        ...this.all.map((instance) => instance.piscina.destroy()),
+        ...threadIds.map((threadId) => sweepThreadProcesses(threadId)),
+      ]);
       let timer: unknown;
       const watch = new Promise<void>((resolve) => {
         timer = this.#clock.setTimeout(resolve, exitWatchMs);

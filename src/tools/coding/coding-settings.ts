@@ -25,6 +25,8 @@ export interface BashDeadlineSettings {
   readonly maxTimeoutMs: number;
   /** How long processes that ignore SIGTERM have before SIGKILL. */
   readonly graceMs: number;
+  /** Whether background processes outlive the call that started them, as in pi. */
+  readonly keepBackground: boolean;
 }
 
 /** What a coding tool's module instance was made for. */

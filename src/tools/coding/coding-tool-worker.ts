@@ -16,7 +16,8 @@
 import type { AgentToolResult, WorkerToolContext } from "../../types.js";
 import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
 import { assertConfined } from "./confinement.js";
-import { importPiToolModules, type PiToolModules } from "./pi-coding-agent.js";
+import { createBashOperations } from "./bash-operations.js";
+import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
 
 const settings = codingSettingsFromUrl(import.meta.url);
 
@@ -47,7 +48,7 @@ async function optionsOfModule(cwd: string): Promise<Record<string, unknown>> {
 
 /** Runs one call of pi's tool `settings.tool` in the call's workspace. */
 export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): Promise<AgentToolResult<unknown>> {
-  const pi = await importPiToolModules();
+  const pi = await importPiWorkerModules();
   const context = ctx.context as CodingCallContext | undefined;
   if (context === undefined) throw new Error(`The ${settings.tool} tool was called without its workspace: run it through codingTools()`);
   if (settings.confine) await assertConfined(settings.tool, args, context.cwd, context.root, pi.paths);
@@ -64,7 +65,7 @@ export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): P
  * marked `details: { code: "TP_ERR_TIMEOUT", deadline: "default" | "cap" }`.
  */
 async function runBash(
-  pi: PiToolModules,
+  pi: PiWorkerModules,
   args: unknown,
   ctx: WorkerToolContext<unknown>,
   context: CodingCallContext,
@@ -79,7 +80,12 @@ async function runBash(
     ownMs === undefined ? (timeoutMs <= maxTimeoutMs ? "default" : "cap") : ownMs <= maxTimeoutMs ? "own" : "cap";
   const effectiveMs = deadline === "own" ? (ownMs as number) : deadline === "default" ? timeoutMs : maxTimeoutMs;
   const callArgs = deadline === "own" || isOwnInvalid ? args : { ...(args as object), timeout: effectiveMs / 1000 };
-  const tool = pi.tools.createTool("bash", context.cwd, { bash: options });
+  const operations = createBashOperations(pi.shell, {
+    shellPath: options.shellPath as string | undefined,
+    graceMs: settings.bash.graceMs,
+    keepBackground: settings.bash.keepBackground,
+  });
+  const tool = pi.tools.createTool("bash", context.cwd, { bash: { ...options, operations } });
   try {
     return (await tool.execute(ctx.toolCallId, callArgs, ctx.signal, ctx.onUpdate)) as AgentToolResult<unknown>;
   } catch (error) {

@@ -17,6 +17,8 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
+import type { PiShellUtils } from "./bash-operations.js";
+
 /** The package name of pi's coding agent. */
 export const piCodingAgentPackage = "@earendil-works/pi-coding-agent";
 /** The versions `codingTools` runs: the 1.6 line, whose tools toolpool's tests compare against. */
@@ -28,6 +30,11 @@ export const piCodingAgentMinimumNode = "22.19.0";
 export interface PiToolModules {
   tools: PiToolsIndex;
   paths: PiPathUtils;
+}
+
+/** What a worker thread uses of pi: its tools, and the shell helpers its bash runs on. */
+export interface PiWorkerModules extends PiToolModules {
+  shell: PiShellUtils;
 }
 
 /** A pi `AgentTool`, as pi's factories make it. */
@@ -76,9 +83,14 @@ export function piCodingAgentUnavailable(): string | undefined {
   return undefined;
 }
 
-function moduleUrls(): { tools: URL; paths: URL } {
+function moduleUrls(): { tools: URL; paths: URL; shell: URL; childProcess: URL } {
   const entry = new URL(import.meta.resolve(piCodingAgentPackage));
-  return { tools: new URL("./core/tools/index.js", entry), paths: new URL("./core/tools/path-utils.js", entry) };
+  return {
+    tools: new URL("./core/tools/index.js", entry),
+    paths: new URL("./core/tools/path-utils.js", entry),
+    shell: new URL("./utils/shell.js", entry),
+    childProcess: new URL("./utils/child-process.js", entry),
+  };
 }
 
 let loaded: PiToolModules | undefined;
@@ -95,16 +107,25 @@ export function requirePiToolModules(): PiToolModules {
   return loaded;
 }
 
-let importing: Promise<PiToolModules> | undefined;
+let importing: Promise<PiWorkerModules> | undefined;
 
-/** pi's tool modules, imported (a worker thread's way). Rejects with the reason they cannot run here. */
-export function importPiToolModules(): Promise<PiToolModules> {
+/** pi's modules a worker thread runs, imported. Rejects with the reason they cannot run here. */
+export function importPiWorkerModules(): Promise<PiWorkerModules> {
   importing ??= (async () => {
     const unavailable = piCodingAgentUnavailable();
     if (unavailable !== undefined) throw new Error(unavailable);
     const urls = moduleUrls();
-    const [tools, paths] = await Promise.all([import(urls.tools.href), import(urls.paths.href)]);
-    return { tools: tools as PiToolsIndex, paths: paths as PiPathUtils };
+    const [tools, paths, shell, childProcess] = await Promise.all([
+      import(urls.tools.href),
+      import(urls.paths.href),
+      import(urls.shell.href),
+      import(urls.childProcess.href),
+    ]);
+    return {
+      tools: tools as PiToolsIndex,
+      paths: paths as PiPathUtils,
+      shell: { getShellConfig: shell.getShellConfig, getShellEnv: shell.getShellEnv, waitForChildProcess: childProcess.waitForChildProcess },
+    };
   })();
   return importing;
 }

@@ -1,0 +1,216 @@
+/**
+ * Ending a bash call's whole process tree, on Linux through `/proc`.
+ *
+ * A call's shell starts in a process group of its own, and with a marker in
+ * its environment (`TOOLPOOL_BASH_CALL=<pid>:<thread>:<n>`) that every
+ * descendant inherits, whatever it does: a child that `setsid`s or
+ * double-forks away from the group (`sleep 1000 & disown`, `setsid sleep
+ * 1000`) is still found by its marker, where a group kill or a walk of
+ * parent links would miss it. To end a tree: SIGTERM to the group and to
+ * every marked process; after the grace, or at once when none is left,
+ * rounds of SIGSTOP (so that a fork loop cannot outrun the kill) and SIGKILL
+ * to the group and every marked process, until none is left. A process that
+ * rewrites its own environment (rare: `env -i`, `exec -c`) loses the marker;
+ * the group still catches it unless it also left the group. Elsewhere than
+ * Linux there is no `/proc` to read: the group alone is ended.
+ *
+ * Used on the worker thread that ran the call (deadline, abort) and on the
+ * main thread (a worker the pool terminated, the pool closing, the process
+ * exiting), which share this module and nothing else.
+ *
+ * @module
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+
+/** The environment variable that marks a bash call's processes. */
+export const callMarkerName = "TOOLPOOL_BASH_CALL";
+
+/** The marker prefix of every call run by thread `threadId` of process `pid`. */
+export function threadMarkerPrefix(pid: number, threadId: number): string {
+  return `${pid}:${threadId}:`;
+}
+
+/** The marker prefix of every call of process `pid`. */
+export function processMarkerPrefix(pid: number): string {
+  return `${pid}:`;
+}
+
+const hasProc = process.platform === "linux";
+
+/** Whether `environ` (`NAME=value` entries, each ending in a NUL) has an entry starting with `needle`. */
+function environHas(environ: Buffer, needle: Buffer): boolean {
+  if (environ.subarray(0, needle.length).equals(needle)) return true;
+  for (let at = environ.indexOf(needle); at !== -1; at = environ.indexOf(needle, at + 1)) if (environ[at - 1] === 0) return true;
+  return false;
+}
+
+function needleOf(prefix: string, isWhole: boolean): Buffer {
+  return Buffer.from(`${callMarkerName}=${prefix}${isWhole ? "\0" : ""}`);
+}
+
+/**
+ * The processes whose environment holds the marker `prefix` (`isWhole`: the
+ * marker exactly). Processes that end while they are read, and those this
+ * user may not read, are left out. Empty where there is no `/proc`.
+ */
+export async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
+  if (!hasProc) return [];
+  const needle = needleOf(prefix, isWhole);
+  const names = await readdir("/proc").catch(() => [] as string[]);
+  const own = process.pid;
+  const found: number[] = [];
+  // Processes started since `fromPid` have larger numbers, unless the
+  // numbers wrapped around since (the last one given is then smaller).
+  const since = fromPid !== undefined && (await lastPid()) >= fromPid ? fromPid : 0;
+  // A few at a time: a busy machine has thousands of processes.
+  const pids = names
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => pid >= since);
+  for (let start = 0; start < pids.length; start += 64) {
+    await Promise.all(
+      pids.slice(start, start + 64).map(async (pid) => {
+        if (pid === own) return;
+        const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined);
+        if (environ !== undefined && environHas(environ, needle)) found.push(pid);
+      }),
+    );
+  }
+  return found;
+}
+
+/** The last process number the kernel gave in this PID namespace; 0 when unknown (then every process is read). */
+async function lastPid(): Promise<number> {
+  const text = await readFile("/proc/sys/kernel/ns_last_pid", "utf8").catch(() => "0");
+  return Number(text.trim()) || 0;
+}
+
+/** {@link findMarkedProcesses}, synchronously: for a process that is exiting. */
+export function findMarkedProcessesSync(prefix: string): number[] {
+  if (!hasProc) return [];
+  const needle = needleOf(prefix, false);
+  const found: number[] = [];
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return found;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      if (environHas(readFileSync(`/proc/${name}/environ`), needle)) found.push(Number(name));
+    } catch {}
+  }
+  return found;
+}
+
+function signal(pid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(pid, name);
+  } catch {
+    // Gone already, or not ours.
+  }
+}
+
+/** What {@link endProcessTree} ends. */
+export interface ProcessTree {
+  /** The process group (the shell's pid, started `detached`), if any. */
+  group?: number | undefined;
+  /** The marker: a call's whole marker, or a thread's or process's prefix. */
+  marker: string;
+  /** Whether `marker` is one call's whole marker rather than a prefix. */
+  isWholeMarker: boolean;
+  /** A process number given before any process of the tree started (its shell's): only processes since are read. */
+  fromPid?: number | undefined;
+}
+
+function isGroupAlive(group: number): boolean {
+  try {
+    process.kill(-group, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Most rounds of stop-and-kill: a fork loop gains a few processes per round at most. */
+const maxKillRounds = 50;
+
+/**
+ * Ends every process of `tree`: SIGTERM, then after `graceMs` (or once none
+ * is left) SIGSTOP and SIGKILL in rounds until none is left, at most
+ * {@link maxKillRounds} rounds. Resolves with how many marked processes it
+ * signalled.
+ */
+export async function endProcessTree(tree: ProcessTree, graceMs: number): Promise<number> {
+  const find = () => findMarkedProcesses(tree.marker, tree.isWholeMarker, tree.fromPid);
+  const seen = new Set<number>();
+  // Every process of the tree carries the marker, so the marker alone says
+  // whether any is left (a group kill check would also count zombies, which
+  // a parent that exited leaves for init to reap whenever it does).
+  const groupAlive = () => tree.group !== undefined && !hasProc && isGroupAlive(tree.group);
+  if (tree.group !== undefined) signal(-tree.group, "SIGTERM");
+  for (const pid of await find()) {
+    seen.add(pid);
+    signal(pid, "SIGTERM");
+  }
+  const graceEnd = Date.now() + graceMs;
+  while (Date.now() < graceEnd) {
+    if (!groupAlive() && (await find()).length === 0) return seen.size;
+    await sleep(Math.min(50, Math.max(1, graceEnd - Date.now())));
+  }
+  for (let round = 0; round < maxKillRounds; round++) {
+    const marked = await find();
+    if (marked.length === 0 && !groupAlive()) break;
+    if (tree.group !== undefined) signal(-tree.group, "SIGSTOP");
+    for (const pid of marked) {
+      seen.add(pid);
+      signal(pid, "SIGSTOP");
+    }
+    if (tree.group !== undefined) signal(-tree.group, "SIGKILL");
+    for (const pid of marked) signal(pid, "SIGKILL");
+    await sleep(round < 5 ? 5 : 20);
+  }
+  return seen.size;
+}
+
+let isSweeping = false;
+
+/**
+ * Turns on the main thread's sweeps (see {@link sweepThreadProcesses}):
+ * `codingTools` with bash does, so that a process without it never reads
+ * `/proc`. Also ends every marked process of this process when it exits.
+ */
+export function enableProcessSweeps(): void {
+  if (isSweeping) return;
+  isSweeping = true;
+  process.once("exit", () => killMarkedProcessesSync(processMarkerPrefix(process.pid)));
+}
+
+/**
+ * Ends the processes that bash calls run by thread `threadId` left behind,
+ * once the pool has terminated that thread or it failed mid-call (a call's
+ * own deadline or abort ends its tree on the thread itself). Only after
+ * {@link enableProcessSweeps}; never rejects.
+ */
+export function sweepThreadProcesses(threadId: number): Promise<void> {
+  if (!isSweeping) return Promise.resolve();
+  return endProcessTree({ marker: threadMarkerPrefix(process.pid, threadId), isWholeMarker: false }, 0).then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
+/** Ends every marked process of `prefix` at once (SIGKILL), synchronously: for a process that is exiting. */
+export function killMarkedProcessesSync(prefix: string): void {
+  for (let round = 0; round < 5; round++) {
+    const marked = findMarkedProcessesSync(prefix);
+    if (marked.length === 0) return;
+    for (const pid of marked) signal(pid, "SIGSTOP");
+    for (const pid of marked) signal(pid, "SIGKILL");
+  }
+}

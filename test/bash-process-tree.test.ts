@@ -1,0 +1,140 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+import { warnSkippedPi16 } from "./support/pi16.js";
+
+warnSkippedPi16("test/bash-process-tree.test.ts");
+
+const workspace = join(tmpdir(), `toolpool-bash-tree-${process.pid}`);
+
+/**
+ * The processes of this test process's bash calls that are still alive,
+ * read straight from /proc: every process of a call carries the call's
+ * marker in its environment. Zombies (exited, not yet reaped) have none.
+ */
+function leftovers(): number[] {
+  const needle = Buffer.from(`TOOLPOOL_BASH_CALL=${process.pid}:`);
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const environ = readFileSync(`/proc/${name}/environ`);
+      if (environ.includes(needle)) found.push(Number(name));
+    } catch {}
+  }
+  return found;
+}
+
+const bash = (id: string, command: string, timeout?: number) => ({
+  role: "assistant" as const,
+  content: [{ type: "toolCall" as const, id, name: "bash", arguments: timeout === undefined ? { command } : { command, timeout } }],
+  stopReason: "toolUse" as const,
+});
+
+const textOf = (message: { content: unknown[] }) => (message.content[0] as { text: string }).text;
+
+describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash calls end their whole process tree (pi 1.6)", () => {
+  let runtime: Runtime;
+  const deadlineMs = 1_000;
+  const graceMs = 500;
+  beforeAll(() => {
+    mkdirSync(workspace, { recursive: true });
+    runtime = createRuntime({
+      pi: "1.6",
+      tools: codingTools({ workspace, tools: ["bash"], bash: { timeoutMs: deadlineMs, maxTimeoutMs: 3_000, graceMs } }),
+      pool: { maxThreads: 2 },
+    });
+  });
+  afterAll(async () => {
+    await runtime.close();
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  const escapes: [string, string][] = [
+    ["a disowned background job", "sleep 1000 & disown; echo started; sleep 1000"],
+    ["a child that setsid's out of the group", "setsid sleep 1000 & echo started; sleep 1000"],
+    ["a shell and child that ignore SIGTERM", "trap '' TERM; sleep 1000 & echo started; sleep 1000"],
+    ["double forks, 200 of them", "for i in $(seq 1 200); do ( setsid sleep 1000 & ); done; echo started; sleep 1000"],
+    ["a fork loop", "while :; do sleep 1000 & sleep 0.01; done"],
+  ];
+  for (const [name, command] of escapes) {
+    it(`at the deadline: ${name}`, async () => {
+      const started = Date.now();
+      const { messages } = await runtime.executeToolCalls(bash(name, command));
+      const elapsed = Date.now() - started;
+      expect(messages[0]!.isError).toBe(true);
+      // pi's own timeout text, with the output so far, and the runtime's default named as what ended it.
+      expect(textOf(messages[0]!)).toMatch(/Command timed out after 1 seconds$/);
+      expect(messages[0]!.details).toEqual({ code: "TP_ERR_TIMEOUT", deadline: "default", timeoutMs: deadlineMs });
+      expect(leftovers()).toEqual([]);
+      // Ended, not hung: far below the 1,000 s the command asks for, whatever the machine's load.
+      expect(elapsed).toBeLessThan(60_000);
+    }, 120_000);
+  }
+
+  it("at the call's own timeout, and at the cap for a timeout past it", async () => {
+    const own = await runtime.executeToolCalls(bash("own", "setsid sleep 1000 & sleep 1000", 2));
+    expect(textOf(own.messages[0]!)).toBe("Command timed out after 2 seconds");
+    expect(own.messages[0]!.details).toEqual({});
+    const capped = await runtime.executeToolCalls(bash("capped", "setsid sleep 1000 & sleep 1000", 100));
+    expect(textOf(capped.messages[0]!)).toBe("Command timed out after 3 seconds");
+    expect(capped.messages[0]!.details).toEqual({ code: "TP_ERR_TIMEOUT", deadline: "cap", timeoutMs: 3_000 });
+    expect(leftovers()).toEqual([]);
+  }, 120_000);
+
+  it("on an abort", async () => {
+    const controller = new AbortController();
+    const running = runtime.executeToolCalls(bash("aborted", "setsid sleep 1000 & trap '' TERM; echo started; sleep 1000"), {
+      signal: controller.signal,
+      emit: (event) => {
+        // Abort once the command has written its first line.
+        if (event.type === "tool_execution_update" && JSON.stringify(event.partialResult).includes("started")) controller.abort();
+      },
+    });
+    const { messages } = await running;
+    expect(messages[0]!.isError).toBe(true);
+    expect(textOf(messages[0]!)).toMatch(/started\n*\n*Command aborted$/);
+    expect(leftovers()).toEqual([]);
+  }, 120_000);
+
+  it("when the call ends by itself, its background processes end with it", async () => {
+    const { messages } = await runtime.executeToolCalls(bash("bg", "sleep 1000 & disown; setsid sleep 1000 & ( nohup sleep 1000 & ); echo done"));
+    expect(messages[0]).toMatchObject({ isError: false, content: [{ type: "text", text: "done\n" }] });
+    expect(leftovers()).toEqual([]);
+  }, 120_000);
+});
+
+describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash with keepBackground (pi 1.6)", () => {
+  it("keeps a call's background processes until the runtime closes, then ends them", async () => {
+    mkdirSync(workspace, { recursive: true });
+    const runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: ["bash"], bash: { keepBackground: true, graceMs: 200 } }) });
+    const { messages } = await runtime.executeToolCalls(bash("server", "setsid sleep 1000 & echo up"));
+    expect(textOf(messages[0]!)).toBe("up\n");
+    expect(leftovers()).toHaveLength(1);
+    await runtime.close();
+    expect(leftovers()).toEqual([]);
+  }, 120_000);
+
+  it("ends the processes of a call whose thread the pool terminates (a forced close)", async () => {
+    mkdirSync(workspace, { recursive: true });
+    const runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: ["bash"], bash: { keepBackground: true } }) });
+    let isStarted!: () => void;
+    const started = new Promise<void>((resolve) => (isStarted = resolve));
+    const running = runtime.executeToolCalls(bash("held", "setsid sleep 1000 & echo started; sleep 1000"), {
+      emit: (event) => {
+        if (event.type === "tool_execution_update" && JSON.stringify(event.partialResult).includes("started")) isStarted();
+      },
+    });
+    await started;
+    expect(leftovers().length).toBeGreaterThanOrEqual(2);
+    await runtime.close({ force: true });
+    const { messages } = await running;
+    expect(messages[0]!.details).toMatchObject({ code: "TP_ERR_CLOSED" });
+    expect(leftovers()).toEqual([]);
+  }, 120_000);
+});
