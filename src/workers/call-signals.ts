@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { BroadcastChannel } from "node:worker_threads";
 
+import { pathLockTable } from "../tools/coding/path-lock-table.js";
 import { flagSlotCount, flagSlotMask, type AbortMessage, type WorkerBootData } from "./protocol.js";
 
 const slotArray = () => new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
@@ -40,6 +41,7 @@ export class CallSignals {
       leftoverGraceMs,
       endFlags: this.#endFlags,
       takenUpdates: this.#takenUpdates,
+      pathLocks: pathLockTable(),
     };
   }
 

@@ -26,6 +26,7 @@ import type { Clock } from "../clock.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import { CallQueue, type QueuedCall } from "./call-queue.js";
 import type { PoolDiagnosis } from "./pool-contract.js";
+import { releasePathLocksOf } from "../tools/coding/path-lock-table.js";
 import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
 import type { WorkerBootData, WorkerReply, WorkerTask } from "./protocol.js";
 import type { ThreadRecords } from "./thread-records.js";
@@ -182,8 +183,9 @@ export class PiscinaInstances {
       }, exitWatchMs),
     );
     void thread.terminate();
-    // Its bash calls' processes (pi's coding tools) end with it.
+    // Its bash calls' processes (pi's coding tools) end with it, and the file locks it held are freed.
     void sweepThreadProcesses(threadId);
+    releasePathLocksOf(threadId);
   }
 
   /**

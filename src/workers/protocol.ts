@@ -138,6 +138,12 @@ export interface WorkerBootData {
    * call's partials queued.
    */
   takenUpdates: Int32Array;
+  /**
+   * The process's path lock table (see `tools/coding/path-lock-table.ts`):
+   * pi's coding tools hold a file's slot while they edit or write it, so
+   * that edits of one file are serialized across every thread.
+   */
+  pathLocks: Int32Array;
 }
 
 /**

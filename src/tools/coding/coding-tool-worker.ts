@@ -17,6 +17,8 @@ import type { AgentToolResult, WorkerToolContext } from "../../types.js";
 import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
 import { assertConfined } from "./confinement.js";
 import { createBashOperations } from "./bash-operations.js";
+import { checkedEditOperations } from "./checked-file-operations.js";
+import { withPathLock } from "./path-locks.js";
 import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
 
 const settings = codingSettingsFromUrl(import.meta.url);
@@ -54,6 +56,14 @@ export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): P
   if (settings.confine) await assertConfined(settings.tool, args, context.cwd, context.root, pi.paths);
   const options = { ...settings.piOptions, ...(await optionsOfModule(context.cwd)) };
   if (settings.tool === "bash") return runBash(pi, args, ctx, context, options);
+  if (settings.tool === "edit" || settings.tool === "write") {
+    // One edit or write of a file at a time across every thread; an edit refuses a file changed since it read it.
+    const toolOptions = settings.tool === "edit" ? { ...options, operations: checkedEditOperations() } : options;
+    const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: toolOptions });
+    const path = (args as { path?: unknown }).path;
+    const run = () => tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate) as Promise<AgentToolResult<unknown>>;
+    return typeof path === "string" ? withPathLock(pi.paths.resolveToCwd(path, context.cwd), ctx.signal, run) : run();
+  }
   const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: options });
   return (await tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate)) as AgentToolResult<unknown>;
 }
