@@ -14,7 +14,7 @@ import { pathToFileURL } from "node:url";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { invalidOption, maxTimerMs } from "./option-checks.js";
 import { codingToolNames, toCodingModuleUrl, type CodingCallContext, type CodingToolName } from "./tools/coding/coding-settings.js";
-import { piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
+import { piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
 import { workerTool, type WorkerTool } from "./worker-tool.js";
 
@@ -82,6 +82,12 @@ export interface CodingToolsOptions {
    * operations: their `operations` are not taken.
    */
   piOptionsModule?: string | URL;
+  /**
+   * The folder of the `@earendil-works/pi-coding-agent` package whose tools
+   * run: a pi that loads toolpool as its extension names its own.
+   * @default the one `toolpool` resolves (its peer dependency)
+   */
+  piPackage?: string;
 }
 
 const defaultTools: readonly CodingToolName[] = ["read", "bash", "edit", "write"];
@@ -118,9 +124,21 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const piOptionsModule = options.piOptionsModule === undefined ? undefined : moduleUrlOf(options.piOptionsModule);
   const contextOf = workspaceResolver(options.workspace);
 
-  const unavailable = piCodingAgentUnavailable();
+  let piEntry: string | undefined;
+  if (options.piPackage !== undefined) {
+    if (typeof options.piPackage !== "string" || options.piPackage === "") throw invalidOption("piPackage", "a folder", options.piPackage);
+    try {
+      piEntry = piCodingAgentEntry(resolve(options.piPackage)).href;
+    } catch (error) {
+      throw new ToolpoolError(
+        "TP_ERR_INVALID_OPTION",
+        `Expected \`piPackage\` to be the folder of ${piCodingAgentPackage}: ${(error as Error).message}`,
+      );
+    }
+  }
+  const unavailable = piCodingAgentUnavailable(piEntry);
   if (unavailable !== undefined) throw new ToolpoolError("TP_ERR_INVALID_OPTION", `codingTools: ${unavailable}`);
-  const pi = requirePiToolModules();
+  const pi = requirePiToolModules(piEntry);
   // bash calls' processes end with a thread the pool terminates, and with the process.
   if (names.includes("bash")) enableProcessSweeps();
   const workerModule = new URL("./tools/coding/coding-tool-worker.js", import.meta.url);
@@ -142,6 +160,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
         bash,
         piOptions: ownOptions,
         ...(piOptionsModule === undefined ? {} : { piOptionsModule }),
+        ...(piEntry === undefined ? {} : { piEntry }),
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
       context: ({ sessionKey }) => contextOf(sessionKey),

@@ -39,6 +39,8 @@ export interface CodingToolSettings {
   readonly piOptions: Readonly<Record<string, unknown>>;
   /** A module whose default export adds options with functions (a spawn hook, operations): a `file:` URL. */
   readonly piOptionsModule?: string;
+  /** The entry module of the pi-coding-agent to run (`file:` URL); absent: the one toolpool resolves. */
+  readonly piEntry?: string;
 }
 
 /** What a call of a coding tool learns of its session, computed on the main thread. */

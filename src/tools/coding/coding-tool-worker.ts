@@ -50,7 +50,7 @@ async function optionsOfModule(cwd: string): Promise<Record<string, unknown>> {
 
 /** Runs one call of pi's tool `settings.tool` in the call's workspace. */
 export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): Promise<AgentToolResult<unknown>> {
-  const pi = await importPiWorkerModules();
+  const pi = await importPiWorkerModules(settings.piEntry);
   const context = ctx.context as CodingCallContext | undefined;
   if (context === undefined) throw new Error(`The ${settings.tool} tool was called without its workspace: run it through codingTools()`);
   if (settings.confine) await assertConfined(settings.tool, args, context.cwd, context.root, pi.paths);

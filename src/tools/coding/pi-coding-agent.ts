@@ -15,7 +15,8 @@
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import type { PiShellUtils } from "./bash-operations.js";
 
@@ -60,14 +61,26 @@ export interface PiPathUtils {
   resolveReadPathAsync(filePath: string, cwd: string): Promise<string>;
 }
 
-/** Why pi's tools cannot run in this process, or undefined when they can. */
-export function piCodingAgentUnavailable(): string | undefined {
+/**
+ * The entry module of pi-coding-agent: of the package folder `packageFolder`
+ * (a pi that hosts toolpool as its extension names its own), else the one
+ * this module resolves. Throws when there is none.
+ */
+export function piCodingAgentEntry(packageFolder?: string): URL {
+  if (packageFolder === undefined) return new URL(import.meta.resolve(piCodingAgentPackage));
+  const manifest = JSON.parse(readFileSync(join(packageFolder, "package.json"), "utf8")) as { name?: string; exports?: { ".": { import?: string } } };
+  if (manifest.name !== piCodingAgentPackage) throw new Error(`${packageFolder} holds ${String(manifest.name)}, not ${piCodingAgentPackage}`);
+  return pathToFileURL(join(packageFolder, manifest.exports?.["."]?.import ?? "dist/index.js"));
+}
+
+/** Why pi's tools cannot run in this process, or undefined when they can. `entry`: see {@link piCodingAgentEntry}. */
+export function piCodingAgentUnavailable(entryHref?: string): string | undefined {
   if (!isNodeAtLeast(process.versions.node, piCodingAgentMinimumNode)) {
     return `pi's coding tools (${piCodingAgentPackage} ${piCodingAgentRange}) need Node >= ${piCodingAgentMinimumNode}; this is Node ${process.versions.node}`;
   }
   let entry: URL;
   try {
-    entry = new URL(import.meta.resolve(piCodingAgentPackage));
+    entry = entryHref === undefined ? piCodingAgentEntry() : new URL(entryHref);
   } catch {
     return `pi's coding tools need the package ${piCodingAgentPackage} ${piCodingAgentRange}, which is not installed: npm install ${piCodingAgentPackage}@1.6.0`;
   }
@@ -83,8 +96,8 @@ export function piCodingAgentUnavailable(): string | undefined {
   return undefined;
 }
 
-function moduleUrls(): { tools: URL; paths: URL; shell: URL; childProcess: URL } {
-  const entry = new URL(import.meta.resolve(piCodingAgentPackage));
+function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; shell: URL; childProcess: URL } {
+  const entry = entryHref === undefined ? piCodingAgentEntry() : new URL(entryHref);
   return {
     tools: new URL("./core/tools/index.js", entry),
     paths: new URL("./core/tools/path-utils.js", entry),
@@ -93,28 +106,33 @@ function moduleUrls(): { tools: URL; paths: URL; shell: URL; childProcess: URL }
   };
 }
 
-let loaded: PiToolModules | undefined;
+const loaded = new Map<string | undefined, PiToolModules>();
 
 /**
  * pi's tool modules, loaded synchronously (`require` of an ES module, which
  * every Node that runs pi 1.6 has). Call {@link piCodingAgentUnavailable} first.
  */
-export function requirePiToolModules(): PiToolModules {
-  if (loaded !== undefined) return loaded;
-  const urls = moduleUrls();
-  const require = createRequire(import.meta.url);
-  loaded = { tools: require(fileURLToPath(urls.tools)) as PiToolsIndex, paths: require(fileURLToPath(urls.paths)) as PiPathUtils };
-  return loaded;
+export function requirePiToolModules(entryHref?: string): PiToolModules {
+  let modules = loaded.get(entryHref);
+  if (modules === undefined) {
+    const urls = moduleUrls(entryHref);
+    const require = createRequire(import.meta.url);
+    modules = { tools: require(fileURLToPath(urls.tools)) as PiToolsIndex, paths: require(fileURLToPath(urls.paths)) as PiPathUtils };
+    loaded.set(entryHref, modules);
+  }
+  return modules;
 }
 
-let importing: Promise<PiWorkerModules> | undefined;
+const importing = new Map<string | undefined, Promise<PiWorkerModules>>();
 
 /** pi's modules a worker thread runs, imported. Rejects with the reason they cannot run here. */
-export function importPiWorkerModules(): Promise<PiWorkerModules> {
-  importing ??= (async () => {
-    const unavailable = piCodingAgentUnavailable();
+export function importPiWorkerModules(entryHref?: string): Promise<PiWorkerModules> {
+  let modules = importing.get(entryHref);
+  if (modules !== undefined) return modules;
+  modules = (async () => {
+    const unavailable = piCodingAgentUnavailable(entryHref);
     if (unavailable !== undefined) throw new Error(unavailable);
-    const urls = moduleUrls();
+    const urls = moduleUrls(entryHref);
     const [tools, paths, shell, childProcess] = await Promise.all([
       import(urls.tools.href),
       import(urls.paths.href),
@@ -127,7 +145,8 @@ export function importPiWorkerModules(): Promise<PiWorkerModules> {
       shell: { getShellConfig: shell.getShellConfig, getShellEnv: shell.getShellEnv, waitForChildProcess: childProcess.waitForChildProcess },
     };
   })();
-  return importing;
+  importing.set(entryHref, modules);
+  return modules;
 }
 
 /** Whether dotted version `actual` is at least `minimum`. */
