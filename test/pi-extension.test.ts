@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,20 +49,49 @@ function writeTree(tree: string): void {
   );
 }
 
-/** Runs the real pi CLI once, non-interactively, on a fresh copy of the tree; returns its JSON events. */
-async function runPi(withToolpool: boolean): Promise<{ events: Record<string, unknown>[]; stats?: Record<string, unknown>; stderr: string }> {
-  const home = join(base, withToolpool ? "home-toolpool" : "home-pi");
+interface PiRun {
+  events: Record<string, unknown>[];
+  /** The system messages of each request pi made to the model: the system prompt and the tool declarations. */
+  requests: unknown[];
+  stats?: { completed: number; threads: number; calls: Record<string, number> };
+  stderr: string;
+}
+
+interface PiRunOptions {
+  withToolpool: boolean;
+  /** pi's arguments after the extensions. */
+  args?: readonly string[];
+  /** The tool calls of the model's first answer. */
+  calls?: readonly { name: string; arguments: Record<string, unknown> }[];
+  /** pi's global settings (`settings.json` of its agent folder). */
+  settings?: Record<string, unknown>;
+}
+
+/** Runs the real pi CLI once, non-interactively, on a fresh copy of the tree, in a home of its own; returns what it did. */
+async function runPi({ withToolpool, args = [], calls = script, settings }: PiRunOptions): Promise<PiRun> {
+  const run = join(base, `run-${runs++}`);
+  const home = join(run, "home");
+  // One tree path for every run: pi's system prompt names its working folder.
   const tree = join(base, "tree");
-  const statsFile = join(base, "stats.json");
-  rmSync(statsFile, { force: true });
-  mkdirSync(home, { recursive: true });
+  const statsFile = join(run, "stats.json");
+  const requestsFile = join(run, "requests.jsonl");
+  mkdirSync(join(home, ".pi", "agent"), { recursive: true });
+  if (settings !== undefined) writeFileSync(join(home, ".pi", "agent", "settings.json"), JSON.stringify(settings));
   writeTree(tree);
-  const args = [PI_CLI, "--mode", "json", "--no-session", "-e", SCRIPTED_MODEL];
-  if (withToolpool) args.push("-e", ROOT, "--toolpool-threads", "2", "--toolpool-stats", statsFile);
-  args.push("--provider", "scripted", "--model", "script", "--tools", "read,bash,edit,write,ls,grep", "go");
-  const child = spawn(process.execPath, args, {
+  const argv = [PI_CLI, "--mode", "json", "--no-session", "-e", SCRIPTED_MODEL];
+  if (withToolpool) argv.push("-e", ROOT, "--toolpool-stats", statsFile);
+  // pi's parser takes the word after a flag it does not know as that flag's value, a boolean's too: the prompt goes after an option of pi's.
+  argv.push(...args, "--provider", "scripted", "--model", "script", "go");
+  const child = spawn(process.execPath, argv, {
     cwd: tree,
-    env: { ...process.env, HOME: home, PI_OFFLINE: "1", TOOLPOOL_SCRIPT: JSON.stringify(script) },
+    env: {
+      ...process.env,
+      HOME: home,
+      PI_CODING_AGENT_DIR: join(home, ".pi", "agent"),
+      PI_OFFLINE: "1",
+      TOOLPOOL_SCRIPT: JSON.stringify(calls),
+      TOOLPOOL_REQUESTS: requestsFile,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
@@ -75,26 +104,50 @@ async function runPi(withToolpool: boolean): Promise<{ events: Record<string, un
     .split("\n")
     .filter((line) => line.startsWith("{"))
     .map((line) => JSON.parse(line) as Record<string, unknown>);
-  return { events, stderr, ...(existsSync(statsFile) ? { stats: JSON.parse(readFileSync(statsFile, "utf8")) } : {}) };
+  const requests = readFileSync(requestsFile, "utf8")
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => withoutTimes(JSON.parse(line)));
+  return { events, requests, stderr, ...(existsSync(statsFile) ? { stats: JSON.parse(readFileSync(statsFile, "utf8")) } : {}) };
+}
+let runs = 0;
+
+/** `value` without its timing fields. */
+function withoutTimes(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value), (key, field) => (key === "timestamp" || key === "durationMs" ? undefined : field));
 }
 
 /** The session's messages, timing fields aside. */
 function messagesOf(events: Record<string, unknown>[]): unknown[] {
-  return events
-    .filter((event) => event.type === "message_end")
-    .map((event) => JSON.parse(JSON.stringify(event.message), (key, value) => (key === "timestamp" || key === "durationMs" ? undefined : value)));
+  return events.filter((event) => event.type === "message_end").map((event) => withoutTimes(event.message));
+}
+
+type ToolResultMessage = { role: "toolResult"; toolName: string; isError: boolean; content: { type: string; text?: string }[]; details?: unknown };
+
+function toolResultsOf(events: Record<string, unknown>[]): ToolResultMessage[] {
+  return messagesOf(events).filter((message) => (message as { role: string }).role === "toolResult") as ToolResultMessage[];
+}
+
+/** The names of the tools declared to the model in a request's system messages. */
+function declaredTools(request: unknown): string[] {
+  return [...JSON.stringify(request).matchAll(/"name":"(\w+)"/g)].map((match) => match[1]!).sort();
 }
 
 describe.skipIf(!supportsPi16())("the toolpool pi extension, in the real pi CLI 1.6.0 (pi 1.6)", () => {
-  it("runs pi's tool calls on the pool, and the session's messages equal a run without it", async () => {
-    const plain = await runPi(false);
-    const pooled = await runPi(true);
+  it("runs pi's tool calls on the pool, and the session's messages and the model's requests equal a run without it", async () => {
+    const args = ["--tools", "read,bash,edit,write,ls,grep", "--toolpool-threads", "2"];
+    const plain = await runPi({ withToolpool: false, args: ["--tools", "read,bash,edit,write,ls,grep"] });
+    const pooled = await runPi({ withToolpool: true, args });
     const expected = messagesOf(plain.events);
     const actual = messagesOf(pooled.events);
-    // The system prompt, the model's calls, every tool result and the final answer.
+    // The user's prompt, the model's calls, every tool result and the final answer.
     expect(actual.length).toBe(expected.length);
     expect(actual).toEqual(expected);
-    const results = actual.filter((message) => (message as { role: string }).role === "toolResult") as { toolName: string; isError: boolean }[];
+    // What the model was offered: the system prompt and each tool's declaration, both turns.
+    expect(pooled.requests).toHaveLength(2);
+    expect(pooled.requests).toEqual(plain.requests);
+    expect(declaredTools(pooled.requests[0])).toEqual(["bash", "edit", "grep", "ls", "read", "write"]);
+    const results = toolResultsOf(pooled.events);
     expect(results).toHaveLength(script.length);
     expect(results.filter((result) => result.isError).map((result) => result.toolName)).toEqual(["read", "bash", "edit"]);
     // The pool's own count: every call ran on it, none in pi's process.
@@ -104,6 +157,79 @@ describe.skipIf(!supportsPi16())("the toolpool pi extension, in the real pi CLI 
       threads: expect.any(Number),
       calls: { read: 4, bash: 2, edit: 2, write: 1, ls: 1, grep: 1 },
     });
-    expect((pooled.stats as { threads: number }).threads).toBeGreaterThan(0);
+    expect(pooled.stats!.threads).toBeGreaterThan(0);
+    expect(pooled.stats!.threads).toBeLessThanOrEqual(2);
+  }, 180_000);
+
+  it("offers the model pi's default tools only, and runs pi's settings of its tools and toolpool's own from settings.json", async () => {
+    // No `--tools`: pi's default four; grep, find and ls, which toolpool registers too, stay inactive as in pi.
+    const calls = [
+      { name: "read", arguments: { path: "README.md" } },
+      { name: "bash", arguments: { command: 'echo "prefix says $GREETING"' } },
+      { name: "edit", arguments: { path: "src/edit-me.ts", edits: [{ oldText: "const b = 2;", newText: "const b = 3;" }] } },
+      { name: "write", arguments: { path: "notes.txt", content: "a\nb\n" } },
+    ];
+    const settings = { shellCommandPrefix: "GREETING=hello", toolpool: { threads: 1, bashTimeoutMs: 60_000 } };
+    const plain = await runPi({ withToolpool: false, calls, settings });
+    const pooled = await runPi({ withToolpool: true, calls, settings });
+    expect(declaredTools(plain.requests[0])).toEqual(["bash", "edit", "read", "write"]);
+    expect(pooled.requests).toEqual(plain.requests);
+    expect(messagesOf(pooled.events)).toEqual(messagesOf(plain.events));
+    // pi's `shellCommandPrefix` ran before the command, on the pool as in pi.
+    expect(toolResultsOf(pooled.events)[1]!.content[0]!.text).toContain("prefix says hello");
+    // `toolpool.threads` from the settings.
+    expect(pooled.stats).toEqual({ completed: 4, threads: 1, calls: { read: 1, bash: 1, edit: 1, write: 1 } });
+  }, 180_000);
+
+  it("ends a bash call at --toolpool-bash-timeout, its whole process tree with it", async () => {
+    const marker = `toolpool-pi-extension-${process.pid}-${runs}`;
+    // The shell ignores SIGTERM, and its child (named by the marker) sleeps far past the test's own timeout.
+    const calls = [{ name: "bash", arguments: { command: `trap '' TERM; echo started; (exec -a ${marker} sleep 3600)` } }];
+    const pooled = await runPi({ withToolpool: true, calls, args: ["--toolpool-bash-timeout", "1500"] });
+    const [result] = toolResultsOf(pooled.events);
+    expect(result!.isError).toBe(true);
+    expect(result!.content[0]!.text).toContain("started");
+    expect(result!.content[0]!.text).toContain("Command timed out after 1.5 seconds");
+    expect(result!.details).toMatchObject({ code: "TP_ERR_TIMEOUT", deadline: "default", timeoutMs: 1500 });
+    expect(processesWith(marker)).toEqual([]);
+  }, 180_000);
+
+  it("with --toolpool-confine, refuses a path outside pi's working folder, and reads one inside", async () => {
+    mkdirSync(base, { recursive: true });
+    writeFileSync(join(base, "outside.txt"), "secret\n");
+    const calls = [
+      { name: "read", arguments: { path: "../outside.txt" } },
+      { name: "read", arguments: { path: "README.md" } },
+    ];
+    const pooled = await runPi({ withToolpool: true, calls, args: ["--toolpool-confine"] });
+    const [outside, inside] = toolResultsOf(pooled.events);
+    expect(outside!.isError).toBe(true);
+    expect(outside!.content[0]!.text).toContain("../outside.txt");
+    expect(outside!.content[0]!.text).not.toContain("secret");
+    expect(inside!.isError).toBe(false);
+    expect(inside!.content[0]!.text).toContain("A tree for pi.");
+  }, 180_000);
+
+  it("answers a flag it cannot use with an error result naming it", async () => {
+    const calls = [{ name: "read", arguments: { path: "README.md" } }];
+    const pooled = await runPi({ withToolpool: true, calls, args: ["--toolpool-threads", "many"] });
+    const [result] = toolResultsOf(pooled.events);
+    expect(result!.isError).toBe(true);
+    expect(result!.content[0]!.text).toContain('Expected --toolpool-threads to be an integer from 1 to 256, got `"many"` (string)');
   }, 180_000);
 });
+
+/** The ids of live processes whose command line holds `marker`. */
+function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const command = readFileSync(join("/proc", entry, "cmdline"), "utf8");
+      if (command.includes(marker)) found.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}

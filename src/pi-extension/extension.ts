@@ -8,27 +8,28 @@
  * thread, with bash deadlines that end the whole process tree, and edits of
  * one file serialized across the pool's threads.
  *
- * Flags (pi's, registered here): `--toolpool-threads N` (default: the
- * machine's cores, at most 8), `--toolpool-bash-timeout MS` (the deadline of
- * a bash call without its own timeout; default 120000), `--toolpool-confine`
- * (paths must stay in pi's working folder), `--toolpool-stats FILE` (writes
- * the pool's counts as JSON when the session ends).
+ * Options: pi flags registered here (`--toolpool-threads N`,
+ * `--toolpool-bash-timeout MS`, `--toolpool-bash-max-timeout MS`,
+ * `--toolpool-confine`, `--toolpool-stats FILE`) over the `toolpool` key of
+ * pi's settings (see `extension-options.ts`). pi's own settings of its tools
+ * (`shellPath`, `shellCommandPrefix`, `images.autoResize`) apply as they do
+ * to pi's built-in tools.
  *
- * The pool starts with the first tool call and closes when pi's session
- * ends.
+ * The pool starts with the first tool call, with the options of that moment,
+ * and closes when pi's session ends (a new session, a reload or pi's exit
+ * starts a fresh one on its next call).
  *
  * @module
  */
-import { writeFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { realpathSync, existsSync, readFileSync } from "node:fs";
 
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 import { codingTools, type CodingToolName } from "../coding-tools.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { AgentTool } from "../types.js";
+import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
 
 const toolNames: readonly CodingToolName[] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
@@ -68,13 +69,8 @@ function hostPiPackage(): string | undefined {
 
 /** The extension: pi calls it once per process with its API. */
 export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void> {
-  pi.registerFlag("toolpool-threads", { description: "toolpool: worker threads of the pool (default: cores, at most 8)", type: "string" });
-  pi.registerFlag("toolpool-bash-timeout", {
-    description: "toolpool: deadline (ms) of a bash call without a timeout of its own (default 120000)",
-    type: "string",
-  });
-  pi.registerFlag("toolpool-confine", { description: "toolpool: refuse paths outside pi's working folder", type: "boolean", default: false });
-  pi.registerFlag("toolpool-stats", { description: "toolpool: write the pool's counts as JSON to this file when the session ends", type: "string" });
+  for (const [name, flag] of Object.entries(extensionFlags)) pi.registerFlag(name, flag);
+  const flagOf = (name: ExtensionFlagName): FlagValue => pi.getFlag(name);
 
   const host = (await import("@earendil-works/pi-coding-agent")) as unknown as Record<string, (cwd: string) => Record<string, unknown>>;
   const piPackage = hostPiPackage();
@@ -83,22 +79,22 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   let cwd = process.cwd();
   const calls: Record<string, number> = {};
 
-  /** The pool and its tools, made on first use with the flags pi parsed by then. */
+  /** The pool and its tools, made on first use with the flags and settings of that moment. */
   const poolTools = (): Map<string, AgentTool> => {
     if (pooled !== undefined) return pooled;
-    const threads = numberFlag(pi.getFlag("toolpool-threads"), "--toolpool-threads") ?? Math.min(8, availableParallelism());
-    const bashTimeout = numberFlag(pi.getFlag("toolpool-bash-timeout"), "--toolpool-bash-timeout");
+    const options = resolvePiExtensionOptions(flagOf, pi.getSettings());
     runtime = createRuntime({
       pi: "1.6",
       tools: codingTools({
         // The folder pi runs in at the time of each call.
         workspace: () => cwd,
         tools: toolNames,
-        confine: pi.getFlag("toolpool-confine") === true,
-        ...(bashTimeout === undefined ? {} : { bash: { timeoutMs: bashTimeout, maxTimeoutMs: Math.max(bashTimeout, 600_000) } }),
+        confine: options.confine,
+        bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs },
+        piOptions: options.piOptions,
         ...(piPackage === undefined ? {} : { piPackage }),
       }),
-      pool: { maxThreads: threads, minThreads: Math.min(threads, 1) },
+      pool: { maxThreads: options.threads, minThreads: 1 },
     });
     pooled = new Map(runtime.agentTools().map((tool) => [tool.name, tool]));
     return pooled;
@@ -109,6 +105,10 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     const definition = host[definitionFactories[name]]!(process.cwd());
     pi.registerTool({
       ...(definition as unknown as Parameters<ExtensionAPI["registerTool"]>[0]),
+      // pi activates an extension's tools on registration; these take the place of pi's own, so
+      // they are active exactly where pi's would be (its default four, `--tools`, settings'
+      // `defaultTools`), and the model is offered the same tools as without toolpool.
+      defaultActive: false,
       async execute(toolCallId, params, signal, onUpdate, ctx) {
         cwd = ctx?.cwd ?? cwd;
         calls[name] = (calls[name] ?? 0) + 1;
@@ -122,22 +122,13 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     const closing = runtime;
     runtime = undefined;
     pooled = undefined;
-    const statsFile = pi.getFlag("toolpool-stats");
-    if (closing !== undefined) {
-      const stats = closing.poolStats;
-      await closing.close();
-      if (typeof statsFile === "string" && statsFile !== "") {
-        writeFileSync(statsFile, `${JSON.stringify({ completed: stats?.completed ?? 0, threads: stats?.threads ?? 0, calls })}\n`);
-      }
-    } else if (typeof statsFile === "string" && statsFile !== "") {
-      writeFileSync(statsFile, `${JSON.stringify({ completed: 0, threads: 0, calls })}\n`);
+    const stats = closing?.poolStats;
+    await closing?.close();
+    const statsFile = flagOf("toolpool-stats");
+    if (typeof statsFile === "string" && statsFile !== "") {
+      writeFileSync(statsFile, `${JSON.stringify({ completed: stats?.completed ?? 0, threads: stats?.threads ?? 0, calls })}\n`);
     }
+    // The next session's pool counts from zero, and so do these.
+    for (const name of Object.keys(calls)) delete calls[name];
   });
-}
-
-function numberFlag(value: boolean | string | undefined, name: string): number | undefined {
-  if (value === undefined || value === false || value === "") return undefined;
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < 1) throw new Error(`${name} expects a positive integer, got ${String(value)}`);
-  return number;
 }

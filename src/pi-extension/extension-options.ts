@@ -1,0 +1,145 @@
+/**
+ * The options of toolpool's pi extension, out of pi's flags and settings:
+ * a flag (`--toolpool-threads 4`) goes over the `toolpool` key of pi's
+ * settings (`"toolpool": { "threads": 4 }` in `~/.pi/agent/settings.json` or
+ * a project's `.pi/settings.json`), which goes over the defaults. pi's own
+ * settings of its tools (`shellPath`, `shellCommandPrefix`,
+ * `images.autoResize`) reach the tools as pi gives them to its built-in ones.
+ *
+ * Pure: no pi, no pool, so that it is tested on every Node.
+ *
+ * @module
+ */
+import { availableParallelism } from "node:os";
+
+import { describeValue, ToolpoolError } from "../errors.js";
+
+/** The extension's options, resolved. */
+export interface PiExtensionOptions {
+  /** Worker threads of the pool. */
+  readonly threads: number;
+  /** The deadline of a bash call without a `timeout` of its own, in milliseconds. */
+  readonly bashTimeoutMs: number;
+  /** The latest deadline of any bash call, its own `timeout` included, in milliseconds. */
+  readonly bashMaxTimeoutMs: number;
+  /** Whether path arguments must stay inside pi's working folder. */
+  readonly confine: boolean;
+  /** Where to write the pool's counts as JSON when the session ends, if anywhere. */
+  readonly statsFile: string | undefined;
+  /** pi's options of its tools, from its settings, as pi gives them to its built-in tools. */
+  readonly piOptions: {
+    readonly read: { readonly autoResizeImages: boolean };
+    readonly bash: { readonly shellPath?: string; readonly commandPrefix?: string };
+  };
+}
+
+/** A flag's value as pi's `getFlag` returns it. */
+export type FlagValue = boolean | string | undefined;
+
+/** The flags the extension registers, by name (without `--`): their description and type for pi. */
+export const extensionFlags = {
+  "toolpool-threads": { description: "toolpool: worker threads of the pool (default: cores, at most 8)", type: "string" },
+  "toolpool-bash-timeout": {
+    description: "toolpool: deadline (ms) of a bash call without a timeout of its own (default 120000)",
+    type: "string",
+  },
+  "toolpool-bash-max-timeout": {
+    description: "toolpool: latest deadline (ms) of any bash call, its own timeout included (default 600000)",
+    type: "string",
+  },
+  "toolpool-confine": { description: "toolpool: refuse paths outside pi's working folder", type: "boolean" },
+  "toolpool-stats": { description: "toolpool: write the pool's counts as JSON to this file when the session ends", type: "string" },
+} as const;
+
+/** A flag's name, without `--`. */
+export type ExtensionFlagName = keyof typeof extensionFlags;
+
+const defaultBashTimeoutMs = 120_000;
+const defaultBashMaxTimeoutMs = 600_000;
+/** The most threads a flag or setting may ask for. */
+const maxThreads = 256;
+/** The longest deadline, in milliseconds (Node's timers hold at most 2^31 - 1). */
+const maxDeadlineMs = 2_147_483_647;
+
+/**
+ * The extension's options: each flag over the `toolpool` key of pi's
+ * settings, over the defaults. Throws `TP_ERR_INVALID_OPTION` naming the
+ * flag or setting that is wrong and what arrived.
+ */
+export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => FlagValue, settings: unknown): PiExtensionOptions {
+  const piSettings = isRecord(settings) ? settings : {};
+  const own = piSettings.toolpool;
+  if (own !== undefined && !isRecord(own)) throw invalid("the `toolpool` setting", "an object", own);
+  const toolpool = own ?? {};
+
+  const threads =
+    integerFlag(flag("toolpool-threads"), "--toolpool-threads", 1, maxThreads) ??
+    integerSetting(toolpool.threads, "threads", 1, maxThreads) ??
+    Math.min(8, availableParallelism());
+  const bashTimeoutMs =
+    integerFlag(flag("toolpool-bash-timeout"), "--toolpool-bash-timeout", 1, maxDeadlineMs) ??
+    integerSetting(toolpool.bashTimeoutMs, "bashTimeoutMs", 1, maxDeadlineMs);
+  const bashMaxTimeoutMs =
+    integerFlag(flag("toolpool-bash-max-timeout"), "--toolpool-bash-max-timeout", 1, maxDeadlineMs) ??
+    integerSetting(toolpool.bashMaxTimeoutMs, "bashMaxTimeoutMs", 1, maxDeadlineMs);
+  // A default deadline past the default cap raises the cap with it: asking for a longer default is asking for that.
+  const resolvedTimeoutMs = bashTimeoutMs ?? Math.min(defaultBashTimeoutMs, bashMaxTimeoutMs ?? defaultBashTimeoutMs);
+  const resolvedMaxTimeoutMs = bashMaxTimeoutMs ?? Math.max(defaultBashMaxTimeoutMs, resolvedTimeoutMs);
+  if (resolvedTimeoutMs > resolvedMaxTimeoutMs) {
+    throw new ToolpoolError(
+      "TP_ERR_INVALID_OPTION",
+      `Expected toolpool's bash deadline (${resolvedTimeoutMs} ms) to be at most its cap (${resolvedMaxTimeoutMs} ms)`,
+    );
+  }
+
+  const confineFlag = flag("toolpool-confine");
+  if (toolpool.confine !== undefined && typeof toolpool.confine !== "boolean") {
+    throw invalid("the `toolpool.confine` setting", "a boolean", toolpool.confine);
+  }
+  const confine = confineFlag === true || (toolpool.confine ?? false);
+
+  const stats = flag("toolpool-stats");
+  const statsFile = typeof stats === "string" && stats !== "" ? stats : undefined;
+
+  const images = isRecord(piSettings.images) ? piSettings.images : {};
+  const shellPath = typeof piSettings.shellPath === "string" && piSettings.shellPath !== "" ? piSettings.shellPath : undefined;
+  const commandPrefix = typeof piSettings.shellCommandPrefix === "string" ? piSettings.shellCommandPrefix : undefined;
+  return Object.freeze({
+    threads,
+    bashTimeoutMs: resolvedTimeoutMs,
+    bashMaxTimeoutMs: resolvedMaxTimeoutMs,
+    confine,
+    statsFile,
+    piOptions: {
+      // pi's own default: images are resized unless the setting says false.
+      read: { autoResizeImages: images.autoResize !== false },
+      bash: {
+        ...(shellPath === undefined ? {} : { shellPath }),
+        ...(commandPrefix === undefined ? {} : { commandPrefix }),
+      },
+    },
+  });
+}
+
+function integerFlag(value: FlagValue, name: string, min: number, max: number): number | undefined {
+  if (value === undefined || value === false || value === "") return undefined;
+  const number = value === true ? Number.NaN : Number(value);
+  if (!Number.isInteger(number) || number < min || number > max) throw invalid(name, `an integer from ${min} to ${max}`, value);
+  return number;
+}
+
+function integerSetting(value: unknown, key: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw invalid(`the \`toolpool.${key}\` setting`, `an integer from ${min} to ${max}`, value);
+  }
+  return value;
+}
+
+function invalid(what: string, expected: string, got: unknown): ToolpoolError {
+  return new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected ${what} to be ${expected}, got ${describeValue(got)}`);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
