@@ -16,6 +16,7 @@ describe("resolvePiExtensionOptions", () => {
       bashTimeoutMs: 120_000,
       bashMaxTimeoutMs: 600_000,
       confine: false,
+      keepBackground: false,
       statsFile: undefined,
       piOptions: { read: { autoResizeImages: true }, bash: {} },
     });
@@ -26,13 +27,14 @@ describe("resolvePiExtensionOptions", () => {
       shellPath: "/bin/zsh",
       shellCommandPrefix: "source ~/.profile",
       images: { autoResize: false },
-      toolpool: { threads: 3, bashTimeoutMs: 5_000, bashMaxTimeoutMs: 60_000, confine: true },
+      toolpool: { threads: 3, bashTimeoutMs: 5_000, bashMaxTimeoutMs: 60_000, confine: true, keepBackground: true },
     };
     expect(resolvePiExtensionOptions(flags(), settings)).toEqual({
       threads: 3,
       bashTimeoutMs: 5_000,
       bashMaxTimeoutMs: 60_000,
       confine: true,
+      keepBackground: true,
       statsFile: undefined,
       piOptions: { read: { autoResizeImages: false }, bash: { shellPath: "/bin/zsh", commandPrefix: "source ~/.profile" } },
     });
@@ -45,11 +47,19 @@ describe("resolvePiExtensionOptions", () => {
         "toolpool-bash-timeout": "1500",
         "toolpool-bash-max-timeout": "9000",
         "toolpool-confine": true,
+        "toolpool-keep-background": true,
         "toolpool-stats": "/tmp/stats.json",
       }),
-      { toolpool: { threads: 5, bashTimeoutMs: 5_000, bashMaxTimeoutMs: 60_000, confine: false } },
+      { toolpool: { threads: 5, bashTimeoutMs: 5_000, bashMaxTimeoutMs: 60_000, confine: false, keepBackground: false } },
     );
-    expect(options).toMatchObject({ threads: 2, bashTimeoutMs: 1_500, bashMaxTimeoutMs: 9_000, confine: true, statsFile: "/tmp/stats.json" });
+    expect(options).toMatchObject({
+      threads: 2,
+      bashTimeoutMs: 1_500,
+      bashMaxTimeoutMs: 9_000,
+      confine: true,
+      keepBackground: true,
+      statsFile: "/tmp/stats.json",
+    });
   });
 
   it("raises the default cap to a longer default deadline, and lowers the default deadline to a shorter cap", () => {
@@ -77,6 +87,7 @@ describe("resolvePiExtensionOptions", () => {
     [{}, { toolpool: { threads: 1000 } }, "Expected the `toolpool.threads` setting to be an integer from 1 to 256, got `1000` (number)"],
     [{}, { toolpool: { bashTimeoutMs: "5s" } }, "Expected the `toolpool.bashTimeoutMs` setting to be an integer"],
     [{}, { toolpool: { confine: "yes" } }, 'Expected the `toolpool.confine` setting to be a boolean, got `"yes"` (string)'],
+    [{}, { toolpool: { keepBackground: 1 } }, "Expected the `toolpool.keepBackground` setting to be a boolean, got `1` (number)"],
   ] as const)("names what is wrong: %j %j", (flagValues, settings, message) => {
     expect(() => resolvePiExtensionOptions(flags(flagValues), settings)).toThrow(
       expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message: expect.stringContaining(message) }),

@@ -24,6 +24,8 @@ export interface PiExtensionOptions {
   readonly bashMaxTimeoutMs: number;
   /** Whether path arguments must stay inside pi's working folder. */
   readonly confine: boolean;
+  /** Whether the background processes a bash call started outlive it, as in pi. */
+  readonly keepBackground: boolean;
   /** Where to write the pool's counts as JSON when the session ends, if anywhere. */
   readonly statsFile: string | undefined;
   /** pi's options of its tools, from its settings, as pi gives them to its built-in tools. */
@@ -48,6 +50,10 @@ export const extensionFlags = {
     type: "string",
   },
   "toolpool-confine": { description: "toolpool: refuse paths outside pi's working folder", type: "boolean" },
+  "toolpool-keep-background": {
+    description: "toolpool: let the background processes of a bash call (server &) outlive it, as in pi",
+    type: "boolean",
+  },
   "toolpool-stats": { description: "toolpool: write the pool's counts as JSON to this file when the session ends", type: "string" },
 } as const;
 
@@ -97,6 +103,10 @@ export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => Fla
     throw invalid("the `toolpool.confine` setting", "a boolean", toolpool.confine);
   }
   const confine = confineFlag === true || (toolpool.confine ?? false);
+  if (toolpool.keepBackground !== undefined && typeof toolpool.keepBackground !== "boolean") {
+    throw invalid("the `toolpool.keepBackground` setting", "a boolean", toolpool.keepBackground);
+  }
+  const keepBackground = flag("toolpool-keep-background") === true || (toolpool.keepBackground ?? false);
 
   const stats = flag("toolpool-stats");
   const statsFile = typeof stats === "string" && stats !== "" ? stats : undefined;
@@ -109,6 +119,7 @@ export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => Fla
     bashTimeoutMs: resolvedTimeoutMs,
     bashMaxTimeoutMs: resolvedMaxTimeoutMs,
     confine,
+    keepBackground,
     statsFile,
     piOptions: {
       // pi's own default: images are resized unless the setting says false.

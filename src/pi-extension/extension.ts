@@ -10,7 +10,7 @@
  *
  * Options: pi flags registered here (`--toolpool-threads N`,
  * `--toolpool-bash-timeout MS`, `--toolpool-bash-max-timeout MS`,
- * `--toolpool-confine`, `--toolpool-stats FILE`) over the `toolpool` key of
+ * `--toolpool-confine`, `--toolpool-keep-background`, `--toolpool-stats FILE`) over the `toolpool` key of
  * pi's settings (see `extension-options.ts`). pi's own settings of its tools
  * (`shellPath`, `shellCommandPrefix`, `images.autoResize`) apply as they do
  * to pi's built-in tools.
@@ -90,7 +90,7 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
         workspace: () => cwd,
         tools: toolNames,
         confine: options.confine,
-        bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs },
+        bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
         piOptions: options.piOptions,
         ...(piPackage === undefined ? {} : { piPackage }),
       }),
