@@ -13,12 +13,18 @@ import { pathToFileURL } from "node:url";
 
 import { describeValue, ToolpoolError } from "./errors.js";
 import { invalidOption, maxTimerMs } from "./option-checks.js";
-import { codingToolNames, toCodingModuleUrl, type CodingCallContext, type CodingToolName } from "./tools/coding/coding-settings.js";
+import {
+  codingToolNames,
+  toCodingModuleUrl,
+  type CodingCallContext,
+  type CodingToolName,
+  type PiSessionInfo,
+} from "./tools/coding/coding-settings.js";
 import { piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
 import { workerTool, type WorkerTool } from "./worker-tool.js";
 
-export type { CodingToolName } from "./tools/coding/coding-settings.js";
+export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
 
 /**
  * Where each session's calls run (pi's `cwd`): one folder for every session;
@@ -88,6 +94,15 @@ export interface CodingToolsOptions {
    * @default the one `toolpool` resolves (its peer dependency)
    */
   piPackage?: string;
+  /**
+   * The pi session each call runs for, called on the main thread for each
+   * call with its `sessionKey`: bash exports it to the command as pi's own
+   * bash does (`PI_SESSION_ID`, `PI_SESSION_FILE`, `PI_PROVIDER`,
+   * `PI_MODEL`, `PI_REASONING_LEVEL`). pi's extension uses it; a runtime
+   * that serves no pi session leaves it out.
+   * @default undefined (no session: those variables are not set)
+   */
+  piSession?: (sessionKey: string | undefined) => PiSessionInfo | undefined;
 }
 
 const defaultTools: readonly CodingToolName[] = ["read", "bash", "edit", "write"];
@@ -123,6 +138,8 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const piOptions = plainData(options.piOptions ?? {}, "piOptions");
   const piOptionsModule = options.piOptionsModule === undefined ? undefined : moduleUrlOf(options.piOptionsModule);
   const contextOf = workspaceResolver(options.workspace);
+  const piSession = options.piSession;
+  if (piSession !== undefined && typeof piSession !== "function") throw invalidOption("piSession", "a function (sessionKey) => session", piSession);
 
   let piEntry: string | undefined;
   if (options.piPackage !== undefined) {
@@ -163,7 +180,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
         ...(piEntry === undefined ? {} : { piEntry }),
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
-      context: ({ sessionKey }) => contextOf(sessionKey),
+      context: ({ sessionKey }) => contextWithSession(contextOf(sessionKey), piSession?.(sessionKey)),
     });
   });
 }
@@ -225,6 +242,11 @@ function moduleUrlOf(module: string | URL): string {
   if (module instanceof URL) return module.href;
   if (typeof module !== "string" || module === "") throw invalidOption("piOptionsModule", "a path or a file: URL", module);
   return module.startsWith("file:") ? new URL(module).href : pathToFileURL(resolve(module)).href;
+}
+
+/** A call's context with the pi session it runs for, if any. */
+function contextWithSession(context: CodingCallContext, piSession: PiSessionInfo | undefined): CodingCallContext {
+  return piSession === undefined ? context : { ...context, piSession };
 }
 
 /** The function that gives each call its {@link CodingCallContext}. */

@@ -10,7 +10,7 @@ export { workerTool, isWorkerTool } from "./worker-tool.js";
 export type { WorkerCallInfo, WorkerResourceLimits, WorkerTool, WorkerToolOptions } from "./worker-tool.js";
 export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/pool-contract.js";
 export { builtinTools } from "./builtin-tools.js";
-export { codingTools, type CodingToolName, type CodingToolsOptions, type CodingWorkspace } from "./coding-tools.js";
+export { codingTools, type CodingToolName, type CodingToolsOptions, type CodingWorkspace, type PiSessionInfo } from "./coding-tools.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
 export { createServer } from "./server/create-server.js";
 export type {

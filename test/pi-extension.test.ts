@@ -28,6 +28,9 @@ const script = [
   { name: "read", arguments: { path: "missing.txt" } },
   { name: "bash", arguments: { command: "{ echo out; echo err >&2; } 2>&1; cat README.md | wc -l" } },
   { name: "bash", arguments: { command: "exit 3" } },
+  // What pi's bash tells a command of its session (the id is random: only whether it is there).
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's parameter expansions
+  { name: "bash", arguments: { command: 'echo "$PI_PROVIDER/$PI_MODEL/${PI_REASONING_LEVEL-none}/${PI_SESSION_ID:+id}/${PI_SESSION_FILE-nofile}"' } },
   { name: "edit", arguments: { path: "src/edit-me.ts", edits: [{ oldText: "const a = 1;", newText: "const a = 2;" }] } },
   { name: "edit", arguments: { path: "src/keep.ts", edits: [{ oldText: "not there", newText: "x" }] } },
   { name: "write", arguments: { path: "out/new.txt", content: "written\n" } },
@@ -150,12 +153,15 @@ describe.skipIf(!supportsPi16())("the toolpool pi extension, in the real pi CLI 
     const results = toolResultsOf(pooled.events);
     expect(results).toHaveLength(script.length);
     expect(results.filter((result) => result.isError).map((result) => result.toolName)).toEqual(["read", "bash", "edit"]);
+    expect(
+      results.find((result) => result.toolName === "bash" && !result.isError && result.content[0]!.text!.includes("/"))!.content[0]!.text,
+    ).toMatch(/^scripted\/script\/[a-z]+\/id\/nofile\n?$/);
     // The pool's own count: every call ran on it, none in pi's process.
     expect(plain.stats).toBeUndefined();
     expect(pooled.stats).toEqual({
       completed: script.length,
       threads: expect.any(Number),
-      calls: { read: 4, bash: 2, edit: 2, write: 1, ls: 1, grep: 1 },
+      calls: { read: 4, bash: 3, edit: 2, write: 1, ls: 1, grep: 1 },
     });
     expect(pooled.stats!.threads).toBeGreaterThan(0);
     expect(pooled.stats!.threads).toBeLessThanOrEqual(2);

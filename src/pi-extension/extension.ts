@@ -24,9 +24,9 @@
 import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
-import { codingTools, type CodingToolName } from "../coding-tools.js";
+import { codingTools, type CodingToolName, type PiSessionInfo } from "../coding-tools.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { AgentTool } from "../types.js";
 import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
@@ -77,6 +77,7 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   let runtime: Runtime | undefined;
   let pooled: Map<string, AgentTool> | undefined;
   let cwd = process.cwd();
+  let session: PiSessionInfo | undefined;
   const calls: Record<string, number> = {};
 
   /** The pool and its tools, made on first use with the flags and settings of that moment. */
@@ -88,6 +89,8 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
       tools: codingTools({
         // The folder pi runs in at the time of each call.
         workspace: () => cwd,
+        // Its session, which bash tells the command as pi's own bash does.
+        piSession: () => session,
         tools: toolNames,
         confine: options.confine,
         bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
@@ -110,7 +113,10 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
       // `defaultTools`), and the model is offered the same tools as without toolpool.
       defaultActive: false,
       async execute(toolCallId, params, signal, onUpdate, ctx) {
-        cwd = ctx?.cwd ?? cwd;
+        if (ctx !== undefined) {
+          cwd = ctx.cwd;
+          session = sessionInfoOf(ctx);
+        }
         calls[name] = (calls[name] ?? 0) + 1;
         const tool = poolTools().get(name)!;
         return tool.execute(toolCallId, params, signal, onUpdate as never) as never;
@@ -131,4 +137,15 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     // The next session's pool counts from zero, and so do these.
     for (const name of Object.keys(calls)) delete calls[name];
   });
+}
+
+/** What pi's bash tells a command of its session, out of pi's context of the call (plain data, for the pool's threads). */
+function sessionInfoOf(ctx: ExtensionContext): PiSessionInfo {
+  const file = ctx.sessionManager.getSessionFile();
+  return {
+    id: ctx.sessionManager.getSessionId(),
+    ...(file === undefined ? {} : { file }),
+    ...(ctx.model === undefined ? {} : { model: { provider: ctx.model.provider, id: ctx.model.id } }),
+    ...(ctx.thinkingLevel === undefined ? {} : { thinkingLevel: ctx.thinkingLevel }),
+  };
 }

@@ -43,12 +43,31 @@ export interface CodingToolSettings {
   readonly piEntry?: string;
 }
 
+/**
+ * What pi's bash tells a command of the pi session it runs for, in its
+ * environment (`PI_SESSION_ID`, `PI_SESSION_FILE`, `PI_PROVIDER`,
+ * `PI_MODEL`, `PI_REASONING_LEVEL`): plain data, the part of pi's
+ * extension context that pi's bash reads.
+ */
+export interface PiSessionInfo {
+  /** The session's id. */
+  readonly id: string;
+  /** The session's file, when it has one. */
+  readonly file?: string;
+  /** The model's provider and id, when a model is set. */
+  readonly model?: { readonly provider: string; readonly id: string };
+  /** The thinking level, when pi gives one. */
+  readonly thinkingLevel?: string;
+}
+
 /** What a call of a coding tool learns of its session, computed on the main thread. */
 export interface CodingCallContext {
   /** The session's workspace, absolute, as given: pi's `cwd` for the call. */
   readonly cwd: string;
   /** Its real path (symlinks resolved): the bound of `confine`. */
   readonly root: string;
+  /** The pi session the call runs for, when the runtime serves one (bash exports it to the command as pi does). */
+  readonly piSession?: PiSessionInfo;
 }
 
 const settingsParam = "settings";

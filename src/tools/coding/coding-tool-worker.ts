@@ -97,7 +97,7 @@ async function runBash(
   });
   const tool = pi.tools.createTool("bash", context.cwd, { bash: { ...options, operations } });
   try {
-    return (await tool.execute(ctx.toolCallId, callArgs, ctx.signal, ctx.onUpdate)) as AgentToolResult<unknown>;
+    return (await tool.execute(ctx.toolCallId, callArgs, ctx.signal, ctx.onUpdate, sessionContextOf(context))) as AgentToolResult<unknown>;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (deadline === "own" || isOwnInvalid || !/Command timed out after [\d.]+ seconds/.test(message)) throw error;
@@ -107,4 +107,21 @@ async function runBash(
       isError: true,
     } as AgentToolResult<unknown>;
   }
+}
+
+/**
+ * The part of pi's extension context that pi's bash reads to tell the
+ * command its session (`PI_SESSION_ID` and the rest), out of the call's
+ * plain-data {@link PiSessionInfo}; undefined without one, as when pi's bash
+ * runs outside a session.
+ */
+function sessionContextOf(context: CodingCallContext): unknown {
+  const session = context.piSession;
+  if (session === undefined) return undefined;
+  return {
+    cwd: context.cwd,
+    sessionManager: { getSessionId: () => session.id, getSessionFile: () => session.file },
+    model: session.model,
+    thinkingLevel: session.thinkingLevel,
+  };
 }

@@ -46,7 +46,8 @@ export interface PiAgentTool {
   parameters: Record<string, unknown>;
   prepareArguments?: (args: unknown) => unknown;
   executionMode?: "sequential" | "parallel";
-  execute(toolCallId: string, params: unknown, signal?: AbortSignal, onUpdate?: (partial: never) => void): Promise<unknown>;
+  /** `ctx`: pi's extension context of the call, which pi's wrapper hands to the tool's definition (bash reads its session from it). */
+  execute(toolCallId: string, params: unknown, signal?: AbortSignal, onUpdate?: (partial: never) => void, ctx?: unknown): Promise<unknown>;
 }
 
 /** `dist/core/tools/index.js` of pi-coding-agent. */
