@@ -7,6 +7,7 @@
  * @module
  */
 import { mkdirSync, realpathSync, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { createHash } from "node:crypto";
 import { pathToFileURL } from "node:url";
@@ -61,6 +62,14 @@ export interface CodingToolsOptions {
     keepBackground?: boolean;
   };
   /**
+   * Threads of the pool that bash, grep, find and ls share (named
+   * `toolpool:coding-io`): these wait on child processes and I/O more than
+   * they compute, so they get more threads than cores, apart from read, edit
+   * and write, which run on the runtime's shared pool.
+   * @default twice the machine's cores, at least 4 and at most 64
+   */
+  ioThreads?: number;
+  /**
    * A time limit for calls of the other tools (read, edit, …), in
    * milliseconds: past it the worker is terminated (`TP_ERR_TIMEOUT`).
    * @default undefined (none)
@@ -91,6 +100,8 @@ export interface CodingToolsOptions {
 }
 
 const defaultTools: readonly CodingToolName[] = ["read", "bash", "edit", "write"];
+/** The tools that mostly wait on child processes and I/O: a pool of their own, with more threads. */
+const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "ls"]);
 
 /**
  * pi 1.6's coding tools as worker tools: each one's `name`, `label`,
@@ -118,6 +129,8 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const confine = options.confine ?? false;
   if (typeof confine !== "boolean") throw invalidOption("confine", "a boolean", confine);
   const bash = resolveBashDeadlines(options.bash);
+  const ioThreads = options.ioThreads ?? Math.min(64, Math.max(4, 2 * availableParallelism()));
+  if (!(Number.isInteger(ioThreads) && ioThreads >= 1 && ioThreads <= 1024)) throw invalidOption("ioThreads", "an integer from 1 to 1024", ioThreads);
   if (options.timeoutMs !== undefined && !isTimer(options.timeoutMs))
     throw invalidOption("timeoutMs", `an integer from 1 to ${maxTimerMs}`, options.timeoutMs);
   const piOptions = plainData(options.piOptions ?? {}, "piOptions");
@@ -164,6 +177,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
       context: ({ sessionKey }) => contextOf(sessionKey),
+      ...(ioTools.has(name) ? { pool: { name: "toolpool:coding-io", maxThreads: ioThreads } } : {}),
     });
   });
 }
