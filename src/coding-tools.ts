@@ -7,6 +7,7 @@
  * @module
  */
 import { mkdirSync, realpathSync, statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { createHash } from "node:crypto";
 import { pathToFileURL } from "node:url";
@@ -67,6 +68,14 @@ export interface CodingToolsOptions {
     keepBackground?: boolean;
   };
   /**
+   * Threads of the pool that bash, grep, find and ls share (named
+   * `toolpool:coding-io`): these wait on child processes and I/O more than
+   * they compute, so they get more threads than cores, apart from read, edit
+   * and write, which run on the runtime's shared pool.
+   * @default twice the machine's cores, at least 4 and at most 64
+   */
+  ioThreads?: number;
+  /**
    * A time limit for calls of the other tools (read, edit, …), in
    * milliseconds: past it the worker is terminated (`TP_ERR_TIMEOUT`).
    * @default undefined (none)
@@ -106,6 +115,8 @@ export interface CodingToolsOptions {
 }
 
 const defaultTools: readonly CodingToolName[] = ["read", "bash", "edit", "write"];
+/** The tools that mostly wait on child processes and I/O: a pool of their own, with more threads. */
+const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "ls"]);
 
 /**
  * pi 1.6's coding tools as worker tools: each one's `name`, `label`,
@@ -133,6 +144,8 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const confine = options.confine ?? false;
   if (typeof confine !== "boolean") throw invalidOption("confine", "a boolean", confine);
   const bash = resolveBashDeadlines(options.bash);
+  const ioThreads = options.ioThreads ?? Math.min(64, Math.max(4, 2 * availableParallelism()));
+  if (!(Number.isInteger(ioThreads) && ioThreads >= 1 && ioThreads <= 1024)) throw invalidOption("ioThreads", "an integer from 1 to 1024", ioThreads);
   if (options.timeoutMs !== undefined && !isTimer(options.timeoutMs))
     throw invalidOption("timeoutMs", `an integer from 1 to ${maxTimerMs}`, options.timeoutMs);
   const piOptions = plainData(options.piOptions ?? {}, "piOptions");
@@ -181,6 +194,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
       context: ({ sessionKey }) => contextWithSession(contextOf(sessionKey), piSession?.(sessionKey)),
+      ...(ioTools.has(name) ? { pool: { name: "toolpool:coding-io", maxThreads: ioThreads } } : {}),
     });
   });
 }

@@ -72,7 +72,7 @@ export interface ToolCallOutcome {
 
 /** What {@link Runtime.diagnose} returns. */
 export interface RuntimeDiagnosis {
-  /** The shared pool (`"shared"`), then one per worker tool with resource limits of its own (the tool's name). */
+  /** The shared pool (`"shared"`), one per named pool (`"pool:NAME"`, see `workerTool({ pool })`) and one per worker tool with resource limits of its own (the tool's name). */
   pools: ({ pool: string } & PoolDiagnosis)[];
 }
 
@@ -89,7 +89,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #rules: PiRules;
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
   /** The shared pool, and one pool per worker tool with resource limits of its own. */
-  readonly #pools = new Map<WorkerTool | "shared", WorkerPool>();
+  readonly #pools = new Map<WorkerTool | string, WorkerPool>();
+  /** The named pool of each tool that names one (`workerTool({ pool })`), as its key in {@link #pools}. */
+  readonly #namedPools = new Map<WorkerTool, string>();
   /** The fleet, with the worker tools whose calls run there (`fleet.remote`). */
   readonly #remotePool: RemotePool | undefined;
   readonly #remoteTools = new Set<WorkerTool>();
@@ -124,8 +126,18 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.#remotePool = this.#createRemotePool(onPoolError);
     for (const entry of this.#registry.values()) {
       if (entry.kind !== "worker" || this.#remoteTools.has(entry.tool)) continue;
-      const { resourceLimits } = entry.tool;
-      if (resourceLimits === undefined) {
+      const { resourceLimits, pool } = entry.tool;
+      if (pool !== undefined) {
+        // A named pool: tools that name it share it; its size is the first definition's that gives one.
+        const key = `pool:${pool.name}`;
+        const known = this.#pools.get(key) as WorkerPool | undefined;
+        if (known === undefined) {
+          const threads = pool.maxThreads ?? this.#options.pool.maxThreads;
+          const options = Object.freeze({ ...this.#options.pool, maxThreads: threads, minThreads: Math.min(this.#options.pool.minThreads, threads) });
+          this.#pools.set(key, new WorkerPool(options, this.#options.clock, onPoolError));
+        }
+        this.#namedPools.set(entry.tool, key);
+      } else if (resourceLimits === undefined) {
         if (!this.#pools.has("shared")) this.#pools.set("shared", new WorkerPool(this.#options.pool, this.#options.clock, onPoolError));
       } else {
         // Limits are a property of a worker, hence a pool of its own; it keeps
@@ -212,7 +224,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   diagnose(): RuntimeDiagnosis {
     return {
       pools: [...this.#pools.entries()].map(([key, pool]) => ({
-        pool: key === "shared" ? "shared" : key.name,
+        pool: typeof key === "string" ? key : key.name,
         ...pool.diagnose(),
       })),
     };
@@ -411,7 +423,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
 
   #poolFor(tool: WorkerTool): ToolCallPool {
     if (this.#remoteTools.has(tool)) return this.#remotePool!;
-    return this.#pools.get(tool) ?? this.#pools.get("shared")!;
+    const named = this.#namedPools.get(tool);
+    return this.#pools.get(named ?? tool) ?? this.#pools.get("shared")!;
   }
 
   /** The fleet's pool, for a runtime with `fleet`; fills in which worker tools go remote. */

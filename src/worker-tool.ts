@@ -84,6 +84,24 @@ export interface WorkerToolOptions<TArgs = any> {
    * @default undefined (`ctx.context` is undefined)
    */
   context?: (call: WorkerCallInfo) => unknown;
+  /**
+   * Runs the tool's calls on a pool of their own, shared by every tool of the
+   * runtime that names the same pool, with `maxThreads` threads (the
+   * runtime's `pool` options otherwise): for tools that spend their calls
+   * waiting on child processes or I/O rather than on CPU, which want more
+   * threads than cores, without giving CPU-bound tools as many. Tools with
+   * `resourceLimits` keep a pool of their own and may not name one.
+   * @default undefined (the runtime's shared pool)
+   */
+  pool?: WorkerToolPool;
+}
+
+/** A pool that worker tools share (see {@link WorkerToolOptions.pool}). */
+export interface WorkerToolPool {
+  /** Tools naming the same pool share it. */
+  readonly name: string;
+  /** Its threads. @default the runtime's `pool.maxThreads` */
+  readonly maxThreads?: number;
 }
 
 /** What a worker tool's {@link WorkerToolOptions.context} function learns of a call. */
@@ -115,6 +133,8 @@ export interface WorkerTool<TArgs = any> {
   readonly idempotent: boolean;
   /** See {@link WorkerToolOptions.context}. */
   readonly context?: (call: WorkerCallInfo) => unknown;
+  /** See {@link WorkerToolOptions.pool}. */
+  readonly pool?: WorkerToolPool;
 }
 
 /**
@@ -149,6 +169,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     cost = 1,
     idempotent = false,
     context,
+    pool,
   } = options;
   if (typeof name !== "string" || name.length === 0) throw invalidTool("Expected `name` to be a non-empty string", name);
   const where = `worker tool "${name}"`;
@@ -184,6 +205,15 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (tooSmall) throw invalidTool(`Expected \`resourceLimits.${tooSmall.name}\` of ${where} to be ${tooSmall.expected}`, tooSmall.received);
   if (typeof idempotent !== "boolean") throw invalidTool(`Expected \`idempotent\` of ${where} to be a boolean`, idempotent);
   if (context !== undefined && typeof context !== "function") throw invalidTool(`Expected \`context\` of ${where} to be a function`, context);
+  if (pool !== undefined) {
+    if (typeof pool !== "object" || pool === null || typeof pool.name !== "string" || pool.name === "") {
+      throw invalidTool(`Expected \`pool\` of ${where} to be { name, maxThreads? } with a non-empty name`, pool);
+    }
+    if (pool.maxThreads !== undefined && !(Number.isInteger(pool.maxThreads) && pool.maxThreads >= 1 && pool.maxThreads <= 1024)) {
+      throw invalidTool(`Expected \`pool.maxThreads\` of ${where} to be an integer from 1 to 1024`, pool.maxThreads);
+    }
+    if (resourceLimits !== undefined) throw invalidTool(`Expected ${where} to have either \`resourceLimits\` or \`pool\`, not both`, pool);
+  }
   const tool: WorkerTool<TArgs> = {
     [workerToolBrand]: true,
     name,
@@ -200,6 +230,9 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     cost,
     idempotent,
     ...(context === undefined ? {} : { context }),
+    ...(pool === undefined
+      ? {}
+      : { pool: Object.freeze({ name: pool.name, ...(pool.maxThreads === undefined ? {} : { maxThreads: pool.maxThreads }) }) }),
   };
   return Object.freeze(tool);
 }

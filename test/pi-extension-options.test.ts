@@ -13,6 +13,7 @@ describe("resolvePiExtensionOptions", () => {
   it("defaults: cores up to 8 threads, pi's bash deadlines, not confined, pi's image resizing", () => {
     expect(resolvePiExtensionOptions(flags(), {})).toEqual({
       threads: Math.min(8, availableParallelism()),
+      ioThreads: undefined,
       bashTimeoutMs: 120_000,
       bashMaxTimeoutMs: 600_000,
       confine: false,
@@ -27,10 +28,11 @@ describe("resolvePiExtensionOptions", () => {
       shellPath: "/bin/zsh",
       shellCommandPrefix: "source ~/.profile",
       images: { autoResize: false },
-      toolpool: { threads: 3, bashTimeoutMs: 5_000, bashMaxTimeoutMs: 60_000, confine: true, keepBackground: true },
+      toolpool: { threads: 3, ioThreads: 6, bashTimeoutMs: 5_000, bashMaxTimeoutMs: 60_000, confine: true, keepBackground: true },
     };
     expect(resolvePiExtensionOptions(flags(), settings)).toEqual({
       threads: 3,
+      ioThreads: 6,
       bashTimeoutMs: 5_000,
       bashMaxTimeoutMs: 60_000,
       confine: true,
@@ -44,13 +46,14 @@ describe("resolvePiExtensionOptions", () => {
     const options = resolvePiExtensionOptions(
       flags({
         "toolpool-threads": "2",
+        "toolpool-io-threads": "3",
         "toolpool-bash-timeout": "1500",
         "toolpool-bash-max-timeout": "9000",
         "toolpool-confine": true,
         "toolpool-keep-background": true,
         "toolpool-stats": "/tmp/stats.json",
       }),
-      { toolpool: { threads: 5, bashTimeoutMs: 5_000, bashMaxTimeoutMs: 60_000, confine: false, keepBackground: false } },
+      { toolpool: { threads: 5, ioThreads: 7, bashTimeoutMs: 5_000, bashMaxTimeoutMs: 60_000, confine: false, keepBackground: false } },
     );
     expect(options).toMatchObject({
       threads: 2,
@@ -84,6 +87,7 @@ describe("resolvePiExtensionOptions", () => {
     [{ "toolpool-threads": "0" }, {}, 'Expected --toolpool-threads to be an integer from 1 to 256, got `"0"` (string)'],
     [{ "toolpool-bash-timeout": "1.5" }, {}, "Expected --toolpool-bash-timeout to be an integer from 1 to 2147483647"],
     [{}, { toolpool: "fast" }, 'Expected the `toolpool` setting to be an object, got `"fast"` (string)'],
+    [{ "toolpool-io-threads": "-1" }, {}, 'Expected --toolpool-io-threads to be an integer from 1 to 256, got `"-1"` (string)'],
     [{}, { toolpool: { threads: 1000 } }, "Expected the `toolpool.threads` setting to be an integer from 1 to 256, got `1000` (number)"],
     [{}, { toolpool: { bashTimeoutMs: "5s" } }, "Expected the `toolpool.bashTimeoutMs` setting to be an integer"],
     [{}, { toolpool: { confine: "yes" } }, 'Expected the `toolpool.confine` setting to be a boolean, got `"yes"` (string)'],

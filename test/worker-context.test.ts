@@ -62,3 +62,42 @@ describe("workerTool({ context }): a per-call value computed on the main thread"
     );
   });
 });
+
+describe("workerTool({ pool }): tools that share a pool of their own", () => {
+  const barrier = new URL("./fixtures/tools/call-context.mjs", import.meta.url);
+  it("runs the tools naming one pool on that pool, sized as given, apart from the shared pool", async () => {
+    const named = (name: string) =>
+      workerTool({ name, description: "", parameters: { type: "object" }, module: barrier, pool: { name: "io", maxThreads: 3 } });
+    const runtime = createRuntime({
+      tools: [named("first"), named("second"), workerTool({ name: "plain", description: "", parameters: { type: "object" }, module: barrier })],
+      pool: { maxThreads: 1 },
+    });
+    try {
+      const calls = ["first", "second", "plain", "first"].map((name, index) => ({ type: "toolCall" as const, id: `c${index}`, name, arguments: {} }));
+      const { messages } = await runtime.executeToolCalls({ role: "assistant", content: calls, stopReason: "toolUse" });
+      expect(messages.every((message) => !message.isError)).toBe(true);
+      const pools = runtime.diagnose().pools;
+      expect(pools.map((pool) => pool.pool).sort()).toEqual(["pool:io", "shared"]);
+      const io = pools.find((pool) => pool.pool === "pool:io")!;
+      // Three calls of the named tools ran there: its threads are its own.
+      const ioThreads = new Set(io.generations.flatMap((generation) => generation.threads.map((thread) => thread.threadId)));
+      const sharedThreads = new Set(pools.find((pool) => pool.pool === "shared")!.generations.flatMap((g) => g.threads.map((t) => t.threadId)));
+      expect(ioThreads.size).toBeGreaterThan(0);
+      expect([...ioThreads].some((id) => sharedThreads.has(id))).toBe(false);
+      expect(runtime.poolStats?.completed).toBe(4);
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it("refuses a pool without a name, a bad size, or beside resourceLimits (TP_ERR_INVALID_TOOL)", () => {
+    const base = { name: "x", description: "", parameters: { type: "object" }, module: barrier };
+    expect(() => workerTool({ ...base, pool: { name: "" } })).toThrow(/`pool` of worker tool "x" to be \{ name, maxThreads\? \}/);
+    expect(() => workerTool({ ...base, pool: { name: "io", maxThreads: 0 } })).toThrow(
+      /`pool.maxThreads` of worker tool "x" to be an integer from 1 to 1024/,
+    );
+    expect(() => workerTool({ ...base, pool: { name: "io" }, resourceLimits: { maxOldGenerationSizeMb: 64 } })).toThrow(
+      /either `resourceLimits` or `pool`/,
+    );
+  });
+});

@@ -16,8 +16,10 @@ import { describeValue, ToolpoolError } from "../errors.js";
 
 /** The extension's options, resolved. */
 export interface PiExtensionOptions {
-  /** Worker threads of the pool. */
+  /** Threads of the pool that runs read, edit and write. */
   readonly threads: number;
+  /** Threads of the pool that bash, grep, find and ls share; undefined: `codingTools`' default. */
+  readonly ioThreads: number | undefined;
   /** The deadline of a bash call without a `timeout` of its own, in milliseconds. */
   readonly bashTimeoutMs: number;
   /** The latest deadline of any bash call, its own `timeout` included, in milliseconds. */
@@ -40,7 +42,11 @@ export type FlagValue = boolean | string | undefined;
 
 /** The flags the extension registers, by name (without `--`): their description and type for pi. */
 export const extensionFlags = {
-  "toolpool-threads": { description: "toolpool: worker threads of the pool (default: cores, at most 8)", type: "string" },
+  "toolpool-threads": { description: "toolpool: threads running read, edit and write (default: cores, at most 8)", type: "string" },
+  "toolpool-io-threads": {
+    description: "toolpool: threads running bash, grep, find and ls (default: twice the cores, 4 to 64)",
+    type: "string",
+  },
   "toolpool-bash-timeout": {
     description: "toolpool: deadline (ms) of a bash call without a timeout of its own (default 120000)",
     type: "string",
@@ -82,6 +88,9 @@ export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => Fla
     integerFlag(flag("toolpool-threads"), "--toolpool-threads", 1, maxThreads) ??
     integerSetting(toolpool.threads, "threads", 1, maxThreads) ??
     Math.min(8, availableParallelism());
+  const ioThreads =
+    integerFlag(flag("toolpool-io-threads"), "--toolpool-io-threads", 1, maxThreads) ??
+    integerSetting(toolpool.ioThreads, "ioThreads", 1, maxThreads);
   const bashTimeoutMs =
     integerFlag(flag("toolpool-bash-timeout"), "--toolpool-bash-timeout", 1, maxDeadlineMs) ??
     integerSetting(toolpool.bashTimeoutMs, "bashTimeoutMs", 1, maxDeadlineMs);
@@ -116,6 +125,7 @@ export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => Fla
   const commandPrefix = typeof piSettings.shellCommandPrefix === "string" ? piSettings.shellCommandPrefix : undefined;
   return Object.freeze({
     threads,
+    ioThreads,
     bashTimeoutMs: resolvedTimeoutMs,
     bashMaxTimeoutMs: resolvedMaxTimeoutMs,
     confine,

@@ -8,7 +8,7 @@
  * thread, with bash deadlines that end the whole process tree, and edits of
  * one file serialized across the pool's threads.
  *
- * Options: pi flags registered here (`--toolpool-threads N`,
+ * Options: pi flags registered here (`--toolpool-threads N`, `--toolpool-io-threads N`,
  * `--toolpool-bash-timeout MS`, `--toolpool-bash-max-timeout MS`,
  * `--toolpool-confine`, `--toolpool-keep-background`, `--toolpool-stats FILE`) over the `toolpool` key of
  * pi's settings (see `extension-options.ts`). pi's own settings of its tools
@@ -95,6 +95,7 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
         confine: options.confine,
         bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
         piOptions: options.piOptions,
+        ...(options.ioThreads === undefined ? {} : { ioThreads: options.ioThreads }),
         ...(piPackage === undefined ? {} : { piPackage }),
       }),
       pool: { maxThreads: options.threads, minThreads: 1 },

@@ -13,6 +13,9 @@
  *
  * @module
  */
+import { readlinkSync } from "node:fs";
+import { getPriority, setPriority } from "node:os";
+
 import type { AgentToolResult, WorkerToolContext } from "../../types.js";
 import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
 import { assertConfined } from "./confinement.js";
@@ -26,6 +29,10 @@ const settings = codingSettingsFromUrl(import.meta.url);
 // pi's grep and find run ripgrep and fd; pi downloads them when they are
 // missing, unless offline. A pool never downloads binaries.
 process.env.PI_OFFLINE ??= "1";
+
+/** How much lower than the main thread's a pool thread's priority is (nice levels). */
+const threadNiceness = 5;
+lowerThreadPriority();
 
 let moduleOptions: Promise<ModuleOptions> | undefined;
 type ModuleOptions = Record<string, unknown> | ((cwd: string) => Record<string, unknown>) | undefined;
@@ -46,6 +53,22 @@ async function optionsOfModule(cwd: string): Promise<Record<string, unknown>> {
   const all = typeof value === "function" ? value(cwd) : value;
   const own = (all as Record<string, unknown> | undefined)?.[settings.tool];
   return typeof own === "object" && own !== null ? (own as Record<string, unknown>) : {};
+}
+
+/**
+ * Gives this thread (and the processes it starts, which inherit it) a lower
+ * scheduling priority than the main thread's: on a machine whose cores the
+ * tools keep busy, the coordinator still gets its turns at once, so the
+ * main thread's event loop is not delayed by the very work it hands off.
+ * Linux only (`/proc/thread-self` names the thread's own id); a failure
+ * (a container that forbids it) leaves the priority as it was.
+ */
+function lowerThreadPriority(): void {
+  if (process.platform !== "linux") return;
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, Math.min(19, getPriority(tid) + threadNiceness));
+  } catch {}
 }
 
 /** Runs one call of pi's tool `settings.tool` in the call's workspace. */

@@ -22,6 +22,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
+import { isMainThread } from "node:worker_threads";
 
 /** The environment variable that marks a bash call's processes. */
 export const callMarkerName = "TOOLPOOL_BASH_CALL";
@@ -53,25 +54,36 @@ function needleOf(prefix: string, isWhole: boolean): Buffer {
  * The processes whose environment holds the marker `prefix` (`isWhole`: the
  * marker exactly). Processes that end while they are read, and those this
  * user may not read, are left out. Empty where there is no `/proc`.
+ *
+ * With `fromPid` (a process number given before any process of the tree
+ * started), only the processes numbered since are read: from `fromPid` up to
+ * the last number given, or, when the numbers wrapped around meanwhile, from
+ * `fromPid` up and from 1 to the last number. A worker thread reads
+ * synchronously (a few small reads, on its own thread; several times
+ * cheaper than going through libuv's thread pool); the main thread never does.
  */
 export async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
   if (!hasProc) return [];
   const needle = needleOf(prefix, isWhole);
-  const names = await readdir("/proc").catch(() => [] as string[]);
+  const isSync = !isMainThread;
+  const names = isSync ? readProcSync() : await readdir("/proc").catch(() => [] as string[]);
+  const last = fromPid === undefined ? 0 : isSync ? lastPidSync() : await lastPid();
+  const isSince = (pid: number) =>
+    fromPid === undefined || last === 0 ? true : last >= fromPid ? pid >= fromPid && pid <= last : pid >= fromPid || pid <= last;
   const own = process.pid;
-  const found: number[] = [];
-  // Processes started since `fromPid` have larger numbers, unless the
-  // numbers wrapped around since (the last one given is then smaller).
-  const since = fromPid !== undefined && (await lastPid()) >= fromPid ? fromPid : 0;
-  // A few at a time: a busy machine has thousands of processes.
   const pids = names
     .filter((name) => /^\d+$/.test(name))
     .map(Number)
-    .filter((pid) => pid >= since);
+    .filter((pid) => pid !== own && isSince(pid));
+  const found: number[] = [];
+  if (isSync) {
+    for (const pid of pids) if (environHasSync(pid, needle)) found.push(pid);
+    return found;
+  }
+  // A few at a time: a busy machine has thousands of processes.
   for (let start = 0; start < pids.length; start += 64) {
     await Promise.all(
       pids.slice(start, start + 64).map(async (pid) => {
-        if (pid === own) return;
         const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined);
         if (environ !== undefined && environHas(environ, needle)) found.push(pid);
       }),
@@ -80,10 +92,34 @@ export async function findMarkedProcesses(prefix: string, isWhole = false, fromP
   return found;
 }
 
+function readProcSync(): string[] {
+  try {
+    return readdirSync("/proc");
+  } catch {
+    return [];
+  }
+}
+
+function environHasSync(pid: number, needle: Buffer): boolean {
+  try {
+    return environHas(readFileSync(`/proc/${pid}/environ`), needle);
+  } catch {
+    return false;
+  }
+}
+
 /** The last process number the kernel gave in this PID namespace; 0 when unknown (then every process is read). */
 async function lastPid(): Promise<number> {
   const text = await readFile("/proc/sys/kernel/ns_last_pid", "utf8").catch(() => "0");
   return Number(text.trim()) || 0;
+}
+
+function lastPidSync(): number {
+  try {
+    return Number(readFileSync("/proc/sys/kernel/ns_last_pid", "utf8").trim()) || 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** {@link findMarkedProcesses}, synchronously: for a process that is exiting. */
