@@ -30,6 +30,23 @@ function leftovers(): number[] {
   return found;
 }
 
+/**
+ * The live processes running `sleep <seconds>`: how a test finds a process
+ * that dropped the marker (started with `env -i`). Zombies have an empty
+ * command line.
+ */
+function sleepers(seconds: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const [program, argument] = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
+      if (program?.endsWith("sleep") && argument === seconds) found.push(Number(name));
+    } catch {}
+  }
+  return found;
+}
+
 const bash = (id: string, command: string, timeout?: number) => ({
   role: "assistant" as const,
   content: [{ type: "toolCall" as const, id, name: "bash", arguments: timeout === undefined ? { command } : { command, timeout } }],
@@ -76,6 +93,20 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash calls end
       expect(elapsed).toBeLessThan(60_000);
     }, 120_000);
   }
+
+  it("at the deadline and at the call's end: a group member that dropped the marker and ignores SIGTERM", async () => {
+    try {
+      // The shell and its marked sleep die of the SIGTERM; the unmarked one ignores it, found by its group alone.
+      const atDeadline = await runtime.executeToolCalls(bash("unmarked", "(trap '' TERM; exec env -i sleep 1000.25) & echo started; sleep 1000"));
+      expect(textOf(atDeadline.messages[0]!)).toBe("started\n\n\nCommand timed out after 1 seconds");
+      expect(sleepers("1000.25")).toEqual([]);
+      const atEnd = await runtime.executeToolCalls(bash("unmarked-end", "(trap '' TERM; exec env -i sleep 1000.5) & echo done"));
+      expect(atEnd.messages[0]).toMatchObject({ isError: false, content: [{ type: "text", text: "done\n" }] });
+      expect(sleepers("1000.5")).toEqual([]);
+    } finally {
+      for (const pid of [...sleepers("1000.25"), ...sleepers("1000.5")]) process.kill(pid, "SIGKILL");
+    }
+  }, 120_000);
 
   it("at the call's own timeout, and at the cap for a timeout past it", async () => {
     const own = await runtime.executeToolCalls(bash("own", "setsid sleep 1000 & sleep 1000", 2));

@@ -196,12 +196,17 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   }
   const graceEnd = Date.now() + graceMs;
   while (Date.now() < graceEnd) {
-    if (!groupAlive() && (await find()).length === 0) return seen.size;
+    if (!groupAlive() && (await find()).length === 0) break;
     await sleep(Math.min(50, Math.max(1, graceEnd - Date.now())));
   }
+  // The group gets its SIGKILL in the first round even when no marked
+  // process is left: a member that dropped the marker (`env -i`) and ignores
+  // SIGTERM is found by its group alone, and outlives the marked ones. A
+  // group id is not given to a new process while any member is alive, so
+  // once they are all gone the kill reaches nobody.
   for (let round = 0; round < maxKillRounds; round++) {
     const marked = await find();
-    if (marked.length === 0 && !groupAlive()) break;
+    if (round > 0 && marked.length === 0 && !groupAlive()) break;
     if (tree.group !== undefined) signal(-tree.group, "SIGSTOP");
     for (const pid of marked) {
       seen.add(pid);
@@ -209,6 +214,7 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
     }
     if (tree.group !== undefined) signal(-tree.group, "SIGKILL");
     for (const pid of marked) signal(pid, "SIGKILL");
+    if (marked.length === 0 && !groupAlive()) break;
     await sleep(round < 5 ? 5 : 20);
   }
   return seen.size;
