@@ -7,6 +7,7 @@ import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
+import { sleepers } from "./support/processes.js";
 
 warnSkippedPi16("test/bash-process-tree.test.ts");
 
@@ -25,23 +26,6 @@ function leftovers(): number[] {
     try {
       const environ = readFileSync(`/proc/${name}/environ`);
       if (environ.includes(needle)) found.push(Number(name));
-    } catch {}
-  }
-  return found;
-}
-
-/**
- * The live processes running `sleep <seconds>`: how a test finds a process
- * that dropped the marker (started with `env -i`). Zombies have an empty
- * command line.
- */
-function sleepers(seconds: string): number[] {
-  const found: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const [program, argument] = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
-      if (program?.endsWith("sleep") && argument === seconds) found.push(Number(name));
     } catch {}
   }
   return found;
