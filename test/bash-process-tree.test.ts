@@ -7,6 +7,7 @@ import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
+import { sleepers } from "./support/processes.js";
 
 warnSkippedPi16("test/bash-process-tree.test.ts");
 
@@ -76,6 +77,20 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash calls end
       expect(elapsed).toBeLessThan(60_000);
     }, 120_000);
   }
+
+  it("at the deadline and at the call's end: a group member that dropped the marker and ignores SIGTERM", async () => {
+    try {
+      // The shell and its marked sleep die of the SIGTERM; the unmarked one ignores it, found by its group alone.
+      const atDeadline = await runtime.executeToolCalls(bash("unmarked", "(trap '' TERM; exec env -i sleep 1000.25) & echo started; sleep 1000"));
+      expect(textOf(atDeadline.messages[0]!)).toBe("started\n\n\nCommand timed out after 1 seconds");
+      expect(sleepers("1000.25")).toEqual([]);
+      const atEnd = await runtime.executeToolCalls(bash("unmarked-end", "(trap '' TERM; exec env -i sleep 1000.5) & echo done"));
+      expect(atEnd.messages[0]).toMatchObject({ isError: false, content: [{ type: "text", text: "done\n" }] });
+      expect(sleepers("1000.5")).toEqual([]);
+    } finally {
+      for (const pid of [...sleepers("1000.25"), ...sleepers("1000.5")]) process.kill(pid, "SIGKILL");
+    }
+  }, 120_000);
 
   it("at the call's own timeout, and at the cap for a timeout past it", async () => {
     const own = await runtime.executeToolCalls(bash("own", "setsid sleep 1000 & sleep 1000", 2));

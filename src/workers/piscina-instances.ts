@@ -182,8 +182,13 @@ export class PiscinaInstances {
         if (!instance.isRetired && !this.isDestroying) this.#markLatched(instance);
       }, exitWatchMs),
     );
-    void thread.terminate();
     // Its bash calls' processes (pi's coding tools) end with it, and the file locks it held are freed.
+    // Swept at once (a thread blocked in native code may never exit) and again once it has exited: a
+    // shell it was spawning as the sweep read /proc could not yet be told by its environment.
+    void thread.terminate().then(
+      () => sweepThreadProcesses(threadId),
+      () => sweepThreadProcesses(threadId),
+    );
     void sweepThreadProcesses(threadId);
     releasePathLocksOf(threadId);
   }

@@ -9,17 +9,10 @@ import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from "node:fs
 import { join } from "node:path";
 import { crc32, deflateSync } from "node:zlib";
 
-/** A small deterministic PRNG (mulberry32). */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { createRandom } from "./soak.js";
+
+/** A small deterministic PRNG (mulberry32, the soak's). */
+export const random = createRandom;
 
 const words = ["alpha", "beta", "gamma", "delta", "TODO", "fixme", "return", "const", "value", "import", "élan", "naïve", "→", "\t"];
 

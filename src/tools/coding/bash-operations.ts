@@ -23,7 +23,7 @@ import { access } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { threadId } from "node:worker_threads";
 
-import { callMarkerName, endProcessTree, threadMarkerPrefix } from "./process-tree.js";
+import { callMarkerName, chainedMarker, endProcessTree, threadMarkerPrefix } from "./process-tree.js";
 
 /** What toolpool uses of pi's `utils/shell.js` and `utils/child-process.js`. */
 export interface PiShellUtils {
@@ -64,7 +64,7 @@ export function createBashOperations(
       const child = spawn(shellConfig.shell, fromStdin ? shellConfig.args : [...shellConfig.args, command], {
         cwd,
         detached: process.platform !== "win32",
-        env: { ...(env ?? pi.getShellEnv()), [callMarkerName]: marker },
+        env: markedEnv(env ?? pi.getShellEnv(), marker),
         stdio: [fromStdin ? "pipe" : "ignore", "pipe", "pipe"],
         windowsHide: true,
       });
@@ -118,4 +118,9 @@ function timeoutMsOf(timeout: number): number {
   const ms = timeout * 1000;
   if (ms > maxTimeoutMs) throw new Error(`Invalid timeout: maximum is ${maxTimeoutMs / 1000} seconds`);
   return ms;
+}
+
+/** `env` with the call's marker, after the markers of the calls this process itself runs in, if any. */
+function markedEnv(env: NodeJS.ProcessEnv, marker: string): NodeJS.ProcessEnv {
+  return { ...env, [callMarkerName]: chainedMarker(marker, env[callMarkerName]) };
 }

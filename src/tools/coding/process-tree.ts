@@ -11,8 +11,12 @@
  * rounds of SIGSTOP (so that a fork loop cannot outrun the kill) and SIGKILL
  * to the group and every marked process, until none is left. A process that
  * rewrites its own environment (rare: `env -i`, `exec -c`) loses the marker;
- * the group still catches it unless it also left the group. Elsewhere than
- * Linux there is no `/proc` to read: the group alone is ended.
+ * the group still catches it unless it also left the group. A call started
+ * by a process that itself runs in a bash call (toolpool, or pi with its
+ * extension, run from bash) carries the outer call's marker after its own
+ * (`mine;outer`), so the outer call's end reaches the inner calls' trees,
+ * which have groups of their own. Elsewhere than Linux there is no `/proc`
+ * to read: the group alone is ended.
  *
  * Used on the worker thread that ran the call (deadline, abort) and on the
  * main thread (a worker the pool terminated, the pool closing, the process
@@ -39,15 +43,36 @@ export function processMarkerPrefix(pid: number): string {
 
 const hasProc = process.platform === "linux";
 
-/** Whether `environ` (`NAME=value` entries, each ending in a NUL) has an entry starting with `needle`. */
-function environHas(environ: Buffer, needle: Buffer): boolean {
-  if (environ.subarray(0, needle.length).equals(needle)) return true;
-  for (let at = environ.indexOf(needle); at !== -1; at = environ.indexOf(needle, at + 1)) if (environ[at - 1] === 0) return true;
-  return false;
+/**
+ * The marker of a call started by a process that is itself part of a bash
+ * call (a toolpool, or pi with toolpool's extension, run from bash): the
+ * call's own marker first, then the markers it inherited, `;`-separated, so
+ * that the outer call's deadline or sweep also finds the inner calls'
+ * processes (which left the outer call's process group with their own).
+ */
+export function chainedMarker(marker: string, inherited: string | undefined): string {
+  return inherited === undefined || inherited === "" ? marker : `${marker};${inherited}`;
 }
 
-function needleOf(prefix: string, isWhole: boolean): Buffer {
-  return Buffer.from(`${callMarkerName}=${prefix}${isWhole ? "\0" : ""}`);
+const entryStart = Buffer.from(`${callMarkerName}=`);
+
+/** Which markers a search matches: those starting with `prefix`, or (`isWhole`) equal to it. */
+interface MarkerMatch {
+  prefix: string;
+  isWhole: boolean;
+}
+
+/** Whether `environ` (`NAME=value` entries, each ending in a NUL) holds a marker entry with one marker that `match` matches. */
+function environHas(environ: Buffer, match: MarkerMatch): boolean {
+  let at = environ.subarray(0, entryStart.length).equals(entryStart) ? 0 : -1;
+  for (let found = environ.indexOf(entryStart); at === -1 && found !== -1; found = environ.indexOf(entryStart, found + 1)) {
+    if (environ[found - 1] === 0) at = found;
+  }
+  if (at === -1) return false;
+  const end = environ.indexOf(0, at);
+  const value = environ.toString("latin1", at + entryStart.length, end === -1 ? environ.length : end);
+  for (const marker of value.split(";")) if (match.isWhole ? marker === match.prefix : marker.startsWith(match.prefix)) return true;
+  return false;
 }
 
 /**
@@ -64,7 +89,7 @@ function needleOf(prefix: string, isWhole: boolean): Buffer {
  */
 export async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
   if (!hasProc) return [];
-  const needle = needleOf(prefix, isWhole);
+  const needle: MarkerMatch = { prefix, isWhole };
   const isSync = !isMainThread;
   const names = isSync ? readProcSync() : await readdir("/proc").catch(() => [] as string[]);
   const last = fromPid === undefined ? 0 : isSync ? lastPidSync() : await lastPid();
@@ -100,7 +125,7 @@ function readProcSync(): string[] {
   }
 }
 
-function environHasSync(pid: number, needle: Buffer): boolean {
+function environHasSync(pid: number, needle: MarkerMatch): boolean {
   try {
     return environHas(readFileSync(`/proc/${pid}/environ`), needle);
   } catch {
@@ -125,7 +150,7 @@ function lastPidSync(): number {
 /** {@link findMarkedProcesses}, synchronously: for a process that is exiting. */
 export function findMarkedProcessesSync(prefix: string): number[] {
   if (!hasProc) return [];
-  const needle = needleOf(prefix, false);
+  const needle: MarkerMatch = { prefix, isWhole: false };
   const found: number[] = [];
   let names: string[];
   try {
@@ -196,12 +221,17 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   }
   const graceEnd = Date.now() + graceMs;
   while (Date.now() < graceEnd) {
-    if (!groupAlive() && (await find()).length === 0) return seen.size;
+    if (!groupAlive() && (await find()).length === 0) break;
     await sleep(Math.min(50, Math.max(1, graceEnd - Date.now())));
   }
+  // The group gets its SIGKILL in the first round even when no marked
+  // process is left: a member that dropped the marker (`env -i`) and ignores
+  // SIGTERM is found by its group alone, and outlives the marked ones. A
+  // group id is not given to a new process while any member is alive, so
+  // once they are all gone the kill reaches nobody.
   for (let round = 0; round < maxKillRounds; round++) {
     const marked = await find();
-    if (marked.length === 0 && !groupAlive()) break;
+    if (round > 0 && marked.length === 0 && !groupAlive()) break;
     if (tree.group !== undefined) signal(-tree.group, "SIGSTOP");
     for (const pid of marked) {
       seen.add(pid);
@@ -209,6 +239,7 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
     }
     if (tree.group !== undefined) signal(-tree.group, "SIGKILL");
     for (const pid of marked) signal(pid, "SIGKILL");
+    if (marked.length === 0 && !groupAlive()) break;
     await sleep(round < 5 ? 5 : 20);
   }
   return seen.size;
