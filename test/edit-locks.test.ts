@@ -102,7 +102,7 @@ describe("path locks on a pool: a thread that ends holding a lock frees it", () 
   });
   afterAll(() => runtime.close());
 
-  const call = (id: string, name: string, args: object) => ({
+  const call = (id: string, name: string, args: Record<string, unknown>) => ({
     role: "assistant" as const,
     content: [{ type: "toolCall" as const, id, name, arguments: args }],
     stopReason: "toolUse" as const,
