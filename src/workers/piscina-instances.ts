@@ -179,10 +179,13 @@ export class PiscinaInstances {
       record,
       this.#clock.setTimeout(() => {
         this.#threads.endExitWatch(record);
+        // A thread stuck in a system call that does not return (a FIFO's read) would hold its
+        // file locks for as long: the pool gives up on it, and so do the edits waiting behind it.
+        releasePathLocksOf(threadId);
         if (!instance.isRetired && !this.isDestroying) this.#markLatched(instance);
       }, exitWatchMs),
     );
-    // Its bash calls' processes (pi's coding tools) end with it, and the file locks it held are freed.
+    // Its bash calls' processes (pi's coding tools) end with it; the file locks it holds are freed when it exits.
     // Swept at once (a thread blocked in native code may never exit) and again once it has exited: a
     // shell it was spawning as the sweep read /proc could not yet be told by its environment.
     void thread.terminate().then(
@@ -190,7 +193,6 @@ export class PiscinaInstances {
       () => sweepThreadProcesses(threadId),
     );
     void sweepThreadProcesses(threadId);
-    releasePathLocksOf(threadId);
   }
 
   /**
@@ -275,12 +277,26 @@ export class PiscinaInstances {
       if (record.readyIn === created) return;
       record.readyIn = created;
       created.readyThreads += 1;
+      this.#releaseLocksAtExit(piscina, worker.id);
     });
     piscina.on("workerDestroy", () => this.#onWorkerLost(created));
     piscina.on("message", (message: unknown) => this.#events.message(message));
     // Without a listener, a worker failing while idle would take the host down.
     piscina.on("error", (error: unknown) => this.#events.error(error));
     return created;
+  }
+
+  /**
+   * Frees the file locks (pi's coding tools' edits and writes, see
+   * `path-lock-table.ts`) that thread `threadId` holds once it has exited,
+   * however it ended: terminated by the pool, crashed, out of memory, or
+   * `process.exit` in a tool. Only a ready thread takes calls, so only one
+   * can hold a lock; one listener per thread, nothing per call.
+   */
+  #releaseLocksAtExit(piscina: Piscina<WorkerTask, WorkerReply>, threadId: number): void {
+    const thread = piscina.threads.find((candidate) => candidate.threadId === threadId);
+    // Not listed: it has already gone, before it could take a call.
+    thread?.once("exit", () => releasePathLocksOf(threadId));
   }
 
   /**

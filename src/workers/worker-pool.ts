@@ -31,7 +31,6 @@ import { ThreadRecords } from "./thread-records.js";
 import { ToolNumbering } from "./tool-numbering.js";
 import type { CallTiming, PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
 import { isBootMessage, isSpreadRequest, isUpdateMessage, maxSeq, type WorkerReply, type WorkerTask } from "./protocol.js";
-import { releasePathLocksOf } from "../tools/coding/path-lock-table.js";
 import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
 
 /** Piscina's run options: one frozen object for all calls, since termination is the pool's own. */
@@ -268,12 +267,9 @@ export class WorkerPool implements ToolCallPool {
         if (call.instance === instance) this.#onReply(call, reply);
       },
       (error: unknown) => {
-        // A thread that failed mid-call (a crash) leaves the processes its bash calls started, and
-        // the file locks it held (pi's coding tools): they end with it.
-        if (call.threadId !== 0) {
-          void sweepThreadProcesses(call.threadId);
-          releasePathLocksOf(call.threadId);
-        }
+        // A thread that failed mid-call (a crash) leaves the processes its bash calls started: they
+        // end with it. The file locks it held are freed when it exits (see PiscinaInstances).
+        if (call.threadId !== 0) void sweepThreadProcesses(call.threadId);
         if (call.instance === instance) this.#settle(call, this.#classifyFailure(call, error));
       },
     );

@@ -4,15 +4,26 @@
  * memory and writes the result; a change made meanwhile by anyone else (a
  * formatter, a build, a person, a process outside the pool) would be
  * overwritten and lost. Here the read records the file's identity (device,
- * inode, size, modification and change times in nanoseconds) and the write
- * checks it first, and the bytes too while the file's change time is within
- * 2 s of now (file systems with coarse timestamps); a change refuses the
- * write with an error saying so, nothing written. Otherwise the write is
- * pi's own (in place, UTF-8), so results stay pi's.
+ * inode, size, modification and change times in nanoseconds, taken before
+ * the read) and the bytes it read; the write checks the identity again just
+ * before writing, and the bytes too when the timestamps cannot tell (below);
+ * a change refuses the write with an error saying so, nothing written.
+ * Otherwise the write is pi's own (in place, UTF-8), so results stay pi's.
  *
- * What is left: a change between the check and the write itself (a write in
- * place is not compare-and-swap). Edits and writes through the pool never
- * race this way: they hold the path's lock (`path-locks.ts`).
+ * When the timestamps cannot tell: a file's times are set from a clock
+ * coarser than their nanosecond fields (the kernel's tick, or 1-2 s on some
+ * file systems), so a change of the same size made within the tick of the
+ * last one leaves the identity as it was. That can only happen when the
+ * file's change time, as the read saw it, lies within {@link coarseWindowNs}
+ * of the moment of the read; then the bytes are read again and compared.
+ * Older files are told apart by the identity alone.
+ *
+ * What is left: a change made between the last check and the write itself
+ * (a write in place is not compare-and-swap; the window is one `stat`, and
+ * the re-read when there is one); and a clock of the file's server more
+ * than {@link coarseWindowNs} behind this machine's (a network file
+ * system). Edits and writes through the pool never race this way: they hold
+ * the path's lock (`path-locks.ts`).
  *
  * @module
  */
@@ -34,6 +45,14 @@ interface Identity {
   ctimeNs: bigint;
 }
 
+/** What a read saw: the identity before it, the wall clock then, and the bytes. */
+interface ReadRecord {
+  identity: Identity;
+  readAtNs: bigint;
+  bytes: Buffer;
+}
+
+/** How recent a change time is too recent for the timestamps to tell a later change (2 s: FAT's granularity). */
 const coarseWindowNs = 2_000_000_000n;
 
 async function identityOf(path: string): Promise<Identity> {
@@ -45,32 +64,47 @@ function isSame(a: Identity, b: Identity): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
-/** The message of a refused write. */
+/** Whether the file is still what `read` read. */
+async function isUnchanged(path: string, read: ReadRecord): Promise<boolean> {
+  const now = await identityOf(path).catch(() => undefined);
+  if (now === undefined || !isSame(read.identity, now)) return false;
+  if (read.readAtNs - read.identity.ctimeNs >= coarseWindowNs) return true;
+  return (await readFile(path)).equals(read.bytes);
+}
+
+/**
+ * The message of a refused write. `path` as the edit's caller gave it, as
+ * pi's own messages name it.
+ */
 export function changedOnDiskMessage(path: string): string {
   return `File ${path} was changed on disk after the edit read it; nothing was written. Read it again and redo the edit against what it holds now.`;
 }
 
-/** Edit operations for one call (they remember what the call read). */
-export function checkedEditOperations(): EditOperations {
-  const read = new Map<string, { identity: Identity; bytes: Buffer }>();
+/**
+ * Edit operations for one call (they remember what the call read). `path`:
+ * the file as the call named it, for the refusal's message (pi's messages
+ * name the path as given); the absolute path when absent.
+ *
+ * @example
+ * ```ts
+ * const tool = createEditTool(cwd, { operations: checkedEditOperations(args.path) });
+ * ```
+ */
+export function checkedEditOperations(path?: string): EditOperations {
+  const reads = new Map<string, ReadRecord>();
   return {
-    access: (path) => access(path, constants.R_OK | constants.W_OK),
-    async readFile(path) {
-      const identity = await identityOf(path);
-      const bytes = await readFile(path);
-      read.set(path, { identity, bytes });
+    access: (absolutePath) => access(absolutePath, constants.R_OK | constants.W_OK),
+    async readFile(absolutePath) {
+      const readAtNs = BigInt(Date.now()) * 1_000_000n;
+      const identity = await identityOf(absolutePath);
+      const bytes = await readFile(absolutePath);
+      reads.set(absolutePath, { identity, readAtNs, bytes });
       return bytes;
     },
-    async writeFile(path, content) {
-      const before = read.get(path);
-      if (before !== undefined) {
-        const now = await identityOf(path).catch(() => undefined);
-        const isRecent = now !== undefined && BigInt(Date.now()) * 1_000_000n - now.ctimeNs < coarseWindowNs;
-        if (now === undefined || !isSame(before.identity, now) || (isRecent && !(await readFile(path)).equals(before.bytes))) {
-          throw new Error(changedOnDiskMessage(path));
-        }
-      }
-      await writeFile(path, content, "utf-8");
+    async writeFile(absolutePath, content) {
+      const read = reads.get(absolutePath);
+      if (read !== undefined && !(await isUnchanged(absolutePath, read))) throw new Error(changedOnDiskMessage(path ?? absolutePath));
+      await writeFile(absolutePath, content, "utf-8");
     },
   };
 }

@@ -81,9 +81,10 @@ export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): P
   if (settings.tool === "bash") return runBash(pi, args, ctx, context, options);
   if (settings.tool === "edit" || settings.tool === "write") {
     // One edit or write of a file at a time across every thread; an edit refuses a file changed since it read it.
-    const toolOptions = settings.tool === "edit" ? { ...options, operations: checkedEditOperations() } : options;
-    const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: toolOptions });
     const path = (args as { path?: unknown }).path;
+    const toolOptions =
+      settings.tool === "edit" ? { ...options, operations: checkedEditOperations(typeof path === "string" ? path : undefined) } : options;
+    const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: toolOptions });
     const run = () => tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate) as Promise<AgentToolResult<unknown>>;
     return typeof path === "string" ? withPathLock(pi.paths.resolveToCwd(path, context.cwd), ctx.signal, run) : run();
   }

@@ -17,12 +17,19 @@
 /** Slots of the table; a power of two. */
 export const pathLockSlots = 4_096;
 
-let table: Int32Array | undefined;
+/**
+ * Where the process keeps its table: on the main thread's global object, not
+ * in this module, so that two copies of the module in one process (the
+ * package's bundled entry beside tsc's files, loaded by the CLI or the MCP
+ * entry) still share one table and one set of locks.
+ */
+const tableKey = Symbol.for("toolpool.pathLockTable");
+const holder = globalThis as { [tableKey]?: Int32Array };
 
 /** The process's table (main thread), created on first use. */
 export function pathLockTable(): Int32Array {
-  table ??= new Int32Array(new SharedArrayBuffer(pathLockSlots * Int32Array.BYTES_PER_ELEMENT));
-  return table;
+  holder[tableKey] ??= new Int32Array(new SharedArrayBuffer(pathLockSlots * Int32Array.BYTES_PER_ELEMENT));
+  return holder[tableKey];
 }
 
 /** The slot of `key` (FNV-1a of its UTF-16 code units). */
@@ -38,10 +45,15 @@ export function pathLockSlot(key: string): number {
 /**
  * Frees every slot that thread `threadId` holds and wakes their waiters: for
  * a thread that ended (terminated, crashed) while it held a lock. Main
- * thread; a no-op before any table exists.
+ * thread; a no-op before any table exists. Called once the thread has
+ * exited (its `exit` event): a thread being terminated may still have a
+ * write of the file in flight, which Node lets finish before the thread
+ * exits, so freeing its slot earlier would let another edit read a file
+ * still being written.
  */
 export function releasePathLocksOf(threadId: number): void {
-  if (table === undefined || threadId === 0) return;
+  const table = holder[tableKey];
+  if (table === undefined || threadId <= 0) return;
   for (let slot = 0; slot < pathLockSlots; slot++) {
     if (Atomics.compareExchange(table, slot, threadId, 0) === threadId) Atomics.notify(table, slot);
   }
