@@ -4,7 +4,9 @@
  * beside the same loop calling `codingTools` on a toolpool pool
  * (`runtime.agentTools()`), side by side in one run, arms interleaved.
  *
- *   npm run bench:coding [-- --sessions 8 --turns 6 --reps 3]
+ *   npm run bench:coding [-- --sessions 8 --turns 4 --reps 3 --threads 2 --profile-rounds 5]
+ *   (or: npm run build && npx tsc -p tsconfig.bench.json &&
+ *        ~/.cache/toolpool-node/22.23.5/package/bin/node --expose-gc dist-bench/coding-sessions.js)
  *
  * Needs Node >= 22.19 (pi 1.6). Three mixes, each measured on its own:
  *   cpu     the tools' own CPU on pi's main thread dominates: reads of a 9 MB
@@ -12,8 +14,8 @@
  *           (pi diffs the whole file)
  *   images  reads of PNG screenshots, which pi decodes and resizes in a
  *           worker thread of its own already (Photon), in process as well
- *   io      child processes and I/O dominate: bash commands, ripgrep over a
- *           real tree (a copy of installed packages), ls of large folders
+ *   io      child processes and I/O dominate: bash commands, ripgrep and fd
+ *           over a real tree (a copy of installed packages), ls of a folder
  * Reports calls/s per arm and their ratio, the main thread's event-loop delay
  * (p99, max) while the sessions run, where the CPU time went (main thread,
  * pool threads, child processes), and what a thread that loads pi's tools
@@ -29,7 +31,9 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 
+import type { AssistantMessage } from "../dist/index.js";
 import { codingTools, createRuntime, supportsPi16 } from "../dist/index.js";
+import { readThreadCpuMs } from "./lib/thread-cpu.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const modules = join(root, "node_modules");
@@ -43,9 +47,10 @@ interface Call {
 const { values } = parseArgs({
   options: {
     sessions: { type: "string", default: "8" },
-    turns: { type: "string", default: "6" },
+    turns: { type: "string", default: "4" },
     reps: { type: "string", default: "3" },
     threads: { type: "string" },
+    "profile-rounds": { type: "string", default: "5" },
   },
 });
 const sessions = Number(values.sessions);
@@ -53,6 +58,7 @@ const turns = Number(values.turns);
 const reps = Number(values.reps);
 const cores = availableParallelism();
 const threads = values.threads === undefined ? cores : Number(values.threads);
+const profileRounds = Number(values["profile-rounds"]);
 
 /** The real tree every session works in (a copy of installed packages), and a folder per session for its edits. */
 function prepareTree(base: string): void {
@@ -70,7 +76,10 @@ function prepareTree(base: string): void {
   }
 }
 
-/** The batches of one session: `turns` batches of the mix's calls (four; two for images). */
+/** Whether pi's find runs here (it needs an fd that knows `--no-require-git`); set once the tree is ready. */
+let findWorks = true;
+
+/** The batches of one session: `turns` batches of the mix's calls (four; two for images; five for io). */
 function scriptOf(mix: Mix, session: number): Call[][] {
   const batches: Call[][] = [];
   for (let turn = 0; turn < turns; turn++) {
@@ -102,6 +111,7 @@ function scriptOf(mix: Mix, session: number): Call[][] {
         { name: "bash", arguments: { command: "ls -la pi-dist/core | wc -l && cat typescript.js | wc -c" } },
         { name: "grep", arguments: { pattern: "createBashTool", path: "pi-dist" } },
         { name: "ls", arguments: { path: "pi-dist/core/tools" } },
+        ...(findWorks ? [{ name: "find", arguments: { pattern: "*.d.ts", path: "pi-dist/core" } }] : []),
         { name: "bash", arguments: { command: `git --version >/dev/null 2>&1; echo turn ${turn}` } },
       ]);
     }
@@ -188,17 +198,16 @@ interface ArmResult {
 async function runArm(mix: Mix, toolsOf: () => unknown[], freshEdits: () => void): Promise<ArmResult> {
   freshEdits();
   const delay = monitorEventLoopDelay({ resolution: 1 });
-  const eluStart = performance.eventLoopUtilization();
+  const mainStart = readThreadCpuMs()?.get(process.pid) ?? 0;
   const cpuStart = cpuNow();
   delay.enable();
   const started = performance.now();
   const outcomes = await Promise.all(Array.from({ length: sessions }, (_, session) => runSession(toolsOf(), scriptOf(mix, session), session)));
   const seconds = (performance.now() - started) / 1000;
   delay.disable();
-  const elu = performance.eventLoopUtilization(eluStart);
+  const mainS = ((readThreadCpuMs()?.get(process.pid) ?? 0) - mainStart) / 1000;
   const cpu = cpuNow();
   const calls = outcomes.reduce((sum, outcome) => sum + outcome.calls, 0);
-  const mainS = elu.active / 1000;
   const processS = cpu.process - cpuStart.process;
   return {
     callsPerSecond: calls / seconds,
@@ -212,7 +221,7 @@ async function runArm(mix: Mix, toolsOf: () => unknown[], freshEdits: () => void
 }
 
 /** What one thread that loads pi's tools costs: time to import them, and the process's RSS growth (thread and modules). */
-async function threadCost(): Promise<{ importMs: number; rssMb: number; bareRssMb: number }> {
+async function threadCost(): Promise<{ importMs: number; rssMb: number; bareRssMb: number; heapMb: number; bareHeapMb: number }> {
   const probe = async (withTools: boolean) => {
     global.gc?.();
     const before = process.memoryUsage().rss;
@@ -220,18 +229,128 @@ async function threadCost(): Promise<{ importMs: number; rssMb: number; bareRssM
       `const { parentPort } = require("node:worker_threads");
        const started = performance.now();
        (${withTools} ? import(${JSON.stringify(new URL("../dist/tools/coding/pi-coding-agent.js", import.meta.url).href)}).then((m) => m.importPiWorkerModules()) : Promise.resolve())
-         .then(() => parentPort.postMessage(performance.now() - started));`,
+         .then(() => { const ms = performance.now() - started; globalThis.gc?.(); parentPort.postMessage({ ms, heap: process.memoryUsage().heapUsed }); });`,
       { eval: true },
     );
-    const importMs = await new Promise<number>((resolve) => worker.once("message", resolve));
+    const { ms, heap } = await new Promise<{ ms: number; heap: number }>((resolve) => worker.once("message", resolve));
     const rssMb = (process.memoryUsage().rss - before) / 1024 / 1024;
     await worker.terminate();
-    return { importMs, rssMb };
+    return { importMs: ms, rssMb, heapMb: heap / 1024 / 1024 };
   };
   await probe(true); // the modules' first load from disk, outside the figures
   const bare = await probe(false);
   const loaded = await probe(true);
-  return { importMs: loaded.importMs, rssMb: loaded.rssMb, bareRssMb: bare.rssMb };
+  return { importMs: loaded.importMs, rssMb: loaded.rssMb, bareRssMb: bare.rssMb, heapMb: loaded.heapMb, bareHeapMb: bare.heapMb };
+}
+
+/** One kind of call, profiled alone. */
+interface ProfiledCall {
+  label: string;
+  call: Call;
+}
+
+const profiledCalls: ProfiledCall[] = [
+  { label: "read 9 MB whole (truncated)", call: { name: "read", arguments: { path: "typescript.js" } } },
+  { label: "read 9 MB, 400 lines at an offset", call: { name: "read", arguments: { path: "typescript.js", offset: 50_000, limit: 400 } } },
+  { label: "edit 1.9 MB", call: { name: "edit", arguments: { path: "s0/lib.dom.d.ts", edits: [] } } },
+  { label: "read PNG", call: { name: "read", arguments: { path: "interactive-mode.png" } } },
+  { label: "bash", call: { name: "bash", arguments: { command: "ls -la pi-dist/core | wc -l && cat typescript.js | wc -c" } } },
+  { label: "grep (ripgrep)", call: { name: "grep", arguments: { pattern: "createBashTool", path: "pi-dist" } } },
+  { label: "find (fd)", call: { name: "find", arguments: { pattern: "*.d.ts", path: "pi-dist/core" } } },
+  { label: "ls", call: { name: "ls", arguments: { path: "pi-dist/core/tools" } } },
+];
+
+/** The edit of round `round` of the profile: each one changes the file the one before left. */
+function profileEdit(round: number): Record<string, unknown> {
+  const tag = (n: number) => (n < 0 ? "" : ` // p${n}`);
+  return {
+    path: "s0/lib.dom.d.ts",
+    edits: [
+      {
+        oldText: `interface AddEventListenerOptions extends EventListenerOptions {${tag(round - 1)}`,
+        newText: `interface AddEventListenerOptions extends EventListenerOptions {${tag(round)}`,
+      },
+    ],
+  };
+}
+
+/** Where one call's time goes, in ms per call (means over the rounds). */
+interface CallProfile {
+  wallMs: number;
+  mainMs: number;
+  otherThreadsMs: number;
+  childrenMs: number;
+  queueWaitMs?: number;
+  runMs?: number;
+}
+
+/**
+ * Each kind of call alone, `rounds` times one after the other, in each arm:
+ * its wall time, the main thread's busy time (event-loop utilization), the
+ * CPU of the process's other threads and of its child processes; for the
+ * pool, the queue wait and the run time on the thread from the runtime's
+ * listener (`meta.queueWaitMs`, `meta.runMs` of `tool_execution_end`).
+ */
+async function profileTools(
+  piTools: unknown[],
+  runtime: ReturnType<typeof createRuntime>,
+  rounds: number,
+  freshEdits: () => void,
+): Promise<{ label: string; pi: CallProfile; toolpool: CallProfile }[]> {
+  const byName = new Map((piTools as { name: string; execute: (...args: unknown[]) => Promise<unknown> }[]).map((tool) => [tool.name, tool]));
+  let meta: { queueWaitMs: number; runMs: number } = { queueWaitMs: 0, runMs: 0 };
+  const listener = (_event: unknown, eventMeta: { queueWaitMs?: number; runMs?: number }) => {
+    meta.queueWaitMs += eventMeta.queueWaitMs ?? 0;
+    meta.runMs += eventMeta.runMs ?? 0;
+  };
+  runtime.on("tool_execution_end", listener);
+  const rows: { label: string; pi: CallProfile; toolpool: CallProfile }[] = [];
+  try {
+    for (const { label, call } of profiledCalls.filter(({ call }) => findWorks || call.name !== "find")) {
+      const profile = async (arm: "pi" | "toolpool"): Promise<CallProfile> => {
+        freshEdits();
+        meta = { queueWaitMs: 0, runMs: 0 };
+        const elu = performance.eventLoopUtilization();
+        const cpu = cpuNow();
+        const started = performance.now();
+        for (let round = 0; round < rounds; round++) {
+          const args = call.name === "edit" ? profileEdit(round) : call.arguments;
+          if (arm === "pi") {
+            await byName.get(call.name)!.execute(`p${round}`, args, undefined, undefined);
+          } else {
+            const message: AssistantMessage = {
+              role: "assistant",
+              content: [{ type: "toolCall", id: `p${round}`, name: call.name, arguments: args }],
+            };
+            const { messages } = await runtime.executeToolCalls(message, {});
+            if (messages[0]?.isError) throw new Error(`${label} failed on the pool: ${JSON.stringify(messages[0].content).slice(0, 300)}`);
+          }
+        }
+        const wallMs = performance.now() - started;
+        const mainMs = performance.eventLoopUtilization(elu).active;
+        const after = cpuNow();
+        const processMs = (after.process - cpu.process) * 1000;
+        const result: CallProfile = {
+          wallMs: wallMs / rounds,
+          mainMs: mainMs / rounds,
+          otherThreadsMs: Math.max(0, processMs - mainMs) / rounds,
+          childrenMs: ((after.children - cpu.children) * 1000) / rounds,
+        };
+        if (arm === "toolpool") {
+          result.queueWaitMs = meta.queueWaitMs / rounds;
+          result.runMs = meta.runMs / rounds;
+        }
+        return result;
+      };
+      await profile("pi"); // warm
+      await profile("toolpool");
+      rows.push({ label, pi: await profile("pi"), toolpool: await profile("toolpool") });
+      process.stderr.write(".");
+    }
+  } finally {
+    runtime.off("tool_execution_end", listener);
+  }
+  return rows;
 }
 
 const median = (numbers: number[]) => [...numbers].sort((a, b) => a - b)[Math.floor(numbers.length / 2)]!;
@@ -249,10 +368,19 @@ async function main(): Promise<void> {
     for (let session = 0; session < sessions; session++) writeFileSync(join(tree, `s${session}`, "lib.dom.d.ts"), large);
   };
   const pi = await piTools(tree);
+  const find = (pi as { name: string; execute: (...args: unknown[]) => Promise<unknown> }[]).find((tool) => tool.name === "find")!;
+  try {
+    await find.execute("probe", { pattern: "*.d.ts", path: "pi-dist/core" }, undefined, undefined);
+  } catch (error) {
+    findWorks = false;
+    console.log(`pi's find fails on this machine, left out of the io mix and the profile: ${String(error).split("\n")[0]}`);
+  }
   const runtime = createRuntime({
     pi: "1.6",
     tools: codingTools({ workspace: tree, tools: ["read", "bash", "edit", "write", "grep", "find", "ls"] }),
-    pool: { maxThreads: threads, minThreads: threads },
+    // pi's read of a PNG returns the (resized) image whole: interactive-mode.png
+    // comes back as 1.38 MB of base64, over the pool's default 1 MiB result cap.
+    pool: { maxThreads: threads, minThreads: threads, maxResultBytes: 16 << 20 },
   });
   const pooled = runtime.agentTools();
   const rows: string[] = [];
@@ -284,23 +412,38 @@ async function main(): Promise<void> {
       const target = mix === "io" ? 1.0 : 1.5;
       results[mix] = { pi: p, toolpool: t, ratio, target };
       rows.push(
-        `| ${mix} | ${p.callsPerSecond.toFixed(1)} | ${t.callsPerSecond.toFixed(1)} | ${ratio.toFixed(2)}× (target ≥ ${target}×: ${ratio >= target ? "met" : "missed"}) | ${p.p99Ms.toFixed(1)} / ${p.maxMs.toFixed(0)} | ${t.p99Ms.toFixed(1)} / ${t.maxMs.toFixed(0)} (target p99 ≤ 5: ${t.p99Ms <= 5 ? "met" : "missed"}) | ${p.mainS.toFixed(2)} / ${p.poolS.toFixed(2)} / ${p.childrenS.toFixed(2)} | ${t.mainS.toFixed(2)} / ${t.poolS.toFixed(2)} / ${t.childrenS.toFixed(2)} |`,
+        `| ${mix} | ${p.callsPerSecond.toFixed(1)} | ${t.callsPerSecond.toFixed(1)} | ${ratio.toFixed(2)}× (target ≥ ${target}×: ${ratio >= target ? "met" : "missed"}) | ${p.p99Ms.toFixed(1)} / ${p.maxMs.toFixed(0)} | ${t.p99Ms.toFixed(1)} / ${t.maxMs.toFixed(0)} (target p99 ≤ 5: ${t.p99Ms <= 5 ? "met" : "missed"}) | ${p.mainS.toFixed(2)} / ${p.poolS.toFixed(2)} / ${p.childrenS.toFixed(2)} | ${t.mainS.toFixed(2)} / ${t.poolS.toFixed(2)} / ${t.childrenS.toFixed(2)} | ${p.errors} / ${t.errors} |`,
       );
     }
+    const profiles = await profileTools(pi, runtime, profileRounds, freshEdits);
+    results.perCall = profiles;
     const cost = await threadCost();
     results.thread = cost;
     process.stderr.write("\n");
     const cpu = cpus()[0]?.model ?? "unknown CPU";
     console.log(
-      `pi's coding tools, ${sessions} sessions at once × ${turns} batches of 4 calls (2 for images), ${reps} reps (medians), pool of ${threads} threads; ${cores} cores (${cpu}), load ${loadavg()[0]!.toFixed(1)}, Node ${process.versions.node}\n`,
+      `pi's coding tools, ${sessions} sessions at once × ${turns} batches of 4 calls (2 for images, ${findWorks ? 5 : 4} for io), ${reps} reps (medians), pool of ${threads} threads; ${cores} cores (${cpu}), load ${loadavg()[0]!.toFixed(1)}, Node ${process.versions.node}\n`,
     );
     console.log(
-      "| mix | pi in process (calls/s) | toolpool (calls/s) | toolpool ÷ pi | pi loop delay p99 / max (ms) | toolpool loop delay p99 / max (ms) | pi CPU s: main / other threads / children | toolpool CPU s: main / pool threads / children |",
+      "| mix | pi in process (calls/s) | toolpool (calls/s) | toolpool ÷ pi | pi loop delay p99 / max (ms) | toolpool loop delay p99 / max (ms) | pi CPU s: main / other threads / children | toolpool CPU s: main / pool threads / children | error results pi / toolpool |",
     );
-    console.log("|---|---|---|---|---|---|---|---|");
+    console.log("|---|---|---|---|---|---|---|---|---|");
     for (const row of rows) console.log(row);
     console.log(
-      `\nA thread that loads pi's tools: ${cost.importMs.toFixed(0)} ms to import them, process RSS +${cost.rssMb.toFixed(1)} MB (a bare thread: +${cost.bareRssMb.toFixed(1)} MB).`,
+      `\nWhere one call's time goes, each kind alone (${profileRounds} in a row, ms per call): wall; main thread busy; other threads' CPU; child processes' CPU; on the pool also the queue wait and the run on the thread (meta.queueWaitMs, meta.runMs)\n`,
+    );
+    console.log(
+      "| call | pi: wall / main / other threads / children | toolpool: wall / main / pool threads / children | toolpool: queue wait / run on thread | wall toolpool ÷ pi |",
+    );
+    console.log("|---|---|---|---|---|");
+    const f = (ms: number) => ms.toFixed(1);
+    for (const { label, pi: p, toolpool: t } of profiles) {
+      console.log(
+        `| ${label} | ${f(p.wallMs)} / ${f(p.mainMs)} / ${f(p.otherThreadsMs)} / ${f(p.childrenMs)} | ${f(t.wallMs)} / ${f(t.mainMs)} / ${f(t.otherThreadsMs)} / ${f(t.childrenMs)} | ${f(t.queueWaitMs ?? 0)} / ${f(t.runMs ?? 0)} | ${(t.wallMs / p.wallMs).toFixed(2)}× |`,
+      );
+    }
+    console.log(
+      `\nA thread that loads pi's tools: ${cost.importMs.toFixed(0)} ms to import them, process RSS +${cost.rssMb.toFixed(1)} MB, its heap ${cost.heapMb.toFixed(1)} MB after GC (a bare thread: RSS +${cost.bareRssMb.toFixed(1)} MB, heap ${cost.bareHeapMb.toFixed(1)} MB).`,
     );
     mkdirSync(join(root, "bench-results"), { recursive: true });
     writeFileSync(
