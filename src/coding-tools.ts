@@ -114,6 +114,9 @@ export interface CodingToolsOptions {
   piSession?: (sessionKey: string | undefined) => PiSessionInfo | undefined;
 }
 
+/** The result cap of pi's coding tools: an image read returns the (resized) image as base64, over a megabyte. */
+const codingMaxResultBytes = 16 * 1024 * 1024;
+
 const defaultTools: readonly CodingToolName[] = ["read", "bash", "edit", "write"];
 /** The tools that mostly wait on child processes and I/O: a pool of their own, with more threads. */
 const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "ls"]);
@@ -194,6 +197,8 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
       context: ({ sessionKey }) => contextWithSession(contextOf(sessionKey), piSession?.(sessionKey)),
+      // pi's read returns an image as base64 (a 1,500 × 1,700 screenshot: 1.4 MB), past the pool's default 1 MiB.
+      maxResultBytes: codingMaxResultBytes,
       ...(ioTools.has(name) ? { pool: { name: "toolpool:coding-io", maxThreads: ioThreads } } : {}),
     });
   });

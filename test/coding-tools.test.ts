@@ -217,6 +217,24 @@ describe.skipIf(!supportsPi16())("codingTools workspaces and confine (pi 1.6)", 
   });
 });
 
+describe.skipIf(!supportsPi16())("codingTools results past the pool's default cap (pi 1.6)", () => {
+  it("reads a screenshot whose base64 is over 1 MiB as pi does", async () => {
+    const folder = join(base, "images");
+    mkdirSync(folder, { recursive: true });
+    const shot = new URL("../node_modules/@earendil-works/pi-coding-agent/docs/images/interactive-mode.png", import.meta.url);
+    writeFileSync(join(folder, "shot.png"), readFileSync(shot));
+    const runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace: folder, tools: ["read"] }) });
+    try {
+      const outcome = await runtime.runToolCall({ type: "toolCall", id: "img", name: "read", arguments: { path: "shot.png" } });
+      expect(outcome.isError).toBe(false);
+      expect(JSON.stringify(outcome.result).length).toBeGreaterThan(1024 * 1024);
+      expect(outcome.result.content.some((block) => block.type === "image")).toBe(true);
+    } finally {
+      await runtime.close();
+    }
+  }, 120_000);
+});
+
 describe.skipIf(supportsPi16())("codingTools below Node 22.19", () => {
   it("throws TP_ERR_INVALID_OPTION naming the Node it needs", () => {
     expect(() => codingTools({ workspace: tmpdir() })).toThrow(/need Node >= 22\.19\.0; this is Node/);
