@@ -130,8 +130,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       if (pool !== undefined) {
         // A named pool: tools that name it share it; its size is the first definition's that gives one.
         const key = `pool:${pool.name}`;
-        const known = this.#pools.get(key) as WorkerPool | undefined;
-        if (known === undefined) {
+        if (!this.#pools.has(key)) {
           const threads = pool.maxThreads ?? this.#options.pool.maxThreads;
           const options = Object.freeze({ ...this.#options.pool, maxThreads: threads, minThreads: Math.min(this.#options.pool.minThreads, threads) });
           this.#pools.set(key, new WorkerPool(options, this.#options.clock, onPoolError));

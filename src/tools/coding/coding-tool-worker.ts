@@ -110,8 +110,8 @@ async function runBash(
   const ownMs = typeof own === "number" && Number.isFinite(own) && own > 0 ? own * 1000 : undefined;
   // A `timeout` pi refuses is pi's to answer (its "Invalid timeout" error): the call runs as it came.
   const isOwnInvalid = own !== undefined && ownMs === undefined;
-  const deadline: "own" | "default" | "cap" =
-    ownMs === undefined ? (timeoutMs <= maxTimeoutMs ? "default" : "cap") : ownMs <= maxTimeoutMs ? "own" : "cap";
+  // codingTools keeps the default within the cap.
+  const deadline: "own" | "default" | "cap" = ownMs === undefined ? "default" : ownMs <= maxTimeoutMs ? "own" : "cap";
   const effectiveMs = deadline === "own" ? (ownMs as number) : deadline === "default" ? timeoutMs : maxTimeoutMs;
   const callArgs = deadline === "own" || isOwnInvalid ? args : { ...(args as object), timeout: effectiveMs / 1000 };
   const operations = createBashOperations(pi.shell, {

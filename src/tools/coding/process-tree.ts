@@ -88,23 +88,13 @@ function environHas(environ: Buffer, match: MarkerMatch): boolean {
  * cheaper than going through libuv's thread pool); the main thread never does.
  */
 export async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
+  if (!isMainThread) return findMarkedProcessesSync(prefix, isWhole, fromPid);
   if (!hasProc) return [];
   const needle: MarkerMatch = { prefix, isWhole };
-  const isSync = !isMainThread;
-  const names = isSync ? readProcSync() : await readdir("/proc").catch(() => [] as string[]);
-  const last = fromPid === undefined ? 0 : isSync ? lastPidSync() : await lastPid();
-  const isSince = (pid: number) =>
-    fromPid === undefined || last === 0 ? true : last >= fromPid ? pid >= fromPid && pid <= last : pid >= fromPid || pid <= last;
-  const own = process.pid;
-  const pids = names
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => pid !== own && isSince(pid));
+  const names = await readdir("/proc").catch(() => [] as string[]);
+  const last = fromPid === undefined ? 0 : await readFile(lastPidFile, "utf8").then(pidOf, () => 0);
+  const pids = candidatePids(names, fromPid, last);
   const found: number[] = [];
-  if (isSync) {
-    for (const pid of pids) if (environHasSync(pid, needle)) found.push(pid);
-    return found;
-  }
   // A few at a time: a busy machine has thousands of processes.
   for (let start = 0; start < pids.length; start += 64) {
     await Promise.all(
@@ -117,54 +107,45 @@ export async function findMarkedProcesses(prefix: string, isWhole = false, fromP
   return found;
 }
 
-function readProcSync(): string[] {
-  try {
-    return readdirSync("/proc");
-  } catch {
-    return [];
-  }
-}
-
-function environHasSync(pid: number, needle: MarkerMatch): boolean {
-  try {
-    return environHas(readFileSync(`/proc/${pid}/environ`), needle);
-  } catch {
-    return false;
-  }
+/**
+ * {@link findMarkedProcesses}, synchronously: a worker thread's way, and a
+ * process's that is exiting.
+ */
+export function findMarkedProcessesSync(prefix: string, isWhole = false, fromPid?: number): number[] {
+  if (!hasProc) return [];
+  const needle: MarkerMatch = { prefix, isWhole };
+  const names = readOr(() => readdirSync("/proc"), [] as string[]);
+  const last = fromPid === undefined ? 0 : readOr(() => pidOf(readFileSync(lastPidFile, "utf8")), 0);
+  return candidatePids(names, fromPid, last).filter((pid) => readOr(() => environHas(readFileSync(`/proc/${pid}/environ`), needle), false));
 }
 
 /** The last process number the kernel gave in this PID namespace; 0 when unknown (then every process is read). */
-async function lastPid(): Promise<number> {
-  const text = await readFile("/proc/sys/kernel/ns_last_pid", "utf8").catch(() => "0");
-  return Number(text.trim()) || 0;
+const lastPidFile = "/proc/sys/kernel/ns_last_pid";
+
+const pidOf = (text: string): number => Number(text.trim()) || 0;
+
+/** `read()`, or `fallback` when it throws (a process that ended while it was read, a file this user may not read). */
+function readOr<T>(read: () => T, fallback: T): T {
+  try {
+    return read();
+  } catch {
+    return fallback;
+  }
 }
 
-function lastPidSync(): number {
-  try {
-    return Number(readFileSync("/proc/sys/kernel/ns_last_pid", "utf8").trim()) || 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** {@link findMarkedProcesses}, synchronously: for a process that is exiting. */
-export function findMarkedProcessesSync(prefix: string): number[] {
-  if (!hasProc) return [];
-  const needle: MarkerMatch = { prefix, isWhole: false };
-  const found: number[] = [];
-  let names: string[];
-  try {
-    names = readdirSync("/proc");
-  } catch {
-    return found;
-  }
-  for (const name of names) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    try {
-      if (environHas(readFileSync(`/proc/${name}/environ`), needle)) found.push(Number(name));
-    } catch {}
-  }
-  return found;
+/**
+ * The processes of `/proc`'s `names` that may be marked, this one aside:
+ * with `fromPid`, those numbered since it (up to `last`, the last number
+ * given, or around the wrap when `last` is below it).
+ */
+function candidatePids(names: readonly string[], fromPid: number | undefined, last: number): number[] {
+  const isSince = (pid: number) =>
+    fromPid === undefined || last === 0 ? true : last >= fromPid ? pid >= fromPid && pid <= last : pid >= fromPid || pid <= last;
+  const own = process.pid;
+  return names
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => pid !== own && isSince(pid));
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {
