@@ -196,14 +196,18 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   // a parent that exited leaves for init to reap whenever it does).
   const groupAlive = () => tree.group !== undefined && !hasProc && isGroupAlive(tree.group);
   if (tree.group !== undefined) signal(-tree.group, "SIGTERM");
-  for (const pid of await find()) {
+  // `marked` is always the latest scan: each scan reads /proc, which costs
+  // most on a busy machine, so none is repeated without a wait in between
+  // (a call that ended by itself takes one scan).
+  let marked = await find();
+  for (const pid of marked) {
     seen.add(pid);
     signal(pid, "SIGTERM");
   }
   const graceEnd = Date.now() + graceMs;
-  while (Date.now() < graceEnd) {
-    if (!groupAlive() && (await find()).length === 0) break;
+  while (Date.now() < graceEnd && (marked.length > 0 || groupAlive())) {
     await sleep(Math.min(50, Math.max(1, graceEnd - Date.now())));
+    marked = await find();
   }
   // The group gets its SIGKILL in the first round even when no marked
   // process is left: a member that dropped the marker (`env -i`) and ignores
@@ -211,8 +215,10 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   // group id is not given to a new process while any member is alive, so
   // once they are all gone the kill reaches nobody.
   for (let round = 0; round < maxKillRounds; round++) {
-    const marked = await find();
-    if (round > 0 && marked.length === 0 && !groupAlive()) break;
+    if (round > 0) {
+      marked = await find();
+      if (marked.length === 0 && !groupAlive()) break;
+    }
     if (tree.group !== undefined) signal(-tree.group, "SIGSTOP");
     for (const pid of marked) {
       seen.add(pid);
