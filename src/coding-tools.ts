@@ -23,7 +23,7 @@ import {
 } from "./tools/coding/coding-settings.js";
 import { piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
-import { workerTool, type WorkerTool } from "./worker-tool.js";
+import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 
 export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
 

@@ -17,16 +17,16 @@ import { rulesOf, type PiRules } from "./coordinator/pi-rules.js";
 import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
 import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
-import { RemotePool, type FleetStats } from "./fleet/remote-pool.js";
+import { RemotePool } from "./fleet/remote-pool.js";
 import type { EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
 import type { CallDurations } from "./tracing/call-durations.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
-import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
+import type { FleetStats, PoolDiagnosis, PoolStats, ToolCallPool } from "./contracts/pool-contract.js";
 import { WorkerPool } from "./workers/worker-pool.js";
-import type { WorkerTool } from "./worker-tool.js";
+import type { WorkerTool } from "./contracts/worker-tool.js";
 
 /** Options of one `executeToolCalls` call. */
 export interface ExecuteOptions {

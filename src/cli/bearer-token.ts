@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 
 import { describeThrown } from "../errors.js";
-import { unsendableTokenReason } from "../server/bearer-auth.js";
+import { unsendableTokenReason } from "../http/bearer-auth.js";
 import { UsageError } from "./usage-error.js";
 
 /** The environment variable a server's bearer token may come from. */

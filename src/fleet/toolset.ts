@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 import type { PiVersion } from "../options.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
 
 /** The version of the coordinator–node protocol; part of every toolset hash. */
 export const fleetProtocolVersion = 3;

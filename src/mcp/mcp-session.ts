@@ -21,7 +21,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 
-import { whenDrained } from "../server/stalled-response.js";
+import { whenDrained } from "../http/stalled-response.js";
 import { jsonRpcError, sendJson } from "./http-replies.js";
 import { cancelReasons, McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 

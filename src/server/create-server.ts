@@ -11,10 +11,10 @@ import type { FastifyInstance } from "fastify";
 
 import { describeValue, ToolpoolError } from "../errors.js";
 import { Runtime } from "../runtime.js";
-import { BearerAuth } from "./bearer-auth.js";
-import { checkBrowserGuard, type BrowserGuardOptions } from "./browser-guard.js";
+import { BearerAuth } from "../http/bearer-auth.js";
+import { checkBrowserGuard, type BrowserGuardOptions } from "../http/browser-guard.js";
 import { addBatchRoute, sendDraining } from "./batch-route.js";
-import { ConnectionGuard } from "./connection-guard.js";
+import { ConnectionGuard } from "../http/connection-guard.js";
 import { handleError, sendError, type ErrorBody } from "./http-errors.js";
 import { InFlightBatches } from "./in-flight-batches.js";
 import { loadFastify, loadUnderPressure } from "./lazy-modules.js";

@@ -1,6 +1,6 @@
 import { describeValue } from "../errors.js";
-import type { WorkerCallOutcome } from "./pool-contract.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
 
 /** What the pool knows of a failed call besides the error Piscina reported. */
 export interface FailureContext {

@@ -25,7 +25,7 @@ import { Piscina } from "piscina";
 import type { Clock } from "../clock.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import { CallQueue, type QueuedCall } from "./call-queue.js";
-import type { PoolDiagnosis } from "./pool-contract.js";
+import type { PoolDiagnosis } from "../contracts/pool-contract.js";
 import { releasePathLocksOf } from "../tools/coding/path-lock-table.js";
 import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
 import type { WorkerBootData, WorkerReply, WorkerTask } from "./protocol.js";

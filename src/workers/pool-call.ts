@@ -6,7 +6,7 @@
  */
 import type { AgentToolResult } from "../types.js";
 import type { InstanceCall, PiscinaInstance } from "./piscina-instances.js";
-import type { WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
+import type { WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import type { AbortMessage, WorkerReply, WorkerTask } from "./protocol.js";
 import type { PoolTool } from "./tool-numbering.js";
 

@@ -22,7 +22,7 @@
 import { BroadcastChannel } from "node:worker_threads";
 
 import type { SpreadOutcome } from "../types.js";
-import type { WorkerCallOutcome } from "./pool-contract.js";
+import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
 import { maxSpreadInputs, spreadChannelName, type SpreadReply, type SpreadRequest } from "./protocol.js";
 
 /** A part the pool runs: its outcome, and how to stop it. */

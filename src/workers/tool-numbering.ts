@@ -7,7 +7,7 @@
  */
 import type { ResolvedPoolOptions } from "../options.js";
 import type { WorkerToolDefinition } from "./protocol.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
 
 /** A tool as the pool numbers it. */
 export interface PoolTool {

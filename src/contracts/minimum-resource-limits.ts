@@ -1,7 +1,7 @@
 /**
  * The smallest `resourceLimits` toolpool gives a worker thread, and the check
  * that enforces them where limits enter: `pool.resourceLimits`
- * (src/options.ts) and a worker tool's own (src/workers/worker-tool.ts).
+ * (src/options.ts) and a worker tool's own (src/contracts/worker-tool.ts).
  *
  * Why refuse rather than let the worker fail: a worker whose limits are too
  * small to start does not always fail as a worker. From Node 22 on, an old
