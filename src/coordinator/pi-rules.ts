@@ -18,8 +18,8 @@ import type {
   ToolResultMessage,
 } from "../types.js";
 import { createErrorToolResult, type FinalizedCall } from "./tool-results.js";
-import { compileArgumentValidator, validateToolArguments } from "./validate-arguments.js";
-import { compileArgumentValidator16, validateToolArguments16 } from "./validate-arguments-16.js";
+import { compileArgumentValidator, validateToolArguments } from "./validation/pi-0.73/validate-arguments.js";
+import { compileArgumentValidator16, validateToolArguments16 } from "./validation/pi-1.6/validate-arguments-16.js";
 
 /** What a batch's pipeline asks of its pi at the points where the pis differ. */
 export interface PiRules {

@@ -6,11 +6,11 @@
  */
 import type { ServerResponse } from "node:http";
 
-import { errorCodes } from "../errors.js";
-import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
-import type { Runtime } from "../runtime.js";
-import type { PoolCallDiagnosis } from "../contracts/pool-contract.js";
-import { toJsonText } from "./json-text.js";
+import { errorCodes } from "../../errors.js";
+import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../../events.js";
+import type { Runtime } from "../../runtime.js";
+import type { PoolCallDiagnosis } from "../../contracts/pool-contract.js";
+import { toJsonText } from "../../http/json-text.js";
 import { maxPendingCalls, PoolEventClient, type PoolEventClientState } from "./pool-event-client.js";
 import type {
   PoolCallRecord,

@@ -31,8 +31,8 @@ export interface Typebox {
   Format: typeof Format;
 }
 
-const bundleUrl = new URL("../vendor/typebox.cjs", import.meta.url);
-const cacheUrl = new URL("../vendor/typebox.cjs.v8cache", import.meta.url);
+const bundleUrl = new URL("../../../vendor/typebox.cjs", import.meta.url);
+const cacheUrl = new URL("../../../vendor/typebox.cjs.v8cache", import.meta.url);
 
 /** The bundle as one script whose value is a CommonJS-style module function (the build caches this very script). */
 export function createTypeboxScript(cachedData?: Buffer): Script {
