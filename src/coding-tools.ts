@@ -304,7 +304,7 @@ function workspaceResolver(workspace: CodingWorkspace): (sessionKey: string | un
 }
 
 /** A session's folder name under a per-session root. */
-export function sessionFolderName(sessionKey: string): string {
+function sessionFolderName(sessionKey: string): string {
   if (/^[A-Za-z0-9._-]{1,64}$/.test(sessionKey) && sessionKey !== "." && sessionKey !== "..") return sessionKey;
   return `session-${createHash("sha256").update(sessionKey).digest("hex").slice(0, 32)}`;
 }

@@ -8,7 +8,7 @@ import { UsageError } from "./usage-error.js";
 export const TOKEN_ENV = "TOOLPOOL_TOKEN";
 
 /** Where a server's bearer token may come from, in order of precedence. */
-export interface BearerTokenSources {
+interface BearerTokenSources {
   /** `--token` (visible in `ps`). */
   token?: string | undefined;
   /** `--token-file`. */

@@ -27,7 +27,7 @@ import { processStreams } from "./output-streams.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 
 /** Loads the batch and the user modules, then executes the batch. */
-export async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
+async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
   const batch = await loadBatch(batchPath);
   await executeBatch({ batch, runtime: await runtimeFromFlags(options), isNdjson: options.ndjson === true, streams: processStreams() });
 }

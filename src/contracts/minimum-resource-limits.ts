@@ -33,7 +33,7 @@ const floorReasons: Record<keyof typeof minimumResourceLimits, string> = {
 };
 
 /** A limit below its floor: which one, what it must be, and what it is. */
-export interface TooSmallResourceLimit {
+interface TooSmallResourceLimit {
   readonly name: keyof typeof minimumResourceLimits;
   /** What was expected, as in ``Expected `NAME` to be EXPECTED``. */
   readonly expected: string;

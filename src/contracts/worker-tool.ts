@@ -97,7 +97,7 @@ export interface WorkerToolOptions<TArgs = any> {
 }
 
 /** A pool that worker tools share (see {@link WorkerToolOptions.pool}). */
-export interface WorkerToolPool {
+interface WorkerToolPool {
   /** Tools naming the same pool share it. */
   readonly name: string;
   /** Its threads. @default the runtime's `pool.maxThreads` */

@@ -26,7 +26,7 @@ import { jsonRpcError, sendJson } from "./http-replies.js";
 import { cancelReasons, McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 
 /** What the session tells the table of sessions. */
-export interface McpSessionHooks {
+interface McpSessionHooks {
   /** The transport closed (the client's DELETE, or `close()`). */
   onClosed(session: McpSession): void;
   /** Receives one line per notable event; must not throw. */

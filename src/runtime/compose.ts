@@ -11,7 +11,7 @@ import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions
 import { PoolRouter, type PoolRouterEvents } from "./pool-router.js";
 
 /** What a runtime is made of. */
-export interface RuntimeParts {
+interface RuntimeParts {
   /** The validated options, defaults applied; frozen. */
   options: ResolvedRuntimeOptions;
   /** The rules of the runtime's pi, where 0.73.1 and 1.6.0 differ. */

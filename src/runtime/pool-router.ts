@@ -24,7 +24,7 @@ export interface PoolRouterEvents {
 }
 
 /** One pool of a runtime, as {@link PoolRouter.diagnose} names it. */
-export type PoolDiagnosisEntry = { pool: string } & PoolDiagnosis;
+type PoolDiagnosisEntry = { pool: string } & PoolDiagnosis;
 
 /**
  * The pools of a runtime, made for the worker tools of its registry: every

@@ -17,7 +17,7 @@ import type { ResolvedServerOptions } from "./server-options.js";
 import { SseStream } from "./sse-stream.js";
 
 /** What the batch route needs from its server. */
-export interface BatchRouteContext {
+interface BatchRouteContext {
   readonly runtime: Runtime;
   readonly options: ResolvedServerOptions;
   readonly batches: InFlightBatches;

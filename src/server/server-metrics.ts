@@ -16,7 +16,7 @@ import type { EventMeta, RemoteCallRecord, ToolExecutionEndEvent, ToolExecutionS
 import type { Runtime } from "../runtime.js";
 
 /** The `tool` label of a call to a tool the runtime does not have: model-chosen names must not grow the label set without bound. */
-export const UNKNOWN_TOOL_LABEL = "(unknown)";
+const UNKNOWN_TOOL_LABEL = "(unknown)";
 
 /** Sampling interval of the event-loop delay, in milliseconds. */
 const EVENT_LOOP_RESOLUTION_MS = 10;

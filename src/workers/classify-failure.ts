@@ -3,7 +3,7 @@ import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 
 /** What the pool knows of a failed call besides the error Piscina reported. */
-export interface FailureContext {
+interface FailureContext {
   /** Set when the pool itself terminated the call's thread, and why. */
   killReason: "timeout" | "aborted" | "reply-lost" | undefined;
   abortGraceMs: number;

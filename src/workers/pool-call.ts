@@ -17,7 +17,7 @@ import type { PoolTool } from "./tool-numbering.js";
  * overtaken by a timeout. `replied`: its reply is held until the last partial
  * it announces arrives. `settled`: its outcome is given.
  */
-export type CallPhase = "waiting" | "running" | "finished" | "replied" | "settled";
+type CallPhase = "waiting" | "running" | "finished" | "replied" | "settled";
 
 /** A call of the pool, from `run` to its outcome. */
 export interface PoolCall extends InstanceCall {

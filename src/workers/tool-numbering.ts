@@ -16,7 +16,7 @@ export interface PoolTool {
 }
 
 /** Different exports one tool's calls may spread to (each keeps a tool entry for the pool's life). */
-export const maxPartExports = 64;
+const maxPartExports = 64;
 
 export class ToolNumbering {
   readonly #options: ResolvedPoolOptions;

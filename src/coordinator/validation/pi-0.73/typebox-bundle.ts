@@ -24,7 +24,7 @@ import type { Format } from "typebox/format";
 import type { Value } from "typebox/value";
 
 /** The TypeBox functions validation uses. */
-export interface Typebox {
+interface Typebox {
   Compile: typeof Compile;
   Value: typeof Value;
   /** The bundle's own format registry (see `adoptApplicationFormats`). */
