@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import * as toolpool from "toolpool";
 
 describe("errorCodes", () => {
-  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  const catalogue = readFileSync(new URL("../docs/errors.md", import.meta.url), "utf8");
   const codes = Object.keys(toolpool.errorCodes);
 
   it("exports every code used in the source, and nothing else", () => {
@@ -24,8 +24,8 @@ describe("errorCodes", () => {
     expect([...used].sort()).toEqual([...codes].sort());
   });
 
-  it.each(Object.keys(toolpool.errorCodes))("documents %s in the README", (code) => {
-    expect(readme).toMatch(new RegExp(`\\| \`${code}\` \\|`));
+  it.each(Object.keys(toolpool.errorCodes))("documents %s in docs/errors.md", (code) => {
+    expect(catalogue).toMatch(new RegExp(`\\| \`${code}\` \\|`));
   });
 
   it("gives ToolpoolError its code and name", () => {
