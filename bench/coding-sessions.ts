@@ -4,7 +4,7 @@
  * beside the same loop calling `codingTools` on a toolpool pool
  * (`runtime.agentTools()`), side by side in one run, arms interleaved.
  *
- *   npm run bench:coding [-- --sessions 8 --turns 4 --reps 3 --threads 2 --profile-rounds 5]
+ *   npm run bench:coding [-- --sessions 8 --turns 4 --reps 3 --threads 2 --profile-rounds 5 --mixes cpu,images,io]
  *   (or: npm run build && npx tsc -p tsconfig.bench.json &&
  *        ~/.cache/toolpool-node/22.23.5/package/bin/node --expose-gc dist-bench/coding-sessions.js)
  *
@@ -51,6 +51,8 @@ const { values } = parseArgs({
     reps: { type: "string", default: "3" },
     threads: { type: "string" },
     "profile-rounds": { type: "string", default: "5" },
+    mixes: { type: "string", default: "cpu,images,io" },
+    "io-threads": { type: "string" },
   },
 });
 const sessions = Number(values.sessions);
@@ -59,6 +61,11 @@ const reps = Number(values.reps);
 const cores = availableParallelism();
 const threads = values.threads === undefined ? cores : Number(values.threads);
 const profileRounds = Number(values["profile-rounds"]);
+const ioThreads = values["io-threads"] === undefined ? undefined : Number(values["io-threads"]);
+const mixes = values.mixes.split(",").map((mix) => {
+  if (mix !== "cpu" && mix !== "images" && mix !== "io") throw new Error(`--mixes: expected cpu, images or io, got ${JSON.stringify(mix)}`);
+  return mix as Mix;
+});
 
 /** The real tree every session works in (a copy of installed packages), and a folder per session for its edits. */
 function prepareTree(base: string): void {
@@ -377,7 +384,11 @@ async function main(): Promise<void> {
   }
   const runtime = createRuntime({
     pi: "1.6",
-    tools: codingTools({ workspace: tree, tools: ["read", "bash", "edit", "write", "grep", "find", "ls"] }),
+    tools: codingTools({
+      workspace: tree,
+      tools: ["read", "bash", "edit", "write", "grep", "find", "ls"],
+      ...(ioThreads === undefined ? {} : { ioThreads }),
+    }),
     // pi's read of a PNG returns the (resized) image whole: interactive-mode.png
     // comes back as 1.38 MB of base64, over the pool's default 1 MiB result cap.
     pool: { maxThreads: threads, minThreads: threads, maxResultBytes: 16 << 20 },
@@ -389,7 +400,7 @@ async function main(): Promise<void> {
     // Warm both arms (module loads, the pool's threads) outside the figures.
     await runArm("io", () => pi, freshEdits);
     await runArm("io", () => pooled, freshEdits);
-    for (const mix of ["cpu", "images", "io"] as Mix[]) {
+    for (const mix of mixes) {
       const arms: Record<"pi" | "toolpool", ArmResult[]> = { pi: [], toolpool: [] };
       for (let rep = 0; rep < reps; rep++) {
         for (const arm of rep % 2 === 0 ? (["pi", "toolpool"] as const) : (["toolpool", "pi"] as const)) {

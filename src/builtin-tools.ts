@@ -10,8 +10,8 @@ import { diffSpec } from "./tools/diff-spec.js";
 import { grepSpec } from "./tools/grep/grep-spec.js";
 import { hashSpec } from "./tools/hash.js";
 import { patchSpec } from "./tools/patch-spec.js";
-import { toWorkspaceModuleUrl } from "./tools/workspace.js";
-import { workerTool, type WorkerTool } from "./worker-tool.js";
+import { toWorkspaceModuleUrl, workspaceFromModuleUrl } from "./tools/workspace.js";
+import { isWorkerTool, workerTool, type WorkerTool } from "./worker-tool.js";
 
 /** The names of the built-in tools. */
 export type BuiltinToolName = "grep" | "hash" | "diff" | "patch";
@@ -128,4 +128,27 @@ function resolveBuiltinToolsOptions(options: BuiltinToolsOptions | undefined): R
     );
   }
   return Object.freeze({ realRoot, root, allowWrite: data.allowWrite as boolean, timeoutMs: data.timeoutMs as number });
+}
+
+/**
+ * `tool` in another workspace, when it is one of this package's built-in
+ * tools (its module one of theirs, its name its own); `undefined` for any
+ * other tool. The CLI applies `--root` and `--allow-write` this way to the
+ * built-ins a `--tools` module holds (`export default [...builtinTools(), ...]`).
+ * What `change` leaves out stays as the tool had it; its `timeoutMs` too.
+ */
+export function rebaseBuiltinTool(tool: unknown, change: { root?: string | undefined; allowWrite?: boolean | undefined }): WorkerTool | undefined {
+  if (!isWorkerTool(tool)) return undefined;
+  const bare = new URL(tool.moduleUrl);
+  bare.search = "";
+  bare.hash = "";
+  const name = allBuiltinNames.find((builtin) => builtin === tool.name && new URL(builtinModules[builtin], import.meta.url).href === bare.href);
+  if (name === undefined) return undefined;
+  const own = workspaceFromModuleUrl(tool.moduleUrl);
+  const [rebased] = builtinTools([name], {
+    root: change.root ?? own.root ?? own.realRoot,
+    allowWrite: change.allowWrite ?? own.allowWrite,
+    ...(tool.timeoutMs === undefined ? {} : { timeoutMs: tool.timeoutMs }),
+  });
+  return rebased;
 }

@@ -18,6 +18,7 @@ import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./c
 import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import { RemotePool, type FleetStats } from "./fleet/remote-pool.js";
+import { checkWorkerModules } from "./worker-modules.js";
 import type { EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
@@ -124,6 +125,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.#registry = createToolRegistry(this.#options.tools);
     const onPoolError = (error: unknown) => this.#publish("pool_error", error);
     this.#remotePool = this.#createRemotePool(onPoolError);
+    // Before any thread starts: a missing module, or one Node would not load as an ES module, is refused here.
+    checkWorkerModules(
+      [...this.#registry.values()].flatMap((entry) => (entry.kind === "worker" && !this.#remoteTools.has(entry.tool) ? [entry.tool] : [])),
+    );
     for (const entry of this.#registry.values()) {
       if (entry.kind !== "worker" || this.#remoteTools.has(entry.tool)) continue;
       const { resourceLimits, pool } = entry.tool;

@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { BroadcastChannel } from "node:worker_threads";
 
 import { afterEach, describe, expect, it } from "vitest";
@@ -208,11 +212,16 @@ describe("faults become error results", () => {
   });
 
   it.each([
-    ["a module that throws while loading", new URL("./fixtures/tools/broken-module.mjs", import.meta.url), "this module is broken"],
-    ["a module that does not exist", new URL("./fixtures/tools/no-such-module.mjs", import.meta.url), "Cannot find module"],
-  ])("%s → TP_ERR_TOOL_LOAD for every call, promptly", async (_, module, cause) => {
+    ["a module that throws while loading", "broken-module.mjs", "this module is broken"],
+    // createRuntime refuses a module that does not exist; one removed after it started fails its calls.
+    ["a module removed after the runtime started", "removed", "Cannot find module"],
+  ])("%s → TP_ERR_TOOL_LOAD for every call, promptly", async (_, fixture, cause) => {
+    const folder = mkdtempSync(join(tmpdir(), "toolpool-faults-"));
+    const module = fixture === "removed" ? join(folder, "removed.mjs") : fileURLToPath(new URL(`./fixtures/tools/${fixture}`, import.meta.url));
+    if (fixture === "removed") writeFileSync(module, "export async function execute() { return { content: [] }; }\n");
     const broken = workerTool({ name: "broken", description: "broken", parameters: anyArgs, module });
     const runtime = open({ tools: [broken, okTool] });
+    rmSync(folder, { recursive: true, force: true });
     for (let round = 0; round < 3; round++) {
       const message = await expectContained(runtime, {}, "broken");
       expect(codeOf(message)).toBe("TP_ERR_TOOL_LOAD");

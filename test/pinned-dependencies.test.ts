@@ -23,7 +23,11 @@ import { lostNodeReason } from "../dist/fleet/remote-pool.js";
 import { moveToHost } from "../dist/workers/thread/move-to-host.js";
 
 const require = createRequire(import.meta.url);
-const packageJson = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { dependencies: Record<string, string> };
+const packageJson = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+  dependencies: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+};
 /** Where a dependency is installed (neither package's `exports` lists its package.json). */
 const packageRoot = (name: string) => {
   const entry = require.resolve(name);
@@ -34,9 +38,12 @@ const installedVersion = (name: string) => (JSON.parse(readFileSync(join(package
 
 describe("pinned dependencies", () => {
   it("pins piscina and bullmq to the exact versions installed", () => {
-    for (const name of ["piscina", "bullmq"]) {
-      expect(packageJson.dependencies[name], `${name} is pinned exactly`).toMatch(/^\d+\.\d+\.\d+$/);
-      expect(installedVersion(name), `${name} installed at its pin`).toBe(packageJson.dependencies[name]);
+    // bullmq is an optional peer dependency (the fleet's): pinned there, and in devDependencies for the checkout.
+    const pins = { piscina: packageJson.dependencies.piscina, bullmq: packageJson.peerDependencies?.bullmq };
+    expect(packageJson.devDependencies?.bullmq).toBe(pins.bullmq);
+    for (const [name, pin] of Object.entries(pins)) {
+      expect(pin, `${name} is pinned exactly`).toMatch(/^\d+\.\d+\.\d+$/);
+      expect(installedVersion(name), `${name} installed at its pin`).toBe(pin);
     }
   });
 

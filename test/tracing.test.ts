@@ -175,7 +175,7 @@ describe("tracing", () => {
     ["TP_ERR_OUT_OF_MEMORY", { fault: "oom" }, { tool: { resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 } } }],
     ["TP_ERR_RESULT_NOT_CLONEABLE", { fault: "function-result" }, {}],
     ["TP_ERR_RESULT_TOO_LARGE", { fault: "large-text", bytes: 2_000 }, { tool: { maxResultBytes: 1_000 } }],
-    ["TP_ERR_TOOL_LOAD", {}, { module: new URL("./fixtures/tools/missing-module.mjs", import.meta.url) }],
+    ["TP_ERR_TOOL_LOAD", {}, { module: new URL("./fixtures/tools/broken-module.mjs", import.meta.url) }],
   ] as const)("sets error.type %s for that fault", async (code, args, setup) => {
     const setupOptions = setup as { tool?: Partial<WorkerToolOptions>; module?: URL };
     const runtime = open({ tools: [tool("fault", setupOptions.module ?? faults, setupOptions.tool)] });

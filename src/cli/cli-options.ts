@@ -25,6 +25,10 @@ export interface RunCliOptions extends BatchCliOptions, FleetCliOptions {
   /** `--coding-tools`: true alone, or the names given. */
   codingTools?: true | string[];
   bashTimeout?: number;
+  /** `--full`: results whole in the view for people. */
+  full?: boolean;
+  /** `--fail-on-error`: exit 1 when any call ended in an error result. */
+  failOnError?: boolean;
 }
 
 const toolExecutionModes: readonly ToolExecutionMode[] = ["parallel", "sequential"];

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Runtime } from "../index.js";
+import type { BatchOutcome, Runtime } from "../index.js";
 import type { BatchView } from "./batch-view.js";
 import { HumanView } from "./human-view.js";
 import type { BatchInput } from "./load-batch.js";
@@ -19,20 +19,24 @@ export interface BatchRequest {
   runtime: Runtime;
   /** One JSON line per event instead of the view for people. */
   isNdjson: boolean;
+  /** The view for people shows results whole (`--full`). */
+  isFull?: boolean;
   streams: CliStreams;
 }
 
 /**
- * Executes the batch and shows it. Resolves once the outcome is written and
- * the runtime closed. Throws a {@link UsageError} for invalid options, tools
+ * Executes the batch and shows it. Resolves with the outcome once it is
+ * written and the runtime closed. Throws a {@link UsageError} for invalid options, tools
  * or batch (the runtime's `ToolpoolError` message), anything else unchanged.
  * Ctrl-C aborts the batch: its calls end with error results, which are shown.
  */
-export async function executeBatch(request: BatchRequest): Promise<void> {
+export async function executeBatch(request: BatchRequest): Promise<BatchOutcome> {
   const { runtime } = request;
   const { assistantMessage, context } = request.batch;
   const total = assistantMessage.content.filter((block) => block.type === "toolCall").length;
-  const view: BatchView = request.isNdjson ? new NdjsonView(request.streams.stdout) : new HumanView(request.streams, total);
+  const view: BatchView = request.isNdjson
+    ? new NdjsonView(request.streams.stdout)
+    : new HumanView(request.streams, total, undefined, request.isFull === true);
   const controller = new AbortController();
   const abortBatch = (): void => controller.abort();
   process.once("SIGINT", abortBatch);
@@ -48,6 +52,7 @@ export async function executeBatch(request: BatchRequest): Promise<void> {
         throw toInputError(error);
       });
     await view.finish(outcome, performance.now() - startedAt);
+    return outcome;
   } catch (error) {
     view.dispose();
     throw error;

@@ -1,7 +1,7 @@
 /**
  * The view for people: progress and one line per ended call (completion
- * order) on stderr while the batch runs, then the results in call order and a
- * summary on stdout.
+ * order) on stderr while the batch runs, then the results in call order (the
+ * first lines of each, or whole with `run --full`) and a summary on stdout.
  *
  * @module
  */
@@ -21,14 +21,17 @@ export class HumanView implements BatchView {
   readonly #progress: ProgressDisplay;
   readonly #now: () => number;
   readonly #startedAt = new Map<string, number>();
+  readonly #isFull: boolean;
 
   /**
    * @param total The number of tool calls in the batch, for the progress display.
    * @param now Clock in milliseconds, for the durations of calls.
+   * @param isFull Whether results are shown whole (`run --full`) rather than their first lines, cut.
    */
-  constructor(streams: CliStreams, total: number, now: () => number = () => performance.now()) {
+  constructor(streams: CliStreams, total: number, now: () => number = () => performance.now(), isFull = false) {
     this.#streams = streams;
     this.#now = now;
+    this.#isFull = isFull;
     this.#progress = createProgressDisplay(streams.stderr, total);
   }
 
@@ -46,7 +49,7 @@ export class HumanView implements BatchView {
     this.#progress.stop();
     const { messages, terminate } = outcome;
     const errors = messages.filter((message) => message.isError).length;
-    const blocks = messages.map(formatResult);
+    const blocks = messages.map((message, index) => formatResult(message, index, this.#isFull));
     const summary =
       `${plural(messages.length, "call")}, ${plural(errors, "error")}, ` + `terminate: ${String(terminate)}, wall time ${formatMs(wallMs)}`;
     const text = messages.length === 0 ? `${summary}\n` : `\nResults (call order):\n${blocks.join("")}\n${summary}\n`;
@@ -58,19 +61,20 @@ export class HumanView implements BatchView {
   }
 }
 
-/** A result as a header line and the first lines of its text, indented. */
-function formatResult(message: ToolResultMessage, index: number): string {
+/** A result as a header line and the first lines of its text (all of it when `isFull`), indented. */
+function formatResult(message: ToolResultMessage, index: number, isFull: boolean): string {
   const header = `${String(index + 1).padStart(3)}. ${statusMark(message.isError)} ${message.toolName}  ${message.toolCallId}`;
-  const lines = previewLines(message);
+  const lines = previewLines(message, isFull);
   return `${header}\n${lines.map((line) => `       ${line}\n`).join("")}`;
 }
 
-function previewLines(message: ToolResultMessage): string[] {
+function previewLines(message: ToolResultMessage, isFull: boolean): string[] {
   const text = message.content.map((block) => (block.type === "text" ? block.text : `[image ${block.mimeType}]`)).join("\n");
   const lines = text.split(/\r?\n/).map((line) => line.trimEnd());
   while (lines.length > 0 && lines[0] === "") lines.shift();
   while (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
   if (lines.length === 0) return ["(no output)"];
+  if (isFull) return lines;
   const shown = lines.slice(0, RESULT_PREVIEW_LINES).map(clip);
   const hidden = lines.length - shown.length;
   return hidden > 0 ? [...shown, `… ${plural(hidden, "more line")}`] : shown;

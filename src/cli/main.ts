@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `toolpool` executable. Exit codes: 0 when the batch ran (error results
- * included), 2 with one line on stderr for bad usage or invalid input, 1 for
+ * included, unless `run --fail-on-error`: then 1 when any call ended in
+ * one), 2 with one line on stderr for bad usage or invalid input, 1 for
  * anything unexpected.
  *
  * @module

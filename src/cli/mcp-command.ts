@@ -22,6 +22,7 @@ import {
 } from "./cli-options.js";
 import type { HttpAddress, McpCliOptions } from "./mcp-cli-options.js";
 import { mcpLimitOptions } from "./mcp-limit-options.js";
+import { importOptional } from "../optional-packages.js";
 
 /** Adds the `mcp` command to `program`. */
 export function addMcpCommand(program: Command): Command {
@@ -61,7 +62,8 @@ export function addMcpCommand(program: Command): Command {
     .addOption(remoteOption());
   for (const option of mcpLimitOptions()) command.addOption(option);
   return command.action(async (options: McpCliOptions) => {
-    const { serveMcp } = await import("./serve-mcp.js");
+    // The MCP SDK is an optional peer dependency: a missing one is TP_ERR_MISSING_PACKAGE with the install line.
+    const { serveMcp } = await importOptional("mcp", () => import("./serve-mcp.js"));
     await serveMcp(options);
   });
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 
 import {
   allowWriteOption,
@@ -25,11 +25,20 @@ import { executeBatch } from "./execute-batch.js";
 import { loadBatch } from "./load-batch.js";
 import { processStreams } from "./output-streams.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
+import { CallsFailed } from "./usage-error.js";
 
 /** Loads the batch and the user modules, then executes the batch. */
 export async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
   const batch = await loadBatch(batchPath);
-  await executeBatch({ batch, runtime: await runtimeFromFlags(options), isNdjson: options.ndjson === true, streams: processStreams() });
+  const { messages } = await executeBatch({
+    batch,
+    runtime: await runtimeFromFlags(options),
+    isNdjson: options.ndjson === true,
+    isFull: options.full === true,
+    streams: processStreams(),
+  });
+  const errors = messages.filter((message) => message.isError).length;
+  if (options.failOnError === true && errors > 0) throw new CallsFailed(errors, messages.length);
 }
 
 /** Adds the `run` command to `program`. */
@@ -44,6 +53,8 @@ export function addRunCommand(program: Command): Command {
     .addOption(piOption())
     .addOption(threadsOption())
     .addOption(ndjsonOption())
+    .addOption(new Option("--full", "show each result whole in the view for people (default: its first 4 lines, each cut at 160 characters)"))
+    .addOption(new Option("--fail-on-error", "exit with code 1 when any call ended in an error result (default: 0 once the batch ran)"))
     .addOption(fleetOption())
     .addOption(remoteOption())
     .addOption(rootOption())

@@ -18,6 +18,7 @@ import {
   type ToolDefinition,
   type ToolExecutionMode,
 } from "../index.js";
+import { rebaseBuiltinTool } from "../builtin-tools.js";
 import { withCallTimeout } from "./call-timeout.js";
 import { type FleetCliOptions, fleetFromCli } from "./cli-options.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
@@ -64,7 +65,7 @@ export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]
     );
     return [...modules, ...coding];
   }
-  if (flags.tools.length > 0) return withCallTimeout(await loadToolModules(flags.tools), flags.callTimeout);
+  if (flags.tools.length > 0) return withCallTimeout(withWorkspaceFlags(await loadToolModules(flags.tools), flags), flags.callTimeout);
   return inputErrors(() =>
     builtinTools({
       ...(flags.root === undefined ? {} : { root: flags.root }),
@@ -72,6 +73,30 @@ export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]
       ...(flags.callTimeout === undefined ? {} : { timeoutMs: flags.callTimeout }),
     }),
   );
+}
+
+/**
+ * The tools of `--tools` modules with `--root` and `--allow-write` applied to
+ * the built-ins among them. Either flag with modules that hold no built-in
+ * is a usage error: it would have no effect.
+ */
+function withWorkspaceFlags(tools: ToolDefinition[], flags: ToolFlags): ToolDefinition[] {
+  if (flags.root === undefined && flags.allowWrite !== true) return tools;
+  let builtins = 0;
+  const rebased = inputErrors(() =>
+    tools.map((tool) => {
+      const builtin = rebaseBuiltinTool(tool, { root: flags.root, ...(flags.allowWrite === true ? { allowWrite: true } : {}) });
+      if (builtin !== undefined) builtins += 1;
+      return builtin ?? tool;
+    }),
+  );
+  if (builtins === 0) {
+    const flag = flags.root === undefined ? "--allow-write" : "--root";
+    throw new UsageError(
+      `${flag} applies to the built-in tools, and the --tools modules hold none (a module's own tools take their workspace from the module)`,
+    );
+  }
+  return rebased;
 }
 
 /**

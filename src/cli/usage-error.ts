@@ -32,6 +32,18 @@ export class UsageError extends Error {
 }
 
 /**
+ * Thrown by `run --fail-on-error` once the batch ran and was shown, when any
+ * call ended in an error result: `main` prints `toolpool: <message>` and
+ * exits with {@link EXIT_FAILURE}.
+ */
+export class CallsFailed extends Error {
+  constructor(errors: number, calls: number) {
+    super(`${errors} of ${calls} call${calls === 1 ? "" : "s"} ended in an error result (--fail-on-error)`);
+    this.name = "CallsFailed";
+  }
+}
+
+/**
  * Folds a message onto one line: the contract promises exactly one line on
  * stderr, and messages from Node (a `SyntaxError` in an imported module) or
  * commander (a "Did you mean" hint) may span several.

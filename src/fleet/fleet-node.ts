@@ -11,6 +11,7 @@ import type { AgentToolResult } from "../types.js";
 import type { WorkerCallOutcome } from "../workers/pool-contract.js";
 import { WorkerPool } from "../workers/worker-pool.js";
 import { isWorkerTool, type WorkerTool } from "../worker-tool.js";
+import { checkWorkerModules } from "../worker-modules.js";
 import {
   decodeJobArgs,
   encodeEnd,
@@ -189,6 +190,8 @@ export class FleetNode {
    * ```
    */
   static async start(options: FleetNodeOptions): Promise<FleetNode> {
+    // As createRuntime does: a missing module, or one Node would not load as an ES module, is refused before anything starts.
+    if (Array.isArray(options.tools)) checkWorkerModules(options.tools.filter(isWorkerTool));
     const node = new FleetNode(options, await loadRedisLibraries());
     try {
       await node.#subscriber.subscribe(node.#keys.cancelChannel);

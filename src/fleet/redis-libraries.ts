@@ -9,6 +9,7 @@ import type * as BullMQ from "bullmq";
 import type * as IORedis from "ioredis";
 
 import { ToolpoolError, describeThrown } from "../errors.js";
+import { installLine, isPackageMissing } from "../optional-packages.js";
 
 /** The classes toolpool's fleet code constructs. */
 export interface RedisLibraries {
@@ -37,7 +38,11 @@ export function loadRedisLibraries(): Promise<RedisLibraries> {
     }),
     (error: unknown) => {
       libraries = undefined;
-      throw new ToolpoolError("TP_ERR_FLEET_UNAVAILABLE", `${librariesFailedToLoad}: ${describeThrown(error)}`, { cause: error });
+      // Optional peer dependencies: a library-only install of toolpool has neither.
+      const missing = ["bullmq", "ioredis"].find((name) => isPackageMissing(error, name));
+      const hint =
+        missing === undefined ? "" : ` (${missing} is an optional package, not installed; install the fleet's with: ${installLine("fleet")})`;
+      throw new ToolpoolError("TP_ERR_FLEET_UNAVAILABLE", `${librariesFailedToLoad}: ${describeThrown(error)}${hint}`, { cause: error });
     },
   );
   return libraries;

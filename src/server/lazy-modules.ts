@@ -5,22 +5,21 @@
  * never start a server. Both are CommonJS, so a synchronous
  * `require` keeps `createServer` synchronous.
  */
-import { createRequire } from "node:module";
-
 import type * as Fastify from "fastify";
 import type * as PromClient from "prom-client";
 import type UnderPressure from "@fastify/under-pressure";
 
-const require = createRequire(import.meta.url);
+import { requireOptional } from "../optional-packages.js";
 
+// Optional peer dependencies: a missing one throws TP_ERR_MISSING_PACKAGE with the install line.
 export function loadFastify(): typeof Fastify {
-  return require("fastify") as typeof Fastify;
+  return requireOptional("server", "fastify");
 }
 
 export function loadPromClient(): typeof PromClient {
-  return require("prom-client") as typeof PromClient;
+  return requireOptional("server", "prom-client");
 }
 
 export function loadUnderPressure(): typeof UnderPressure {
-  return require("@fastify/under-pressure") as typeof UnderPressure;
+  return requireOptional("server", "@fastify/under-pressure");
 }

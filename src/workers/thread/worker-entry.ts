@@ -339,7 +339,10 @@ async function loadExecute(tool: WorkerToolDefinition): Promise<ToolExecute | st
   try {
     execute = (await loadModule(tool.moduleUrl))[tool.exportName];
   } catch (error) {
-    return `Tool "${tool.toolName}" could not be loaded from ${tool.moduleUrl}: ${describeThrown(error)}`;
+    // ES module syntax in a file Node loads as CommonJS (a .cjs file, or .js under "type": "commonjs").
+    const isCommonJsLoad =
+      error instanceof SyntaxError && /Unexpected token 'export'|Cannot use import statement outside a module/.test(error.message);
+    return `Tool "${tool.toolName}" could not be loaded from ${tool.moduleUrl}: ${describeThrown(error)}${isCommonJsLoad ? ` (worker modules are ES modules: name the file .mjs, or set "type": "module" in the package.json that governs it)` : ""}`;
   }
   if (typeof execute !== "function") {
     return `Tool "${tool.toolName}": module ${tool.moduleUrl} has no function export "${tool.exportName}"`;

@@ -1,0 +1,104 @@
+/**
+ * The optional packages behind toolpool's features. `import "toolpool"`
+ * needs only the runtime's own dependencies (Piscina, Ajv, TypeBox, ...);
+ * the HTTP server, MCP and the fleet need more, which package.json lists as
+ * optional peer dependencies, so that a library-only install stays light.
+ * A feature whose packages are missing fails when it is first used, with
+ * `TP_ERR_MISSING_PACKAGE` and the `npm install` line that fixes it.
+ *
+ * @module
+ */
+import { createRequire } from "node:module";
+
+import { ToolpoolError } from "./errors.js";
+
+/**
+ * Each feature's optional packages with the versions toolpool supports (a
+ * test keeps them equal to package.json's `peerDependencies`).
+ */
+export const optionalPackages = Object.freeze({
+  server: { what: "toolpool serve (createServer)", packages: { fastify: "^5.12.8", "@fastify/under-pressure": "^9.2.0", "prom-client": "^15.1.3" } },
+  mcp: { what: "toolpool mcp (toolpool/mcp)", packages: { "@modelcontextprotocol/sdk": "^1.32.2", zod: "^4.6.7" } },
+  fleet: { what: "the fleet (fleet options, toolpool node)", packages: { bullmq: "6.7.0", ioredis: "^6.0.0" } },
+} as const);
+
+/** A feature with optional packages. */
+export type OptionalFeature = keyof typeof optionalPackages;
+
+/** The `npm install` line of `feature`'s packages. */
+export function installLine(feature: OptionalFeature): string {
+  const { packages } = optionalPackages[feature];
+  return `npm install ${Object.entries(packages)
+    .map(([name, range]) => `${name}@${range}`)
+    .join(" ")}`;
+}
+
+/**
+ * Whether `error` says that `name` itself could not be found (as opposed to
+ * a module it imports, or a failure while it loads): Node's
+ * `MODULE_NOT_FOUND` (require) or `ERR_MODULE_NOT_FOUND` (import), naming
+ * the package in quotes.
+ */
+export function isPackageMissing(error: unknown, name: string): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (code !== "MODULE_NOT_FOUND" && code !== "ERR_MODULE_NOT_FOUND") return false;
+  return typeof message === "string" && (message.includes(`'${name}'`) || message.includes(`"${name}"`));
+}
+
+const require = createRequire(import.meta.url);
+
+/** Which of `feature`'s packages cannot be resolved from toolpool's folder. */
+function missingOf(feature: OptionalFeature): string[] {
+  return Object.keys(optionalPackages[feature].packages).filter((name) => {
+    try {
+      require.resolve(`${name}/package.json`);
+      return false;
+    } catch (error) {
+      // A package whose exports hide package.json is there all the same.
+      return (error as { code?: unknown }).code !== "ERR_PACKAGE_PATH_NOT_EXPORTED";
+    }
+  });
+}
+
+/**
+ * The error of `feature` used without its package `name`: `TP_ERR_MISSING_PACKAGE`,
+ * naming the feature, every package of it that is missing, and the `npm install` line.
+ */
+export function missingPackageError(feature: OptionalFeature, name: string, cause?: unknown): ToolpoolError {
+  const { what } = optionalPackages[feature];
+  const missing = [...new Set([name, ...missingOf(feature)])];
+  const named =
+    missing.length === 1
+      ? `the optional package ${name}, which is not installed`
+      : `the optional packages ${missing.join(", ")}, which are not installed`;
+  return new ToolpoolError(
+    "TP_ERR_MISSING_PACKAGE",
+    `${what} needs ${named}. Install what it needs with: ${installLine(feature)}`,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+/** `require(name)` of one of `feature`'s packages; a missing package throws {@link missingPackageError}. */
+export function requireOptional<T>(feature: OptionalFeature, name: string): T {
+  try {
+    return require(name) as T;
+  } catch (error) {
+    if (isPackageMissing(error, name)) throw missingPackageError(feature, name, error);
+    throw error;
+  }
+}
+
+/**
+ * `load()`, a dynamic import of what needs `feature`'s packages; when one of
+ * them is missing, rejects with {@link missingPackageError} naming it.
+ */
+export async function importOptional<T>(feature: OptionalFeature, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const missing = Object.keys(optionalPackages[feature].packages).find((name) => isPackageMissing(error, name));
+    if (missing !== undefined) throw missingPackageError(feature, missing, error);
+    throw error;
+  }
+}

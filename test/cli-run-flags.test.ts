@@ -1,0 +1,70 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+const run = promisify(execFile);
+
+let folder: string;
+/** Ten matching lines of 200 characters each. */
+const longLines = Array.from({ length: 10 }, (_, line) => `needle ${line} ${"x".repeat(190 - String(line).length)}`);
+
+beforeAll(() => {
+  folder = mkdtempSync(join(tmpdir(), "toolpool-run-flags-"));
+  writeFileSync(join(folder, "lines.txt"), `${longLines.join("\n")}\n`);
+  const call = (id: string, name: string, args: object) => ({ type: "toolCall", id, name, arguments: args });
+  writeFileSync(join(folder, "ok.json"), JSON.stringify({ role: "assistant", content: [call("g", "grep", { pattern: "needle" })] }));
+  writeFileSync(
+    join(folder, "mixed.json"),
+    JSON.stringify({
+      role: "assistant",
+      content: [call("g", "grep", { pattern: "needle" }), call("h", "hash", {}), call("t", "hash", { text: "a" })],
+    }),
+  );
+});
+afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+/** `toolpool run` in the folder: exit code, stdout, stderr. */
+async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return run(process.execPath, [cli, "run", "--threads", "1", "--root", folder, ...args], { cwd: folder, timeout: 60_000 }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+  );
+}
+
+describe("toolpool run --full and --fail-on-error", () => {
+  it("shows the first 4 lines of a result, cut at 160 characters, and with --full all of it", async () => {
+    const preview = await runCli(["ok.json"]);
+    expect(preview.code).toBe(0);
+    // The first 4 lines shown (grep's), the rest counted.
+    expect(preview.stdout).toContain("lines.txt:4: ");
+    expect(preview.stdout).not.toContain("lines.txt:5: ");
+    expect(preview.stdout).toMatch(/… \d+ more lines/);
+    expect(preview.stdout).not.toContain(longLines[0]);
+    expect(preview.stdout).toContain(`${`lines.txt:1: ${longLines[0]}`.slice(0, 159)}…`);
+
+    const full = await runCli(["--full", "ok.json"]);
+    expect(full.code).toBe(0);
+    for (const [index, line] of longLines.entries()) expect(full.stdout).toContain(`lines.txt:${index + 1}: ${line}`);
+    expect(full.stdout).not.toContain("more line");
+  }, 90_000);
+
+  it("exits 0 when calls ended in error, and 1 with --fail-on-error, after showing the results", async () => {
+    const plain = await runCli(["mixed.json"]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain("3 calls, 1 error");
+
+    const failing = await runCli(["--fail-on-error", "mixed.json"]);
+    expect(failing.code).toBe(1);
+    expect(failing.stdout).toContain("3 calls, 1 error");
+    expect(failing.stderr.trim().split("\n").at(-1)).toBe("toolpool: 1 of 3 calls ended in an error result (--fail-on-error)");
+
+    const passing = await runCli(["--fail-on-error", "ok.json"]);
+    expect(passing.code).toBe(0);
+  }, 90_000);
+});
