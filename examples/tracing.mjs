@@ -7,7 +7,7 @@
 // large text: the second call waits for the first, which the queue-wait and
 // run-time attributes tell apart.
 //
-//   npm run build && node examples/tracing.mjs
+//   npm run build && node examples/tracing.mjs [--attributes]
 import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
@@ -40,27 +40,47 @@ await runtime.close();
 
 printTree(exporter.getFinishedSpans());
 
+/**
+ * The spans as a tree, one line each: a call's id, where its time went
+ * (queue wait and run on the thread, or `execution=none` for a call that
+ * never ran) and its thread or error type. `--attributes` adds every
+ * attribute of every span below its line.
+ */
 function printTree(spans) {
+  const withAttributes = process.argv.includes("--attributes");
+  const ids = new Set(spans.map((span) => span.spanContext().spanId));
   const children = new Map();
   for (const span of spans) {
-    const parent = span.parentSpanContext?.spanId ?? "root";
+    const parent = ids.has(span.parentSpanContext?.spanId) ? span.parentSpanContext.spanId : "root";
     children.set(parent, [...(children.get(parent) ?? []), span]);
   }
   const ms = (time) => time[0] * 1e3 + time[1] / 1e6;
   const print = (parent, depth) => {
     const sorted = (children.get(parent) ?? []).sort((a, b) => ms(a.startTime) - ms(b.startTime));
     for (const span of sorted) {
-      const indent = "  ".repeat(depth);
-      const status = span.status.code === 2 ? `  ERROR: ${span.status.message.split("\n")[0]}` : "";
-      console.log(`${indent}${span.name}  [${span.spanContext().spanId}] ${(ms(span.endTime) - ms(span.startTime)).toFixed(1)} ms${status}`);
-      for (const [key, value] of Object.entries(span.attributes)) {
-        const shown = typeof value === "number" && !Number.isInteger(value) ? value.toFixed(3) : JSON.stringify(value);
-        console.log(`${indent}    ${key} = ${shown}`);
+      console.log(lineOf(span, "  ".repeat(depth)));
+      if (withAttributes) {
+        for (const [key, value] of Object.entries(span.attributes)) console.log(`${"  ".repeat(depth)}    ${key} = ${JSON.stringify(value)}`);
       }
       print(span.spanContext().spanId, depth + 1);
     }
   };
-  const ids = new Set(spans.map((span) => span.spanContext().spanId));
-  for (const span of spans) if (!ids.has(span.parentSpanContext?.spanId)) children.set("root", [...new Set([...(children.get("root") ?? []), span])]);
   print("root", 0);
+}
+
+function lineOf(span, indent) {
+  const attributes = span.attributes;
+  if (span.name === "toolpool.batch") {
+    return `${`${indent}${span.name}`.padEnd(39)}toolpool.batch.tool_calls=${attributes["toolpool.batch.tool_calls"]} toolpool.batch.errors=${attributes["toolpool.batch.errors"] ?? 0}`;
+  }
+  if (!span.name.startsWith("execute_tool")) return `${indent}${span.name}`;
+  const timing =
+    attributes["toolpool.execution"] === "none"
+      ? "execution=none".padEnd(34)
+      : `queue_wait_ms=${attributes["toolpool.queue_wait_ms"]?.toFixed(1)}`.padEnd(20) + `run_ms=${attributes["toolpool.run_ms"]?.toFixed(1)}`.padEnd(14);
+  const tail = [
+    attributes["toolpool.thread.id"] === undefined ? "" : `thread.id=${attributes["toolpool.thread.id"]}`,
+    attributes["error.type"] === undefined ? "" : `error.type=${attributes["error.type"]}`,
+  ];
+  return `${`${indent}${span.name}`.padEnd(24)}${String(attributes["gen_ai.tool.call.id"]).padEnd(15)}${timing}${tail.filter(Boolean).join(" ")}`.trimEnd();
 }

@@ -443,6 +443,11 @@ describe("createServer: GET endpoints", () => {
     const metrics = await response.text();
     expect(metrics).toMatch(/^toolpool_pool_threads \d+$/m);
     expect(metrics).toMatch(/^toolpool_pool_utilization [\d.e-]+$/m);
+    // prom-client's process and Node.js metrics, under toolpool's prefix only.
+    expect(metrics).toMatch(/^toolpool_process_cpu_seconds_total [\d.e-]+$/m);
+    expect(metrics).toMatch(/^toolpool_nodejs_heap_size_used_bytes \d+$/m);
+    expect(metrics).toMatch(/^toolpool_nodejs_eventloop_lag_p99_seconds [\d.e-]+$/m);
+    expect(metrics).not.toMatch(/^(process|nodejs)_/m);
     expect(metrics).toMatch(/^toolpool_pool_queue_depth 0$/m);
     expect(metrics).toContain('toolpool_tool_calls_total{tool="work",outcome="ok"} 1');
     expect(metrics).toContain('toolpool_tool_calls_total{tool="work",outcome="error"} 1');

@@ -30,6 +30,9 @@ const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
  * batches apart). Every batch of the runtime is counted, also those that do
  * not come through the server.
  */
+/** The prefix of prom-client's default metrics on /metrics. */
+const defaultMetricsPrefix = "toolpool_";
+
 export class ServerMetrics {
   readonly #registry: Registry;
   readonly #runtime: Runtime;
@@ -45,8 +48,11 @@ export class ServerMetrics {
 
   /** @param countBatches The server's in-flight batches, read on each scrape. */
   constructor(runtime: Runtime, countBatches: () => number) {
-    const { Counter, Gauge, Histogram, Registry } = loadPromClient();
+    const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = loadPromClient();
     this.#registry = new Registry();
+    // prom-client's process and Node.js metrics (CPU, memory, handles, GC, event-loop lag), as
+    // Prometheus users expect them, prefixed like toolpool's: toolpool_process_cpu_seconds_total, ...
+    collectDefaultMetrics({ register: this.#registry, prefix: defaultMetricsPrefix });
     this.#runtime = runtime;
     this.#toolNames = new Set(runtime.agentTools().map((tool) => tool.name));
     const registers = [this.#registry];
