@@ -77,7 +77,7 @@ function lineOf(span, indent) {
   const timing =
     attributes["toolpool.execution"] === "none"
       ? "execution=none".padEnd(34)
-      : `queue_wait_ms=${attributes["toolpool.queue_wait_ms"]?.toFixed(1)}`.padEnd(20) + `run_ms=${attributes["toolpool.run_ms"]?.toFixed(1)}`.padEnd(14);
+      : `queue_wait_ms=${attributes["toolpool.queue_wait_ms"]?.toFixed(1)} `.padEnd(20) + `run_ms=${attributes["toolpool.run_ms"]?.toFixed(1)} `.padEnd(14);
   const tail = [
     attributes["toolpool.thread.id"] === undefined ? "" : `thread.id=${attributes["toolpool.thread.id"]}`,
     attributes["error.type"] === undefined ? "" : `error.type=${attributes["error.type"]}`,
