@@ -7,7 +7,7 @@
  *   hundreds of small ES modules, slow to load on the first validator
  *   compile (so on every `createRuntime`); one file parses far faster, and
  *   faster still with the cache (src/coordinator/validation/pi-0.73/typebox-bundle.ts loads
- *   both; the README's "Cold start" has the figures). The cache
+ *   both; "Cold start" in docs/design.md has the figures). The cache
  *   is made after compiling a validator, so that the functions a first
  *   compile runs are in it; V8 rejects a cache made by another version or
  *   with other flags, and toolpool then compiles the bundle as usual. The

@@ -17,7 +17,7 @@
  *   node scripts/measure-worker-heap-floor.mjs [--repeat N] [NODE_BINARY...]
  *
  * Without binaries it measures the Node running it. Prints one Markdown table
- * per binary; the README's "Node versions" section and `minimumResourceLimits`
+ * per binary; docs/node-versions.md ("Worker heap limits") and `minimumResourceLimits`
  * (src/contracts/minimum-resource-limits.ts) take their figures from it.
  */
 import { spawnSync } from "node:child_process";

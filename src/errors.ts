@@ -13,7 +13,7 @@
 
 /**
  * Every code toolpool uses, with what it means. Each one is documented in the
- * README's "Error codes" table; a test keeps the two in step.
+ * "Error codes" table of docs/errors.md; a test keeps the two in step.
  */
 export const errorCodes = {
   /** An option passed to `createRuntime` is invalid. Thrown. */

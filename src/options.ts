@@ -135,7 +135,7 @@ export interface RuntimeOptions {
   tracing?: boolean;
   /**
    * Runs worker calls on a fleet of nodes (`toolpool node`) through Redis
-   * instead of, or beside, the local pool. See the README's "Across machines".
+   * instead of, or beside, the local pool. See docs/fleet.md.
    * @default undefined (every worker call runs on the local pool)
    */
   fleet?: FleetOptions;

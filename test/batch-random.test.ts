@@ -217,7 +217,7 @@ function withPi16Additions(plan: fc.Arbitrary<BatchPlan>): fc.Arbitrary<BatchPla
 
 /** Odd values a `work` call may return instead of a result (see fixtures/tools/edge-cases.mjs). */
 const oddValues = ["string", "number", "empty", "array", "noContent", "nullContent"];
-/** pi 0.73.1 rejects the whole batch for these (README, deliberate differences): only pi 1.6's runs have them. */
+/** pi 0.73.1 rejects the whole batch for these (docs/design.md, deliberate difference 4): only pi 1.6's runs have them. */
 const noResultValues = ["null", "undefined"];
 const abortReasons: fc.Arbitrary<{ value: unknown } | undefined> = fc.constantFrom(
   undefined,
@@ -282,7 +282,7 @@ function withEdgeAdditions(plan: fc.Arbitrary<BatchPlan>, pi: PiVersion): fc.Arb
             if (edge.returns !== undefined) extra.returns = edge.returns;
             if (edge.mutate) extra.mutate = true;
             // pi 0.73.1 emits a late partial at once, even while an afterToolCall hook runs; toolpool
-            // delivers it after the hook (README, deliberate difference 1): pi 1.6's rule only.
+            // delivers it after the hook (docs/design.md, deliberate difference 1): pi 1.6's rule only.
             if (edge.lateAt !== undefined && base.flavor === "inline" && pi === "1.6") extra.lateAt = edge.lateAt;
             if (hasAbort && abortReason !== undefined) extra.showReason = true;
           }

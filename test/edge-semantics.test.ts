@@ -504,7 +504,7 @@ describe("A worker thread's first abort", () => {
     }
   });
 
-  it("a worker tool that returns a plain value drops a partial sent a microtask later, where pi emits it (README, deliberate differences)", async () => {
+  it("a worker tool that returns a plain value drops a partial sent a microtask later, where pi emits it (docs/design.md, deliberate difference 2)", async () => {
     const calls = [{ name: "sync", arguments: {} }];
     const inline = inlineTool("sync", (_args, onUpdate) => edge.syncThenPartial({}, { onUpdate }));
     const expected = await runPi("0.73", [inline], calls);

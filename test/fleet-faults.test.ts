@@ -24,7 +24,7 @@ const summary = (message: ToolResultMessage) => ({
   text: (message.content[0] as { text: string }).text,
 });
 
-/** Each row of the README's fault table, as a call: the same code and text remotely as locally. */
+/** Each row of the fault table in docs/errors.md ("Faults and limits"), as a call: the same code and text remotely as locally. */
 const faultRows: [string, string, Record<string, unknown>, string | null][] = [
   ["process.exit(0)", "fault", { fault: "exit", code: 0 }, "TP_ERR_WORKER_EXIT"],
   ["process.exit(7)", "fault", { fault: "exit", code: 7 }, "TP_ERR_WORKER_EXIT"],

@@ -14,8 +14,8 @@
  *
  * The floors are about twice the largest limit with which a worker of
  * toolpool's pool started and ran a call on any Node measured
- * (`scripts/measure-worker-heap-floor.mjs`; figures in the README's "Node
- * versions"). `maxYoungGenerationSizeMb` and `codeRangeSizeMb` have none:
+ * (`scripts/measure-worker-heap-floor.mjs`; figures in docs/node-versions.md,
+ * "Worker heap limits"). `maxYoungGenerationSizeMb` and `codeRangeSizeMb` have none:
  * V8 raises too-small values to what it needs by itself.
  *
  * @module

@@ -41,8 +41,8 @@ export interface PiRules {
    * Whether a value the tool returned (did not throw) is an error result:
    * pi 1.6 reads its `isError`. Throws what that read throws: for a value
    * that is no result at all (`null`, `undefined`) under either pi (pi 0.73.1
-   * would reject the whole batch a step later: README, deliberate
-   * difference 4), and for a throwing `isError` getter under pi 1.6. The
+   * would reject the whole batch a step later: docs/design.md,
+   * deliberate difference 4), and for a throwing `isError` getter under pi 1.6. The
    * caller makes the throw the call's error result, as pi 1.6 does.
    */
   isErrorResult(result: unknown): boolean;

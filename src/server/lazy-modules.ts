@@ -1,7 +1,7 @@
 /**
  * The HTTP stack, loaded on first use. Importing toolpool must not cost what
  * Fastify and prom-client take to load (about as long as the rest of the
- * package: see the README's "Cold start"), since most users of the runtime
+ * package: see "Cold start" in docs/design.md), since most users of the runtime
  * never start a server. Both are CommonJS, so a synchronous
  * `require` keeps `createServer` synchronous.
  */

@@ -10,8 +10,8 @@ import { formatValidationFailure } from "./validation-message.js";
  * uses (TypeBox, the version pi-ai resolves), so that the validated arguments
  * and every validation text are pi's byte for byte: clone the arguments,
  * TypeBox `Value.Convert`, pi's coercion for JSON schemas, then a TypeBox
- * `Compile`d check whose `Errors` make the message. See README, design notes,
- * for why not ajv.
+ * `Compile`d check whose `Errors` make the message. See docs/design.md,
+ * design notes, for why not ajv.
  */
 const validators = new WeakMap<object, Validator>();
 
