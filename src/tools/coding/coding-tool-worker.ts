@@ -14,7 +14,9 @@
  * @module
  */
 import { readlinkSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
 import { getPriority, setPriority } from "node:os";
+import workerThreads from "node:worker_threads";
 
 import type { AgentToolResult, WorkerToolContext } from "../../types.js";
 import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
@@ -33,6 +35,32 @@ process.env.PI_OFFLINE ??= "1";
 /** How much lower than the main thread's a pool thread's priority is (nice levels). */
 const threadNiceness = 5;
 lowerThreadPriority();
+resizeImagesOnThisThread();
+
+/**
+ * pi's read resizes an image (Photon, WebAssembly) on a new worker thread of
+ * its own, started for that one image and terminated after it, so that the
+ * work leaves its caller's event loop; when that worker cannot start, pi
+ * falls back to the same resize in process (`resizeImageInProcess`, the
+ * function its worker runs). A pool thread is off the main thread already:
+ * here the worker of pi's resize refuses to start, so pi takes its own
+ * fallback, with the same result. Measured: a screenshot's resize took
+ * 323 ms of CPU through the worker (a thread start and a WebAssembly
+ * compile each time) against 20 ms in process (`bench:coding`'s images mix).
+ * Any other worker starts as it would.
+ */
+function resizeImagesOnThisThread(): void {
+  const { Worker } = workerThreads;
+  class PoolThreadWorker extends Worker {
+    constructor(filename: string | URL, options?: workerThreads.WorkerOptions) {
+      if (/\/utils\/image-resize-worker\.[jt]s$/.test(String(filename))) throw new Error("pi's image resizes run on the pool thread itself");
+      super(filename, options);
+    }
+  }
+  workerThreads.Worker = PoolThreadWorker;
+  // pi imports { Worker } from "node:worker_threads": its binding follows the module object once synced.
+  syncBuiltinESMExports();
+}
 
 let moduleOptions: Promise<ModuleOptions> | undefined;
 type ModuleOptions = Record<string, unknown> | ((cwd: string) => Record<string, unknown>) | undefined;
