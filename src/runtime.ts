@@ -26,6 +26,8 @@ import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./
 import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
 import { WorkerPool } from "./workers/worker-pool.js";
+import type { PoolEventSource } from "./workers/pool-events.js";
+import { createPoolEventRelay } from "./pool-event-relay.js";
 import type { WorkerTool } from "./worker-tool.js";
 
 /** Options of one `executeToolCalls` call. */
@@ -92,6 +94,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #pools = new Map<WorkerTool | string, WorkerPool>();
   /** The named pool of each tool that names one (`workerTool({ pool })`), as its key in {@link #pools}. */
   readonly #namedPools = new Map<WorkerTool, string>();
+  /** The local pools' lifecycle events (`queued`, `started`, `ended`), each with its batch and session: `runtime.poolEvents.on(listener)`. */
+  readonly poolEvents: PoolEventSource;
   /** The fleet, with the worker tools whose calls run there (`fleet.remote`). */
   readonly #remotePool: RemotePool | undefined;
   readonly #remoteTools = new Set<WorkerTool>();
@@ -146,6 +150,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
         this.#pools.set(entry.tool, new WorkerPool(options, this.#options.clock, onPoolError));
       }
     }
+    this.poolEvents = createPoolEventRelay(this.#pools);
     // After the pools: their threads boot while the schemas compile (the
     // first compile loads TypeBox), which shortens a new runtime's first batch.
     try {

@@ -1,10 +1,11 @@
 import type { Worker } from "node:worker_threads";
 
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 
 import type { ResolvedPoolOptions } from "../src/options.js";
 import { workerTool } from "../src/worker-tool.js";
 import type { PoolCall } from "../src/workers/pool-call.js";
+import { PoolEventSource, type PoolCallEvent } from "../src/workers/pool-events.js";
 import type { WorkerCallOutcome, WorkerCallRequest } from "../src/workers/pool-contract.js";
 import { updateTag, type WorkerReply, type WorkerTask } from "../src/workers/protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "../src/workers/thread-host.js";
@@ -364,5 +365,33 @@ describe("WorkerPool (fake host)", () => {
     expect(host.order).toEqual(["a1", "b1"]);
     host.reply(host.lastOn(host.posted[0]!.threadId).threadId);
     expect(host.order).toEqual(["a1", "b1", "a2"]);
+  });
+
+  it("makes no event object while nobody listens, and queued, started, ended once someone does", async () => {
+    const emit = vi.spyOn(PoolEventSource.prototype, "emit");
+    try {
+      const { pool, host, run } = open({ maxThreads: 1 });
+      host.ready(1);
+      run("quiet");
+      host.reply(1);
+      await flush();
+      expect(emit).not.toHaveBeenCalled();
+      const events: PoolCallEvent[] = [];
+      const listener = (event: PoolCallEvent) => events.push(event);
+      pool.events.on(listener);
+      run("a", { batchId: "batch-1", sessionKey: "s" });
+      run("b", { batchId: "batch-1", sessionKey: "s", tool: tool("slow", { timeoutMs: 10 }) });
+      host.reply(1);
+      await flush();
+      expect(events.map((event) => `${event.type} ${event.toolCallId}`)).toEqual(["queued a", "started a", "queued b", "started b", "ended a"]);
+      expect(events[0]).toMatchObject({ batchId: "batch-1", sessionKey: "s", tool: "echo", seq: host.posted[1]!.task.seq });
+      expect(events[1]).toMatchObject({ threadId: 1 });
+      pool.events.off(listener);
+      emit.mockClear();
+      run("c");
+      expect(emit).not.toHaveBeenCalled();
+    } finally {
+      emit.mockRestore();
+    }
   });
 });

@@ -29,6 +29,7 @@ import { ToolNumbering } from "./tool-numbering.js";
 import type { CallTiming, PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
 import { isSpreadRequest, isUpdateMessage, maxSeq, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
+import { PoolEventSource } from "./pool-events.js";
 
 /** Makes the threads under a pool: the Piscina host, or a fake one in the pool's unit tests. */
 export type CreateThreadHost = (
@@ -100,6 +101,8 @@ export class WorkerPool implements ToolCallPool {
   #isStalled = false;
   /** Resolved when the last call settles after close() began. */
   #drained: Deferred<void> | undefined;
+  /** The pool's lifecycle events (`queued`, `started`, `ended`); made only while someone listens. */
+  readonly events = new PoolEventSource();
 
   /**
    * @param createHost makes the threads under the pool; the Piscina host
@@ -233,6 +236,7 @@ export class WorkerPool implements ToolCallPool {
     this.#calls.set(seq, call);
     this.#queued += 1;
     if (request.signal !== undefined) this.#abortGroups.add(request.signal, call);
+    if (this.events.isObserved) this.events.emit({ type: "queued", ...eventBase(call, call.enqueuedAt) });
     return call;
   }
 
@@ -310,6 +314,9 @@ export class WorkerPool implements ToolCallPool {
     const { timeoutMs } = request.tool;
     if (timeoutMs !== undefined) call.timeoutTimer = this.#clock.setTimeout(() => this.#terminate(call, "timeout"), timeoutMs);
     if (call.isAborted) this.#startGracePeriod(call);
+    if (this.events.isObserved) {
+      this.events.emit({ type: "started", ...eventBase(call, call.startedAt), threadId, queueWaitMs: call.startedAt - call.enqueuedAt });
+    }
     return true;
   }
 
@@ -385,7 +392,8 @@ export class WorkerPool implements ToolCallPool {
     const tool = this.#tools.partTool(parent.tool, exportName);
     let call: PoolCall | undefined;
     const outcome = new Promise<WorkerCallOutcome>((resolve) => {
-      call = this.#enqueue({ tool, toolCallId: parent.request.toolCallId, args: input }, parent.session, resolve);
+      const { toolCallId, batchId, sessionKey } = parent.request;
+      call = this.#enqueue({ tool, toolCallId, args: input, batchId, sessionKey }, parent.session, resolve);
     });
     const part = call!;
     // Counted under the session's cap (partSlots left room for it), released when it settles.
@@ -489,10 +497,13 @@ export class WorkerPool implements ToolCallPool {
 
   #onReply(call: PoolCall, reply: WorkerReply): void {
     const { threadId } = call;
-    const thread = this.#threads.get(threadId);
     if (reply.retiredThreadId !== undefined) this.#host.terminate(reply.retiredThreadId);
+    const thread = this.#threads.get(threadId);
     if (thread !== undefined) {
-      // It knows the call's tool from now on, and is free for the next call.
+      // It knows the call's tool from now on, and takes the next call before
+      // this one's outcome goes out: the thread never waits on the main
+      // thread's handling of a result. (So a call's `ended` event may come
+      // after the `started` of the next call on its thread.)
       (thread.knownTools ??= new Set()).add(call.tool.id);
       if (reply.retiredThreadId !== threadId) {
         this.#idle.push(threadId);
@@ -560,6 +571,17 @@ export class WorkerPool implements ToolCallPool {
     if (call.runMs !== undefined) timing.runMs = call.runMs;
     // Every outcome reaching here is a fresh object of this call's.
     outcome.timing = timing;
+    if (this.events.isObserved) {
+      const code = outcome.kind === "error" ? outcome.code : undefined;
+      this.events.emit({
+        type: "ended",
+        ...eventBase(call, timing.endedAt),
+        outcome: outcome.kind === "ok" ? "ok" : code === undefined ? "error" : "fault",
+        code,
+        threadId: timing.threadId,
+        timing,
+      });
+    }
     call.resolve(outcome);
   }
 
@@ -569,4 +591,18 @@ export class WorkerPool implements ToolCallPool {
     call.timeoutTimer = undefined;
     call.graceTimer = undefined;
   }
+}
+
+/** What every event of `call` says of it; the runtime names the pool. */
+function eventBase(call: PoolCall, at: number) {
+  const { request } = call;
+  return {
+    pool: "",
+    seq: call.seq,
+    batchId: request.batchId,
+    sessionKey: request.sessionKey,
+    toolCallId: request.toolCallId,
+    tool: request.tool.name,
+    at,
+  };
 }
