@@ -14,6 +14,12 @@
  * a refused "grow" task is how the host asks Piscina for one more thread, the
  * only thing Piscina does for a task it could not place.
  *
+ * **A thread is freed before its reply is read.** Piscina asks its queue's
+ * size right after a worker's task is done and before the task's promise
+ * settles; the stub queue uses that moment to tell the pool which threads
+ * are free (`freed`), so the pool posts the next task to the thread at once,
+ * as Piscina would from its own queue, instead of a promise turn later.
+ *
  * **Threads are kept up whatever is lost.** Piscina replaces a lost worker
  * only while no worker has ever been lost before it was ready: after one such
  * loss it sets a one-way latch (`workerFailsDuringBootstrap`) and every later
@@ -85,16 +91,23 @@ const growTask = Object.freeze({}) as WorkerTask;
 
 const ignore = () => {};
 
+/** A thread as Piscina's balancer sees it. */
+type PiscinaWorker = Parameters<NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"]>>[1][number];
+
 /**
  * Piscina's queue, always empty: the balancer places every task or refuses
  * it, and a refused task is ended here at once rather than left to wait.
+ * Piscina reads its size whenever a worker may have freed up.
  */
 class RefusingQueue implements TaskQueue {
-  #onRefused: () => void;
-  constructor(onRefused: () => void) {
+  readonly #onRefused: () => void;
+  readonly #onPolled: () => void;
+  constructor(onRefused: () => void, onPolled: () => void) {
     this.#onRefused = onRefused;
+    this.#onPolled = onPolled;
   }
   get size(): number {
+    this.#onPolled();
     return 0;
   }
   push(task: Parameters<TaskQueue["push"]>[0]): void {
@@ -129,6 +142,11 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   #target = 0;
   /** Set by the stub queue when the balancer refused the task being run. */
   #isRefused = false;
+  /** The worker the balancer placed the task being run on. */
+  #placed: PiscinaWorker | undefined;
+  /** Threads running a task the pool posted, and their workers: a worker whose usage is back to 0 is free. */
+  readonly #busy = new Map<number, PiscinaWorker>();
+  #isPolling = false;
 
   constructor(options: ResolvedPoolOptions, clock: Clock, workerData: WorkerBootData, events: ThreadHostEvents<Token>) {
     this.#options = options;
@@ -179,14 +197,18 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       return false;
     }
     instance.running += 1;
+    const worker = this.#placed!;
+    this.#busy.set(threadId, worker);
     reply.then(
       (value) => {
+        if (this.#busy.get(threadId) === worker) this.#busy.delete(threadId);
         // A reply is proof the thread started, whether or not its boot message came first.
         this.#onBoot(threadId);
         this.#onTaskLeft(instance);
         this.#events.replied(token, value);
       },
       (error: unknown) => {
+        if (this.#busy.get(threadId) === worker) this.#busy.delete(threadId);
         // A thread that failed mid-task (a crash) leaves the processes its bash calls started: they
         // end with it. The file locks it held are freed when it exits (see #releaseLocksAtExit).
         void sweepThreadProcesses(threadId);
@@ -195,6 +217,26 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       },
     );
     return true;
+  }
+
+  /**
+   * Piscina read its queue's size: a worker may have finished its task.
+   * Each busy thread whose worker runs nothing now is `freed`; the pool may
+   * post to it from inside this (Piscina's queue being empty, `run` places
+   * the task at once), which is why a poll within a poll does nothing.
+   */
+  #poll(): void {
+    if (this.#isPolling || this.#busy.size === 0) return;
+    this.#isPolling = true;
+    try {
+      for (const [threadId, worker] of this.#busy) {
+        if (worker.currentUsage !== 0) continue;
+        this.#busy.delete(threadId);
+        this.#events.freed(threadId);
+      }
+    } finally {
+      this.#isPolling = false;
+    }
   }
 
   grow(): void {
@@ -312,16 +354,25 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       concurrentTasksPerWorker: 1,
       // The pool counts its own utilization; Piscina's run- and wait-time histograms would cost every task.
       recordTiming: false,
-      taskQueue: new RefusingQueue(() => {
-        this.#isRefused = true;
-      }),
+      taskQueue: new RefusingQueue(
+        () => {
+          this.#isRefused = true;
+        },
+        () => this.#poll(),
+      ),
       workerData: this.#workerData,
       ...(options.resourceLimits === undefined ? {} : { resourceLimits: { ...options.resourceLimits } }),
       ...(options.env === undefined ? {} : { env: { ...options.env } }),
       // Piscina asks it synchronously in `run` (its queue is always empty), with its ready workers.
       loadBalancer: (_task, workers) => {
         const target = this.#target;
-        if (target !== 0) for (const worker of workers) if (worker.id === target && worker.currentUsage === 0) return worker;
+        if (target !== 0) {
+          for (const worker of workers) {
+            if (worker.id !== target || worker.currentUsage !== 0) continue;
+            this.#placed = worker;
+            return worker;
+          }
+        }
         return null;
       },
     });

@@ -19,7 +19,13 @@ import type { WorkerReply, WorkerTask } from "./protocol.js";
 export interface ThreadHostEvents<Token> {
   /** Thread `threadId` may take a task: it has just started, or replaced a lost one. */
   ready(threadId: number): void;
-  /** The task posted with `token` ended with a reply; its thread may take another task. */
+  /**
+   * Thread `threadId` finished its task and may take another, before the
+   * task's `replied` comes. A host may skip it: `replied` then frees the
+   * thread.
+   */
+  freed(threadId: number): void;
+  /** The task posted with `token` ended with a reply; its thread may take another task (if `freed` did not say so first). */
   replied(token: Token, reply: WorkerReply): void;
   /**
    * The task posted with `token` failed: its thread crashed, exited or was

@@ -45,6 +45,8 @@ const createPiscinaHost: CreateThreadHost = (options, clock, workerData, events)
 interface PoolThread {
   /** The tools it has answered a call of: its later calls of them go without the definition. */
   knownTools: Set<number> | undefined;
+  /** The call posted to it and not yet freed from it; 0 while it is idle. */
+  busySeq: number;
 }
 
 /** The one session of every call when `scheduling` is `"fifo"`. */
@@ -118,6 +120,7 @@ export class WorkerPool implements ToolCallPool {
     this.#admission = options.maxRunningPerSession === undefined ? undefined : new SessionAdmission(options.maxRunningPerSession);
     this.#host = createHost(options, clock, this.#signals.bootData(options.leftoverGraceMs), {
       ready: (threadId) => this.#onReady(threadId),
+      freed: (threadId) => this.#onFreed(threadId),
       replied: (call, reply) => this.#onReply(call, reply),
       failed: (call, threadId, error) => this.#onFailed(call, threadId, error),
       lost: (threadId) => this.#onLost(threadId),
@@ -307,6 +310,7 @@ export class WorkerPool implements ToolCallPool {
       this.#threads.delete(threadId);
       return false;
     }
+    thread.busySeq = seq;
     call.phase = "running";
     call.threadId = threadId;
     call.startedAt = this.#clock.now();
@@ -322,7 +326,16 @@ export class WorkerPool implements ToolCallPool {
 
   #onReady(threadId: number): void {
     if (this.#threads.has(threadId)) return;
-    this.#threads.set(threadId, { knownTools: undefined });
+    this.#threads.set(threadId, { knownTools: undefined, busySeq: 0 });
+    this.#idle.push(threadId);
+    this.#pump();
+  }
+
+  /** Thread `threadId` finished its call (its reply is on its way): it takes the next call at once. */
+  #onFreed(threadId: number): void {
+    const thread = this.#threads.get(threadId);
+    if (thread === undefined || thread.busySeq === 0) return;
+    thread.busySeq = 0;
     this.#idle.push(threadId);
     this.#pump();
   }
@@ -500,14 +513,18 @@ export class WorkerPool implements ToolCallPool {
     if (reply.retiredThreadId !== undefined) this.#host.terminate(reply.retiredThreadId);
     const thread = this.#threads.get(threadId);
     if (thread !== undefined) {
-      // It knows the call's tool from now on, and takes the next call before
-      // this one's outcome goes out: the thread never waits on the main
-      // thread's handling of a result. (So a call's `ended` event may come
-      // after the `started` of the next call on its thread.)
+      // It knows the call's tool from now on. Unless the host said so first,
+      // it is free: it takes the next call before this one's outcome goes
+      // out, so a thread never waits on the main thread's handling of a
+      // result. (So a call's `ended` event may come after the `started` of
+      // the next call on its thread.)
       (thread.knownTools ??= new Set()).add(call.tool.id);
-      if (reply.retiredThreadId !== threadId) {
-        this.#idle.push(threadId);
-        this.#pump();
+      if (thread.busySeq === call.seq) {
+        thread.busySeq = 0;
+        if (reply.retiredThreadId !== threadId) {
+          this.#idle.push(threadId);
+          this.#pump();
+        }
       }
     }
     if (call.phase === "settled") return;
