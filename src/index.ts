@@ -9,6 +9,15 @@ export type { ExecuteOptions, RunToolCallOptions, RuntimeDiagnosis, ToolCallOutc
 export { workerTool, isWorkerTool } from "./contracts/worker-tool.js";
 export type { WorkerCallInfo, WorkerResourceLimits, WorkerTool, WorkerToolOptions } from "./contracts/worker-tool.js";
 export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./contracts/pool-contract.js";
+export type {
+  PoolCallEndedEvent,
+  PoolCallEvent,
+  PoolCallEventBase,
+  PoolCallListener,
+  PoolCallQueuedEvent,
+  PoolCallStartedEvent,
+  PoolEventSource,
+} from "./contracts/pool-events.js";
 export { builtinTools } from "./builtin-tools.js";
 export { codingTools, type CodingToolName, type CodingToolsOptions, type CodingWorkspace, type PiSessionInfo } from "./coding-tools.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";

@@ -23,6 +23,8 @@ import { toAgentTool } from "./runtime/agent-tool-adapter.js";
 import { composeRuntime } from "./runtime/compose.js";
 import { batchMeta, EventBus } from "./runtime/event-bus.js";
 import type { PoolRouter } from "./runtime/pool-router.js";
+import { createPoolEventRelay } from "./runtime/pool-event-relay.js";
+import type { PoolEventSource } from "./contracts/pool-events.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
@@ -89,6 +91,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
   /** The pools, and which one runs each worker tool. */
   readonly #router: PoolRouter;
+  /** The local pools' lifecycle events (`queued`, `started`, `ended`), each with its batch and session: `runtime.poolEvents.on(listener)`. */
+  readonly poolEvents: PoolEventSource;
   /** The runtime's own listeners, as batches and pools publish to them. */
   readonly #events = new EventBus(this);
   /** Stopped by `close({ force: true })`: inline calls still running are then no longer awaited. */
@@ -123,6 +127,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.#rules = parts.rules;
     this.#registry = parts.registry;
     this.#router = parts.router;
+    this.poolEvents = createPoolEventRelay(parts.router.localPools);
   }
 
   /** The validated options, defaults applied; frozen. */

@@ -1,25 +1,11 @@
-import { Piscina } from "piscina";
 import { describe, expect, it } from "vitest";
 
 import { CallQueue, type QueuedCall } from "../dist/workers/call-queue.js";
 
-type Task = { [key: symbol]: QueuedCall; done: (error: Error | null) => void; ended?: Error | null };
-
 let nextSeq = 0;
-const task = (session: string, cost = 1, enqueuedAt = 0): Task => {
-  const entry: Task = {
-    [Piscina.queueOptionsSymbol]: { seq: ++nextSeq, session, cost, enqueuedAt },
-    done: (error) => {
-      entry.ended = error;
-    },
-  };
-  return entry;
-};
-const labelOf = (entry: unknown) => {
-  const call = (entry as Task)[Piscina.queueOptionsSymbol]!;
-  return `${String(call.session)}${call.seq}`;
-};
-/** Shifts until the queue is empty, as Piscina does while threads are free. */
+const task = (session: string, cost = 1, enqueuedAt = 0): QueuedCall => ({ seq: ++nextSeq, session, cost, enqueuedAt });
+const labelOf = (call: QueuedCall | null) => `${String(call?.session)}${call?.seq}`;
+/** Shifts until the queue is empty, as the pool does while threads are free. */
 const drain = (queue: CallQueue) => {
   const order: string[] = [];
   for (let entry = queue.shift(); entry !== null; entry = queue.shift()) order.push(labelOf(entry));
@@ -31,7 +17,7 @@ describe("CallQueue", () => {
   it("gives sessions turns, one call each, in order of arrival; a session's calls in their order", () => {
     nextSeq = 0;
     const queue = newQueue();
-    for (const session of ["a", "a", "a", "a", "b", "b", "c", "c"]) queue.push(task(session) as never);
+    for (const session of ["a", "a", "a", "a", "b", "b", "c", "c"]) queue.push(task(session));
     expect(queue.size).toBe(8);
     expect(queue.sessionsWaiting).toBe(3);
     expect(drain(queue)).toEqual(["a1", "b5", "c7", "a2", "b6", "c8", "a3", "a4"]);
@@ -41,8 +27,8 @@ describe("CallQueue", () => {
   it("lets a call of cost 3 use three turns of its session's share", () => {
     nextSeq = 0;
     const queue = newQueue();
-    for (let i = 0; i < 3; i++) queue.push(task("h", 3) as never);
-    for (let i = 0; i < 9; i++) queue.push(task("l", 1) as never);
+    for (let i = 0; i < 3; i++) queue.push(task("h", 3));
+    for (let i = 0; i < 9; i++) queue.push(task("l", 1));
     const order = drain(queue);
     // Between two heavy calls the light session starts three calls.
     const heavyAt = order.flatMap((label, index) => (label.startsWith("h") ? [index] : []));
@@ -55,9 +41,9 @@ describe("CallQueue", () => {
   it("never lets a flood starve a session that arrives later", () => {
     nextSeq = 0;
     const queue = newQueue();
-    for (let i = 0; i < 1_000; i++) queue.push(task("flood") as never);
+    for (let i = 0; i < 1_000; i++) queue.push(task("flood"));
     expect(labelOf(queue.shift())).toBe("flood1");
-    queue.push(task("light") as never);
+    queue.push(task("light"));
     // The flood keeps its turn at most once more, then the light session's call starts.
     const next = [labelOf(queue.shift()), labelOf(queue.shift())];
     expect(next).toContain("light1001");
@@ -72,7 +58,7 @@ describe("CallQueue", () => {
     let shifted = 0;
     for (let step = 0; step < 5_000; step++) {
       if (random() < 0.55) {
-        queue.push(task(`s${Math.floor(random() * 7)}`, 1 + Math.floor(random() * 4)) as never);
+        queue.push(task(`s${Math.floor(random() * 7)}`, 1 + Math.floor(random() * 4)));
         pushed += 1;
       } else if (queue.size > 0) {
         expect(queue.shift()).not.toBeNull();
@@ -85,12 +71,12 @@ describe("CallQueue", () => {
     expect(shifted).toBe(pushed);
   });
 
-  it("undoes a shift Piscina hands back, so a refusal costs no session its turn", () => {
+  it("undoes a shift the pool hands back, so a refusal costs no session its turn", () => {
     nextSeq = 0;
     const queue = newQueue();
-    for (const session of ["a", "a", "b", "b"]) queue.push(task(session) as never);
+    for (const session of ["a", "a", "b", "b"]) queue.push(task(session));
     const first = queue.shift();
-    queue.unshift(first as never);
+    queue.unshift(first!);
     expect(drain(queue)).toEqual(["a1", "b3", "a2", "b4"]);
     // With costs, a refused shift that passed over lines leaves no credit behind.
     const costly = newQueue();
@@ -100,7 +86,7 @@ describe("CallQueue", () => {
       ["l", 1],
       ["h", 3],
     ] as const)
-      costly.push(task(session, cost) as never);
+      costly.push(task(session, cost));
     const reference = newQueue();
     nextSeq = 0;
     for (const [session, cost] of [
@@ -109,33 +95,32 @@ describe("CallQueue", () => {
       ["l", 1],
       ["h", 3],
     ] as const)
-      reference.push(task(session, cost) as never);
+      reference.push(task(session, cost));
     const expected = drain(reference);
     const order: string[] = [];
     for (let entry = costly.shift(); entry !== null; entry = costly.shift()) {
-      costly.unshift(entry as never);
+      costly.unshift(entry);
       entry = costly.shift()!;
       order.push(labelOf(entry).replace(/\d+$/, (n) => String(Number(n) - 4)));
     }
     expect(order).toEqual(expected);
-    // A task never shifted (Piscina's direct path) counts as a new arrival.
-    queue.push(task("a") as never);
+    // A call never shifted (the pool's direct path) counts as a new arrival.
+    queue.push(task("a"));
     const fresh = task("c");
-    queue.unshift(fresh as never);
+    queue.unshift(fresh);
     expect(drain(queue)).toEqual(["a5", "c6"]);
   });
 
-  it("takes a waiting call out and settles its task, and reports the longest wait", () => {
+  it("takes a waiting call out, and reports the longest wait", () => {
     nextSeq = 0;
     const queue = newQueue();
     const early = task("a", 1, 40);
     const late = task("b", 1, 90);
-    queue.push(early as never);
-    queue.push(late as never);
+    queue.push(early);
+    queue.push(late);
     expect(queue.longestWaitMs()).toBe(60);
-    const reason = new Error("ended");
-    queue.take(early[Piscina.queueOptionsSymbol]!, reason);
-    expect(early.ended).toBe(reason);
+    expect(queue.take(early)).toBe(true);
+    expect(queue.take(early)).toBe(false);
     expect(queue.longestWaitMs()).toBe(10);
     expect(drain(queue)).toEqual(["b2"]);
     expect(queue.longestWaitMs()).toBe(0);

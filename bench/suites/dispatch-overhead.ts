@@ -115,7 +115,7 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
     tools: [workerTool({ name: "noop", description: "Returns a constant", parameters: noopParameters, module: noopModule })],
     pool: { maxThreads: threads, minThreads: threads },
   });
-  // The Piscina options toolpool's pool sets (src/workers/piscina-instances.ts), besides
+  // The Piscina options toolpool's pool sets (src/workers/piscina-host.ts), besides
   // its own queue and balancer (which are toolpool's work, so measured as its overhead).
   const piscina = new Piscina({
     filename: noopModule.href,

@@ -25,8 +25,10 @@ export interface WorkerCallRequest {
    * value usable as a Map key; calls without one form a session of their own.
    */
   session?: unknown;
-  /** The batch's `sessionKey`, for the tool's `context` function. */
+  /** The batch's `sessionKey`, for the tool's `context` function and the pool's events. */
   sessionKey?: string | undefined;
+  /** The batch the call belongs to, for the pool's events; absent for a call from `agentTools()`. */
+  batchId?: string | undefined;
   /** W3C `traceparent` of the call's span, handed to the tool as `ctx.traceparent`. */
   traceparent?: string | undefined;
 }

@@ -328,6 +328,7 @@ export class BatchCoordinator {
       onUpdate,
       session: this.#scope.session,
       sessionKey: this.#scope.sessionKey,
+      batchId: this.#scope.batchId,
       traceparent: this.#callTraces?.get(prepared)?.traceparent,
     });
   }

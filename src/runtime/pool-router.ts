@@ -113,6 +113,11 @@ export class PoolRouter {
   }
 
   /** Every pool, the fleet's included. */
+  /** The local pools by key (`"shared"`, `"pool:NAME"`, or the tool of a pool of its own), for their pool events. */
+  get localPools(): ReadonlyMap<WorkerTool | string, WorkerPool> {
+    return this.#pools;
+  }
+
   get pools(): ToolCallPool[] {
     return [...this.#pools.values(), ...(this.#remotePool === undefined ? [] : [this.#remotePool])];
   }

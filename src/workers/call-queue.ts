@@ -1,13 +1,3 @@
-import { Piscina, type TaskQueue } from "piscina";
-
-/** A task as Piscina queues it; the call rides under Piscina's queue-options symbol. */
-type QueuedTask = Parameters<TaskQueue["push"]>[0];
-
-/** Piscina's task record: `done` settles the task's promise (part of its public `TaskInfo` type). */
-interface SettleableTask {
-  done(error: Error | null, result?: unknown): void;
-}
-
 /** What the queue needs to know of a waiting call. */
 export interface QueuedCall {
   readonly seq: number;
@@ -26,7 +16,7 @@ interface CallQueueOptions {
 }
 
 /** One session's waiting calls, FIFO, with its deficit-round-robin state. */
-interface SessionLine {
+interface SessionLine<QueuedTask> {
   session: unknown;
   /** The waiting tasks are `tasks[head]` to `tasks[tail - 1]`; the array is compacted now and then, and kept when the line is reused. */
   tasks: QueuedTask[];
@@ -39,20 +29,20 @@ interface SessionLine {
 }
 
 /**
- * The state the last shift changed, so that Piscina's "could not place it"
+ * The state the last shift changed, so that the pool's "could not place it"
  * can undo it exactly. One record per queue, rewritten by every shift: only
  * the last shift can be undone.
  */
-interface ShiftRecord {
+interface ShiftRecord<QueuedTask> {
   /** Whether the record describes the last shift; cleared once it can no longer be undone. */
   isValid: boolean;
   task: QueuedTask | undefined;
-  line: SessionLine | undefined;
+  line: SessionLine<QueuedTask> | undefined;
   /** Whose turn it was when the shift began. */
   turn: number;
   /** Every line the shift credited or passed over, and their state before it: the first `touchedCount` entries of three parallel lists, which only grow. */
   touchedCount: number;
-  readonly touched: SessionLine[];
+  readonly touched: SessionLine<QueuedTask>[];
   readonly deficits: number[];
   readonly hadTurn: boolean[];
   /** Where the served line stood in the rotation if the shift emptied it, else -1. */
@@ -63,8 +53,9 @@ interface ShiftRecord {
 const maxSpareLines = 64;
 
 /**
- * The queue of calls waiting for a thread, plugged into Piscina as its
- * `taskQueue`: the pool's only queue, and where the scheduling policy lives.
+ * The queue of calls waiting for a thread: the pool's only queue, and where
+ * the scheduling policy lives. Threads never see it: the pool takes a call
+ * out when a thread is free and posts it to that thread.
  *
  * **Sessions take turns** (deficit round-robin): each session with calls
  * waiting has a FIFO line; when a thread frees up, the line whose turn it is
@@ -74,20 +65,20 @@ const maxSpareLines = 64;
  * while any may start) and starvation-free (every line is credited once per
  * round). Within a session, calls start in arrival order.
  *
- * Piscina hands a task it could not place back through `unshift`; the queue
- * then undoes that shift exactly, so the refusal costs no session its turn.
- * Owning the queue also lets the pool find a waiting call again: to move it
- * to a fresh Piscina instance, or to end it before it runs.
+ * A call the pool could not place (its thread went away meanwhile) comes
+ * back through `unshift`; the queue then undoes that shift exactly, so the
+ * refusal costs no session its turn. The pool can also take a waiting call
+ * out, to end it before it runs.
  */
-export class CallQueue implements TaskQueue {
+export class CallQueue<QueuedTask extends QueuedCall = QueuedCall> {
   readonly #options: CallQueueOptions;
   /** Lines with calls waiting, by session. */
-  readonly #lines = new Map<unknown, SessionLine>();
+  readonly #lines = new Map<unknown, SessionLine<QueuedTask>>();
   /** The rotation of lines; `#turn` indexes the line whose turn it is. */
-  readonly #rotation: SessionLine[] = [];
+  readonly #rotation: SessionLine<QueuedTask>[] = [];
   #turn = 0;
   #count = 0;
-  readonly #lastShift: ShiftRecord = {
+  readonly #lastShift: ShiftRecord<QueuedTask> = {
     isValid: false,
     task: undefined,
     line: undefined,
@@ -98,7 +89,7 @@ export class CallQueue implements TaskQueue {
     hadTurn: [],
     removedAt: -1,
   };
-  readonly #spareLines: SessionLine[] = [];
+  readonly #spareLines: SessionLine<QueuedTask>[] = [];
 
   constructor(options: CallQueueOptions) {
     this.#options = options;
@@ -122,12 +113,12 @@ export class CallQueue implements TaskQueue {
   /** Milliseconds the longest-waiting call has waited; 0 when none waits. */
   longestWaitMs(): number {
     let oldest = Infinity;
-    for (const line of this.#rotation) oldest = Math.min(oldest, callOf(line.tasks[line.head]!).enqueuedAt);
+    for (const line of this.#rotation) oldest = Math.min(oldest, line.tasks[line.head]!.enqueuedAt);
     return oldest === Infinity ? 0 : Math.max(0, this.#options.now() - oldest);
   }
 
   push(task: QueuedTask): void {
-    const { session } = callOf(task);
+    const { session } = task;
     let line = this.#lines.get(session);
     if (line === undefined) {
       line = this.#spareLines.pop();
@@ -141,7 +132,7 @@ export class CallQueue implements TaskQueue {
     this.#count += 1;
   }
 
-  /** Piscina's "could not place it": the last shift is undone; anything else is a new arrival. */
+  /** The pool's "could not place it": the last shift is undone; anything else is a new arrival. */
   unshift(task: QueuedTask): void {
     const record = this.#lastShift;
     if (!record.isValid || record.task !== task) {
@@ -193,7 +184,7 @@ export class CallQueue implements TaskQueue {
         line.hasTurn = true;
       }
       const task = line.tasks[line.head]!;
-      const { cost } = callOf(task);
+      const { cost } = task;
       if (line.deficit < cost) {
         line.hasTurn = false;
         this.#turn = (turn + 1) % this.#rotation.length;
@@ -246,56 +237,49 @@ export class CallQueue implements TaskQueue {
     const record = this.#lastShift;
     record.task = undefined;
     record.line = undefined;
-    record.touched.fill(undefined as unknown as SessionLine, 0, record.touchedCount);
+    record.touched.fill(undefined as unknown as SessionLine<QueuedTask>, 0, record.touchedCount);
     record.touchedCount = 0;
   }
 
-  #isTouched(line: SessionLine): boolean {
+  #isTouched(line: SessionLine<QueuedTask>): boolean {
     const record = this.#lastShift;
     for (let index = 0; index < record.touchedCount; index++) if (record.touched[index] === line) return true;
     return false;
   }
 
-  remove(task: QueuedTask): void {
-    this.#takeOut(callOf(task).seq, callOf(task).session);
-  }
-
-  /** Takes one waiting call's task out and settles its Piscina promise with `reason`, so it never runs. */
-  take(call: QueuedCall, reason: Error): void {
-    this.#takeOut(call.seq, call.session)?.done(reason);
+  /** Takes one waiting call out, so it never runs; whether it was waiting here. */
+  take(call: QueuedCall): boolean {
+    return this.#takeOut(call.seq, call.session) !== undefined;
   }
 
   /** Every waiting call, each session's in arrival order, sessions in turn order. */
-  calls(): QueuedCall[] {
-    const calls: QueuedCall[] = [];
+  calls(): QueuedTask[] {
+    const calls: QueuedTask[] = [];
     for (let index = 0; index < this.#rotation.length; index++) {
       const line = this.#rotation[(this.#turn + index) % this.#rotation.length]!;
-      for (let position = line.head; position < line.tail; position++) calls.push(callOf(line.tasks[position]!));
+      for (let position = line.head; position < line.tail; position++) calls.push(line.tasks[position]!);
     }
     return calls;
   }
 
-  /**
-   * Takes every waiting task out and settles its Piscina promise with
-   * `reason`; the pool has already re-homed or ended the calls behind them.
-   */
-  drain(reason: Error): void {
-    const tasks = this.#rotation.flatMap((line) => line.tasks.slice(line.head, line.tail));
+  /** Takes every waiting call out; returns them, as {@link calls} lists them. */
+  drain(): QueuedTask[] {
+    const calls = this.calls();
     this.#rotation.length = 0;
     this.#lines.clear();
     this.#turn = 0;
     this.#count = 0;
     this.#lastShift.isValid = false;
     this.#clearRecord();
-    for (const task of tasks) (task as unknown as SettleableTask).done(reason);
+    return calls;
   }
 
-  #takeOut(seq: number, session: unknown): SettleableTask | undefined {
+  #takeOut(seq: number, session: unknown): QueuedTask | undefined {
     const line = this.#lines.get(session);
     if (line === undefined) return undefined;
     for (let position = line.head; position < line.tail; position++) {
       const task = line.tasks[position]!;
-      if (callOf(task).seq !== seq) continue;
+      if (task.seq !== seq) continue;
       line.tasks.splice(position, 1);
       line.tail -= 1;
       this.#count -= 1;
@@ -304,21 +288,16 @@ export class CallQueue implements TaskQueue {
         this.#clearRecord();
       }
       if (line.head === line.tail) this.#removeLine(line, this.#rotation.indexOf(line));
-      return task as unknown as SettleableTask;
+      return task;
     }
     return undefined;
   }
 
-  #removeLine(line: SessionLine, index: number): void {
+  #removeLine(line: SessionLine<QueuedTask>, index: number): void {
     this.#lines.delete(line.session);
     this.#rotation.splice(index, 1);
     // The line after it moves into its place and so has the turn next.
     if (index < this.#turn) this.#turn -= 1;
     if (this.#turn >= this.#rotation.length) this.#turn = 0;
   }
-}
-
-/** The call behind a queued task, which the pool put under Piscina's queue-options symbol. */
-export function callOf(task: QueuedTask): QueuedCall {
-  return (task as unknown as Record<symbol, QueuedCall>)[Piscina.queueOptionsSymbol]!;
 }

@@ -5,13 +5,13 @@
  * @module
  */
 import type { AgentToolResult } from "../types.js";
-import type { InstanceCall, PiscinaInstance } from "./piscina-instances.js";
+import type { QueuedCall } from "./call-queue.js";
 import type { WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
-import type { AbortMessage, WorkerReply, WorkerTask } from "./protocol.js";
+import type { AbortMessage, WorkerReply } from "./protocol.js";
 import type { PoolTool } from "./tool-numbering.js";
 
 /**
- * Where a call is. `waiting`: for a thread (in Piscina's queue, or parked by
+ * Where a call is. `waiting`: for a thread (in the pool's queue, or parked by
  * session admission). `running`: on a thread. `finished`: its tool ended (the
  * worker's end mark said so at a deadline) and its reply is on its way, never
  * overtaken by a timeout. `replied`: its reply is held until the last partial
@@ -20,13 +20,11 @@ import type { PoolTool } from "./tool-numbering.js";
 type CallPhase = "waiting" | "running" | "finished" | "replied" | "settled";
 
 /** A call of the pool, from `run` to its outcome. */
-export interface PoolCall extends InstanceCall {
+export interface PoolCall extends QueuedCall {
   readonly seq: number;
   readonly request: WorkerCallRequest;
   /** The call's tool, as numbered in this pool. */
   readonly tool: PoolTool;
-  /** The message for the worker, once submitted; the balancer adds the tool's definition for a thread that may not know it. */
-  task: WorkerTask | undefined;
   readonly resolve: (outcome: WorkerCallOutcome) => void;
   phase: CallPhase;
   /** The thread running the call, once dispatched. */
@@ -54,21 +52,18 @@ export function createPoolCall(
   request: WorkerCallRequest,
   tool: PoolTool,
   session: unknown,
-  instance: PiscinaInstance,
   now: number,
   resolve: (outcome: WorkerCallOutcome) => void,
 ): PoolCall {
   return {
     seq,
     tool,
-    task: undefined,
     phase: "waiting",
     session,
     cost: request.tool.cost,
     enqueuedAt: now,
     request,
     resolve,
-    instance,
     threadId: 0,
     startedAt: undefined,
     runMs: undefined,

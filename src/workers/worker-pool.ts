@@ -1,7 +1,7 @@
 /**
- * The worker pool: a facade over its parts (Piscina instances, thread
- * records, session admission, tool numbering, shared-memory signals, spread
- * parts), owning the call lifecycle.
+ * The worker pool: a facade over its parts (the thread host, the call queue,
+ * session admission, tool numbering, shared-memory signals, spread parts),
+ * owning the call lifecycle and the scheduling.
  *
  * Longer than the house's ~400 lines: a call's phases (waiting, running,
  * finished, replied, settled) and their timers are one state machine, kept
@@ -11,31 +11,44 @@
  */
 import type { Worker } from "node:worker_threads";
 
-import { Piscina } from "piscina";
-
 import type { Clock } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
 import { outcomeTexts } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
-import { callOf } from "./call-queue.js";
+import { CallQueue } from "./call-queue.js";
 import { classifyFailure } from "./classify-failure.js";
 import { SessionAdmission } from "./session-admission.js";
 import { SpreadHost, type SpreadPart } from "./spread-host.js";
-import { movedReason, PiscinaInstances, type PiscinaWorker } from "./piscina-instances.js";
+import { PiscinaHost } from "./piscina-host.js";
 import { createPoolCall, outcomeOf, type PoolCall } from "./pool-call.js";
 import { AbortGroups } from "./abort-groups.js";
 import { BusyWindow } from "./busy-window.js";
 import { abortMessageOf, CallSignals } from "./call-signals.js";
-import { ThreadRecords } from "./thread-records.js";
 import { ToolNumbering } from "./tool-numbering.js";
 import type { CallTiming } from "../contracts/call-timing.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
-import { isBootMessage, isSpreadRequest, isUpdateMessage, maxSeq, type WorkerReply, type WorkerTask } from "./protocol.js";
-import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
+import { isSpreadRequest, isUpdateMessage, maxSeq, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
+import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
+import { PoolEventSource } from "../contracts/pool-events.js";
 
-/** Piscina's run options: one frozen object for all calls, since termination is the pool's own. */
-const noRunOptions = Object.freeze({});
+/** Makes the threads under a pool: the Piscina host, or a fake one in the pool's unit tests. */
+export type CreateThreadHost = (
+  options: ResolvedPoolOptions,
+  clock: Clock,
+  workerData: WorkerBootData,
+  events: ThreadHostEvents<PoolCall>,
+) => ThreadHost<PoolCall>;
+
+const createPiscinaHost: CreateThreadHost = (options, clock, workerData, events) => new PiscinaHost(options, clock, workerData, events);
+
+/** A thread the pool may post to, as the pool sees it. */
+interface PoolThread {
+  /** The tools it has answered a call of: its later calls of them go without the definition. */
+  knownTools: Set<number> | undefined;
+  /** The call posted to it and not yet freed from it; 0 while it is idle. */
+  busySeq: number;
+}
 
 /** The one session of every call when `scheduling` is `"fifo"`. */
 const fifoSession = Symbol("fifo");
@@ -46,11 +59,8 @@ const maxBootFailures = 5;
 /** Beyond a call's leftover grace, how long the reply of a finished call may take to be read. */
 const replyMarginMs = 5_000;
 
-/** Settles the Piscina task of a waiting call that was ended before it ran. */
-const endedReason = new Error("ended before it ran");
-
 /**
- * The Piscina pool under a runtime, with what Piscina lacks for tool calls:
+ * The worker pool under a runtime, with what a bare thread pool lacks for tool calls:
  * partial results while a call runs, cooperative abort then termination after
  * a grace period, a time limit counted from the call's start, a queue limit
  * that answers at once, and every fault turned into an outcome.
@@ -58,24 +68,25 @@ const endedReason = new Error("ended before it ran");
  * Each worker runs one call at a time (`concurrentTasksPerWorker: 1`), because
  * terminating a worker must never take an innocent neighbour down with it.
  *
- * Threads are kept up whatever is lost ({@link PiscinaInstances}), waiting
- * calls moving to a fresh Piscina instance when Piscina will not replace a
- * lost worker. If workers keep failing to start, waiting calls end with
- * `TP_ERR_WORKER_CRASH` rather than wait.
- *
- * The queue is the pool's own `CallQueue` (`call-queue.ts`), plugged into Piscina, and
- * termination is the pool's own (`worker.terminate()`), not Piscina's abort
- * signal: a task with a signal would go to Piscina's private skip queue, out
- * of the pool's reach.
+ * The threads belong to a {@link ThreadHost} (`piscina-host.ts`), which
+ * keeps them up whatever is lost; the pool keeps the calls. It holds the
+ * queue (`call-queue.ts`) and the idle threads, and posts a call to a
+ * thread the moment both exist: the call starts then, with no round trip
+ * through the host to learn it. If threads keep failing to start, waiting
+ * calls end with `TP_ERR_WORKER_CRASH` rather than wait.
  */
 export class WorkerPool implements ToolCallPool {
   readonly #options: ResolvedPoolOptions;
   readonly #clock: Clock;
-  readonly #instances: PiscinaInstances;
+  readonly #host: ThreadHost<PoolCall>;
   readonly #calls = new Map<number, PoolCall>();
+  readonly #queue: CallQueue<PoolCall>;
+  /** The threads the host said ready and has not lost. */
+  readonly #threads = new Map<number, PoolThread>();
+  /** Threads with nothing posted to them, the one freed last at the end. */
+  readonly #idle: number[] = [];
   readonly #signals = new CallSignals();
   readonly #onPoolError: (error: unknown) => void;
-  readonly #threads = new ThreadRecords();
   /** The calls listening to each batch's signal, one listener per signal. */
   readonly #abortGroups = new AbortGroups<PoolCall>((call) => this.#abort(call));
   readonly #tools: ToolNumbering;
@@ -89,30 +100,37 @@ export class WorkerPool implements ToolCallPool {
   /** Thread time of the calls that ended lately, from reaching a thread to their end: `utilization`. */
   readonly #busy: BusyWindow;
   #isClosed = false;
+  /** The host said it cannot keep threads up and no call waited then: the next call restarts it. */
+  #isStalled = false;
   /** Resolved when the last call settles after close() began. */
   #drained: Deferred<void> | undefined;
+  /** The pool's lifecycle events (`queued`, `started`, `ended`); made only while someone listens. */
+  readonly events = new PoolEventSource();
 
-  constructor(options: ResolvedPoolOptions, clock: Clock, onPoolError: (error: unknown) => void) {
+  /**
+   * @param createHost makes the threads under the pool; the Piscina host
+   *   unless a test hands a fake one.
+   */
+  constructor(options: ResolvedPoolOptions, clock: Clock, onPoolError: (error: unknown) => void, createHost: CreateThreadHost = createPiscinaHost) {
     this.#options = options;
     this.#clock = clock;
     this.#busy = new BusyWindow(clock.now());
     this.#onPoolError = onPoolError;
     this.#tools = new ToolNumbering(options);
+    this.#queue = new CallQueue({ now: () => this.#clock.now() });
     this.#admission = options.maxRunningPerSession === undefined ? undefined : new SessionAdmission(options.maxRunningPerSession);
-    this.#instances = new PiscinaInstances(options, clock, this.#threads, this.#signals.bootData(options.leftoverGraceMs), {
-      dispatch: (task, worker) => {
-        if (this.#signals.isRetired(worker.id)) return false;
-        this.#onDispatch(callOf(task) as PoolCall, worker);
-        return true;
-      },
+    this.#host = createHost(options, clock, this.#signals.bootData(options.leftoverGraceMs), {
+      ready: (threadId) => this.#onReady(threadId),
+      freed: (threadId) => this.#onFreed(threadId),
+      replied: (call, reply) => this.#onReply(call, reply),
+      failed: (call, threadId, error) => this.#onFailed(call, threadId, error),
+      lost: (threadId) => this.#onLost(threadId),
       message: (message) => {
         if (isUpdateMessage(message)) this.#onUpdate(message.seq, message.partial);
-        else if (isBootMessage(message)) this.#instances.onBoot(message.threadId);
         else if (isSpreadRequest(message)) (this.#spread ??= this.#createSpreadHost()).onRequest(message);
       },
       error: (error) => this.#onPoolError(error),
-      threadLost: (threadId) => this.#spread?.onThreadLost(threadId),
-      latched: () => this.#repair(),
+      stalled: () => this.#onStalled(),
     });
   }
 
@@ -123,10 +141,8 @@ export class WorkerPool implements ToolCallPool {
 
   /** A snapshot of threads, running and queued calls. */
   get stats(): PoolStats {
-    let threads = 0;
-    for (const instance of this.#instances.all) threads += instance.piscina.threads.length;
     return {
-      threads,
+      threads: this.#host.threadCount,
       running: this.#calls.size - this.#queued,
       queued: this.#queued,
       completed: this.#completed,
@@ -149,7 +165,7 @@ export class WorkerPool implements ToolCallPool {
   }
 
   #waitingSessions(): { sessionsWaiting: number; longestWaitMs: number } {
-    const queue = this.#instances.current.queue;
+    const queue = this.#queue;
     let sessionsWaiting = queue.sessionsWaiting;
     let longestWaitMs = queue.longestWaitMs();
     if (this.#admission !== undefined) {
@@ -161,15 +177,18 @@ export class WorkerPool implements ToolCallPool {
     return { sessionsWaiting, longestWaitMs };
   }
 
-  /** The live threads of every Piscina instance, for supervision (and tests that kill one from outside). */
+  /** The live threads, for supervision (and tests that kill one from outside). */
   get workers(): Worker[] {
-    return this.#instances.all.flatMap((instance) => instance.piscina.threads);
+    return this.#host.workers;
   }
 
-  /** The inner state: Piscina instances, threads and every call not yet settled. */
+  /** The inner state: the host's threads and every call not yet settled. */
   diagnose(): PoolDiagnosis {
+    const host = this.#host.describe();
+    const current = host.generations.at(-1);
+    if (current !== undefined) current.queued = this.#queue.size;
     return {
-      ...this.#instances.describe(),
+      ...host,
       calls: [...this.#calls.values()].map((call) => ({
         tool: call.request.tool.name,
         toolCallId: call.request.toolCallId,
@@ -201,8 +220,11 @@ export class WorkerPool implements ToolCallPool {
         return Promise.resolve({ kind: "error", message: error instanceof Error ? error.message : String(error) });
       }
     }
-    // A latched instance would not keep its threads up: start afresh first.
-    if (this.#instances.current.isLatched) this.#replaceInstance();
+    // Threads that could not be kept up: start afresh first.
+    if (this.#isStalled) {
+      this.#isStalled = false;
+      this.#host.restart();
+    }
     return new Promise<WorkerCallOutcome>((resolve) => {
       const call = this.#enqueue(request, this.#options.scheduling === "fifo" ? fifoSession : (request.session ?? Symbol("session")), resolve);
       call.context = context;
@@ -214,10 +236,11 @@ export class WorkerPool implements ToolCallPool {
   #enqueue(request: WorkerCallRequest, session: unknown, resolve: (outcome: WorkerCallOutcome) => void): PoolCall {
     const seq = this.#nextSeq();
     // FIFO is one line that every call joins; fair, a line per session.
-    const call = createPoolCall(seq, request, this.#tools.toolOf(request.tool), session, this.#instances.current, this.#clock.now(), resolve);
+    const call = createPoolCall(seq, request, this.#tools.toolOf(request.tool), session, this.#clock.now(), resolve);
     this.#calls.set(seq, call);
     this.#queued += 1;
     if (request.signal !== undefined) this.#abortGroups.add(request.signal, call);
+    if (this.events.isObserved) this.events.emit({ type: "queued", ...eventBase(call, call.enqueuedAt) });
     return call;
   }
 
@@ -238,69 +261,119 @@ export class WorkerPool implements ToolCallPool {
         });
       }
     }
-    // Piscina's own close() waits for tasks through events that a forced
-    // destroy() never sends, so the drain is tracked here, on our own calls.
+    // The drain is tracked on the pool's own calls: a forced end leaves
+    // threads still running calls whose outcome is already given.
     if (this.#calls.size > 0) await (this.#drained ??= createDeferred()).promise;
     try {
-      await this.#instances.destroy();
+      await this.#host.destroy();
     } finally {
       this.#signals.close();
       this.#spread?.close();
     }
   }
 
+  /** Starts a call on an idle thread if there is one and nothing waits before it; else queues it. */
   #submit(call: PoolCall): void {
-    const instance = call.instance;
+    if (this.#queue.size === 0) {
+      while (this.#idle.length > 0) if (this.#startOn(call, this.#idle.pop()!)) return;
+    }
+    this.#queue.push(call);
+    // Every call that has to wait asks for a thread; the host starts one while below its maximum.
+    this.#host.grow();
+  }
+
+  /** Hands waiting calls to idle threads, in the queue's turn order. */
+  #pump(): void {
+    while (this.#queue.size > 0 && this.#idle.length > 0) {
+      const threadId = this.#idle.pop()!;
+      const call = this.#queue.shift()!;
+      // Refused: the thread is going away, and the call keeps its place and its session its turn.
+      if (!this.#startOn(call, threadId)) this.#queue.unshift(call);
+    }
+  }
+
+  /**
+   * Posts a waiting call to idle thread `threadId`: the call starts now, and
+   * with it its time limit. Returns false, and forgets the thread, if the
+   * thread may not take it (retired by its leftover work, or going away).
+   */
+  #startOn(call: PoolCall, threadId: number): boolean {
+    const thread = this.#threads.get(threadId);
+    if (thread === undefined || this.#signals.isRetired(threadId)) return false;
     const { request, seq } = call;
-    const task: WorkerTask & { [key: symbol]: PoolCall } = {
-      seq,
-      tool: call.tool.id,
-      toolCallId: request.toolCallId,
-      args: request.args,
-      // Symbol-keyed, so it stays on this thread: the queue and the balancer read it.
-      [Piscina.queueOptionsSymbol]: call,
-    };
+    const task: WorkerTask = { seq, tool: call.tool.id, toolCallId: request.toolCallId, args: request.args };
     if (request.traceparent !== undefined) task.traceparent = request.traceparent;
     if (call.context !== undefined) task.context = call.context;
-    call.task = task;
-    instance.piscina.run(task, noRunOptions).then(
-      (reply) => {
-        if (call.instance === instance) this.#onReply(call, reply);
-      },
-      (error: unknown) => {
-        // A thread that failed mid-call (a crash) leaves the processes its bash calls started: they
-        // end with it. The file locks it held are freed when it exits (see PiscinaInstances).
-        if (call.threadId !== 0) void sweepThreadProcesses(call.threadId);
-        if (call.instance === instance) this.#settle(call, this.#classifyFailure(call, error));
-      },
-    );
+    // A thread not yet seen answering a call of the tool gets its definition.
+    if (thread.knownTools?.has(call.tool.id) !== true) task.definition = call.tool.definition;
+    if (call.isAborted) task.aborted = call.abortMessage;
+    if (!this.#host.post(threadId, task, call)) {
+      this.#threads.delete(threadId);
+      return false;
+    }
+    thread.busySeq = seq;
+    call.phase = "running";
+    call.threadId = threadId;
+    call.startedAt = this.#clock.now();
+    this.#queued -= 1;
+    const { timeoutMs } = request.tool;
+    if (timeoutMs !== undefined) call.timeoutTimer = this.#clock.setTimeout(() => this.#terminate(call, "timeout"), timeoutMs);
+    if (call.isAborted) this.#startGracePeriod(call);
+    if (this.events.isObserved) {
+      this.events.emit({ type: "started", ...eventBase(call, call.startedAt), threadId, queueWaitMs: call.startedAt - call.enqueuedAt });
+    }
+    return true;
   }
 
-  /** Moves the calls waiting on a latched instance to a fresh one, or ends them if threads keep failing to start. */
-  #repair(): void {
-    const instance = this.#instances.current;
-    if (this.#instances.isDestroying || !instance.isLatched || instance.queue.size === 0) return;
-    const bootFailures = this.#instances.bootFailures;
-    if (bootFailures >= maxBootFailures) {
-      const waiting = instance.queue.calls() as PoolCall[];
-      instance.queue.drain(movedReason);
-      for (const call of waiting) {
-        this.#settle(call, {
-          kind: "error",
-          code: "TP_ERR_WORKER_CRASH",
-          message: `Tool "${call.request.tool.name}" was not run: ${bootFailures} worker threads in a row failed to start`,
-        });
-      }
-      // The next call tries a fresh instance; until then none is started.
-      this.#instances.resetBootFailures();
+  #onReady(threadId: number): void {
+    if (this.#threads.has(threadId)) return;
+    this.#threads.set(threadId, { knownTools: undefined, busySeq: 0 });
+    this.#idle.push(threadId);
+    this.#pump();
+  }
+
+  /** Thread `threadId` finished its call (its reply is on its way): it takes the next call at once. */
+  #onFreed(threadId: number): void {
+    const thread = this.#threads.get(threadId);
+    if (thread === undefined || thread.busySeq === 0) return;
+    thread.busySeq = 0;
+    this.#idle.push(threadId);
+    this.#pump();
+  }
+
+  #onLost(threadId: number): void {
+    this.#threads.delete(threadId);
+    const index = this.#idle.indexOf(threadId);
+    if (index !== -1) this.#idle.splice(index, 1);
+    this.#spread?.onThreadLost(threadId);
+  }
+
+  /**
+   * The host cannot keep threads up. Calls waiting move to fresh threads,
+   * or end if threads keep failing to start; with none waiting, the next
+   * call starts fresh threads.
+   */
+  #onStalled(): void {
+    if (this.#isClosed && this.#calls.size === 0) return;
+    if (this.#queue.size === 0) {
+      this.#isStalled = true;
       return;
     }
-    this.#replaceInstance();
-  }
-
-  /** Moves every waiting call to a fresh Piscina instance, in order. */
-  #replaceInstance(): void {
-    for (const call of this.#instances.replace() as PoolCall[]) if (call.phase !== "settled") this.#submit(call);
+    const bootFailures = this.#host.bootFailures;
+    if (bootFailures < maxBootFailures) {
+      this.#host.restart();
+      return;
+    }
+    for (const call of this.#queue.calls()) {
+      this.#settle(call, {
+        kind: "error",
+        code: "TP_ERR_WORKER_CRASH",
+        message: `Tool "${call.request.tool.name}" was not run: ${bootFailures} worker threads in a row failed to start`,
+      });
+    }
+    // The next call tries fresh threads; until then none is started.
+    this.#host.resetBootFailures();
+    this.#isStalled = true;
   }
 
   #createSpreadHost(): SpreadHost {
@@ -312,10 +385,9 @@ export class WorkerPool implements ToolCallPool {
         );
       },
       partSlots: (seq) => {
-        const instance = this.#instances.current;
-        if (instance.isLatched) return 0;
-        // Usable threads not running a call, less what waits for one (parts not yet placed included).
-        const idle = Math.max(0, instance.readyThreads - instance.running - instance.queue.size - this.#threads.terminating);
+        if (this.#isStalled) return 0;
+        // Idle threads, less what waits for one (parts not yet placed included).
+        const idle = Math.max(0, this.#idle.length - this.#queue.size);
         if (this.#admission === undefined) return idle;
         // Parts run in the caller's session: they take places under its cap like its calls.
         return Math.min(idle, this.#admission.room(this.#calls.get(seq)?.session));
@@ -334,7 +406,8 @@ export class WorkerPool implements ToolCallPool {
     const tool = this.#tools.partTool(parent.tool, exportName);
     let call: PoolCall | undefined;
     const outcome = new Promise<WorkerCallOutcome>((resolve) => {
-      call = this.#enqueue({ tool, toolCallId: parent.request.toolCallId, args: input }, parent.session, resolve);
+      const { toolCallId, batchId, sessionKey } = parent.request;
+      call = this.#enqueue({ tool, toolCallId, args: input, batchId, sessionKey }, parent.session, resolve);
     });
     const part = call!;
     // Counted under the session's cap (partSlots left room for it), released when it settles.
@@ -370,24 +443,6 @@ export class WorkerPool implements ToolCallPool {
     return this.#queued + 1 - freeThreads > maxQueue;
   }
 
-  #onDispatch(call: PoolCall, worker: PiscinaWorker): void {
-    if (call.phase !== "waiting") return;
-    call.phase = "running";
-    call.threadId = worker.id;
-    // Posted right after this returns: a thread not yet seen answering a call
-    // of the tool gets its definition (again, if a reply is still on its way).
-    if (!this.#threads.knows(worker.id, call.tool.id)) call.task!.definition = call.tool.definition;
-    call.startedAt = this.#clock.now();
-    call.instance.running += 1;
-    this.#queued -= 1;
-    const { timeoutMs } = call.request.tool;
-    if (timeoutMs !== undefined) call.timeoutTimer = this.#clock.setTimeout(() => this.#terminate(call, "timeout"), timeoutMs);
-    if (call.isAborted) {
-      call.task!.aborted = call.abortMessage;
-      this.#startGracePeriod(call);
-    }
-  }
-
   #abort(call: PoolCall): void {
     if (call.isAborted || call.phase === "settled") return;
     call.isAborted = true;
@@ -405,7 +460,7 @@ export class WorkerPool implements ToolCallPool {
   /**
    * Ends a call that overran its time limit or its abort grace: the outcome is
    * settled at once (a thread blocked in native code may take long to die, or
-   * never), then its thread is terminated and Piscina replaces it.
+   * never), then its thread is terminated and the host replaces it.
    */
   #terminate(call: PoolCall, reason: "timeout" | "aborted"): void {
     if (call.phase !== "running") return;
@@ -419,7 +474,7 @@ export class WorkerPool implements ToolCallPool {
     }
     call.killReason = reason;
     this.#settle(call, this.#classifyFailure(call, undefined));
-    this.#instances.terminateThread(call.instance, call.threadId);
+    this.#host.terminate(call.threadId);
   }
 
   /**
@@ -435,7 +490,7 @@ export class WorkerPool implements ToolCallPool {
       if (call.phase !== "finished") return;
       call.killReason = "reply-lost";
       this.#settle(call, this.#classifyFailure(call, undefined));
-      this.#instances.terminateThread(call.instance, call.threadId);
+      this.#host.terminate(call.threadId);
     }, this.#replyWaitMs);
   }
 
@@ -455,11 +510,24 @@ export class WorkerPool implements ToolCallPool {
   }
 
   #onReply(call: PoolCall, reply: WorkerReply): void {
-    // A reply is proof the thread started, whether or not its boot message came first.
-    this.#instances.onBoot(call.threadId);
-    // ...and that it knows the call's tool from now on.
-    this.#threads.learned(call.threadId, call.tool.id);
-    if (reply.retiredThreadId !== undefined) this.#instances.terminateThread(call.instance, reply.retiredThreadId);
+    const { threadId } = call;
+    if (reply.retiredThreadId !== undefined) this.#host.terminate(reply.retiredThreadId);
+    const thread = this.#threads.get(threadId);
+    if (thread !== undefined) {
+      // It knows the call's tool from now on. Unless the host said so first,
+      // it is free: it takes the next call before this one's outcome goes
+      // out, so a thread never waits on the main thread's handling of a
+      // result. (So a call's `ended` event may come after the `started` of
+      // the next call on its thread.)
+      (thread.knownTools ??= new Set()).add(call.tool.id);
+      if (thread.busySeq === call.seq) {
+        thread.busySeq = 0;
+        if (reply.retiredThreadId !== threadId) {
+          this.#idle.push(threadId);
+          this.#pump();
+        }
+      }
+    }
     if (call.phase === "settled") return;
     call.runMs = reply.runMs;
     // Partials travel on another port than the reply: wait for the last one.
@@ -471,6 +539,12 @@ export class WorkerPool implements ToolCallPool {
       // neither its time limit nor an abort may terminate that thread now.
       this.#clearTimers(call);
     }
+  }
+
+  /** The thread running `call` is gone: crashed, exited, or terminated by the pool. */
+  #onFailed(call: PoolCall, threadId: number, error: unknown): void {
+    this.#onLost(threadId);
+    this.#settle(call, this.#classifyFailure(call, error));
   }
 
   #classifyFailure(call: PoolCall, error: unknown): WorkerCallOutcome {
@@ -491,12 +565,11 @@ export class WorkerPool implements ToolCallPool {
     this.#completed += 1;
     if (this.#spread !== undefined) this.#spread.onCallEnded(call.seq);
     let wasParked = false;
-    if (hasRun) this.#instances.onCallLeftThread(call.instance);
-    else {
+    if (!hasRun) {
       this.#queued -= 1;
       // A waiting call ended early (closed by force): it must not run later.
       wasParked = this.#admission?.unpark(call) === true;
-      if (!wasParked) call.instance.queue.take(call, endedReason);
+      if (!wasParked) this.#queue.take(call);
     }
     this.#clearTimers(call);
     if (call.request.signal !== undefined) this.#abortGroups.delete(call.request.signal, call);
@@ -504,10 +577,7 @@ export class WorkerPool implements ToolCallPool {
     if (this.#admission !== undefined && !wasParked) {
       // The session's next parked call takes the place this one frees.
       const next = this.#admission.release(call.session);
-      if (next !== undefined) {
-        next.instance = this.#instances.current;
-        this.#submit(next);
-      }
+      if (next !== undefined) this.#submit(next);
     }
     if (this.#calls.size === 0) this.#drained?.resolve();
     const timing: CallTiming = { submittedAt: call.enqueuedAt, endedAt: this.#clock.now() };
@@ -519,6 +589,17 @@ export class WorkerPool implements ToolCallPool {
     if (call.runMs !== undefined) timing.runMs = call.runMs;
     // Every outcome reaching here is a fresh object of this call's.
     outcome.timing = timing;
+    if (this.events.isObserved) {
+      const code = outcome.kind === "error" ? outcome.code : undefined;
+      this.events.emit({
+        type: "ended",
+        ...eventBase(call, timing.endedAt),
+        outcome: outcome.kind === "ok" ? "ok" : code === undefined ? "error" : "fault",
+        code,
+        threadId: timing.threadId,
+        timing,
+      });
+    }
     call.resolve(outcome);
   }
 
@@ -528,4 +609,18 @@ export class WorkerPool implements ToolCallPool {
     call.timeoutTimer = undefined;
     call.graceTimer = undefined;
   }
+}
+
+/** What every event of `call` says of it; the runtime names the pool. */
+function eventBase(call: PoolCall, at: number) {
+  const { request } = call;
+  return {
+    pool: "",
+    seq: call.seq,
+    batchId: request.batchId,
+    sessionKey: request.sessionKey,
+    toolCallId: request.toolCallId,
+    tool: request.tool.name,
+    at,
+  };
 }

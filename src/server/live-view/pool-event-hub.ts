@@ -1,6 +1,9 @@
 /**
  * The source of `GET /v1/pool/events`: listens to the runtime and looks at
- * its pools only while at least one client watches.
+ * its pools only while at least one client watches. Which call waits and
+ * which runs on which thread comes from the pools' events
+ * (`runtime.poolEvents`), each naming its batch; the threads themselves from
+ * the pools' diagnosis.
  *
  * @module
  */
@@ -9,7 +12,7 @@ import type { ServerResponse } from "node:http";
 import { errorCodes } from "../../errors.js";
 import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../../events.js";
 import type { Runtime } from "../../runtime.js";
-import type { PoolCallDiagnosis } from "../../contracts/pool-contract.js";
+import type { PoolCallEvent } from "../../contracts/pool-events.js";
 import { toJsonText } from "../../http/json-text.js";
 import { maxPendingCalls, PoolEventClient, type PoolEventClientState } from "./pool-event-client.js";
 import type {
@@ -52,6 +55,18 @@ interface LiveCall {
   readonly startedAt: number;
 }
 
+/** A call of a pool between its `queued` and `ended` events. */
+interface PoolCallState {
+  readonly pool: string;
+  readonly batchId: string | undefined;
+  readonly toolCallId: string;
+  readonly tool: string;
+  readonly session: string | undefined;
+  isRunning: boolean;
+  threadId: number | undefined;
+  startedAt: number;
+}
+
 /** What {@link PoolEventHub.diagnose} returns. */
 export interface PoolEventsDiagnosis {
   /** Whether the hub listens to the runtime and takes snapshots (only while someone watches). */
@@ -76,6 +91,8 @@ export class PoolEventHub {
   #timer: NodeJS.Timeout | undefined;
   /** Everything below lives only while attached. */
   #liveCalls = new Map<string, LiveCall>();
+  /** The pools' calls under way, by pool and number, from their events. */
+  #poolCalls = new Map<string, PoolCallState>();
   #tallies: PoolTallies;
   /** Threads seen in earlier snapshots, to show the ones that went as retired. */
   #lastThreads = new Map<number, PoolThreadView>();
@@ -98,6 +115,32 @@ export class PoolEventHub {
     const record = callRecord(event, meta, meta.sessionKey === undefined ? undefined : cut(meta.sessionKey, 256));
     this.#tallies.addCall(record);
     for (const client of this.#clients) client.pushCall(record);
+  };
+  readonly #onPoolEvent = (event: PoolCallEvent): void => {
+    const key = `${event.pool}\0${event.seq}`;
+    if (event.type === "ended") {
+      this.#poolCalls.delete(key);
+      return;
+    }
+    let call = this.#poolCalls.get(key);
+    if (call === undefined) {
+      call = {
+        pool: event.pool,
+        batchId: event.batchId,
+        toolCallId: event.toolCallId,
+        tool: event.tool,
+        session: event.sessionKey === undefined ? undefined : cut(event.sessionKey, 256),
+        isRunning: false,
+        threadId: undefined,
+        startedAt: 0,
+      };
+      setBounded(this.#poolCalls, key, call);
+    }
+    if (event.type === "started") {
+      call.isRunning = true;
+      call.threadId = event.threadId;
+      call.startedAt = event.at;
+    }
   };
   readonly #onPoolError = (error: unknown): void => {
     const code = (error as { code?: unknown } | null)?.code;
@@ -152,6 +195,7 @@ export class PoolEventHub {
     runtime.on("tool_execution_start", this.#onCallStart);
     runtime.on("tool_execution_end", this.#onCallEnd);
     runtime.on("pool_error", this.#onPoolError);
+    runtime.poolEvents.on(this.#onPoolEvent);
     this.#timer = setInterval(() => this.#tick(), poolEventsIntervalMs);
     // A watcher is no reason to keep the process alive.
     this.#timer.unref();
@@ -162,9 +206,11 @@ export class PoolEventHub {
     runtime.off("tool_execution_start", this.#onCallStart);
     runtime.off("tool_execution_end", this.#onCallEnd);
     runtime.off("pool_error", this.#onPoolError);
+    runtime.poolEvents.off(this.#onPoolEvent);
     clearInterval(this.#timer);
     this.#timer = undefined;
     this.#liveCalls = new Map();
+    this.#poolCalls = new Map();
     this.#tallies = new PoolTallies(this.#toolNames);
     this.#lastThreads = new Map();
     this.#retired = [];
@@ -199,20 +245,26 @@ export class PoolEventHub {
 
   #snapshot(): PoolSnapshotFrame {
     const now = Date.now();
+    // The threads only: which call waits and which runs where comes from the pools' events.
     const diagnosis = this.#runtime.isClosed ? { pools: [] } : this.#runtime.diagnose();
-    const poolCalls = diagnosis.pools.flatMap((pool) => pool.calls);
-    const states = this.#matchLiveCalls(poolCalls);
+    const states = this.#callStates();
     const threads: PoolThreadView[] = [];
     const seen = new Map<number, PoolThreadView>();
     for (const pool of diagnosis.pools) {
       for (const generation of pool.generations) {
         for (const thread of generation.threads) {
-          const running = poolCalls.find((call) => call.state === "running" && call.threadId === thread.threadId);
+          const running = states.running.get(`${pool.pool}\0${thread.threadId}`);
           const view: PoolThreadView = {
             pool: pool.pool,
             threadId: thread.threadId,
-            state: generation.isRetired ? "retired" : !thread.isBooted ? "starting" : running !== undefined ? "busy" : "idle",
-            ...(running === undefined ? {} : { call: this.#runningCall(running, states.running.get(running)) }),
+            state: generation.isRetired
+              ? "retired"
+              : !thread.isBooted && running === undefined
+                ? "starting"
+                : running !== undefined
+                  ? "busy"
+                  : "idle",
+            ...(running === undefined ? {} : { call: runningCall(running) }),
           };
           threads.push(view);
           seen.set(view.threadId, view);
@@ -243,40 +295,28 @@ export class PoolEventHub {
   }
 
   /**
-   * Which live calls the pools hold waiting and which running: the pools
-   * know a call by its tool and id only, so calls of several batches with
-   * one id are told apart by their order.
+   * The pools' calls by their state: the batch calls waiting for a thread
+   * (by batch and call id), and the call each thread runs (by pool and
+   * thread; the one that started last, where a call's end is still on its
+   * way as its thread takes the next).
    */
-  #matchLiveCalls(poolCalls: PoolCallDiagnosis[]): { waiting: Set<LiveCall>; running: Map<PoolCallDiagnosis, LiveCall> } {
-    const byId = new Map<string, LiveCall[]>();
-    for (const call of this.#liveCalls.values()) {
-      const key = callKey(call.tool, call.toolCallId);
-      const list = byId.get(key);
-      if (list === undefined) byId.set(key, [call]);
-      else list.push(call);
-    }
-    const waiting = new Set<LiveCall>();
-    const running = new Map<PoolCallDiagnosis, LiveCall>();
-    for (const poolCall of poolCalls) {
-      const live = byId.get(callKey(poolCall.tool, poolCall.toolCallId))?.shift();
-      if (live === undefined) continue;
-      if (poolCall.state === "waiting") waiting.add(live);
-      else running.set(poolCall, live);
+  #callStates(): { waiting: Set<string>; running: Map<string, PoolCallState> } {
+    const waiting = new Set<string>();
+    const running = new Map<string, PoolCallState>();
+    for (const call of this.#poolCalls.values()) {
+      if (!call.isRunning) {
+        if (call.batchId !== undefined) waiting.add(callKey(call.batchId, call.toolCallId));
+        continue;
+      }
+      const key = `${call.pool}\0${call.threadId}`;
+      const other = running.get(key);
+      if (other === undefined || other.startedAt <= call.startedAt) running.set(key, call);
     }
     return { waiting, running };
   }
 
-  #runningCall(poolCall: PoolCallDiagnosis, live: LiveCall | undefined): PoolRunningCall {
-    return {
-      tool: poolCall.tool,
-      toolCallId: cut(poolCall.toolCallId, 256),
-      ...(live === undefined ? {} : { batchId: live.batchId }),
-      ...(live?.session === undefined ? {} : { session: live.session }),
-    };
-  }
-
   /** Sessions with calls under way, most waiting first. */
-  #sessionViews(waiting: Set<LiveCall>, now: number): PoolSessionView[] {
+  #sessionViews(waiting: Set<string>, now: number): PoolSessionView[] {
     const views = new Map<string, PoolSessionView>();
     for (const call of this.#liveCalls.values()) {
       const key = call.session === undefined ? `\0${call.batchId}` : call.session;
@@ -285,7 +325,7 @@ export class PoolEventHub {
         view = { ...(call.session === undefined ? { batchId: call.batchId } : { session: call.session }), waiting: 0, running: 0, longestWaitMs: 0 };
         views.set(key, view);
       }
-      if (waiting.has(call)) {
+      if (waiting.has(callKey(call.batchId, call.toolCallId))) {
         view.waiting += 1;
         view.longestWaitMs = Math.max(view.longestWaitMs, now - call.startedAt);
       } else {
@@ -294,6 +334,16 @@ export class PoolEventHub {
     }
     return [...views.values()].sort((a, b) => b.waiting - a.waiting || b.running - a.running);
   }
+}
+
+/** A thread's running call, as a snapshot shows it. */
+function runningCall(call: PoolCallState): PoolRunningCall {
+  return {
+    tool: call.tool,
+    toolCallId: cut(call.toolCallId, 256),
+    ...(call.batchId === undefined ? {} : { batchId: call.batchId }),
+    ...(call.session === undefined ? {} : { session: call.session }),
+  };
 }
 
 /** The stream's record of an ended call. */

@@ -1,0 +1,415 @@
+import type { Worker } from "node:worker_threads";
+
+import { afterEach, describe, expect, it, vi } from "vitest";
+
+import type { ResolvedPoolOptions } from "../src/options.js";
+import { workerTool } from "../src/contracts/worker-tool.js";
+import type { PoolCall } from "../src/workers/pool-call.js";
+import { PoolEventSource, type PoolCallEvent } from "../src/contracts/pool-events.js";
+import type { WorkerCallOutcome, WorkerCallRequest } from "../src/contracts/pool-contract.js";
+import { updateTag, type WorkerReply, type WorkerTask } from "../src/workers/protocol.js";
+import type { ThreadHost, ThreadHostEvents } from "../src/workers/thread-host.js";
+import { WorkerPool } from "../src/workers/worker-pool.js";
+import { FakeClock } from "./support/fake-clock.js";
+
+// The pool's state machine on a fake thread host and the fake clock: no
+// threads, no dist. The host records what the pool asks of it; the test plays
+// the threads' part by firing the host's events.
+
+interface Posted {
+  threadId: number;
+  task: WorkerTask;
+  call: PoolCall;
+}
+
+class FakeHost implements ThreadHost<PoolCall> {
+  readonly posted: Posted[] = [];
+  readonly terminated: number[] = [];
+  /** Threads whose `post` answers false (going away). */
+  readonly refusing = new Set<number>();
+  grows = 0;
+  restarts = 0;
+  bootFailures = 0;
+  threadCount = 0;
+  readonly workers: Worker[] = [];
+  events: ThreadHostEvents<PoolCall>;
+
+  constructor(events: ThreadHostEvents<PoolCall>) {
+    this.events = events;
+  }
+
+  post(threadId: number, task: WorkerTask, call: PoolCall): boolean {
+    if (this.refusing.has(threadId)) return false;
+    this.posted.push({ threadId, task, call });
+    return true;
+  }
+  grow(): void {
+    this.grows += 1;
+  }
+  terminate(threadId: number): void {
+    this.terminated.push(threadId);
+  }
+  restart(): void {
+    this.restarts += 1;
+  }
+  resetBootFailures(): void {
+    this.bootFailures = 0;
+  }
+  describe() {
+    return { generations: [], generationsStarted: 1 + this.restarts, bootFailures: this.bootFailures };
+  }
+  destroy(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Threads `threadIds` are ready. */
+  ready(...threadIds: number[]): void {
+    for (const threadId of threadIds) this.events.ready(threadId);
+  }
+  /** The last call posted to `threadId` replies. */
+  reply(threadId: number, reply: Partial<WorkerReply> = {}): void {
+    const posted = this.lastOn(threadId);
+    this.events.replied(posted.call, {
+      kind: "ok",
+      result: { content: [{ type: "text", text: posted.task.toolCallId }] },
+      updates: 0,
+      ...reply,
+    } as WorkerReply);
+  }
+  lastOn(threadId: number): Posted {
+    const posted = this.posted.filter((entry) => entry.threadId === threadId).at(-1);
+    if (posted === undefined) throw new Error(`nothing was posted to thread ${threadId}`);
+    return posted;
+  }
+  /** The tool call ids posted, in order. */
+  get order(): string[] {
+    return this.posted.map((entry) => entry.task.toolCallId);
+  }
+}
+
+const flush = async () => {
+  for (let turn = 0; turn < 5; turn++) await Promise.resolve();
+};
+
+const tool = (name: string, extra: { timeoutMs?: number; cost?: number } = {}) =>
+  workerTool({ name, description: name, parameters: { type: "object" }, module: new URL("file:///fake/tool.mjs"), ...extra });
+const echo = tool("echo");
+
+let pools: WorkerPool[] = [];
+afterEach(async () => {
+  await Promise.all(pools.map((pool) => pool.close({ force: true })));
+  pools = [];
+});
+
+/** The pool's resolved options as the runtime would give them (the schema's defaults), without loading the compiled validators. */
+const poolOptions = (options: Partial<ResolvedPoolOptions>): ResolvedPoolOptions =>
+  Object.freeze({
+    maxThreads: 2,
+    minThreads: 2,
+    idleTimeout: 30_000,
+    maxQueue: undefined,
+    resourceLimits: undefined,
+    abortGraceMs: 1_000,
+    maxResultBytes: 1 << 20,
+    leftoverGraceMs: 100,
+    env: undefined,
+    maxRunningPerSession: undefined,
+    scheduling: "fair",
+    ...options,
+  });
+
+function open(pool: Partial<ResolvedPoolOptions> = {}) {
+  const clock = new FakeClock();
+  let host: FakeHost | undefined;
+  const errors: unknown[] = [];
+  const created = new WorkerPool(
+    poolOptions(pool),
+    clock,
+    (error) => errors.push(error),
+    (_options, _clock, _workerData, events) => {
+      host = new FakeHost(events);
+      return host;
+    },
+  );
+  pools.push(created);
+  /** Runs a call; its outcome lands in `outcomes[toolCallId]`. */
+  const outcomes: Record<string, WorkerCallOutcome> = {};
+  const run = (toolCallId: string, extra: Partial<WorkerCallRequest> = {}) => {
+    const outcome = created.run({ tool: echo, toolCallId, args: {}, ...extra });
+    void outcome.then((value) => {
+      outcomes[toolCallId] = value;
+    });
+    return outcome;
+  };
+  return { pool: created, host: host!, clock, run, outcomes, errors };
+}
+
+describe("WorkerPool (fake host)", () => {
+  it("queues a call until a thread is ready, asks for a thread, then posts it with its tool's definition", async () => {
+    const { pool, host, run, outcomes, clock } = open();
+    run("a");
+    expect(host.posted).toEqual([]);
+    expect(host.grows).toBe(1);
+    expect(pool.stats).toMatchObject({ running: 0, queued: 1 });
+    clock.advance(7);
+    host.ready(1);
+    expect(host.order).toEqual(["a"]);
+    expect(host.posted[0]!.task.definition?.toolName).toBe("echo");
+    expect(pool.stats).toMatchObject({ running: 1, queued: 0 });
+    clock.advance(3);
+    host.reply(1, { runMs: 2 });
+    await flush();
+    expect(outcomes.a).toMatchObject({ kind: "ok", timing: { submittedAt: 0, startedAt: 7, endedAt: 10, threadId: 1, runMs: 2 } });
+    expect(pool.stats).toMatchObject({ running: 0, queued: 0, completed: 1 });
+  });
+
+  it("starts a call at once on an idle thread, and sends a thread that answered the tool no definition again", async () => {
+    const { host, run, outcomes } = open({ maxThreads: 1 });
+    host.ready(1);
+    run("a");
+    run("b");
+    expect(host.order).toEqual(["a"]);
+    // "a" started without asking for a thread; "b" had to wait.
+    expect(host.grows).toBe(1);
+    host.reply(1);
+    expect(host.order).toEqual(["a", "b"]);
+    expect(host.posted[1]!.task.definition).toBeUndefined();
+    host.reply(1);
+    await flush();
+    expect(Object.keys(outcomes).sort()).toEqual(["a", "b"]);
+  });
+
+  it("times a call out from its start, not from its arrival: outcome at once, then its thread terminated", async () => {
+    const { host, run, outcomes, clock } = open({ maxThreads: 1 });
+    const slow = tool("slow", { timeoutMs: 100 });
+    host.ready(1);
+    run("first");
+    run("second", { tool: slow });
+    // Queued far longer than its limit: no timeout while it waits.
+    clock.advance(1_000);
+    expect(host.terminated).toEqual([]);
+    host.reply(1);
+    expect(host.order).toEqual(["first", "second"]);
+    clock.advance(99);
+    await flush();
+    expect(outcomes.second).toBeUndefined();
+    clock.advance(1);
+    await flush();
+    expect(outcomes.second).toMatchObject({ kind: "error", code: "TP_ERR_TIMEOUT" });
+    expect(host.terminated).toEqual([1]);
+    // The thread's task then fails; the call is already settled and the thread is not reused.
+    host.events.failed(host.lastOn(1).call, 1, new Error("Terminating worker thread"));
+    run("third");
+    expect(host.order).toEqual(["first", "second"]);
+  });
+
+  it("aborts a running call cooperatively, then terminates it after the grace period", async () => {
+    const { host, run, outcomes, clock } = open({ abortGraceMs: 50 });
+    host.ready(1);
+    const controller = new AbortController();
+    run("a", { signal: controller.signal });
+    controller.abort();
+    clock.advance(49);
+    await flush();
+    expect(host.terminated).toEqual([]);
+    expect(outcomes.a).toBeUndefined();
+    clock.advance(1);
+    await flush();
+    expect(host.terminated).toEqual([1]);
+    expect(outcomes.a).toMatchObject({ kind: "error", code: "TP_ERR_ABORTED" });
+  });
+
+  it("hands an abort that came while the call waited to the thread it starts on, with the grace period", async () => {
+    const { host, run, outcomes, clock } = open({ abortGraceMs: 50 });
+    const controller = new AbortController();
+    run("a", { signal: controller.signal });
+    controller.abort("stop");
+    clock.advance(500);
+    host.ready(1);
+    expect(host.posted[0]!.task.aborted).toBeDefined();
+    // A tool that ends on its abort replies within the grace: its outcome is its reply.
+    clock.advance(10);
+    host.reply(1, { kind: "error", message: "aborted by the tool" });
+    clock.advance(100);
+    await flush();
+    expect(host.terminated).toEqual([]);
+    expect(outcomes.a).toMatchObject({ kind: "error", message: "aborted by the tool" });
+  });
+
+  it("ends a call whose thread is lost mid-call as a crash, and runs the next on another thread", async () => {
+    const { host, run, outcomes } = open({ maxThreads: 1 });
+    host.ready(1);
+    run("a");
+    run("b");
+    host.events.lost(1);
+    host.events.failed(host.lastOn(1).call, 1, new Error("boom"));
+    await flush();
+    expect(outcomes.a).toMatchObject({ kind: "error", code: "TP_ERR_WORKER_CRASH" });
+    expect(host.order).toEqual(["a"]);
+    host.ready(2);
+    expect(host.posted[1]).toMatchObject({ threadId: 2, task: { toolCallId: "b" } });
+  });
+
+  it("moves waiting calls to fresh threads when threads fail to start, and ends them after 5 failures in a row", async () => {
+    const { host, run, outcomes } = open();
+    run("a");
+    run("b");
+    host.bootFailures = 4;
+    host.events.stalled();
+    expect(host.restarts).toBe(1);
+    await flush();
+    expect(outcomes).toEqual({});
+    host.bootFailures = 5;
+    host.events.stalled();
+    await flush();
+    expect(host.restarts).toBe(1);
+    expect(outcomes.a).toMatchObject({ kind: "error", code: "TP_ERR_WORKER_CRASH", message: expect.stringContaining("5 worker threads") });
+    expect(outcomes.b).toMatchObject({ kind: "error", code: "TP_ERR_WORKER_CRASH" });
+    expect(host.bootFailures).toBe(0);
+    // The next call tries fresh threads.
+    run("c");
+    expect(host.restarts).toBe(2);
+  });
+
+  it("answers TP_ERR_QUEUE_FULL at once when every thread is busy and maxQueue calls wait", async () => {
+    const { pool, host, run, outcomes } = open({ maxThreads: 1, maxQueue: 1 });
+    host.ready(1);
+    run("a");
+    run("b");
+    expect(pool.isQueueFull()).toBe(true);
+    run("c");
+    await flush();
+    expect(outcomes.c).toMatchObject({ kind: "error", code: "TP_ERR_QUEUE_FULL" });
+    expect(outcomes.a).toBeUndefined();
+    expect(outcomes.b).toBeUndefined();
+  });
+
+  it("gives sessions turns on a free thread, and FIFO scheduling ignores sessions", () => {
+    for (const [scheduling, expected] of [
+      ["fair", ["x", "a1", "b1", "a2", "a3"]],
+      ["fifo", ["x", "a1", "a2", "a3", "b1"]],
+    ] as const) {
+      const { host, run } = open({ maxThreads: 1, scheduling });
+      host.ready(1);
+      run("x", { session: "x" });
+      for (const id of ["a1", "a2", "a3"]) run(id, { session: "a" });
+      run("b1", { session: "b" });
+      for (let index = 0; index < 4; index++) host.reply(1);
+      expect(host.order).toEqual(expected);
+    }
+  });
+
+  it("keeps a refused call's place: a thread going away does not cost it its turn", () => {
+    const { host, run } = open({ maxThreads: 2 });
+    host.ready(1);
+    run("x", { session: "x" });
+    run("a1", { session: "a" });
+    run("b1", { session: "b" });
+    host.refusing.add(2);
+    host.ready(2);
+    host.reply(1);
+    expect(host.order).toEqual(["x", "a1"]);
+    host.reply(1);
+    expect(host.order).toEqual(["x", "a1", "b1"]);
+  });
+
+  it("holds a reply until the last partial it announces has arrived", async () => {
+    const { host, run, outcomes } = open();
+    host.ready(1);
+    const partials: unknown[] = [];
+    run("a", { onUpdate: (partial) => partials.push(partial) });
+    const { seq } = host.lastOn(1).task;
+    host.reply(1, { updates: 1 });
+    await flush();
+    expect(outcomes.a).toBeUndefined();
+    host.events.message({ [updateTag]: true, seq, partial: { content: [] } });
+    await flush();
+    expect(partials).toHaveLength(1);
+    expect(outcomes.a).toMatchObject({ kind: "ok" });
+  });
+
+  it("terminates a thread its leftover work retired, and posts nothing more to it", () => {
+    const { host, run } = open({ maxThreads: 2 });
+    host.ready(1);
+    run("a");
+    host.reply(1, { retiredThreadId: 1 });
+    expect(host.terminated).toEqual([1]);
+    run("b");
+    expect(host.order).toEqual(["a"]);
+    host.ready(2);
+    expect(host.posted[1]!.threadId).toBe(2);
+  });
+
+  it("ends running and waiting calls with TP_ERR_CLOSED on a forced close", async () => {
+    const { pool, host, run, outcomes } = open({ maxThreads: 1 });
+    host.ready(1);
+    run("a");
+    run("b");
+    await pool.close({ force: true });
+    await flush();
+    expect(outcomes.a).toMatchObject({ kind: "error", code: "TP_ERR_CLOSED" });
+    expect(outcomes.b).toMatchObject({ kind: "error", code: "TP_ERR_CLOSED" });
+    // The waiting one never reaches the thread when it frees up.
+    host.reply(1);
+    expect(host.order).toEqual(["a"]);
+    await run("c");
+    expect(outcomes.c).toMatchObject({ code: "TP_ERR_CLOSED" });
+  });
+
+  it("caps running calls per session with maxRunningPerSession, parking the rest", () => {
+    const { host, run } = open({ maxThreads: 3, maxRunningPerSession: 1 });
+    host.ready(1, 2, 3);
+    run("a1", { session: "a" });
+    run("a2", { session: "a" });
+    run("b1", { session: "b" });
+    expect(host.order).toEqual(["a1", "b1"]);
+    host.reply(host.lastOn(host.posted[0]!.threadId).threadId);
+    expect(host.order).toEqual(["a1", "b1", "a2"]);
+  });
+
+  it("makes no event object while nobody listens, and queued, started, ended once someone does", async () => {
+    const emit = vi.spyOn(PoolEventSource.prototype, "emit");
+    try {
+      const { pool, host, run } = open({ maxThreads: 1 });
+      host.ready(1);
+      run("quiet");
+      host.reply(1);
+      await flush();
+      expect(emit).not.toHaveBeenCalled();
+      const events: PoolCallEvent[] = [];
+      const listener = (event: PoolCallEvent) => events.push(event);
+      pool.events.on(listener);
+      run("a", { batchId: "batch-1", sessionKey: "s" });
+      run("b", { batchId: "batch-1", sessionKey: "s", tool: tool("slow", { timeoutMs: 10 }) });
+      host.reply(1);
+      await flush();
+      expect(events.map((event) => `${event.type} ${event.toolCallId}`)).toEqual(["queued a", "started a", "queued b", "started b", "ended a"]);
+      expect(events[0]).toMatchObject({ batchId: "batch-1", sessionKey: "s", tool: "echo", seq: host.posted[1]!.task.seq });
+      expect(events[1]).toMatchObject({ threadId: 1 });
+      pool.events.off(listener);
+      emit.mockClear();
+      run("c");
+      expect(emit).not.toHaveBeenCalled();
+    } finally {
+      emit.mockRestore();
+    }
+  });
+
+  it("gives a thread its next call as soon as the host says it is freed, before the reply is read", async () => {
+    const { host, run, outcomes } = open({ maxThreads: 1 });
+    host.ready(1);
+    run("a");
+    run("b");
+    const first = host.lastOn(1);
+    host.events.freed(1);
+    expect(host.order).toEqual(["a", "b"]);
+    // The reply that follows does not free the thread a second time.
+    host.events.replied(first.call, { kind: "ok", result: { content: [] }, updates: 0 });
+    run("c");
+    expect(host.order).toEqual(["a", "b"]);
+    await flush();
+    expect(outcomes.a).toMatchObject({ kind: "ok" });
+    host.events.freed(1);
+    expect(host.order).toEqual(["a", "b", "c"]);
+  });
+});
