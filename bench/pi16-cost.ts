@@ -17,7 +17,7 @@ import { parseArgs } from "node:util";
 
 import { createRuntime, supportsPi16, workerTool, type AgentTool, type Runtime } from "toolpool";
 
-import { validateToolArguments16 } from "../dist/coordinator/validate-arguments-16.js";
+import { validateToolArguments16 } from "../dist/coordinator/validation/pi-1.6/validate-arguments-16.js";
 import { grepSchema, noopParameters, noopResult } from "./lib/constants.js";
 import { rotate, runInFlight, runSerial } from "./lib/run-loop.js";
 import { summarize, type Summary } from "./lib/stats.js";

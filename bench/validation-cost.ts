@@ -18,8 +18,8 @@ import { parseArgs } from "node:util";
 import { validateToolArguments as piValidate } from "@mariozechner/pi-ai";
 import { Type } from "typebox";
 
-import { validateToolArguments as toolpoolValidate } from "../dist/coordinator/validate-arguments.js";
-import { validateToolArguments16 } from "../dist/coordinator/validate-arguments-16.js";
+import { validateToolArguments as toolpoolValidate } from "../dist/coordinator/validation/pi-0.73/validate-arguments.js";
+import { validateToolArguments16 } from "../dist/coordinator/validation/pi-1.6/validate-arguments-16.js";
 import { supportsPi16 } from "../dist/options.js";
 import { validateWithAjv } from "./lib/ajv-validation.js";
 import { grepSchema } from "./lib/constants.js";

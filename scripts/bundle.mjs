@@ -6,7 +6,7 @@
  *   dist/vendor/typebox.cjs.v8cache, V8's code cache of it. TypeBox ships as
  *   hundreds of small ES modules, slow to load on the first validator
  *   compile (so on every `createRuntime`); one file parses far faster, and
- *   faster still with the cache (src/coordinator/typebox-bundle.ts loads
+ *   faster still with the cache (src/coordinator/validation/pi-0.73/typebox-bundle.ts loads
  *   both; "Cold start" in docs/design.md has the figures). The cache
  *   is made after compiling a validator, so that the functions a first
  *   compile runs are in it; V8 rejects a cache made by another version or
@@ -74,7 +74,7 @@ await writeFile(
   path("vendor/typebox.cjs"),
   typeboxSource.replace(/[^\x00-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`),
 );
-const { createTypeboxScript, evaluateTypeboxScript } = await import(new URL("coordinator/typebox-bundle.js", dist).href);
+const { createTypeboxScript, evaluateTypeboxScript } = await import(new URL("coordinator/validation/pi-0.73/typebox-bundle.js", dist).href);
 const script = createTypeboxScript();
 const { Compile, Value } = evaluateTypeboxScript(script);
 const schema = {

@@ -13,7 +13,7 @@ import standaloneCode from "ajv/dist/standalone/index.js";
 const dist = new URL("../dist/", import.meta.url);
 const { dataOptionsSchema, resourceLimitsSchema } = await import(new URL("options.js", dist).href);
 const { builtinToolsOptionsSchema } = await import(new URL("builtin-tools.js", dist).href);
-const { fleetOptionsSchema } = await import(new URL("fleet/fleet-options.js", dist).href);
+const { fleetOptionsSchema } = await import(new URL("contracts/fleet-options.js", dist).href);
 const { serverOptionsSchema } = await import(new URL("server/server-options.js", dist).href);
 
 /** Options data: defaults applied, first error only, strict schemas. */

@@ -18,7 +18,7 @@
  *
  * Without binaries it measures the Node running it. Prints one Markdown table
  * per binary; docs/node-versions.md ("Worker heap limits") and `minimumResourceLimits`
- * (src/workers/minimum-resource-limits.ts) take their figures from it.
+ * (src/contracts/minimum-resource-limits.ts) take their figures from it.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

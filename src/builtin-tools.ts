@@ -11,7 +11,7 @@ import { grepSpec } from "./tools/grep/grep-spec.js";
 import { hashSpec } from "./tools/hash.js";
 import { patchSpec } from "./tools/patch-spec.js";
 import { toWorkspaceModuleUrl, workspaceFromModuleUrl } from "./tools/workspace.js";
-import { isWorkerTool, workerTool, type WorkerTool } from "./worker-tool.js";
+import { isWorkerTool, workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 
 /** The names of the built-in tools. */
 export type BuiltinToolName = "grep" | "hash" | "diff" | "patch";

@@ -23,7 +23,7 @@ import {
 } from "./tools/coding/coding-settings.js";
 import { piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
-import { workerTool, type WorkerTool } from "./worker-tool.js";
+import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 
 export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
 
@@ -304,7 +304,7 @@ function workspaceResolver(workspace: CodingWorkspace): (sessionKey: string | un
 }
 
 /** A session's folder name under a per-session root. */
-export function sessionFolderName(sessionKey: string): string {
+function sessionFolderName(sessionKey: string): string {
   if (/^[A-Za-z0-9._-]{1,64}$/.test(sessionKey) && sessionKey !== "." && sessionKey !== "..") return sessionKey;
   return `session-${createHash("sha256").update(sessionKey).digest("hex").slice(0, 32)}`;
 }

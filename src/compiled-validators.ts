@@ -18,13 +18,13 @@ import { createRequire } from "node:module";
 import type { ErrorObject } from "ajv";
 
 /** A validator as ajv compiles it: `errors` holds the failures of the last call that failed. */
-export interface CompiledValidator {
+interface CompiledValidator {
   (data: unknown): boolean;
   errors?: ErrorObject[] | null;
 }
 
 /** The validators the build compiles, by file name in dist/validators/. */
-export type CompiledValidatorName =
+type CompiledValidatorName =
   | "runtime-options"
   | "resource-limits"
   | "builtin-tools-options"

@@ -3,7 +3,6 @@
  *
  * @module
  */
-import type { RemoteCallRecord } from "./fleet/remote-pool.js";
 import type { AgentToolResult, BatchOutcome, ToolResultMessage } from "./types.js";
 
 /** Emitted when a call enters preparation; `args` are the raw call arguments. */
@@ -101,4 +100,13 @@ export interface RuntimeEvents {
   pool_error: (error: unknown) => void;
   /** A remote call ended (a runtime with `fleet`): its tool, outcome and the fleet's overhead. */
   fleet_call: (record: RemoteCallRecord) => void;
+}
+
+/** How one remote call ended, for metrics: the record of a `fleet_call` event. */
+export interface RemoteCallRecord {
+  tool: string;
+  /** `ok`, `error` (the tool's own failure), or the fault's code in lower case (`tp_err_node_lost`). */
+  outcome: string;
+  /** Round trip minus the node's own time for the call, in seconds; absent when no node answered. */
+  overheadSeconds: number | undefined;
 }

@@ -6,9 +6,9 @@
  */
 export { createRuntime, Runtime } from "./runtime.js";
 export type { ExecuteOptions, RunToolCallOptions, RuntimeDiagnosis, ToolCallOutcome } from "./runtime.js";
-export { workerTool, isWorkerTool } from "./worker-tool.js";
-export type { WorkerCallInfo, WorkerResourceLimits, WorkerTool, WorkerToolOptions } from "./worker-tool.js";
-export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./workers/pool-contract.js";
+export { workerTool, isWorkerTool } from "./contracts/worker-tool.js";
+export type { WorkerCallInfo, WorkerResourceLimits, WorkerTool, WorkerToolOptions } from "./contracts/worker-tool.js";
+export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./contracts/pool-contract.js";
 export { builtinTools } from "./builtin-tools.js";
 export { codingTools, type CodingToolName, type CodingToolsOptions, type CodingWorkspace, type PiSessionInfo } from "./coding-tools.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
@@ -38,13 +38,14 @@ export type {
 } from "./server/create-server.js";
 export { FleetNode } from "./fleet/fleet-node.js";
 export type { FleetNodeOptions } from "./fleet/fleet-node.js";
-export type { FleetOptions, ResolvedFleetOptions } from "./fleet/fleet-options.js";
-export type { FleetStats, RemoteCallRecord } from "./fleet/remote-pool.js";
+export type { FleetOptions, ResolvedFleetOptions } from "./contracts/fleet-options.js";
+export type { FleetStats } from "./contracts/pool-contract.js";
+export type { RemoteCallRecord } from "./events.js";
 export { ToolpoolError, errorCodes } from "./errors.js";
 export type { ErrorCode } from "./errors.js";
 export type { Clock } from "./clock.js";
 export { supportsPi16 } from "./options.js";
-export { minimumResourceLimits } from "./workers/minimum-resource-limits.js";
+export { minimumResourceLimits } from "./contracts/minimum-resource-limits.js";
 export type {
   PiVersion,
   PoolOptions,

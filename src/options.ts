@@ -5,11 +5,11 @@ import type { ErrorObject } from "ajv";
 import { systemClock, type Clock } from "./clock.js";
 import { compiledValidator } from "./compiled-validators.js";
 import { ToolpoolError } from "./errors.js";
-import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from "./fleet/fleet-options.js";
+import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from "./contracts/fleet-options.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./option-checks.js";
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
-import { findTooSmallResourceLimit } from "./workers/minimum-resource-limits.js";
-import type { WorkerResourceLimits, WorkerTool } from "./worker-tool.js";
+import { findTooSmallResourceLimit } from "./contracts/minimum-resource-limits.js";
+import type { WorkerResourceLimits, WorkerTool } from "./contracts/worker-tool.js";
 
 /** Which pi's rules a runtime follows: see {@link RuntimeOptions.pi}. */
 export type PiVersion = "0.73" | "1.6";

@@ -1,33 +1,31 @@
 /**
- * The runtime: tools, pools and hooks behind `executeToolCalls`,
- * `runToolCall` and `agentTools`, and its life (close, stats, diagnosis).
- *
- * Longer than the house's ~400 lines: it is the public class, whose members
- * each carry the documentation users read; the work they do lives in
- * `coordinator/`, `workers/` and `fleet/`.
+ * The runtime: the public facade behind `executeToolCalls`, `runToolCall`
+ * and `agentTools`, and its life (close, stats, diagnosis). What it is made
+ * of lives in `runtime/`: the composition (`compose.ts`), the pools and which
+ * one runs a tool (`pool-router.ts`), the `AgentTool` adapter and the event
+ * bus; the work a batch does lives in `coordinator/`, `workers/` and `fleet/`.
  *
  * @module
  */
 import { EventEmitter } from "eventemitter3";
 
+import type { FleetStats, PoolDiagnosis, PoolStats } from "./contracts/pool-contract.js";
 import { BatchCoordinator, type BatchScope, type BatchServices } from "./coordinator/batch-coordinator.js";
 import { checkBatchInput } from "./coordinator/batch-input.js";
 import { ForceStop } from "./coordinator/force-stop.js";
-import { rulesOf, type PiRules } from "./coordinator/pi-rules.js";
-import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "./coordinator/tool-registry.js";
+import type { PiRules } from "./coordinator/pi-rules.js";
+import type { RegisteredTool } from "./coordinator/tool-registry.js";
 import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
-import { RemotePool, type FleetStats } from "./fleet/remote-pool.js";
-import { checkWorkerModules } from "./worker-modules.js";
-import type { EmitFunction, EventMeta, RuntimeEvents } from "./events.js";
-import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "./options.js";
+import type { EmitFunction, RuntimeEvents } from "./events.js";
+import type { ResolvedRuntimeOptions, RuntimeOptions } from "./options.js";
+import { toAgentTool } from "./runtime/agent-tool-adapter.js";
+import { composeRuntime } from "./runtime/compose.js";
+import { batchMeta, EventBus } from "./runtime/event-bus.js";
+import type { PoolRouter } from "./runtime/pool-router.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
-import type { CallDurations } from "./tracing/call-durations.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
-import type { PoolDiagnosis, PoolStats, ToolCallPool } from "./workers/pool-contract.js";
-import { WorkerPool } from "./workers/worker-pool.js";
-import type { WorkerTool } from "./worker-tool.js";
 
 /** Options of one `executeToolCalls` call. */
 export interface ExecuteOptions {
@@ -89,13 +87,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   /** The rules of the runtime's pi, where 0.73.1 and 1.6.0 differ. */
   readonly #rules: PiRules;
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
-  /** The shared pool, and one pool per worker tool with resource limits of its own. */
-  readonly #pools = new Map<WorkerTool | string, WorkerPool>();
-  /** The named pool of each tool that names one (`workerTool({ pool })`), as its key in {@link #pools}. */
-  readonly #namedPools = new Map<WorkerTool, string>();
-  /** The fleet, with the worker tools whose calls run there (`fleet.remote`). */
-  readonly #remotePool: RemotePool | undefined;
-  readonly #remoteTools = new Set<WorkerTool>();
+  /** The pools, and which one runs each worker tool. */
+  readonly #router: PoolRouter;
+  /** The runtime's own listeners, as batches and pools publish to them. */
+  readonly #events = new EventBus(this);
   /** Stopped by `close({ force: true })`: inline calls still running are then no longer awaited. */
   readonly #forceStop = new ForceStop();
   /** Batches under way, and what `close()` waits on until there are none. */
@@ -103,10 +98,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   #idle: Deferred<void> | undefined;
   /** What every batch needs of the runtime; made once, not per batch. */
   readonly #batchServices: BatchServices = {
-    poolFor: (tool) => this.#poolFor(tool),
+    poolFor: (tool) => this.#router.poolFor(tool),
     forceStop: this.#forceStop,
-    publish: (event, batchId, sessionKey, durations) => this.#publish(event.type, event, batchMeta(batchId, sessionKey, durations)),
-    hasListeners: () => this.#hasBatchListeners(),
+    publish: (event, batchId, sessionKey, durations) => this.#events.publish(event.type, event, batchMeta(batchId, sessionKey, durations)),
+    hasListeners: () => this.#events.hasBatchListeners(),
     now: () => this.#options.clock.now(),
   };
   /**
@@ -120,46 +115,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
 
   constructor(options?: RuntimeOptions) {
     super();
-    this.#options = resolveRuntimeOptions(options);
-    this.#rules = rulesOf(this.#options.pi);
-    this.#registry = createToolRegistry(this.#options.tools);
-    const onPoolError = (error: unknown) => this.#publish("pool_error", error);
-    this.#remotePool = this.#createRemotePool(onPoolError);
-    // Before any thread starts: a missing module, or one Node would not load as an ES module, is refused here.
-    checkWorkerModules(
-      [...this.#registry.values()].flatMap((entry) => (entry.kind === "worker" && !this.#remoteTools.has(entry.tool) ? [entry.tool] : [])),
-    );
-    for (const entry of this.#registry.values()) {
-      if (entry.kind !== "worker" || this.#remoteTools.has(entry.tool)) continue;
-      const { resourceLimits, pool } = entry.tool;
-      if (pool !== undefined) {
-        // A named pool: tools that name it share it; its size is the first definition's that gives one.
-        const key = `pool:${pool.name}`;
-        if (!this.#pools.has(key)) {
-          const threads = pool.maxThreads ?? this.#options.pool.maxThreads;
-          const options = Object.freeze({ ...this.#options.pool, maxThreads: threads, minThreads: Math.min(this.#options.pool.minThreads, threads) });
-          this.#pools.set(key, new WorkerPool(options, this.#options.clock, onPoolError));
-        }
-        this.#namedPools.set(entry.tool, key);
-      } else if (resourceLimits === undefined) {
-        if (!this.#pools.has("shared")) this.#pools.set("shared", new WorkerPool(this.#options.pool, this.#options.clock, onPoolError));
-      } else {
-        // Limits are a property of a worker, hence a pool of its own; it keeps
-        // one idle thread only, as such tools are usually the rare heavy ones
-        // (and not none: see `minThreads`).
-        const options = Object.freeze({ ...this.#options.pool, resourceLimits, minThreads: 1 });
-        this.#pools.set(entry.tool, new WorkerPool(options, this.#options.clock, onPoolError));
-      }
-    }
-    // After the pools: their threads boot while the schemas compile (the
-    // first compile loads TypeBox), which shortens a new runtime's first batch.
-    try {
-      compileToolSchemas(this.#registry, this.#rules.compileSchema);
-    } catch (error) {
-      for (const pool of this.#pools.values()) pool.close({ force: true }).catch(() => {});
-      this.#remotePool?.close({ force: true }).catch(() => {});
-      throw error;
-    }
+    const parts = composeRuntime(options, {
+      onPoolError: (error) => this.#events.publish("pool_error", error),
+      onFleetCall: (record) => this.#events.publish("fleet_call", record),
+    });
+    this.#options = parts.options;
+    this.#rules = parts.rules;
+    this.#registry = parts.registry;
+    this.#router = parts.router;
   }
 
   /** The validated options, defaults applied; frozen. */
@@ -169,7 +132,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
 
   /** The fleet as this runtime sees it; `undefined` without the `fleet` option. */
   get fleetStats(): FleetStats | undefined {
-    return this.#remotePool?.fleetStats;
+    return this.#router.fleetStats;
   }
 
   /** Whether `close()` has been called. */
@@ -182,22 +145,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * resource limits has), added up; `undefined` when the runtime has no worker tools.
    */
   get poolStats(): PoolStats | undefined {
-    const pools = [...this.#pools.values()];
-    const all = pools.map((pool) => pool.stats);
-    if (all.length === 0) return undefined;
-    // Each pool's utilization weighs as much as its capacity.
-    const capacity = pools.reduce((total, pool) => total + pool.options.maxThreads, 0);
-    const utilization = pools.reduce((total, pool, index) => total + all[index]!.utilization * pool.options.maxThreads, 0) / capacity;
-    const sum = (pick: (stats: PoolStats) => number) => all.reduce((total, stats) => total + pick(stats), 0);
-    return {
-      threads: sum((stats) => stats.threads),
-      running: sum((stats) => stats.running),
-      queued: sum((stats) => stats.queued),
-      completed: sum((stats) => stats.completed),
-      utilization,
-      sessionsWaiting: sum((stats) => stats.sessionsWaiting),
-      longestWaitMs: Math.max(...all.map((stats) => stats.longestWaitMs)),
-    };
+    return this.#router.poolStats;
   }
 
   /**
@@ -217,7 +165,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   isQueueFull(toolName: string): boolean {
     const entry = this.#registry.get(toolName);
     if (entry === undefined || entry.kind !== "worker" || this.isClosed) return false;
-    return this.#poolFor(entry.tool).isQueueFull();
+    return this.#router.poolFor(entry.tool).isQueueFull();
   }
 
   /**
@@ -226,12 +174,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * and where). Not for polling on a hot path: it copies everything.
    */
   diagnose(): RuntimeDiagnosis {
-    return {
-      pools: [...this.#pools.entries()].map(([key, pool]) => ({
-        pool: typeof key === "string" ? key : key.name,
-        ...pool.diagnose(),
-      })),
-    };
+    return { pools: this.#router.diagnose() };
   }
 
   /**
@@ -257,9 +200,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       checkBatchInput(assistantMessage, options);
       if (this.#isTracing()) trace = this.#startBatchTrace(batchId, assistantMessage, options);
       coordinator = new BatchCoordinator(this.#batchScope(batchId, assistantMessage, options, trace));
-      if (this.listenerCount("batch_start") > 0) {
+      if (this.#events.hasListeners("batch_start")) {
         const toolCallCount = assistantMessage.content.filter((block) => block.type === "toolCall").length;
-        this.#publish("batch_start", { type: "batch_start", toolCallCount }, batchMeta(batchId, options.sessionKey));
+        this.#events.publish("batch_start", { type: "batch_start", toolCallCount }, batchMeta(batchId, options.sessionKey));
       }
     } catch (error) {
       trace?.end({ kind: "error", error });
@@ -270,8 +213,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       (outcome) => {
         trace?.end({ kind: "ok", value: outcome });
         this.#onBatchSettled();
-        if (this.listenerCount("batch_end") > 0)
-          this.#publish("batch_end", { type: "batch_end", ...outcome }, batchMeta(batchId, options.sessionKey));
+        if (this.#events.hasListeners("batch_end"))
+          this.#events.publish("batch_end", { type: "batch_end", ...outcome }, batchMeta(batchId, options.sessionKey));
         return outcome;
       },
       (error: unknown) => {
@@ -368,7 +311,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   /** One frozen list for every batch's `context.tools`: a hook cannot change another batch's tools. */
   #frozenAgentTools(): AgentTool[] {
     this.#agentTools ??= Object.freeze(
-      [...this.#registry.values()].map((entry) => (entry.kind === "inline" ? entry.tool : this.#createPoolAgentTool(entry.tool))),
+      [...this.#registry.values()].map((entry) => (entry.kind === "inline" ? entry.tool : toAgentTool(entry.tool, this.#router.poolFor(entry.tool)))),
     ) as AgentTool[];
     return this.#agentTools;
   }
@@ -384,7 +327,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    */
   close(options: { force?: boolean } = {}): Promise<void> {
     if (options.force) this.#forceStop.stop();
-    const pools: ToolCallPool[] = [...this.#pools.values(), ...(this.#remotePool === undefined ? [] : [this.#remotePool])];
+    const { pools } = this.#router;
     const closing = (async () => {
       if (options.force) await Promise.all(pools.map((pool) => pool.close({ force: true })));
       if (this.#runningBatches > 0) await (this.#idle ??= createDeferred()).promise;
@@ -424,74 +367,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.#runningBatches -= 1;
     if (this.#runningBatches === 0) this.#idle?.resolve();
   }
-
-  #poolFor(tool: WorkerTool): ToolCallPool {
-    if (this.#remoteTools.has(tool)) return this.#remotePool!;
-    const named = this.#namedPools.get(tool);
-    return this.#pools.get(named ?? tool) ?? this.#pools.get("shared")!;
-  }
-
-  /** The fleet's pool, for a runtime with `fleet`; fills in which worker tools go remote. */
-  #createRemotePool(onPoolError: (error: unknown) => void): RemotePool | undefined {
-    const { fleet } = this.#options;
-    if (fleet === undefined) return undefined;
-    const workerTools = [...this.#registry.values()].flatMap((entry) => (entry.kind === "worker" ? [entry.tool] : []));
-    for (const name of fleet.remote === "all" ? [] : fleet.remote) {
-      if (!workerTools.some((tool) => tool.name === name)) {
-        throw new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`fleet.remote\` to name worker tools of the runtime, got "${name}"`);
-      }
-    }
-    for (const tool of workerTools) if (fleet.remote === "all" || fleet.remote.includes(tool.name)) this.#remoteTools.add(tool);
-    return new RemotePool(fleet, workerTools, {
-      abortGraceMs: this.#options.pool.abortGraceMs,
-      pi: this.#options.pi,
-      clock: this.#options.clock,
-      onCall: (record) => this.#publish("fleet_call", record),
-      onError: onPoolError,
-    });
-  }
-
-  #createPoolAgentTool(tool: WorkerTool): AgentTool {
-    const pool = this.#poolFor(tool);
-    return {
-      name: tool.name,
-      label: tool.label,
-      description: tool.description,
-      parameters: tool.parameters,
-      ...(tool.executionMode === undefined ? {} : { executionMode: tool.executionMode }),
-      ...(tool.prepareArguments === undefined ? {} : { prepareArguments: tool.prepareArguments }),
-      execute: async (toolCallId, args, signal, onUpdate): Promise<AgentToolResult<unknown>> => {
-        const outcome = await pool.run({ tool, toolCallId, args, signal, onUpdate });
-        if (outcome.kind === "ok") return outcome.result;
-        throw outcome.code === undefined ? new Error(outcome.message) : new ToolpoolError(outcome.code, outcome.message);
-      },
-    };
-  }
-
-  #hasBatchListeners(): boolean {
-    return (
-      this.listenerCount("tool_execution_start") +
-        this.listenerCount("tool_execution_update") +
-        this.listenerCount("tool_execution_end") +
-        this.listenerCount("message_start") +
-        this.listenerCount("message_end") >
-      0
-    );
-  }
-
-  /** Emits to the runtime's listeners; a throwing listener is reported, never propagated into a batch. */
-  #publish(type: keyof RuntimeEvents, ...args: unknown[]): void {
-    if (this.listenerCount(type) === 0) return;
-    try {
-      (this.emit as (type: string, ...args: unknown[]) => boolean)(type, ...args);
-    } catch (error) {
-      if (type === "listener_error" || this.listenerCount("listener_error") === 0) {
-        process.emitWarning(`A toolpool "${type}" listener threw: ${describeValue(error)}`, "ToolpoolWarning");
-        return;
-      }
-      this.#publish("listener_error", error, type);
-    }
-  }
 }
 
 /**
@@ -520,10 +395,3 @@ const tracerName = "toolpool";
 
 /** The context of batches that have no hook to hand it to. */
 const emptyContext: AgentContext = Object.freeze({ systemPrompt: "", messages: Object.freeze([]) as unknown as unknown[], tools: [] });
-
-/** The `meta` of a batch's events: its id, its session key if it has one, and a call's durations on its end event. */
-function batchMeta(batchId: string, sessionKey: string | undefined, durations?: CallDurations): EventMeta {
-  const meta: EventMeta = durations === undefined ? { batchId } : { batchId, ...durations };
-  if (sessionKey !== undefined) meta.sessionKey = sessionKey;
-  return meta;
-}

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import type { Clock } from "toolpool";
 
-import { resolveFleetOptions, type FleetOptions } from "../dist/fleet/fleet-options.js";
+import { resolveFleetOptions, type FleetOptions } from "../dist/contracts/fleet-options.js";
 import { RemotePool } from "../dist/fleet/remote-pool.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";

@@ -19,7 +19,7 @@ import {
   type ToolResultMessage,
 } from "toolpool";
 
-import { resolveFleetOptions } from "../dist/fleet/fleet-options.js";
+import { resolveFleetOptions } from "../dist/contracts/fleet-options.js";
 import { RemotePool } from "../dist/fleet/remote-pool.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";

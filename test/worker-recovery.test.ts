@@ -10,7 +10,7 @@ import { minimumResourceLimits, workerTool, type PoolOptions } from "toolpool";
 // The pool is internal; its recovery is tested on the built module itself.
 import { systemClock } from "../dist/clock.js";
 import { resolveRuntimeOptions } from "../dist/options.js";
-import type { WorkerCallOutcome } from "../dist/workers/pool-contract.js";
+import type { WorkerCallOutcome } from "../dist/contracts/pool-contract.js";
 import { WorkerPool } from "../dist/workers/worker-pool.js";
 import { FakeClock } from "./support/fake-clock.js";
 

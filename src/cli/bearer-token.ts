@@ -1,14 +1,14 @@
 import { readFile } from "node:fs/promises";
 
 import { describeThrown } from "../errors.js";
-import { unsendableTokenReason } from "../server/bearer-auth.js";
+import { unsendableTokenReason } from "../http/bearer-auth.js";
 import { UsageError } from "./usage-error.js";
 
 /** The environment variable a server's bearer token may come from. */
 export const TOKEN_ENV = "TOOLPOOL_TOKEN";
 
 /** Where a server's bearer token may come from, in order of precedence. */
-export interface BearerTokenSources {
+interface BearerTokenSources {
   /** `--token` (visible in `ps`). */
   token?: string | undefined;
   /** `--token-file`. */

@@ -15,7 +15,7 @@ import type { Command } from "commander";
 import { UsageError } from "./usage-error.js";
 
 /** `dist-bench/main.js` of the checkout this CLI was built in: two levels up from `dist/cli/`. */
-export function locateBenchEntry(moduleUrl: string = import.meta.url): string {
+function locateBenchEntry(moduleUrl: string = import.meta.url): string {
   return fileURLToPath(new URL("../../dist-bench/main.js", moduleUrl));
 }
 
@@ -25,7 +25,7 @@ export function locateBenchEntry(moduleUrl: string = import.meta.url): string {
  * it exits with 0; throws a `UsageError` when there is no built benchmark or it
  * rejected its flags (exit 2), and an `Error` when it fails (it has printed why).
  */
-export async function runBench(args: readonly string[], entry: string = locateBenchEntry()): Promise<void> {
+async function runBench(args: readonly string[], entry: string = locateBenchEntry()): Promise<void> {
   if (!existsSync(entry)) {
     throw new UsageError("the benchmark runs from a checkout of the toolpool repository: run `npm run bench` there");
   }

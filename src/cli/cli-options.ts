@@ -181,14 +181,14 @@ export function connectionOptions(): Option[] {
 }
 
 /** Parses a count: digits only, at least 1. */
-export function parseCount(value: string): number {
+function parseCount(value: string): number {
   const count = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(count) || count < 1) throw new InvalidArgumentError("Expected an integer >= 1.");
   return count;
 }
 
 /** Parses a duration in milliseconds: digits only, from 1 to the largest timer delay. */
-export function parseMilliseconds(value: string): number {
+function parseMilliseconds(value: string): number {
   const ms = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(ms) || ms < 1 || ms > 2_147_483_647) throw new InvalidArgumentError("Expected an integer from 1 to 2147483647.");
   return ms;

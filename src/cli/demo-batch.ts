@@ -10,7 +10,7 @@ import { join, relative } from "node:path";
 import type { AssistantMessage, ToolCall } from "../index.js";
 
 /** The tool name of the deliberately failing call: no such tool exists. */
-export const DEMO_MISSING_TOOL = "summon_dragon";
+const DEMO_MISSING_TOOL = "summon_dragon";
 
 /** The text the demo's patch is applied to, and the patch (made here, applied as a dry run). */
 const GREETING = "Hello,\nworld\n!\n";

@@ -14,7 +14,7 @@ import { locateRepoRoot } from "./repo-root.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 
 /** Runs the demo batch in parallel mode. */
-export async function runDemo(options: BatchCliOptions): Promise<void> {
+async function runDemo(options: BatchCliOptions): Promise<void> {
   const root = locateRepoRoot();
   // The built-in tools are confined to the repository, and its paths are
   // written relative to it, wherever the command runs from.

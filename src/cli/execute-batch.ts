@@ -13,7 +13,7 @@ import type { CliStreams } from "./output-streams.js";
 import { toInputError } from "./usage-error.js";
 
 /** Everything one command-line batch needs. */
-export interface BatchRequest {
+interface BatchRequest {
   batch: BatchInput;
   /** The runtime that executes it; closed once the batch is shown. */
   runtime: Runtime;

@@ -17,7 +17,7 @@ export interface BatchInput {
 }
 
 /** The path that stands for standard input. */
-export const STDIN_PATH = "-";
+const STDIN_PATH = "-";
 
 /**
  * Reads and checks a batch file (`-` reads standard input). Throws a
@@ -48,7 +48,7 @@ export async function loadBatch(path: string): Promise<BatchInput> {
  * the tool call blocks themselves are checked by `executeToolCalls`
  * (`TP_ERR_INVALID_BATCH`), which the CLI also reports as invalid input.
  */
-export function parseBatch(json: unknown, source: string): BatchInput {
+function parseBatch(json: unknown, source: string): BatchInput {
   if (isRecord(json) && "assistantMessage" in json) {
     const { assistantMessage, context } = json;
     if (context !== undefined && !isRecord(context)) {

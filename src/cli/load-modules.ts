@@ -13,7 +13,7 @@ import { describeThrown } from "../errors.js";
 import { UsageError } from "./usage-error.js";
 
 /** The hooks a `--hooks` module provides. */
-export interface LoadedHooks {
+interface LoadedHooks {
   beforeToolCall?: BeforeToolCallHook;
   afterToolCall?: AfterToolCallHook;
 }

@@ -69,7 +69,7 @@ export function addMcpCommand(program: Command): Command {
 }
 
 /** Parses `PORT`, `HOST:PORT` or `[IPV6]:PORT`. */
-export function parseHttpAddress(value: string): HttpAddress {
+function parseHttpAddress(value: string): HttpAddress {
   const match = /^(?:(\[[0-9a-fA-F:.]+\]|[^:[\]]+):)?(\d{1,5})$/.exec(value);
   const port = match === null ? Number.NaN : Number(match[2]);
   if (match === null || !(port >= 0 && port <= 65_535)) {

@@ -13,7 +13,7 @@ import { toolsFromFlags } from "./runtime-from-flags.js";
 import { toInputError, UsageError } from "./usage-error.js";
 
 /** The options of `node`, as commander hands them over. */
-export interface NodeCliOptions {
+interface NodeCliOptions {
   redis: string;
   tools: string[];
   pi?: PiVersion;
@@ -30,7 +30,7 @@ export interface NodeCliOptions {
  * once it serves, and on SIGTERM or SIGINT lets its running calls finish, then
  * returns (the process exits 0).
  */
-export async function serveNode(options: NodeCliOptions): Promise<void> {
+async function serveNode(options: NodeCliOptions): Promise<void> {
   if (!/^rediss?:\/\//.test(options.redis)) throw new UsageError(`--redis: expected a redis:// URL, got "${options.redis}"`);
   const tools = await toolsFromFlags({ tools: options.tools });
   let stop!: (signal: string) => void;

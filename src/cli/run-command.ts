@@ -28,7 +28,7 @@ import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { CallsFailed } from "./usage-error.js";
 
 /** Loads the batch and the user modules, then executes the batch. */
-export async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
+async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
   const batch = await loadBatch(batchPath);
   const { messages } = await executeBatch({
     batch,

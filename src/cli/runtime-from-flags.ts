@@ -25,7 +25,7 @@ import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
 /** The flags that say which tools run, and how. */
-export interface ToolFlags {
+interface ToolFlags {
   /** `--tools` modules; none means the built-in tools. */
   tools: readonly string[];
   /** The built-in tools' workspace root. */
@@ -41,7 +41,7 @@ export interface ToolFlags {
 }
 
 /** The flags a runtime is made from. */
-export interface RuntimeFlags extends ToolFlags, FleetCliOptions {
+interface RuntimeFlags extends ToolFlags, FleetCliOptions {
   hooks?: string | undefined;
   threads?: number | undefined;
   mode?: ToolExecutionMode | undefined;

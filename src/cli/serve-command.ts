@@ -36,7 +36,7 @@ import { inputErrors, UsageError } from "./usage-error.js";
 /** The environment variable that may hold the bearer token. */
 
 /** The options of `serve`, as commander hands them over. */
-export interface ServeCliOptions extends FleetCliOptions, ConnectionCliOptions {
+interface ServeCliOptions extends FleetCliOptions, ConnectionCliOptions {
   host?: string;
   port?: number;
   token?: string;
@@ -85,7 +85,7 @@ interface ServeRuntimeConfig {
  * `root` and `tokenFile` are relative to the file's folder. The command line
  * wins over the file; `TOOLPOOL_TOKEN` wins over the file's token.
  */
-export type ServeConfig = ServerOptions & ServeRuntimeConfig;
+type ServeConfig = ServerOptions & ServeRuntimeConfig;
 
 /** `createServer`'s options, named once: those of its schema. */
 const serverOptionNames = Object.keys(serverOptionsSchema.properties) as (keyof ServerOptions)[];
@@ -126,7 +126,7 @@ const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(config
  * resolves once a SIGTERM or SIGINT has shut it down (a second signal aborts
  * the in-flight batches at once instead of waiting for the grace period).
  */
-export async function serve(options: ServeCliOptions): Promise<void> {
+async function serve(options: ServeCliOptions): Promise<void> {
   const config = options.config === undefined ? {} : await loadServeConfig(options.config);
   // Read first and then removed from the environment, so that no worker
   // thread (they copy the environment when they start) ever sees the token.

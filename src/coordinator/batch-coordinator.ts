@@ -14,8 +14,9 @@ import type { BatchEvent, EmitFunction, ToolExecutionEndEvent } from "../events.
 import type { AfterToolCallHook, AgentToolResult, BatchOutcome, ToolCall, ToolExecutionMode, ToolResultMessage } from "../types.js";
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
 import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
-import type { CallTiming, ToolCallPool, WorkerCallOutcome } from "../workers/pool-contract.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { CallTiming } from "../contracts/call-timing.js";
+import type { ToolCallPool, WorkerCallOutcome } from "../contracts/pool-contract.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
 import { Mailbox } from "./mailbox.js";
 import { UpdateDeliveries, type UpdateDeliveryOptions } from "./update-deliveries.js";
 import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./maybe-async.js";

@@ -18,8 +18,8 @@ import type {
   ToolResultMessage,
 } from "../types.js";
 import { createErrorToolResult, type FinalizedCall } from "./tool-results.js";
-import { compileArgumentValidator, validateToolArguments } from "./validate-arguments.js";
-import { compileArgumentValidator16, validateToolArguments16 } from "./validate-arguments-16.js";
+import { compileArgumentValidator, validateToolArguments } from "./validation/pi-0.73/validate-arguments.js";
+import { compileArgumentValidator16, validateToolArguments16 } from "./validation/pi-1.6/validate-arguments-16.js";
 
 /** What a batch's pipeline asks of its pi at the points where the pis differ. */
 export interface PiRules {
@@ -76,7 +76,7 @@ export const abortedText = "Operation aborted";
 const defaultBlockReason = "Tool execution was blocked";
 
 /** `@mariozechner/pi-agent-core` 0.73.1. */
-export const pi073Rules: PiRules = Object.freeze({
+const pi073Rules: PiRules = Object.freeze({
   version: "0.73",
   checksAbort: false,
   dropsLatePartials: false,
@@ -117,7 +117,7 @@ export const pi073Rules: PiRules = Object.freeze({
 });
 
 /** `@earendil-works/pi-agent-core` 1.6.0 with `@earendil-works/pi-ai` 1.6.0. */
-export const pi16Rules: PiRules = Object.freeze({
+const pi16Rules: PiRules = Object.freeze({
   version: "1.6",
   checksAbort: true,
   dropsLatePartials: true,

@@ -6,7 +6,7 @@ import { compiledValidator } from "../compiled-validators.js";
 import { describeThrown, describeValue, ToolpoolError } from "../errors.js";
 import type { ToolDefinition } from "../options.js";
 import type { AgentTool, JsonSchema } from "../types.js";
-import { isWorkerTool, type WorkerTool } from "../worker-tool.js";
+import { isWorkerTool, type WorkerTool } from "../contracts/worker-tool.js";
 
 /** A registered tool: where its execute runs decides how the coordinator calls it. */
 export type RegisteredTool = { kind: "inline"; tool: AgentTool } | { kind: "worker"; tool: WorkerTool };

@@ -1,6 +1,6 @@
 import type { ErrorCode } from "../errors.js";
 import type { AgentToolResult, ToolCall } from "../types.js";
-import type { CallTiming } from "../workers/pool-contract.js";
+import type { CallTiming } from "../contracts/call-timing.js";
 
 /** A call whose result is final: after finalize, or an immediate outcome. */
 export interface FinalizedCall {

@@ -12,7 +12,7 @@ import type { AgentToolResult } from "../types.js";
  * event sink then holds at most this many of a call's partials, however many
  * the tool sends. Large enough that a sink keeping up never sees it.
  */
-export const maxQueuedUpdates = 16;
+const maxQueuedUpdates = 16;
 
 /**
  * The partial results of one call: each is handed to `deliver` as it comes

@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 
 /** How long an abort key lives in Redis; an announcement still pending after this long is dropped. */
-export const abortKeyTtlMs = 600_000;
+const abortKeyTtlMs = 600_000;
 
 interface Announcement {
   readonly key: string;

@@ -8,7 +8,7 @@ import type { RemoteJobData } from "./fleet-protocol.js";
  * not start it, because it waited in the queue when its batch was aborted,
  * or because its coordinator is gone (no one would receive its end).
  */
-export type Admission = "run" | "run-aborted" | "aborted" | "coordinator-gone";
+type Admission = "run" | "run-aborted" | "aborted" | "coordinator-gone";
 
 /**
  * Reads the call's coordinator presence (its key, and the subscribers of its

@@ -1,5 +1,5 @@
 /** What the watchdog reads of a remote call. */
-export interface WatchedCall {
+interface WatchedCall {
   readonly jobId: string;
   /** The clock's time when it was submitted. */
   readonly sentAt: number;

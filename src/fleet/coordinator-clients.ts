@@ -5,7 +5,7 @@ import { reconnectDelay, redisOptionsFromUrl, type RemoteJobData } from "./fleet
 import { loadRedisLibraries, type RedisLibraries } from "./redis-libraries.js";
 
 /** What {@link CoordinatorClients.connect} needs. */
-export interface CoordinatorClientsOptions {
+interface CoordinatorClientsOptions {
   redis: string;
   prefix: string;
   queueName: string;

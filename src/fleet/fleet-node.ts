@@ -8,10 +8,10 @@ import { systemClock } from "../clock.js";
 import { describeThrown, ToolpoolError } from "../errors.js";
 import { resolveRuntimeOptions, type PiVersion, type PoolOptions, type ToolDefinition } from "../options.js";
 import type { AgentToolResult } from "../types.js";
-import type { WorkerCallOutcome } from "../workers/pool-contract.js";
+import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
 import { WorkerPool } from "../workers/worker-pool.js";
-import { isWorkerTool, type WorkerTool } from "../worker-tool.js";
-import { checkWorkerModules } from "../worker-modules.js";
+import { isWorkerTool, type WorkerTool } from "../contracts/worker-tool.js";
+import { checkWorkerModules } from "../contracts/worker-modules.js";
 import {
   decodeJobArgs,
   encodeEnd,

@@ -1,6 +1,6 @@
 import { outcomeTexts, type ErrorCode } from "../errors.js";
-import type { WorkerCallOutcome } from "../workers/pool-contract.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
 import type { NodeDirectory } from "./node-directory.js";
 import { describeToolset, type Toolset } from "./toolset.js";
 

@@ -3,7 +3,7 @@ import { deserialize, serialize } from "node:v8";
 import type { RedisOptions } from "ioredis";
 
 import type { PiVersion } from "../options.js";
-import type { WorkerCallOutcome } from "../workers/pool-contract.js";
+import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
 import { fleetProtocolVersion } from "./toolset.js";
 
 /**

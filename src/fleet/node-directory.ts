@@ -4,7 +4,7 @@ import type { PiVersion } from "../options.js";
 import type { FleetKeys, NodeRecord } from "./fleet-protocol.js";
 
 /** What other nodes serve under a tool's name: their toolset, and their pi when they name one. */
-export interface OtherToolset {
+interface OtherToolset {
   readonly toolsetHash: string;
   readonly pi: PiVersion | undefined;
 }

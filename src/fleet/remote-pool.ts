@@ -14,10 +14,11 @@ import { randomUUID } from "node:crypto";
 import { type Clock, every, type Repeating } from "../clock.js";
 import { createDeferred, type Deferred } from "../deferred.js";
 import { describeThrown, outcomeTexts } from "../errors.js";
+import type { RemoteCallRecord } from "../events.js";
 import type { PiVersion } from "../options.js";
-import type { PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../workers/pool-contract.js";
-import type { WorkerTool } from "../worker-tool.js";
-import type { ResolvedFleetOptions } from "./fleet-options.js";
+import type { FleetStats, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
+import type { ResolvedFleetOptions } from "../contracts/fleet-options.js";
 import { AbortAnnouncer } from "./abort-announcer.js";
 import { CallWatchdog } from "./call-watchdog.js";
 import { CoordinatorClients, withTimeout } from "./coordinator-clients.js";
@@ -39,33 +40,12 @@ import { NodeDirectory } from "./node-directory.js";
 import { ReplyStream } from "./reply-stream.js";
 import { describeToolset, type Toolset } from "./toolset.js";
 
-/** How one remote call ended, for metrics. */
 /**
  * The `failedReason` texts by which BullMQ (pinned: see
  * test/pinned-dependencies.test.ts) fails a job whose node was lost: "job
  * stalled more than allowable limit", "job started more than allowable limit".
  */
 export const lostNodeReason = /stalled|attempts started|started more than allowable/i;
-
-export interface RemoteCallRecord {
-  tool: string;
-  /** `ok`, `error` (the tool's own failure), or the fault's code in lower case (`tp_err_node_lost`). */
-  outcome: string;
-  /** Round trip minus the node's own time for the call, in seconds; absent when no node answered. */
-  overheadSeconds: number | undefined;
-}
-
-/** A snapshot of the fleet as a coordinator sees it. */
-export interface FleetStats {
-  /** Live nodes serving the runtime's toolset, at the last look. */
-  nodes: number;
-  /** Their threads, added up. */
-  threads: number;
-  /** Remote calls of this runtime in flight. */
-  inFlight: number;
-  /** The hash of the runtime's worker tools: nodes with the same hash take its calls. */
-  toolsetHash: string;
-}
 
 interface RemoteCall {
   readonly jobId: string;

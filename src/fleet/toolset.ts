@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 import type { PiVersion } from "../options.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
 
 /** The version of the coordinator–node protocol; part of every toolset hash. */
 export const fleetProtocolVersion = 3;
@@ -78,7 +78,7 @@ function sha256(data: string | Buffer): string {
 }
 
 /** JSON with object keys sorted at every level, so equal values give equal text. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, field: unknown) => {
     if (typeof field !== "object" || field === null || Array.isArray(field)) return field;
     return Object.fromEntries(Object.entries(field).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));

@@ -16,5 +16,5 @@ export { McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 export type { McpRefusalData } from "./mcp-refusal.js";
 export { builtinToolAnnotations, toCallToolResult, toMcpTools } from "./mcp-tools.js";
 export type { McpToolAnnotations } from "./mcp-tools.js";
-export { checkBrowserGuard } from "../server/browser-guard.js";
-export type { BrowserGuardOptions, BrowserGuardVerdict } from "../server/browser-guard.js";
+export { checkBrowserGuard } from "../http/browser-guard.js";
+export type { BrowserGuardOptions, BrowserGuardVerdict } from "../http/browser-guard.js";

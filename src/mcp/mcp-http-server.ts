@@ -11,9 +11,9 @@ import { isIP } from "node:net";
 
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 
-import { BearerAuth } from "../server/bearer-auth.js";
-import { checkBrowserGuard } from "../server/browser-guard.js";
-import { ConnectionGuard } from "../server/connection-guard.js";
+import { BearerAuth } from "../http/bearer-auth.js";
+import { checkBrowserGuard } from "../http/browser-guard.js";
+import { ConnectionGuard } from "../http/connection-guard.js";
 import { jsonRpcError, sendJson } from "./http-replies.js";
 import { McpSessions, type McpSessionLimits } from "./mcp-sessions.js";
 

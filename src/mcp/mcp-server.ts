@@ -12,7 +12,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import type { BatchEvent } from "../events.js";
 import type { ExecuteOptions, Runtime } from "../runtime.js";
 import type { AssistantMessage } from "../types.js";
-import { isWorkerTool } from "../worker-tool.js";
+import { isWorkerTool } from "../contracts/worker-tool.js";
 import type { McpCallGate } from "./mcp-call-gate.js";
 import { serverCancelReasons } from "./mcp-refusal.js";
 import { textOfPartial, toCallToolResult, toMcpTools, type McpToolAnnotations } from "./mcp-tools.js";

@@ -21,12 +21,12 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 
-import { whenDrained } from "../server/stalled-response.js";
+import { whenDrained } from "../http/stalled-response.js";
 import { jsonRpcError, sendJson } from "./http-replies.js";
 import { cancelReasons, McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 
 /** What the session tells the table of sessions. */
-export interface McpSessionHooks {
+interface McpSessionHooks {
   /** The transport closed (the client's DELETE, or `close()`). */
   onClosed(session: McpSession): void;
   /** Receives one line per notable event; must not throw. */

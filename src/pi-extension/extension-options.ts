@@ -15,7 +15,7 @@ import { availableParallelism } from "node:os";
 import { describeValue, ToolpoolError } from "../errors.js";
 
 /** The extension's options, resolved. */
-export interface PiExtensionOptions {
+interface PiExtensionOptions {
   /** Threads of the pool that runs read, edit and write. */
   readonly threads: number;
   /** Threads of the pool that bash, grep, find and ls share; undefined: `codingTools`' default. */

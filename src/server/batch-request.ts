@@ -78,7 +78,7 @@ export function readSessionKey(body: BatchRequestBody, header: string | string[]
 }
 
 /** How the outcome goes back: a Server-Sent Events stream, or one JSON body. */
-export type ResponseMode = "sse" | "json";
+type ResponseMode = "sse" | "json";
 
 /**
  * `json` when the client accepts `application/json` and not

@@ -10,14 +10,14 @@ import { ToolpoolError } from "../errors.js";
 import type { BatchEvent } from "../events.js";
 import type { Runtime } from "../runtime.js";
 import { batchRequestSchema, chooseResponseMode, readSessionKey, sessionHeader, type BatchRequestBody } from "./batch-request.js";
-import { sendError } from "./http-errors.js";
+import { sendError } from "../http/http-errors.js";
 import type { InFlightBatches } from "./in-flight-batches.js";
-import { toJsonText } from "./json-text.js";
+import { toJsonText } from "../http/json-text.js";
 import type { ResolvedServerOptions } from "./server-options.js";
 import { SseStream } from "./sse-stream.js";
 
 /** What the batch route needs from its server. */
-export interface BatchRouteContext {
+interface BatchRouteContext {
   readonly runtime: Runtime;
   readonly options: ResolvedServerOptions;
   readonly batches: InFlightBatches;

@@ -11,16 +11,16 @@ import type { FastifyInstance } from "fastify";
 
 import { describeValue, ToolpoolError } from "../errors.js";
 import { Runtime } from "../runtime.js";
-import { BearerAuth } from "./bearer-auth.js";
-import { checkBrowserGuard, type BrowserGuardOptions } from "./browser-guard.js";
+import { BearerAuth } from "../http/bearer-auth.js";
+import { checkBrowserGuard, type BrowserGuardOptions } from "../http/browser-guard.js";
 import { addBatchRoute, sendDraining } from "./batch-route.js";
-import { ConnectionGuard } from "./connection-guard.js";
-import { handleError, sendError, type ErrorBody } from "./http-errors.js";
+import { ConnectionGuard } from "../http/connection-guard.js";
+import { handleError, sendError, type ErrorBody } from "../http/http-errors.js";
 import { InFlightBatches } from "./in-flight-batches.js";
 import { loadFastify, loadUnderPressure } from "./lazy-modules.js";
 import { addInfoRoutes } from "./info-routes.js";
-import { addLiveViewRoutes, publicLiveViewRoutes } from "./live-view-routes.js";
-import { PoolEventHub, type PoolEventsDiagnosis } from "./pool-event-hub.js";
+import { addLiveViewRoutes, publicLiveViewRoutes } from "./live-view/live-view-routes.js";
+import { PoolEventHub, type PoolEventsDiagnosis } from "./live-view/pool-event-hub.js";
 import { ServerMetrics } from "./server-metrics.js";
 import { SocketTracker } from "./socket-tracker.js";
 import { maxTimerMs } from "../option-checks.js";
@@ -28,10 +28,10 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 
 // The public types of the server, re-exported so that the package index names one module.
 export type { BatchRequestBody } from "./batch-request.js";
-export type { ErrorBody } from "./http-errors.js";
+export type { ErrorBody } from "../http/http-errors.js";
 export type { ToolsResponse } from "./info-routes.js";
-export type { PoolEventsDiagnosis } from "./pool-event-hub.js";
-export type { PoolEventClientState } from "./pool-event-client.js";
+export type { PoolEventsDiagnosis } from "./live-view/pool-event-hub.js";
+export type { PoolEventClientState } from "./live-view/pool-event-client.js";
 export type {
   PoolCallOutcome,
   PoolCallRecord,
@@ -45,7 +45,7 @@ export type {
   PoolThreadState,
   PoolThreadView,
   PoolToolView,
-} from "./pool-event-frames.js";
+} from "./live-view/pool-event-frames.js";
 export type { ResolvedServerOptions, ServerOptions } from "./server-options.js";
 
 /** Options of {@link ToolpoolServer.close}. */

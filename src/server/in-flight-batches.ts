@@ -10,7 +10,7 @@ import type { Clock } from "../clock.js";
 import { createDeferred } from "../deferred.js";
 
 /** One tracked batch, as the route that runs it sees it. */
-export interface TrackedBatch {
+interface TrackedBatch {
   /** Hand it to `executeToolCalls`: it aborts the batch for any of the reasons above. */
   readonly signal: AbortSignal;
   /**

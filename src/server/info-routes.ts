@@ -11,7 +11,7 @@ import type { JsonSchema, ToolExecutionMode } from "../types.js";
 import type { ServerMetrics } from "./server-metrics.js";
 
 /** One entry of `GET /v1/tools`: what a model needs to call the tool. */
-export interface ToolDescription {
+interface ToolDescription {
   name: string;
   label: string;
   description: string;

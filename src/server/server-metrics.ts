@@ -12,12 +12,11 @@ import type { Counter, Histogram, Registry } from "prom-client";
 import { loadPromClient } from "./lazy-modules.js";
 
 import { errorCodes } from "../errors.js";
-import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
-import type { RemoteCallRecord } from "../fleet/remote-pool.js";
+import type { EventMeta, RemoteCallRecord, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
 import type { Runtime } from "../runtime.js";
 
 /** The `tool` label of a call to a tool the runtime does not have: model-chosen names must not grow the label set without bound. */
-export const UNKNOWN_TOOL_LABEL = "(unknown)";
+const UNKNOWN_TOOL_LABEL = "(unknown)";
 
 /** Sampling interval of the event-loop delay, in milliseconds. */
 const EVENT_LOOP_RESOLUTION_MS = 10;

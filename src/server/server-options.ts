@@ -11,7 +11,7 @@ import type { ErrorObject } from "ajv";
 import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../option-checks.js";
-import { checkBearerToken } from "./bearer-auth.js";
+import { checkBearerToken } from "../http/bearer-auth.js";
 
 /** Options of `createServer`. */
 export interface ServerOptions {

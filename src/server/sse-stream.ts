@@ -7,7 +7,7 @@ import { once } from "node:events";
 
 import type { FastifyReply } from "fastify";
 
-import { toJsonText } from "./json-text.js";
+import { toJsonText } from "../http/json-text.js";
 
 /**
  * Writes `event: TYPE\ndata: JSON\n\n` frames to one response.

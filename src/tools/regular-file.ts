@@ -24,7 +24,7 @@ import { messageOf } from "./quote-path.js";
 const openFlags = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0);
 
 /** An open regular file; close it with `closeSync(fd)`. */
-export interface RegularFile {
+interface RegularFile {
   readonly fd: number;
   readonly stats: Stats;
 }
@@ -73,7 +73,7 @@ const hasFdPaths = existsSync("/proc/self/fd");
  *
  * Exported for `patch`, which checks the temporary file it writes the same way.
  */
-export function isOpenedAt(fd: number, path: string, stats: Stats = fstatSync(fd)): boolean {
+function isOpenedAt(fd: number, path: string, stats: Stats = fstatSync(fd)): boolean {
   if (hasFdPaths) {
     try {
       return readlinkSync(`/proc/self/fd/${fd}`) === path;

@@ -59,7 +59,7 @@ export interface ReadFile {
 }
 
 /** The parts of a `stat` that {@link checkReplaceable} looks at, as numbers or bigints. */
-export interface ReplaceableStats {
+interface ReplaceableStats {
   readonly nlink: number | bigint;
   readonly mode: number | bigint;
   readonly uid: number | bigint;

@@ -31,7 +31,7 @@ import {
 import { formatTraceparent } from "./traceparent.js";
 
 /** The name of a batch's span. */
-export const BATCH_SPAN_NAME = "toolpool.batch";
+const BATCH_SPAN_NAME = "toolpool.batch";
 
 const batchSpanOptions = Object.freeze({ kind: SPAN_KIND_INTERNAL });
 
@@ -39,7 +39,7 @@ const batchSpanOptions = Object.freeze({ kind: SPAN_KIND_INTERNAL });
 const maxStatusMessageLength = 512;
 
 /** What a batch's span says about it. */
-export interface BatchTraceInfo {
+interface BatchTraceInfo {
   batchId: string;
   toolCallCount: number;
   toolExecution: ToolExecutionMode;
@@ -168,7 +168,7 @@ export class CallTrace {
 }
 
 /** A toolpool fault's code from `details.code`, else `"tool_error"` (a tool's own codes are not toolpool's). */
-export function errorTypeOf(result: AgentToolResult<unknown>): string {
+function errorTypeOf(result: AgentToolResult<unknown>): string {
   const code = (result.details as { code?: unknown } | null | undefined)?.code;
   return typeof code === "string" && Object.hasOwn(errorCodes, code) ? code : TOOL_ERROR_TYPE;
 }

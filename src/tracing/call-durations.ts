@@ -1,4 +1,4 @@
-import type { CallTiming } from "../workers/pool-contract.js";
+import type { CallTiming } from "../contracts/call-timing.js";
 
 /** A call's queue wait and run time, in milliseconds, with where it ran. */
 export interface CallDurations {

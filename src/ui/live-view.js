@@ -1,3 +1,4 @@
+// @ts-check
 // The live view: reads GET /v1/pool/events (server-sent events, behind the
 // bearer token) with fetch, since EventSource cannot send a header, and draws
 // the pool. Every string of the stream goes into the page as text
@@ -6,6 +7,25 @@
 //
 // A classic script, not a module: a browser fetches module scripts with an
 // `Origin` header, which the server's browser guard refuses.
+//
+// Type-checked (tsconfig.ui.json, in `npm run typecheck`) against the
+// stream's frame types, which the server declares in
+// src/server/live-view/pool-event-frames.ts.
+//
+// Longer than the house's ~400 lines: a classic script cannot import its
+// parts (a second script would share this one's globals, which is no
+// separation either), and a fifth of its lines are the JSDoc types the
+// type-check reads.
+
+/** @typedef {import("../server/live-view/pool-event-frames.js").PoolEventFrame} PoolEventFrame */
+/** @typedef {import("../server/live-view/pool-event-frames.js").PoolCallRecord} PoolCallRecord */
+/** @typedef {import("../server/live-view/pool-event-frames.js").PoolSnapshotFrame} PoolSnapshotFrame */
+/** @typedef {import("../server/live-view/pool-event-frames.js").PoolThreadView} PoolThreadView */
+/** @typedef {import("../server/live-view/pool-event-frames.js").PoolToolView} PoolToolView */
+/** @typedef {import("../server/live-view/pool-event-frames.js").PoolFaultView} PoolFaultView */
+/** @typedef {{ element: HTMLElement, wait: HTMLElement, record: PoolCallRecord }} Bar */
+/** @typedef {{ element: HTMLElement, state: HTMLElement, call: HTMLElement, track: HTMLElement, bars: Map<string, Bar> }} Lane */
+/** @typedef {{ label: string, waiting: number, running: number, longestWaitMs: number, ended: number, errors: number, lastSeen: number }} SessionRow */
 
 const tokenKey = "toolpool-token";
 /** Milliseconds of history the timeline keeps; it shows the last `view.windowMs` of them. */
@@ -15,8 +35,36 @@ const barsPerLane = 200;
 /** Sessions the table remembers, at most. */
 const sessionsKept = 50;
 
-const $ = (id) => document.getElementById(id);
+/**
+ * An element of the page, by its id (the page has every id this script uses).
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+/**
+ * The body of a table of the page, by the table's id.
+ * @param {string} id
+ * @returns {HTMLTableSectionElement}
+ */
+const $tbody = (id) => /** @type {HTMLTableSectionElement} */ (/** @type {HTMLTableElement} */ ($(id)).tBodies[0]);
+/**
+ * An input or select of the page, by its id.
+ * @param {string} id
+ * @returns {HTMLInputElement | HTMLSelectElement}
+ */
+const $field = (id) => /** @type {HTMLInputElement | HTMLSelectElement} */ ($(id));
 
+/**
+ * @type {{
+ *   reading: AbortController | undefined,
+ *   offsetMs: number,
+ *   lanes: Map<string, Lane>,
+ *   groups: Map<string, HTMLElement>,
+ *   sessions: Map<string, SessionRow>,
+ *   dropped: number,
+ *   windowMs: number,
+ * }}
+ */
 const view = {
   /** Aborts the stream being read. */
   reading: undefined,
@@ -26,13 +74,19 @@ const view = {
   lanes: new Map(),
   /** node ("" for this server's own pool) → group element */
   groups: new Map(),
-  /** session label → { waiting, running, longestWaitMs, ended, errors, lastSeen } */
+  /** session key (see `sessionKeyOf`) → its row of the table */
   sessions: new Map(),
   dropped: 0,
   /** Milliseconds of history shown, as chosen in the page. */
   windowMs: 60_000,
 };
 
+/**
+ * @param {string} tag
+ * @param {string} [className]
+ * @param {unknown} [text]
+ * @returns {HTMLElement}
+ */
 function el(tag, className, text) {
   const element = document.createElement(tag);
   if (className) element.className = className;
@@ -40,25 +94,38 @@ function el(tag, className, text) {
   return element;
 }
 
+/** @param {number | undefined | null} value */
 function ms(value) {
   if (value === undefined || value === null) return "–";
   return value < 1000 ? `${Math.round(value)} ms` : `${(value / 1000).toFixed(value < 10_000 ? 2 : 1)} s`;
 }
 
+/**
+ * @param {string | undefined} session
+ * @param {string | undefined} batchId
+ */
 function sessionLabel(session, batchId) {
   return session ?? `(batch ${batchId})`;
 }
 
-/** A session's key in the table: a session named like a batch's label is still another row. */
+/**
+ * A session's key in the table: a session named like a batch's label is still another row.
+ * @param {string | undefined} session
+ * @param {string | undefined} batchId
+ */
 function sessionKeyOf(session, batchId) {
   return session === undefined ? `batch\u0000${batchId}` : `session\u0000${session}`;
 }
 
-/** Whether an HTTP header can carry `token` (Latin-1 without control characters). */
+/**
+ * Whether an HTTP header can carry `token` (Latin-1 without control characters).
+ * @param {string} token
+ */
 function isHeaderSafe(token) {
   return !/[^\u0020-\u007e\u00a0-\u00ff]/.test(token);
 }
 
+/** @param {string} text */
 function setStatus(text) {
   $("status").textContent = text;
 }
@@ -67,7 +134,7 @@ function setStatus(text) {
 function clearPool() {
   $("pool").hidden = true;
   for (const id of ["stats", "lanes", "faults"]) $(id).replaceChildren();
-  for (const id of ["sessions", "tools"]) $(id).tBodies[0].replaceChildren();
+  for (const id of ["sessions", "tools"]) $tbody(id).replaceChildren();
   $("dropped").textContent = "";
   $("sessions-note").textContent = "";
   view.lanes.clear();
@@ -76,6 +143,7 @@ function clearPool() {
   view.dropped = 0;
 }
 
+/** @param {string} token */
 async function connect(token) {
   view.reading?.abort();
   const reading = new AbortController();
@@ -96,7 +164,7 @@ async function connect(token) {
       signal: reading.signal,
     });
   } catch (error) {
-    if (!reading.signal.aborted) retryLater(token, `Cannot reach the server (${error.message}).`);
+    if (!reading.signal.aborted) retryLater(token, `Cannot reach the server (${messageOf(error)}).`);
     return;
   }
   if (!response.ok) {
@@ -115,24 +183,38 @@ async function connect(token) {
   }
   sessionStorage.setItem(tokenKey, token);
   $("disconnect").hidden = false;
-  $("token").value = "";
+  $field("token").value = "";
   setStatus("Connected: live.");
   try {
+    if (response.body === null) throw new Error("no body");
     await readFrames(response.body, reading.signal);
     if (!reading.signal.aborted) retryLater(token, "The stream ended.");
   } catch (error) {
-    if (!reading.signal.aborted) retryLater(token, `The stream broke (${error.message}).`);
+    if (!reading.signal.aborted) retryLater(token, `The stream broke (${messageOf(error)}).`);
   }
 }
 
+/** @param {unknown} error */
+function messageOf(error) {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * @param {string} token
+ * @param {string} why
+ */
 function retryLater(token, why) {
   setStatus(`${why} Reconnecting in 2 s…`);
   const reading = view.reading;
   setTimeout(() => {
-    if (view.reading === reading && !reading.signal.aborted) void connect(token);
+    if (reading !== undefined && view.reading === reading && !reading.signal.aborted) void connect(token);
   }, 2000);
 }
 
+/**
+ * @param {ReadableStream<BufferSource>} body
+ * @param {AbortSignal} signal
+ */
 async function readFrames(body, signal) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   signal.addEventListener("abort", () => reader.cancel().catch(() => {}), { once: true });
@@ -153,6 +235,7 @@ async function readFrames(body, signal) {
   }
 }
 
+/** @param {PoolEventFrame} frame */
 function onFrame(frame) {
   if (frame.type === "hello") {
     $("pool").hidden = false;
@@ -173,7 +256,9 @@ function onFrame(frame) {
   }
 }
 
+/** @param {PoolSnapshotFrame} snapshot */
 function drawStats({ stats, fleet }) {
+  /** @type {[string, unknown][]} */
   const entries = [];
   if (stats !== null) {
     entries.push(
@@ -197,11 +282,20 @@ function drawStats({ stats, fleet }) {
   );
 }
 
+/**
+ * @param {string | undefined} node
+ * @param {number | undefined} threadId
+ */
 function laneKeyOf(node, threadId) {
   if (threadId === undefined) return node === undefined ? "none" : `${node}:none`;
   return node === undefined ? String(threadId) : `${node}:${threadId}`;
 }
 
+/**
+ * @param {string | undefined} node
+ * @param {number | undefined} threadId
+ * @returns {Lane}
+ */
 function laneOf(node, threadId) {
   const key = laneKeyOf(node, threadId);
   let lane = view.lanes.get(key);
@@ -223,6 +317,7 @@ function laneOf(node, threadId) {
   return lane;
 }
 
+/** @param {string} node */
 function groupOf(node) {
   let group = view.groups.get(node);
   if (group !== undefined) return group;
@@ -235,7 +330,9 @@ function groupOf(node) {
   return group;
 }
 
+/** @param {PoolThreadView[]} threads */
 function drawThreads(threads) {
+  /** @type {Set<Lane>} */
   const live = new Set();
   for (const thread of threads) {
     const lane = laneOf(undefined, thread.threadId);
@@ -258,6 +355,7 @@ function drawThreads(threads) {
   }
 }
 
+/** @param {PoolCallRecord} record */
 function addCall(record) {
   const lane = laneOf(record.node, record.threadId);
   const key = `${record.batchId}\u0000${record.toolCallId}`;
@@ -267,7 +365,7 @@ function addCall(record) {
   bar.dataset.batchId = record.batchId;
   bar.dataset.outcome = record.outcome;
   if (record.code !== undefined) bar.dataset.code = record.code;
-  bar.textContent = record.outcome === "fault" ? record.code : record.tool;
+  bar.textContent = record.outcome === "fault" ? (record.code ?? "") : record.tool;
   // The queue wait, a thin line before the bar: it overlaps the runs of earlier calls on the thread.
   const wait = el("div", "wait");
   const session = sessionLabel(record.session, record.batchId);
@@ -281,11 +379,17 @@ function addCall(record) {
   bar.title = lines.join("\n");
   lane.track.append(wait, bar);
   lane.bars.set(key, { element: bar, wait, record });
-  if (lane.bars.size > barsPerLane) removeBar(lane, lane.bars.keys().next().value);
+  const oldest = lane.bars.keys().next().value;
+  if (lane.bars.size > barsPerLane && oldest !== undefined) removeBar(lane, oldest);
   noteSession(record.session, record.batchId, record.outcome !== "ok");
-  placeBar(lane.bars.get(key), Date.now() + view.offsetMs);
+  const placed = lane.bars.get(key);
+  if (placed !== undefined) placeBar(placed, Date.now() + view.offsetMs);
 }
 
+/**
+ * @param {Lane} lane
+ * @param {string} key
+ */
 function removeBar(lane, key) {
   const entry = lane.bars.get(key);
   if (entry === undefined) return;
@@ -294,6 +398,11 @@ function removeBar(lane, key) {
   lane.bars.delete(key);
 }
 
+/**
+ * @param {string | undefined} session
+ * @param {string} batchId
+ * @param {boolean} isError
+ */
 function noteSession(session, batchId, isError) {
   const key = sessionKeyOf(session, batchId);
   const entry = view.sessions.get(key) ?? {
@@ -312,14 +421,18 @@ function noteSession(session, batchId, isError) {
   view.sessions.set(key, entry);
 }
 
-/** Places a call's bar (dispatch to end) and its queue wait (before dispatch) on the timeline ending at `now`. */
+/**
+ * Places a call's bar (dispatch to end) and its queue wait (before dispatch) on the timeline ending at `now`.
+ * @param {Bar} bar
+ * @param {number} now
+ */
 function placeBar({ element, wait, record }, now) {
   const windowMs = view.windowMs;
   const from = now - windowMs;
   const end = record.endedAt;
   const dispatched = end - (record.runMs ?? 0);
   const queued = dispatched - (record.queueWaitMs ?? 0);
-  const at = (time) => ((Math.max(time, from) - from) / windowMs) * 100;
+  const at = (/** @type {number} */ time) => ((Math.max(time, from) - from) / windowMs) * 100;
   element.hidden = end < from;
   wait.hidden = dispatched < from || queued === dispatched;
   element.style.left = `${Math.min(at(dispatched), 99.75)}%`;
@@ -340,6 +453,7 @@ function layoutBars() {
   }
 }
 
+/** @param {PoolSnapshotFrame} snapshot */
 function drawSessions({ sessions, sessionsOmitted }) {
   for (const entry of view.sessions.values()) {
     entry.waiting = 0;
@@ -348,13 +462,21 @@ function drawSessions({ sessions, sessionsOmitted }) {
   }
   for (const session of sessions) {
     const key = sessionKeyOf(session.session, session.batchId);
-    const entry = view.sessions.get(key) ?? { label: sessionLabel(session.session, session.batchId), ended: 0, errors: 0 };
+    const entry = view.sessions.get(key) ?? {
+      label: sessionLabel(session.session, session.batchId),
+      ended: 0,
+      errors: 0,
+      waiting: 0,
+      running: 0,
+      longestWaitMs: 0,
+      lastSeen: 0,
+    };
     Object.assign(entry, { waiting: session.waiting, running: session.running, longestWaitMs: session.longestWaitMs, lastSeen: Date.now() });
     view.sessions.set(key, entry);
   }
   const ordered = [...view.sessions].sort(([, a], [, b]) => b.waiting - a.waiting || b.running - a.running || b.lastSeen - a.lastSeen);
   for (const [key] of ordered.slice(sessionsKept)) view.sessions.delete(key);
-  $("sessions").tBodies[0].replaceChildren(
+  $tbody("sessions").replaceChildren(
     ...ordered.slice(0, sessionsKept).map(([key, entry]) => {
       const row = el("tr");
       row.dataset.session = entry.label;
@@ -373,8 +495,9 @@ function drawSessions({ sessions, sessionsOmitted }) {
   $("sessions-note").textContent = sessionsOmitted > 0 ? `and ${sessionsOmitted} more sessions under way` : "";
 }
 
+/** @param {PoolToolView[]} tools */
 function drawTools(tools) {
-  $("tools").tBodies[0].replaceChildren(
+  $tbody("tools").replaceChildren(
     ...tools.map((tool) => {
       const row = el("tr");
       row.dataset.tool = tool.tool;
@@ -394,6 +517,7 @@ function drawTools(tools) {
   );
 }
 
+/** @param {PoolFaultView[]} faults */
 function drawFaults(faults) {
   $("faults").replaceChildren(
     ...faults
@@ -413,12 +537,12 @@ function drawFaults(faults) {
 // The timeline moves on between snapshots (an idle pool sends one only every few seconds).
 setInterval(layoutBars, 500);
 $("window").addEventListener("change", () => {
-  view.windowMs = Number($("window").value) * 1000;
+  view.windowMs = Number($field("window").value) * 1000;
   layoutBars();
 });
 $("connect").addEventListener("submit", (event) => {
   event.preventDefault();
-  void connect($("token").value.trim());
+  void connect($field("token").value.trim());
 });
 $("disconnect").addEventListener("click", () => {
   view.reading?.abort();

@@ -6,7 +6,7 @@
  */
 
 /** Seconds the utilization looks back over. */
-export const utilizationWindowSeconds = 10;
+const utilizationWindowSeconds = 10;
 
 const bucketMs = 1000;
 

@@ -20,7 +20,7 @@ export interface QueuedCall {
 }
 
 /** The turn-taking policy's view of the pool. */
-export interface CallQueueOptions {
+interface CallQueueOptions {
   /** The pool's clock, for the longest wait. */
   now: () => number;
 }

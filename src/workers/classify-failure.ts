@@ -1,9 +1,9 @@
 import { describeValue } from "../errors.js";
-import type { WorkerCallOutcome } from "./pool-contract.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
 
 /** What the pool knows of a failed call besides the error Piscina reported. */
-export interface FailureContext {
+interface FailureContext {
   /** Set when the pool itself terminated the call's thread, and why. */
   killReason: "timeout" | "aborted" | "reply-lost" | undefined;
   abortGraceMs: number;

@@ -25,7 +25,7 @@ import { Piscina } from "piscina";
 import type { Clock } from "../clock.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import { CallQueue, type QueuedCall } from "./call-queue.js";
-import type { PoolDiagnosis } from "./pool-contract.js";
+import type { PoolDiagnosis } from "../contracts/pool-contract.js";
 import { releasePathLocksOf } from "../tools/coding/path-lock-table.js";
 import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
 import type { WorkerBootData, WorkerReply, WorkerTask } from "./protocol.js";
@@ -61,12 +61,12 @@ export interface InstanceCall extends QueuedCall {
 
 type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"]>;
 /** A task as Piscina's balancer sees it. */
-export type PiscinaTask = Parameters<LoadBalancer>[0];
+type PiscinaTask = Parameters<LoadBalancer>[0];
 /** A thread as Piscina's balancer sees it. */
 export type PiscinaWorker = Parameters<LoadBalancer>[1][number];
 
 /** What the instances tell their pool. */
-export interface InstanceEvents {
+interface InstanceEvents {
   /** Whether `worker` may take the task's call now; when it may, the call is dispatched to it. */
   dispatch(task: PiscinaTask, worker: PiscinaWorker): boolean;
   /** A message a worker posted besides its replies. */

@@ -6,7 +6,7 @@
  */
 import type { AgentToolResult } from "../types.js";
 import type { InstanceCall, PiscinaInstance } from "./piscina-instances.js";
-import type { WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
+import type { WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import type { AbortMessage, WorkerReply, WorkerTask } from "./protocol.js";
 import type { PoolTool } from "./tool-numbering.js";
 
@@ -17,7 +17,7 @@ import type { PoolTool } from "./tool-numbering.js";
  * overtaken by a timeout. `replied`: its reply is held until the last partial
  * it announces arrives. `settled`: its outcome is given.
  */
-export type CallPhase = "waiting" | "running" | "finished" | "replied" | "settled";
+type CallPhase = "waiting" | "running" | "finished" | "replied" | "settled";
 
 /** A call of the pool, from `run` to its outcome. */
 export interface PoolCall extends InstanceCall {

@@ -55,7 +55,7 @@ export interface WorkerToolDefinition {
 }
 
 /** Faults the worker entry detects itself, the worker surviving them. */
-export type WorkerFaultCode = "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_ERR_RESULT_TOO_LARGE";
+type WorkerFaultCode = "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_ERR_RESULT_TOO_LARGE";
 
 /**
  * What the worker entry returns for a task; never thrown, always a value.
@@ -70,7 +70,7 @@ export type WorkerReply = (
 ) & { updates: number; retiredThreadId?: number; runMs?: number };
 
 /** A partial result posted by a worker through `parentPort`. */
-export interface UpdateMessage {
+interface UpdateMessage {
   [updateTag]: true;
   seq: number;
   partial: unknown;
@@ -84,7 +84,7 @@ export const updateTag = "__toolpoolUpdate";
  * `parentPort`: the pool's evidence that threads do start (Piscina marks its
  * first workers ready before they have loaded anything).
  */
-export interface BootMessage {
+interface BootMessage {
   [bootTag]: true;
   threadId: number;
 }

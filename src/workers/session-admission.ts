@@ -9,7 +9,7 @@
  */
 
 /** What admission needs of a call. */
-export interface AdmittedCall {
+interface AdmittedCall {
   readonly session: unknown;
   readonly enqueuedAt: number;
 }

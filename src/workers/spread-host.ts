@@ -22,7 +22,7 @@
 import { BroadcastChannel } from "node:worker_threads";
 
 import type { SpreadOutcome } from "../types.js";
-import type { WorkerCallOutcome } from "./pool-contract.js";
+import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
 import { maxSpreadInputs, spreadChannelName, type SpreadReply, type SpreadRequest } from "./protocol.js";
 
 /** A part the pool runs: its outcome, and how to stop it. */
@@ -34,7 +34,7 @@ export interface SpreadPart {
 }
 
 /** What the host needs of the pool. */
-export interface SpreadPool {
+interface SpreadPool {
   /** Whether call `seq` is running on a thread now (dispatched, not settled), on thread `threadId` if given. */
   isRunning(seq: number, threadId?: number): boolean;
   /** Parts call `seq` may start now: threads that would take a call at once, within its session's cap. */

@@ -7,7 +7,7 @@
  */
 import type { ResolvedPoolOptions } from "../options.js";
 import type { WorkerToolDefinition } from "./protocol.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { WorkerTool } from "../contracts/worker-tool.js";
 
 /** A tool as the pool numbers it. */
 export interface PoolTool {
@@ -16,7 +16,7 @@ export interface PoolTool {
 }
 
 /** Different exports one tool's calls may spread to (each keeps a tool entry for the pool's life). */
-export const maxPartExports = 64;
+const maxPartExports = 64;
 
 export class ToolNumbering {
   readonly #options: ResolvedPoolOptions;

@@ -29,7 +29,8 @@ import { BusyWindow } from "./busy-window.js";
 import { abortMessageOf, CallSignals } from "./call-signals.js";
 import { ThreadRecords } from "./thread-records.js";
 import { ToolNumbering } from "./tool-numbering.js";
-import type { CallTiming, PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "./pool-contract.js";
+import type { CallTiming } from "../contracts/call-timing.js";
+import type { PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import { isBootMessage, isSpreadRequest, isUpdateMessage, maxSeq, type WorkerReply, type WorkerTask } from "./protocol.js";
 import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
 

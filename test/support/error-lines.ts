@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 
-import { maxErrorLinesBytes } from "../../dist/coordinator/error-lines.js";
-import { maxReceivedArgumentsBytes, truncationMark } from "../../dist/coordinator/received-arguments.js";
+import { maxErrorLinesBytes } from "../../dist/coordinator/validation/error-lines.js";
+import { maxReceivedArgumentsBytes, truncationMark } from "../../dist/coordinator/validation/received-arguments.js";
 
 const separator = "\n\nReceived arguments:\n";
 

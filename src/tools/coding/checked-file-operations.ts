@@ -31,7 +31,7 @@ import { constants } from "node:fs";
 import { access, readFile, stat, writeFile } from "node:fs/promises";
 
 /** pi's `EditOperations`. */
-export interface EditOperations {
+interface EditOperations {
   readFile(absolutePath: string): Promise<Buffer>;
   writeFile(absolutePath: string, content: string): Promise<void>;
   access(absolutePath: string): Promise<void>;
@@ -76,7 +76,7 @@ async function isUnchanged(path: string, read: ReadRecord): Promise<boolean> {
  * The message of a refused write. `path` as the edit's caller gave it, as
  * pi's own messages name it.
  */
-export function changedOnDiskMessage(path: string): string {
+function changedOnDiskMessage(path: string): string {
   return `File ${path} was changed on disk after the edit read it; nothing was written. Read it again and redo the edit against what it holds now.`;
 }
 

@@ -18,7 +18,7 @@ export type CodingToolName = "read" | "bash" | "edit" | "write" | "grep" | "find
 export const codingToolNames: readonly CodingToolName[] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
 /** The deadlines of bash calls, in milliseconds. */
-export interface BashDeadlineSettings {
+interface BashDeadlineSettings {
   /** The deadline of a call that gives no `timeout` of its own. */
   readonly timeoutMs: number;
   /** The latest deadline of any call, its own `timeout` included. */
@@ -30,7 +30,7 @@ export interface BashDeadlineSettings {
 }
 
 /** What a coding tool's module instance was made for. */
-export interface CodingToolSettings {
+interface CodingToolSettings {
   readonly tool: CodingToolName;
   /** Whether path arguments must stay inside the workspace. */
   readonly confine: boolean;

@@ -15,7 +15,7 @@
  */
 
 /** Slots of the table; a power of two. */
-export const pathLockSlots = 4_096;
+const pathLockSlots = 4_096;
 
 /**
  * Where the process keeps its table: on the main thread's global object, not

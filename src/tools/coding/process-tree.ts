@@ -37,7 +37,7 @@ export function threadMarkerPrefix(pid: number, threadId: number): string {
 }
 
 /** The marker prefix of every call of process `pid`. */
-export function processMarkerPrefix(pid: number): string {
+function processMarkerPrefix(pid: number): string {
   return `${pid}:`;
 }
 
@@ -87,7 +87,7 @@ function environHas(environ: Buffer, match: MarkerMatch): boolean {
  * synchronously (a few small reads, on its own thread; several times
  * cheaper than going through libuv's thread pool); the main thread never does.
  */
-export async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
+async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
   if (!isMainThread) return findMarkedProcessesSync(prefix, isWhole, fromPid);
   if (!hasProc) return [];
   const needle: MarkerMatch = { prefix, isWhole };
@@ -111,7 +111,7 @@ export async function findMarkedProcesses(prefix: string, isWhole = false, fromP
  * {@link findMarkedProcesses}, synchronously: a worker thread's way, and a
  * process's that is exiting.
  */
-export function findMarkedProcessesSync(prefix: string, isWhole = false, fromPid?: number): number[] {
+function findMarkedProcessesSync(prefix: string, isWhole = false, fromPid?: number): number[] {
   if (!hasProc) return [];
   const needle: MarkerMatch = { prefix, isWhole };
   const names = readOr(() => readdirSync("/proc"), [] as string[]);
@@ -157,7 +157,7 @@ function signal(pid: number, name: NodeJS.Signals): void {
 }
 
 /** What {@link endProcessTree} ends. */
-export interface ProcessTree {
+interface ProcessTree {
   /** The process group (the shell's pid, started `detached`), if any. */
   group?: number | undefined;
   /** The marker: a call's whole marker, or a thread's or process's prefix. */
@@ -196,14 +196,18 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   // a parent that exited leaves for init to reap whenever it does).
   const groupAlive = () => tree.group !== undefined && !hasProc && isGroupAlive(tree.group);
   if (tree.group !== undefined) signal(-tree.group, "SIGTERM");
-  for (const pid of await find()) {
+  // `marked` is always the latest scan: each scan reads /proc, which costs
+  // most on a busy machine, so none is repeated without a wait in between
+  // (a call that ended by itself takes one scan).
+  let marked = await find();
+  for (const pid of marked) {
     seen.add(pid);
     signal(pid, "SIGTERM");
   }
   const graceEnd = Date.now() + graceMs;
-  while (Date.now() < graceEnd) {
-    if (!groupAlive() && (await find()).length === 0) break;
+  while (Date.now() < graceEnd && (marked.length > 0 || groupAlive())) {
     await sleep(Math.min(50, Math.max(1, graceEnd - Date.now())));
+    marked = await find();
   }
   // The group gets its SIGKILL in the first round even when no marked
   // process is left: a member that dropped the marker (`env -i`) and ignores
@@ -211,8 +215,10 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   // group id is not given to a new process while any member is alive, so
   // once they are all gone the kill reaches nobody.
   for (let round = 0; round < maxKillRounds; round++) {
-    const marked = await find();
-    if (round > 0 && marked.length === 0 && !groupAlive()) break;
+    if (round > 0) {
+      marked = await find();
+      if (marked.length === 0 && !groupAlive()) break;
+    }
     if (tree.group !== undefined) signal(-tree.group, "SIGSTOP");
     for (const pid of marked) {
       seen.add(pid);
@@ -254,7 +260,7 @@ export function sweepThreadProcesses(threadId: number): Promise<void> {
 }
 
 /** Ends every marked process of `prefix` at once (SIGKILL), synchronously: for a process that is exiting. */
-export function killMarkedProcessesSync(prefix: string): void {
+function killMarkedProcessesSync(prefix: string): void {
   for (let round = 0; round < 5; round++) {
     const marked = findMarkedProcessesSync(prefix);
     if (marked.length === 0) return;

@@ -22,10 +22,10 @@
  * Receives each matching line in order: its 1-based number and its text
  * (without the line break). Returns false to stop.
  */
-export type LineVisitor = (lineNumber: number, line: string) => boolean;
+type LineVisitor = (lineNumber: number, line: string) => boolean;
 
 /** Told how many lines were passed since it was last told; may throw (an abort) to stop the search. */
-export type LineTicker = (lines: number) => void;
+type LineTicker = (lines: number) => void;
 
 /** The lines of a text that one regular expression matches. */
 export interface LineMatcher {

@@ -51,7 +51,7 @@ const scratch: ReadScratch = { buffer: Buffer.allocUnsafe(64 * 1024) };
 export type FileOutcome = string[] | null;
 
 /** How much of the result is still open: a search records no more than merging could use. */
-export interface Budget {
+interface Budget {
   lines: number;
   bytes: number;
 }

@@ -5,7 +5,7 @@
  */
 
 /** What {@link inspectResult} found. */
-export interface ResultInspection {
+interface ResultInspection {
   /** Describes the first value that cannot be cloned, with its path; undefined when all can. */
   uncloneable: string | undefined;
   /**

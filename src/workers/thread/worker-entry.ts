@@ -6,6 +6,14 @@
  * message computed here, in the realm where `instanceof Error` is meaningful,
  * and a result that could not cross the thread boundary is caught here, where
  * the worker survives it.
+ *
+ * Longer than the house's ~400 lines: the bundle (scripts/bundle.mjs) makes
+ * this file one CommonJS file that every worker thread loads before its
+ * first call, and a call's way through the thread (the abort flag and
+ * channel, the reused signal, the run, the reply and its checks) shares the
+ * thread's state declared here; what stands alone (inspecting a result,
+ * moving it, importing a tool module, the spread client) is in its own
+ * module beside it.
  */
 import { getEventListeners } from "node:events";
 import { BroadcastChannel, parentPort, receiveMessageOnPort, threadId, workerData, type MessagePort } from "node:worker_threads";

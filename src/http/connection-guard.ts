@@ -13,7 +13,7 @@ import { isIP, type Socket } from "node:net";
 import { lingerThenClose } from "./lingering-close.js";
 
 /** The limits of a {@link ConnectionGuard}. */
-export interface ConnectionGuardOptions {
+interface ConnectionGuardOptions {
   /** Most connections open at once. */
   readonly maxConnections: number;
   /** Most connections open at once from one IPv4 address or one IPv6 /64. */

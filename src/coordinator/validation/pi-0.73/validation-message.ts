@@ -1,7 +1,7 @@
 import type { TLocalizedValidationError } from "typebox/error";
 
-import { formatErrorLines } from "./error-lines.js";
-import { formatReceivedArguments } from "./received-arguments.js";
+import { formatErrorLines } from "../error-lines.js";
+import { formatReceivedArguments } from "../received-arguments.js";
 
 /**
  * The text of a failed validation, pi-ai 0.73.1's byte for byte:

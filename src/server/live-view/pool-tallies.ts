@@ -14,7 +14,7 @@ const runTimesKept = 512;
 const faultsKept = 20;
 
 /** The tally of calls whose tool the runtime does not have (their names are the clients'). */
-export const unknownToolName = "(unknown tool)";
+const unknownToolName = "(unknown tool)";
 
 interface ToolTally {
   count: number;

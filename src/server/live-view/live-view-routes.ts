@@ -9,7 +9,7 @@ import { readFile } from "node:fs/promises";
 
 import type { FastifyInstance, FastifyReply } from "fastify";
 
-import { sendError } from "./http-errors.js";
+import { sendError } from "../../http/http-errors.js";
 import { maxPoolEventWatchers, type PoolEventHub } from "./pool-event-hub.js";
 
 /** The page's files, as `npm run build` copies them from `src/ui/` into `dist/ui/`. */
@@ -38,7 +38,7 @@ export function addLiveViewRoutes(app: FastifyInstance, hub: PoolEventHub, retry
       // Read on first use: a server whose view no one opens never reads the files.
       let body = loaded.get(file);
       if (body === undefined) {
-        body = readFile(new URL(`../ui/${file}`, import.meta.url));
+        body = readFile(new URL(`../../ui/${file}`, import.meta.url));
         loaded.set(file, body);
         body.catch(() => loaded.delete(file));
       }

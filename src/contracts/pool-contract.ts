@@ -6,8 +6,9 @@
  * @module
  */
 import type { ErrorCode } from "../errors.js";
+import type { CallTiming } from "./call-timing.js";
 import type { AgentToolResult } from "../types.js";
-import type { WorkerTool } from "../worker-tool.js";
+import type { WorkerTool } from "./worker-tool.js";
 
 /** One worker call as the coordinator hands it to the pool. */
 export interface WorkerCallRequest {
@@ -28,30 +29,6 @@ export interface WorkerCallRequest {
   sessionKey?: string | undefined;
   /** W3C `traceparent` of the call's span, handed to the tool as `ctx.traceparent`. */
   traceparent?: string | undefined;
-}
-
-/**
- * When a worker call waited and ran, on the pool's clock (milliseconds).
- * `startedAt` and `threadId` are absent for a call that never reached a
- * thread; `node` is set by a pool whose calls run on another machine.
- */
-export interface CallTiming {
-  /** When the call was handed to the pool. */
-  submittedAt: number;
-  /** When a thread was picked for it: the end of its queue wait. */
-  startedAt?: number;
-  /** When its outcome was known. */
-  endedAt: number;
-  /** The thread that ran it. */
-  threadId?: number;
-  /** The node that ran it, for a pool of several machines. */
-  node?: string;
-  /**
-   * How long the tool's execute took, timed where it ran: `endedAt - startedAt`
-   * also holds the trips of its arguments and result between threads, and
-   * the main thread's own work meanwhile (such as sending the next call).
-   */
-  runMs?: number;
 }
 
 /**
@@ -95,6 +72,18 @@ export interface PoolStats {
   sessionsWaiting: number;
   /** Milliseconds the longest-waiting call has waited so far; 0 when none waits. */
   longestWaitMs: number;
+}
+
+/** A snapshot of the fleet as a coordinator sees it. */
+export interface FleetStats {
+  /** Live nodes serving the runtime's toolset, at the last look. */
+  nodes: number;
+  /** Their threads, added up. */
+  threads: number;
+  /** Remote calls of this runtime in flight. */
+  inFlight: number;
+  /** The hash of the runtime's worker tools: nodes with the same hash take its calls. */
+  toolsetHash: string;
 }
 
 /** A waiting or running call, as {@link WorkerPool.diagnose} shows it. */

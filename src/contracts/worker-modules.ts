@@ -15,7 +15,7 @@ import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { ToolpoolError } from "./errors.js";
+import { ToolpoolError } from "../errors.js";
 import type { WorkerTool } from "./worker-tool.js";
 
 /** How much of a module the syntax check reads: its imports and exports are near the top, and a check must stay cheap. */

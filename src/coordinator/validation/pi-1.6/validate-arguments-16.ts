@@ -20,7 +20,7 @@ import { fileURLToPath } from "node:url";
 
 import type { CoercingValidator, FormatCheck, compile as piSchemaCompile } from "@earendil-works/pi-schema";
 
-import type { JsonSchema } from "../types.js";
+import type { JsonSchema } from "../../../types.js";
 import { isIdentityOnValid16, isPlainData } from "./identity-on-valid-16.js";
 import { formatValidationFailure16 } from "./validation-message-16.js";
 

@@ -1,6 +1,6 @@
 import type { Validator } from "typebox/compile";
 
-import type { JsonSchema } from "../types.js";
+import type { JsonSchema } from "../../../types.js";
 import { coerceWithJsonSchema, type SubSchemaCheck } from "./coerce-json-schema.js";
 import { adoptApplicationFormats, loadTypebox } from "./typebox-bundle.js";
 import { formatValidationFailure } from "./validation-message.js";

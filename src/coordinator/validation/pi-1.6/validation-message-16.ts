@@ -1,7 +1,7 @@
 import type { ValidationError } from "@earendil-works/pi-schema";
 
-import { formatErrorLines } from "./error-lines.js";
-import { formatReceivedArguments } from "./received-arguments.js";
+import { formatErrorLines } from "../error-lines.js";
+import { formatReceivedArguments } from "../received-arguments.js";
 
 /**
  * The text of a failed validation under pi 1.6, pi-ai 1.6.0's byte for byte:

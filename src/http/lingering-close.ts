@@ -11,7 +11,7 @@ import type { Socket } from "node:net";
 export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 
 /** Most milliseconds a refused request's connection is read from before it is cut. */
-export const LINGER_TIMEOUT_MS = 10_000;
+const LINGER_TIMEOUT_MS = 10_000;
 
 /**
  * Ends the sending side of `socket` (the answer is out), then reads and

@@ -4,8 +4,7 @@
  *
  * @module
  */
-import type { FleetStats } from "../fleet/remote-pool.js";
-import type { PoolStats } from "../workers/pool-contract.js";
+import type { FleetStats, PoolStats } from "../../contracts/pool-contract.js";
 
 /** The first frame of every stream: what the server sends and within which bounds. */
 export interface PoolEventsHelloFrame {

@@ -6,11 +6,11 @@
  */
 import type { ServerResponse } from "node:http";
 
-import { errorCodes } from "../errors.js";
-import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
-import type { Runtime } from "../runtime.js";
-import type { PoolCallDiagnosis } from "../workers/pool-contract.js";
-import { toJsonText } from "./json-text.js";
+import { errorCodes } from "../../errors.js";
+import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../../events.js";
+import type { Runtime } from "../../runtime.js";
+import type { PoolCallDiagnosis } from "../../contracts/pool-contract.js";
+import { toJsonText } from "../../http/json-text.js";
 import { maxPendingCalls, PoolEventClient, type PoolEventClientState } from "./pool-event-client.js";
 import type {
   PoolCallRecord,
@@ -23,10 +23,10 @@ import type {
 import { PoolTallies } from "./pool-tallies.js";
 
 /** Milliseconds between two snapshots (and two flushes of ended calls). */
-export const poolEventsIntervalMs = 250;
+const poolEventsIntervalMs = 250;
 
 /** Milliseconds after which a snapshot goes out even if nothing changed: the stream's heartbeat. */
-export const snapshotHeartbeatMs = 5000;
+const snapshotHeartbeatMs = 5000;
 
 /** Most watchers at once; one more is answered 503. */
 export const maxPoolEventWatchers = 32;

@@ -1,7 +1,7 @@
 /**
  * The smallest `resourceLimits` toolpool gives a worker thread, and the check
  * that enforces them where limits enter: `pool.resourceLimits`
- * (src/options.ts) and a worker tool's own (src/workers/worker-tool.ts).
+ * (src/options.ts) and a worker tool's own (src/contracts/worker-tool.ts).
  *
  * Why refuse rather than let the worker fail: a worker whose limits are too
  * small to start does not always fail as a worker. From Node 22 on, an old
@@ -33,7 +33,7 @@ const floorReasons: Record<keyof typeof minimumResourceLimits, string> = {
 };
 
 /** A limit below its floor: which one, what it must be, and what it is. */
-export interface TooSmallResourceLimit {
+interface TooSmallResourceLimit {
   readonly name: keyof typeof minimumResourceLimits;
   /** What was expected, as in ``Expected `NAME` to be EXPECTED``. */
   readonly expected: string;

@@ -1,11 +1,11 @@
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { compiledValidator } from "./compiled-validators.js";
-import { describeValue, ToolpoolError } from "./errors.js";
-import { maxTimerMs } from "./option-checks.js";
-import type { JsonSchema, ToolExecutionMode } from "./types.js";
-import { findTooSmallResourceLimit } from "./workers/minimum-resource-limits.js";
+import { compiledValidator } from "../compiled-validators.js";
+import { describeValue, ToolpoolError } from "../errors.js";
+import { maxTimerMs } from "../option-checks.js";
+import type { JsonSchema, ToolExecutionMode } from "../types.js";
+import { findTooSmallResourceLimit } from "./minimum-resource-limits.js";
 
 /** JS heap limits of each worker thread (Node's `resourceLimits`). */
 export interface WorkerResourceLimits {
@@ -97,7 +97,7 @@ export interface WorkerToolOptions<TArgs = any> {
 }
 
 /** A pool that worker tools share (see {@link WorkerToolOptions.pool}). */
-export interface WorkerToolPool {
+interface WorkerToolPool {
   /** Tools naming the same pool share it. */
   readonly name: string;
   /** Its threads. @default the runtime's `pool.maxThreads` */

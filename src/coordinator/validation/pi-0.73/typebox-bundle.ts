@@ -24,15 +24,15 @@ import type { Format } from "typebox/format";
 import type { Value } from "typebox/value";
 
 /** The TypeBox functions validation uses. */
-export interface Typebox {
+interface Typebox {
   Compile: typeof Compile;
   Value: typeof Value;
   /** The bundle's own format registry (see `adoptApplicationFormats`). */
   Format: typeof Format;
 }
 
-const bundleUrl = new URL("../vendor/typebox.cjs", import.meta.url);
-const cacheUrl = new URL("../vendor/typebox.cjs.v8cache", import.meta.url);
+const bundleUrl = new URL("../../../vendor/typebox.cjs", import.meta.url);
+const cacheUrl = new URL("../../../vendor/typebox.cjs.v8cache", import.meta.url);
 
 /** The bundle as one script whose value is a CommonJS-style module function (the build caches this very script). */
 export function createTypeboxScript(cachedData?: Buffer): Script {

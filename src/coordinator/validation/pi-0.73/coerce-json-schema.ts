@@ -1,4 +1,4 @@
-import type { JsonSchema } from "../types.js";
+import type { JsonSchema } from "../../../types.js";
 
 /**
  * Checks a value against a sub-schema: the union step keeps the first member

@@ -6,10 +6,10 @@
  */
 import type { ServerResponse } from "node:http";
 
-import type { Clock } from "../clock.js";
-import { toJsonText } from "./json-text.js";
+import type { Clock } from "../../clock.js";
+import { toJsonText } from "../../http/json-text.js";
 import type { PoolCallRecord } from "./pool-event-frames.js";
-import { whenDrained } from "./stalled-response.js";
+import { whenDrained } from "../../http/stalled-response.js";
 
 /** Most ended calls held for one watcher between two flushes. */
 export const maxPendingCalls = 256;

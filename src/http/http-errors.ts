@@ -11,7 +11,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ToolpoolError } from "../errors.js";
 
 /** One failing part of a request body, as ajv reports it. */
-export interface RequestBodyError {
+interface RequestBodyError {
   /** JSON Pointer into the body (`""` is the body itself). */
   path: string;
   /** What is wrong there. */

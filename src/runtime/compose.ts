@@ -1,0 +1,42 @@
+/**
+ * The composition root of a runtime: its options resolved, its pi's rules,
+ * its tool registry, its pools, and every tool's schema compiled — the parts
+ * the `Runtime` facade holds.
+ *
+ * @module
+ */
+import { rulesOf, type PiRules } from "../coordinator/pi-rules.js";
+import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "../coordinator/tool-registry.js";
+import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "../options.js";
+import { PoolRouter, type PoolRouterEvents } from "./pool-router.js";
+
+/** What a runtime is made of. */
+interface RuntimeParts {
+  /** The validated options, defaults applied; frozen. */
+  options: ResolvedRuntimeOptions;
+  /** The rules of the runtime's pi, where 0.73.1 and 1.6.0 differ. */
+  rules: PiRules;
+  registry: ReadonlyMap<string, RegisteredTool>;
+  router: PoolRouter;
+}
+
+/**
+ * Makes the parts of a runtime. Throws `TP_ERR_INVALID_OPTION` or
+ * `TP_ERR_INVALID_TOOL` for bad options or tools, having closed any pool it
+ * made.
+ */
+export function composeRuntime(input: RuntimeOptions | undefined, events: PoolRouterEvents): RuntimeParts {
+  const options = resolveRuntimeOptions(input);
+  const rules = rulesOf(options.pi);
+  const registry = createToolRegistry(options.tools);
+  const router = new PoolRouter(options, registry, events);
+  // After the pools: their threads boot while the schemas compile (the
+  // first compile loads TypeBox), which shortens a new runtime's first batch.
+  try {
+    compileToolSchemas(registry, rules.compileSchema);
+  } catch (error) {
+    for (const pool of router.pools) pool.close({ force: true }).catch(() => {});
+    throw error;
+  }
+  return { options, rules, registry, router };
+}
