@@ -104,6 +104,8 @@ describe.skipIf(!hasChromium && !isCi)("live view (/ui) in Chromium", () => {
     await page.getByRole("button", { name: "Connect" }).click();
     await page.waitForFunction(() => document.querySelectorAll("[data-thread]").length >= 2);
     expect(await page.locator("#pool").isVisible()).toBe(true);
+    // The timeline opens on its last 15 s.
+    expect(await page.locator("#axis-start").textContent()).toBe("−15 s");
 
     // Three sessions; gamma's call holds its thread until the gate opens.
     const gate = `${randomUUID()}:held`;

@@ -333,6 +333,14 @@ describe("GET /v1/pool/events", () => {
     expect(html).not.toMatch(/<script>|<style>|\son[a-z]+=/i);
     expect((await fetch(`${url}/ui/live-view.js`)).headers.get("content-type")).toBe("text/javascript; charset=utf-8");
     expect((await fetch(`${url}/ui/live-view.css`)).headers.get("content-type")).toBe("text/css; charset=utf-8");
+    // The page opens on the last 15 s; its icon (named by the page, or asked for at /favicon.ico) goes without the token too.
+    expect(html).toContain('<option value="15" selected>last 15 s</option>');
+    for (const icon of ["/ui/favicon.svg", "/favicon.ico"]) {
+      const response = await fetch(`${url}${icon}`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toBe("image/svg+xml");
+      expect(await response.text()).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    }
     // Only the page's own files go without the token.
     expect((await fetch(`${url}/ui/other.js`)).status).toBe(401);
     expect((await fetch(`${url}/v1/tools`)).status).toBe(401);

@@ -78,7 +78,7 @@ const view = {
   sessions: new Map(),
   dropped: 0,
   /** Milliseconds of history shown, as chosen in the page. */
-  windowMs: 60_000,
+  windowMs: 15_000,
 };
 
 /**

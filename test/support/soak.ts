@@ -5,7 +5,8 @@ import { runInNewContext } from "node:vm";
 import { createRuntime, workerTool, type AssistantMessage, type BatchEvent, type ToolResultMessage } from "toolpool";
 
 const faults = new URL("../fixtures/tools/faults.mjs", import.meta.url);
-const missing = new URL("../fixtures/tools/no-such-module.mjs", import.meta.url);
+// A module that throws while loading: every call of it fails with TP_ERR_TOOL_LOAD (a missing one is refused by createRuntime).
+const missing = new URL("../fixtures/tools/broken-module.mjs", import.meta.url);
 const anyArgs = { type: "object" };
 
 /** The faults a soak injects, each with the outcome it must produce. */

@@ -18,6 +18,9 @@ const assets = {
   "/ui/": { file: "index.html", type: "text/html; charset=utf-8" },
   "/ui/live-view.js": { file: "live-view.js", type: "text/javascript; charset=utf-8" },
   "/ui/live-view.css": { file: "live-view.css", type: "text/css; charset=utf-8" },
+  "/ui/favicon.svg": { file: "favicon.svg", type: "image/svg+xml" },
+  // What a browser asks for when a page (or none) names no icon: the same one, not a 401.
+  "/favicon.ico": { file: "favicon.svg", type: "image/svg+xml" },
 } as const;
 
 /** The routes a browser loads without the token: the page shows nothing of the pool until the stream accepts the token. */
