@@ -61,12 +61,12 @@ export interface InstanceCall extends QueuedCall {
 
 type LoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof Piscina>[0]>["loadBalancer"]>;
 /** A task as Piscina's balancer sees it. */
-type PiscinaTask = Parameters<LoadBalancer>[0];
+export type PiscinaTask = Parameters<LoadBalancer>[0];
 /** A thread as Piscina's balancer sees it. */
 export type PiscinaWorker = Parameters<LoadBalancer>[1][number];
 
 /** What the instances tell their pool. */
-interface InstanceEvents {
+export interface InstanceEvents {
   /** Whether `worker` may take the task's call now; when it may, the call is dispatched to it. */
   dispatch(task: PiscinaTask, worker: PiscinaWorker): boolean;
   /** A message a worker posted besides its replies. */

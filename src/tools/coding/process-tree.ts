@@ -260,7 +260,7 @@ export function sweepThreadProcesses(threadId: number): Promise<void> {
 }
 
 /** Ends every marked process of `prefix` at once (SIGKILL), synchronously: for a process that is exiting. */
-function killMarkedProcessesSync(prefix: string): void {
+export function killMarkedProcessesSync(prefix: string): void {
   for (let round = 0; round < 5; round++) {
     const marked = findMarkedProcessesSync(prefix);
     if (marked.length === 0) return;
