@@ -1,7 +1,7 @@
 import { Piscina } from "piscina";
 import { describe, expect, it } from "vitest";
 
-import { CallQueue, type QueuedCall } from "../dist/workers/call-queue.js";
+import { CallQueue, type QueuedCall } from "./support/internals.js";
 
 type Task = { [key: symbol]: QueuedCall; done: (error: Error | null) => void; ended?: Error | null };
 

@@ -11,6 +11,7 @@ import {
 } from "toolpool";
 
 import { GateController } from "./support/gates.js";
+import { codeOf, textOf } from "./support/helpers.js";
 
 const faults = new URL("./fixtures/tools/faults.mjs", import.meta.url);
 const scripted = new URL("./fixtures/tools/scripted.mjs", import.meta.url);
@@ -29,9 +30,6 @@ const sandwich = (args: Record<string, unknown>, tool = "fault"): AssistantMessa
     { type: "toolCall", id: "after", name: "ok", arguments: { value: 2 } },
   ],
 });
-
-const codeOf = (message: ToolResultMessage) => (message.details as { code?: string } | undefined)?.code;
-const textOf = (message: ToolResultMessage) => (message.content[0] as { text: string }).text;
 
 let runtimes: Runtime[] = [];
 const open = (options: RuntimeOptions) => {
