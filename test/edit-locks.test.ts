@@ -144,8 +144,10 @@ describe("path locks on a pool: a thread that ends holding a lock frees it", () 
   }, 60_000);
 });
 
-describe.skipIf(!supportsPi16())("pi 1.6 edit tool on two threads at once, 200 rounds", () => {
-  const rounds = 200;
+describe.skipIf(!supportsPi16())("pi 1.6 edit tool on two threads at once, 50 rounds", () => {
+  // The gate makes every round contended (checked below), so each round proves
+  // the property on its own: 50 show it as well as 200 did, in a quarter of the time.
+  const rounds = 50;
 
   /** Two threads edit one file, one line each per round, their edits made to overlap by the fixture's gate. */
   async function editTogether(locked: boolean) {
