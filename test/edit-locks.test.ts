@@ -9,11 +9,12 @@ import { codingTools, createRuntime, supportsPi16, workerTool, type Runtime } fr
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
+import { builtCodingToolsUrl } from "./support/internals.js";
 
 warnSkippedPi16("test/edit-locks.test.ts");
 
 const base = join(tmpdir(), `toolpool-edit-locks-${process.pid}`);
-const dist = new URL("../dist/tools/coding/", import.meta.url);
+const dist = builtCodingToolsUrl;
 const fixtures = new URL("./fixtures/coding/", import.meta.url);
 
 interface LockTableModule {

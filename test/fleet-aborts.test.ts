@@ -14,10 +14,11 @@ import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "
 import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
+import { builtCliPath } from "./support/internals.js";
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
 const coordinatorScript = fileURLToPath(new URL("./fixtures/fleet/coordinator.mjs", import.meta.url));
-const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+const cli = builtCliPath;
 
 /** The ids of the calls whose tool started, in the order they started (one line per start). */
 function startedIn(log: string): string[] {

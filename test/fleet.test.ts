@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { createRuntime, createServer, supportsPi16, workerTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
 
-import { resolveFleetOptions, RemotePool } from "./support/internals.js";
+import { resolveFleetOptions, RemotePool, builtCliPath } from "./support/internals.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
@@ -188,7 +188,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         ]),
       ),
     );
-    const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+    const cli = builtCliPath;
     const stdout = await new Promise<string>((resolve, reject) =>
       execFile(
         process.execPath,

@@ -16,6 +16,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
+import { builtIndexUrl } from "./support/internals.js";
 
 /** Per-call figures of one thread. */
 interface ThreadWork {
@@ -42,7 +43,6 @@ const budget = {
 
 const calls = 2_000;
 const fixtures = new URL("./fixtures/per-call/", import.meta.url);
-const distIndex = new URL("../dist/index.js", import.meta.url);
 
 function measure(): Promise<{ main: ThreadWork; worker: ThreadWork }> {
   const args = [
@@ -53,7 +53,7 @@ function measure(): Promise<{ main: ThreadWork; worker: ThreadWork }> {
     "--min-semi-space-size=64",
     "--max-semi-space-size=64",
     fileURLToPath(new URL("measure.mjs", fixtures)),
-    distIndex.href,
+    builtIndexUrl.href,
     String(calls),
   ];
   return new Promise((resolve, reject) => {

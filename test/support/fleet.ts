@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { builtCliPath } from "./internals.js";
 
-const cli = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+const cli = builtCliPath;
 
 /** Short lock and stall settings: a lost node is noticed within ~2 s (lock + 2 × stall + 1 s at most). */
 export const testLockMs = 1_000;

@@ -3,6 +3,15 @@
 // worker threads, or compare with what the package ("toolpool", i.e. dist/)
 // exports, come from the build (dist/); the rest from src/. Rebuild
 // (`npm run build`) before running tests that use the dist/ ones.
+import { fileURLToPath } from "node:url";
+
+/** The built CLI (`toolpool run`, `toolpool node`), for tests that start it as a process. */
+export const builtCliPath = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+/** The built package's entry, for scripts that a test runs in a process of their own. */
+export const builtIndexUrl = new URL("../../dist/index.js", import.meta.url);
+/** The built coding tools' folder: tests import their modules at run time, as a worker thread does. */
+export const builtCodingToolsUrl = new URL("../../dist/tools/coding/", import.meta.url);
+
 export { systemClock } from "../../dist/clock.js";
 export { maxErrorLinesBytes } from "../../dist/coordinator/error-lines.js";
 export { isIdentityOnValid16, isPlainData } from "../../dist/coordinator/identity-on-valid-16.js";
