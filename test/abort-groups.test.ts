@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { AbortGroups } from "../src/workers/abort-groups.js";
+import { AbortGroups } from "./support/internals.js";
 
 describe("AbortGroups", () => {
   it("tells every member of an aborted signal, and only those", () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { sleepers } from "./support/processes.js";
+import { textOf } from "./support/helpers.js";
 
 warnSkippedPi16("test/bash-process-tree.test.ts");
 
@@ -36,8 +37,6 @@ const bash = (id: string, command: string, timeout?: number) => ({
   content: [{ type: "toolCall" as const, id, name: "bash", arguments: timeout === undefined ? { command } : { command, timeout } }],
   stopReason: "toolUse" as const,
 });
-
-const textOf = (message: { content: unknown[] }) => (message.content[0] as { text: string }).text;
 
 describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash calls end their whole process tree (pi 1.6)", () => {
   let runtime: Runtime;

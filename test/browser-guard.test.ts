@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { checkBrowserGuard } from "../dist/http/browser-guard.js";
+import { checkBrowserGuard } from "./support/internals.js";
 
 describe("checkBrowserGuard", () => {
   it("lets a tokenless server answer loopback Host values only, with or without a port, and allowedHosts as sent", () => {

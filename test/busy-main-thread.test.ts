@@ -4,19 +4,15 @@ import { join } from "node:path";
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-import { createRuntime, workerTool, type AgentTool, type AssistantMessage, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
+import { createRuntime, workerTool, type AgentTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
+import { batch, textOf } from "./support/helpers.js";
 
 const effects = new URL("./fixtures/tools/effects.mjs", import.meta.url);
 const anyArgs = { type: "object" };
 const tool = (name: string, exportName: string, timeoutMs?: number) =>
   workerTool({ name, description: name, parameters: anyArgs, module: effects, exportName, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
-const batch = (...calls: [id: string, name: string, args: Record<string, unknown>][]): AssistantMessage => ({
-  role: "assistant",
-  content: calls.map(([id, name, args]) => ({ type: "toolCall", id, name, arguments: args })),
-});
-
 let dir: string;
 let runtimes: Runtime[] = [];
 const open = (options: RuntimeOptions) => {
@@ -51,8 +47,6 @@ function _blockFor(ms: number): void {
   const until = performance.now() + ms;
   while (performance.now() < until);
 }
-
-const textOf = (message: { content: { type: string; text?: string }[] }) => message.content.map((part) => part.text ?? "").join("");
 
 describe("a busy main thread", () => {
   it("never reports a finished call as timed out, though its deadline fires before its reply is read", async () => {

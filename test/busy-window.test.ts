@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { BusyWindow } from "../src/workers/busy-window.js";
+import { BusyWindow } from "./support/internals.js";
 
 describe("BusyWindow (a pool's utilization)", () => {
   it("splits an ended call over the seconds it ran in", () => {

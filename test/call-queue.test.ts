@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { CallQueue, type QueuedCall } from "../dist/workers/call-queue.js";
+import { CallQueue, type QueuedCall } from "./support/internals.js";
 
 let nextSeq = 0;
 const task = (session: string, cost = 1, enqueuedAt = 0): QueuedCall => ({ seq: ++nextSeq, session, cost, enqueuedAt });

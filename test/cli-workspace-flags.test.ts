@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinTools } from "toolpool";
 
 // The built module, as the CLI runs it: a built-in is known by its module's URL in dist/.
-import { rebaseBuiltinTool } from "../dist/builtin-tools.js";
+import { rebaseBuiltinTool } from "./support/internals.js";
 
 const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
 const entry = new URL("../dist/index.js", import.meta.url).href;
@@ -29,7 +29,7 @@ beforeAll(() => {
   writeFileSync(join(root, "inside.txt"), "needle in the root\n");
   writeFileSync(join(elsewhere, "outside.txt"), "needle elsewhere\n");
   writeFileSync(join(folder, "package.json"), '{ "type": "module" }\n');
-  // A module as the README shows them: the built-ins beside a tool of its own.
+  // A module as the docs show them: the built-ins beside a tool of its own.
   writeFileSync(
     join(folder, "with-builtins.mjs"),
     `import { builtinTools, workerTool } from ${JSON.stringify(entry)};

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { supportsPi16 } from "toolpool";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
+import { textOf } from "./support/helpers.js";
 
 warnSkippedPi16("test/cli.test.ts");
 
@@ -64,10 +65,6 @@ function parseNdjson(stdout: string): JsonEvent[] {
       expect(typeof event === "object" && event !== null && !Array.isArray(event)).toBe(true);
       return event as JsonEvent;
     });
-}
-
-function textOf(result: ToolResult | undefined): string {
-  return (result?.content ?? []).map((block) => block.text ?? "").join("\n");
 }
 
 function batchEnd(events: JsonEvent[]): JsonEvent {

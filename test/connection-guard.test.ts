@@ -10,7 +10,7 @@ import { connect } from "node:net";
 
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 
-import { addressKey } from "../dist/http/connection-guard.js";
+import { addressKey } from "./support/internals.js";
 import {
   floodConnections,
   holdIdleConnections,

@@ -7,23 +7,18 @@ import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, type AssistantMessage, type Runtime, type ToolResultMessage } from "toolpool";
+import { createRuntime, type Runtime, type ToolResultMessage } from "toolpool";
 
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
-import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
+import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
 import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
+import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
+import { builtCliPath } from "./support/internals.js";
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
 const coordinatorScript = fileURLToPath(new URL("./fixtures/fleet/coordinator.mjs", import.meta.url));
-const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
-const codeOf = (message: ToolResultMessage) => (message.details as { code?: string } | undefined)?.code;
-const textOf = (message: ToolResultMessage) => (message.content[0] as { text: string }).text;
-
-const batchOf = (calls: { id: string; arguments: Record<string, unknown> }[]): AssistantMessage => ({
-  role: "assistant",
-  content: calls.map((call) => ({ type: "toolCall" as const, id: call.id, name: "task", arguments: call.arguments })),
-});
+const cli = builtCliPath;
 
 /** The ids of the calls whose tool started, in the order they started (one line per start). */
 function startedIn(log: string): string[] {
@@ -74,8 +69,8 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
         const counts = await queueCounts(node);
         return counts.waiting === 0 && counts.running === 0;
       },
-      20_000,
       "the queue drained",
+      { limitMs: 20_000 },
     );
   /** Four calls: the first waits for a file that never comes (until aborted); the others are quick. */
   const fourCalls = (log: string, abortLog: string) => [
@@ -111,12 +106,12 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     const calls = [{ id: "c1", arguments: { log, gateFile: gate } }, ...["c2", "c3", "c4"].map((id) => ({ id, arguments: { log, waitMs: 10 } }))];
     const coordinator = spawnWithOutput([coordinatorScript, redis.url, String(testLockMs), String(testStalledMs), JSON.stringify(calls)]);
     children.push(coordinator.child);
-    await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
-    await until(async () => (await queueCounts(node)).waiting === 3, 15_000, "3 calls waiting");
+    await until(() => startedIn(log).includes("c1"), "c1 started");
+    await until(async () => (await queueCounts(node)).waiting === 3, "3 calls waiting");
     coordinator.child.kill("SIGKILL");
     await coordinator.exited;
     // Its presence in Redis lapses (within lockDurationMs + 2 × stalledIntervalMs); then the running call may end.
-    await until(async () => (await client.keys("toolpool:fleet:coordinator:*")).length === 0, 15_000, "the coordinator's presence lapsed");
+    await until(async () => (await client.keys("toolpool:fleet:coordinator:*")).length === 0, "the coordinator's presence lapsed");
     writeFileSync(gate, "");
     await untilDrained(node);
     const others = startedIn(log).filter((id) => id !== "c1");
@@ -134,8 +129,8 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     const calls = [{ id: "c1", arguments: { log, gateFile: gate } }, ...["c2", "c3", "c4"].map((id) => ({ id, arguments: { log, waitMs: 10 } }))];
     const coordinator = spawnWithOutput([coordinatorScript, redis.url, String(lockMs), String(stalledMs), JSON.stringify(calls)]);
     children.push(coordinator.child);
-    await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
-    await until(async () => (await queueCounts(node)).waiting === 3, 15_000, "3 calls waiting");
+    await until(() => startedIn(log).includes("c1"), "c1 started");
+    await until(async () => (await queueCounts(node)).waiting === 3, "3 calls waiting");
     coordinator.child.kill("SIGKILL");
     await coordinator.exited;
     // The running call ends at once; the node then fetches the three others.
@@ -162,9 +157,9 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
       JSON.stringify([{ id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } }]),
     ]);
     children.push(coordinator.child);
-    await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
+    await until(() => startedIn(log).includes("c1"), "c1 started");
     coordinator.child.kill("SIGKILL");
-    await until(() => existsSync(abortLog) && readFileSync(abortLog, "utf8").includes("c1 aborted"), 20_000, "the node aborted c1");
+    await until(() => existsSync(abortLog) && readFileSync(abortLog, "utf8").includes("c1 aborted"), "the node aborted c1", { limitMs: 20_000 });
     expect(nodes[0]!.stderr()).toBe("");
   }, 60_000);
 
@@ -174,11 +169,11 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     const log = newFile("starts");
     const abortLog = newFile("aborts");
     const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } }]));
-    await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
+    await until(() => startedIn(log).includes("c1"), "c1 started");
     await runtime.close({ force: true });
     const { messages } = await batch;
     expect(codeOf(messages[0]!)).toBe("TP_ERR_CLOSED");
-    await until(() => existsSync(abortLog) && readFileSync(abortLog, "utf8").includes("c1 aborted"), 20_000, "the node aborted c1");
+    await until(() => existsSync(abortLog) && readFileSync(abortLog, "utf8").includes("c1 aborted"), "the node aborted c1", { limitMs: 20_000 });
   }, 60_000);
 
   it("SIGINT to toolpool run: its batch is aborted, and the 3 calls waiting in the queue never start", async () => {
@@ -189,8 +184,8 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     writeFileSync(batchFile, JSON.stringify(batchOf(fourCalls(log, abortLog))));
     const run = spawnWithOutput([cli, "run", batchFile, "--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"]);
     children.push(run.child);
-    await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
-    await until(async () => (await queueCounts(node)).waiting === 3, 15_000, "3 calls waiting");
+    await until(() => startedIn(log).includes("c1"), "c1 started");
+    await until(async () => (await queueCounts(node)).waiting === 3, "3 calls waiting");
     run.child.kill("SIGINT");
     expect(await run.exited).toBe(0);
     await untilDrained(node);
@@ -220,10 +215,10 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } }]), {
       signal: controller.signal,
     });
-    await until(() => startedIn(log).includes("c1"), 15_000, "c1 started");
+    await until(() => startedIn(log).includes("c1"), "c1 started");
     proxy.cut();
     // The coordinator's command connection is reconnecting (not ready): the announcement fails.
-    await until(() => proxy!.sawWhileCut("toolpool-coordinator"), 15_000, "the coordinator reconnecting");
+    await until(() => proxy!.sawWhileCut("toolpool-coordinator"), "the coordinator reconnecting");
     controller.abort();
     proxy.restore();
     const { messages } = await batch;

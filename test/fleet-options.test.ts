@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { createRuntime, workerTool } from "toolpool";
+import { builtIndexUrl } from "./support/internals.js";
 
 const tool = workerTool({
   name: "t",
@@ -54,9 +55,8 @@ describe("fleet libraries that fail to load", () => {
   it("end each remote call once with TP_ERR_FLEET_UNAVAILABLE naming the cause, and close cleanly", async () => {
     const { execFile } = await import("node:child_process");
     const script = new URL("./fixtures/fleet/missing-libraries.mjs", import.meta.url);
-    const distIndex = new URL("../dist/index.js", import.meta.url);
     const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, [script.pathname, distIndex.href], { timeout: 60_000 }, (error, out, err) =>
+      execFile(process.execPath, [script.pathname, builtIndexUrl.href], { timeout: 60_000 }, (error, out, err) =>
         error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
       );
     });

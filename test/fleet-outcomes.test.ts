@@ -7,13 +7,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import type { Clock } from "toolpool";
 
-import { resolveFleetOptions, type FleetOptions } from "../dist/contracts/fleet-options.js";
-import { RemotePool } from "../dist/fleet/remote-pool.js";
+import { resolveFleetOptions, type FleetOptions, RemotePool } from "./support/internals.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";
-import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
+import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
 import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
+import { until } from "./support/helpers.js";
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
 const task = fleetTools[0]!;
@@ -78,12 +78,12 @@ describe.runIf(hasRedisServer())("RemotePool: outcomes that tell the truth, and 
     const log = newFile("starts");
     const controller = new AbortController();
     const outcome = pool.run({ tool: task, toolCallId: "c1", args: { log, gateFile: join(dir, "never") }, signal: controller.signal });
-    await until(() => startedIn(log).includes("c1 "), 15_000, "c1 started");
+    await until(() => startedIn(log).includes("c1 "), "c1 started");
     const endsBefore = await endsWritten();
     // What Redis sends the blocking reader stays in transit; the node answers the abort.
     proxy.holdReplies();
     controller.abort();
-    await until(async () => (await endsWritten()) > endsBefore, 15_000, "the node wrote c1's end");
+    await until(async () => (await endsWritten()) > endsBefore, "the node wrote c1's end");
     clock.advance(abortGraceMs + 1_000);
     expect(await outcome).toMatchObject({ kind: "error", message: "aborted c1" });
   }, 60_000);
@@ -96,7 +96,7 @@ describe.runIf(hasRedisServer())("RemotePool: outcomes that tell the truth, and 
     proxy.holdReplies();
     const endsBefore = await endsWritten();
     const outcome = pool.run({ tool: task, toolCallId: "c1", args: { waitMs: 1 } });
-    await until(async () => (await endsWritten()) > endsBefore, 15_000, "the node wrote c1's end");
+    await until(async () => (await endsWritten()) > endsBefore, "the node wrote c1's end");
     // The job is gone (removed on completion) and its end unread: the watchdog looks after lockDurationMs + 2 × stalledIntervalMs.
     const result = await outcome;
     expect(result).toMatchObject({ kind: "ok", result: { content: [{ type: "text", text: "done c1" }] } });
@@ -109,14 +109,14 @@ describe.runIf(hasRedisServer())("RemotePool: outcomes that tell the truth, and 
     const gate = newFile("gate");
     const controller = new AbortController();
     const outcome = pool.run({ tool: task, toolCallId: "c1", args: { log, gateFile: gate }, signal: controller.signal });
-    await until(() => startedIn(log).includes("c1 "), 15_000, "c1 started");
+    await until(() => startedIn(log).includes("c1 "), "c1 started");
     proxy.cut();
-    await until(() => proxy!.sawWhileCut("toolpool-coordinator"), 15_000, "the coordinator reconnecting");
+    await until(() => proxy!.sawWhileCut("toolpool-coordinator"), "the coordinator reconnecting");
     // The abort waits for Redis; meanwhile the tool finishes and its job is gone (removed on completion).
     controller.abort();
     const endsBefore = await endsWritten();
     writeFileSync(gate, "");
-    await until(async () => (await endsWritten()) > endsBefore, 15_000, "the node wrote c1's end");
+    await until(async () => (await endsWritten()) > endsBefore, "the node wrote c1's end");
     // Back, the abort is announced and the batch's waiting calls are taken back; the end is still in transit.
     proxy.holdReplies();
     proxy.restore();
@@ -135,7 +135,7 @@ describe.runIf(hasRedisServer())("RemotePool: outcomes that tell the truth, and 
       signal: controller.signal,
       onUpdate: () => void (partials += 1),
     });
-    await until(() => partials === 1, 15_000, "c1's partial arrived");
+    await until(() => partials === 1, "c1's partial arrived");
     const [key] = await client.keys("toolpool:fleet:reply:*");
     const ttlMs = await client.pttl(key!);
     controller.abort();

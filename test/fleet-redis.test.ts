@@ -4,20 +4,15 @@ import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, type AssistantMessage, type Runtime, type ToolResultMessage } from "toolpool";
+import { createRuntime, type Runtime } from "toolpool";
 
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
-import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
+import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
+import { batchOf, codeOf, until } from "./support/helpers.js";
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
-const codeOf = (message: ToolResultMessage) => (message.details as { code?: string } | undefined)?.code;
 const redisTimeoutMs = 1_000;
-
-const batchOf = (ids: string[], args: Record<string, unknown>): AssistantMessage => ({
-  role: "assistant",
-  content: ids.map((id) => ({ type: "toolCall" as const, id, name: "task", arguments: args })),
-});
 
 describe.runIf(hasRedisServer())("fleet: Redis stopped mid-batch", () => {
   let redis: TestRedis;
@@ -44,18 +39,14 @@ describe.runIf(hasRedisServer())("fleet: Redis stopped mid-batch", () => {
   it("ends every call of the batch within the bound, and new batches work once Redis is back", async () => {
     const log = join(dir, "starts.log");
     const ids = ["c1", "c2", "c3", "c4", "c5", "c6"];
-    const batch = runtime.executeToolCalls(batchOf(ids, { log, waitMs: 30_000 }));
-    await until(
-      () => {
-        try {
-          return readFileSync(log, "utf8").split("\n").filter(Boolean).length >= 2;
-        } catch {
-          return false;
-        }
-      },
-      15_000,
-      "two calls started",
-    );
+    const batch = runtime.executeToolCalls(batchOf(ids.map((id) => ({ id, arguments: { log, waitMs: 30_000 } }))));
+    await until(() => {
+      try {
+        return readFileSync(log, "utf8").split("\n").filter(Boolean).length >= 2;
+      } catch {
+        return false;
+      }
+    }, "two calls started");
     const stoppedAt = Date.now();
     await redis.stop();
     const { messages } = await batch;
@@ -67,20 +58,20 @@ describe.runIf(hasRedisServer())("fleet: Redis stopped mid-batch", () => {
     expect(endedAfterMs).toBeLessThan(redisTimeoutMs * 10);
 
     // While Redis is down, a new call ends at once.
-    const meanwhile = await runtime.executeToolCalls(batchOf(["m1"], {}));
+    const meanwhile = await runtime.executeToolCalls(batchOf(["m1"].map((id) => ({ id, arguments: {} }))));
     expect(codeOf(meanwhile.messages[0]!)).toBe("TP_ERR_FLEET_UNAVAILABLE");
 
     await redis.restart();
     // The nodes come back on their own (they re-register); then calls run again.
     await until(
       async () => {
-        const probe = await runtime.executeToolCalls(batchOf(["probe"], {}));
+        const probe = await runtime.executeToolCalls(batchOf(["probe"].map((id) => ({ id, arguments: {} }))));
         return probe.messages[0]!.isError === false;
       },
-      20_000,
       "the fleet served a call again",
+      { limitMs: 20_000 },
     );
-    const after = await runtime.executeToolCalls(batchOf(["a1", "a2", "a3", "a4"], { waitMs: 10 }));
+    const after = await runtime.executeToolCalls(batchOf(["a1", "a2", "a3", "a4"].map((id) => ({ id, arguments: { waitMs: 10 } }))));
     expect(after.messages.map((message) => (message.content[0] as { text: string }).text)).toEqual(["done a1", "done a2", "done a3", "done a4"]);
   }, 60_000);
 });
@@ -106,11 +97,11 @@ describe.runIf(hasRedisServer())("fleet: Redis that stops answering without clos
   });
 
   it("ends calls with TP_ERR_FLEET_UNAVAILABLE instead of hanging, and serves again once Redis answers", async () => {
-    const first = await runtime.executeToolCalls(batchOf(["w1"], { waitMs: 10 }));
+    const first = await runtime.executeToolCalls(batchOf(["w1"].map((id) => ({ id, arguments: { waitMs: 10 } }))));
     expect(first.messages[0]!.isError).toBe(false);
     redis.pause();
     const pausedAt = Date.now();
-    const { messages } = await runtime.executeToolCalls(batchOf(["p1", "p2"], { waitMs: 10 }));
+    const { messages } = await runtime.executeToolCalls(batchOf(["p1", "p2"].map((id) => ({ id, arguments: { waitMs: 10 } }))));
     const endedAfterMs = Date.now() - pausedAt;
     console.log(`calls ended ${endedAfterMs} ms after Redis was paused (redisTimeoutMs ${redisTimeoutMs})`);
     expect(messages.map(codeOf)).toEqual(["TP_ERR_FLEET_UNAVAILABLE", "TP_ERR_FLEET_UNAVAILABLE"]);
@@ -118,11 +109,11 @@ describe.runIf(hasRedisServer())("fleet: Redis that stops answering without clos
     redis.resume();
     await until(
       async () => {
-        const probe = await runtime.executeToolCalls(batchOf(["probe"], { waitMs: 10 }));
+        const probe = await runtime.executeToolCalls(batchOf(["probe"].map((id) => ({ id, arguments: { waitMs: 10 } }))));
         return probe.messages[0]!.isError === false;
       },
-      20_000,
       "the fleet served a call again",
+      { limitMs: 20_000 },
     );
   }, 60_000);
 });

@@ -7,37 +7,20 @@ import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import {
-  createRuntime,
-  createServer,
-  supportsPi16,
-  workerTool,
-  type AssistantMessage,
-  type BatchEvent,
-  type Runtime,
-  type RuntimeOptions,
-  type ToolResultMessage,
-} from "toolpool";
+import { createRuntime, createServer, supportsPi16, workerTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
 
-import { resolveFleetOptions } from "../dist/contracts/fleet-options.js";
-import { RemotePool } from "../dist/fleet/remote-pool.js";
+import { resolveFleetOptions, RemotePool, builtCliPath } from "./support/internals.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
-import { startNode, stopNodes, testLockMs, testStalledMs, until, type TestNode } from "./support/fleet.js";
+import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
+import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
 
 warnSkippedPi16("test/fleet.test.ts");
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
-const codeOf = (message: ToolResultMessage) => (message.details as { code?: string } | undefined)?.code;
-const textOf = (message: ToolResultMessage) => (message.content[0] as { text: string }).text;
 /** The issue's bound on noticing a lost node. */
 const lossBoundMs = testLockMs + 2 * testStalledMs + 1_000;
-
-const batchOf = (calls: { id: string; name?: string; arguments: Record<string, unknown> }[]): AssistantMessage => ({
-  role: "assistant",
-  content: calls.map((call) => ({ type: "toolCall" as const, id: call.id, name: call.name ?? "task", arguments: call.arguments })),
-});
 
 /** The starts the tool itself logged: toolCallId → pids of the processes that started it. */
 function startsIn(log: string): Map<string, string[]> {
@@ -119,7 +102,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
           { id: "c2", arguments: { waitMs: 1 } },
         ]),
       );
-      await until(() => runtime.fleetStats!.nodes === 2, 15_000, "both nodes seen");
+      await until(() => runtime.fleetStats!.nodes === 2, "both nodes seen");
       const metrics = await (await fetch(`${url}/metrics`)).text();
       expect(metrics).toMatch(/^toolpool_fleet_nodes 2$/m);
       expect(metrics).toContain('toolpool_remote_calls_total{tool="task",outcome="ok"} 2');
@@ -147,10 +130,10 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       const run = (id: string, sessionKey: string) =>
         pool.run({ tool: fleetTools[0]!, toolCallId: id, args: { log, gateFile }, session: sessionKey });
       const flood = Array.from({ length: 12 }, (_, index) => run(`a${index}`, "A"));
-      await until(() => startsIn(log).size > 0, 15_000, "the flood started");
+      await until(() => startsIn(log).size > 0, "the flood started");
       const light = [run("b0", "B"), run("b1", "B")];
       // The first of A's calls holds the node's thread; the 11 others and B's 2 wait in the queue.
-      await until(async () => (await waitingJobs()) === 13, 15_000, "13 calls waiting in the queue");
+      await until(async () => (await waitingJobs()) === 13, "13 calls waiting in the queue");
       writeFileSync(gateFile, "");
       const outcomes = await Promise.all([...flood, ...light]);
       expect(outcomes.every((outcome) => outcome.kind === "ok")).toBe(true);
@@ -185,7 +168,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const runtime = fleetRuntime();
     const log = newLog();
     const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, waitMs: 400 } }]));
-    await until(() => startsIn(log).has("c1"), 15_000, "the call started");
+    await until(() => startsIn(log).has("c1"), "the call started");
     node!.kill("SIGTERM");
     const { messages } = await batch;
     expect(textOf(messages[0]!)).toBe("done c1");
@@ -205,7 +188,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         ]),
       ),
     );
-    const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
+    const cli = builtCliPath;
     const stdout = await new Promise<string>((resolve, reject) =>
       execFile(
         process.execPath,
@@ -230,7 +213,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       },
     });
     // Kill the node running the first call that started.
-    await until(() => startsIn(log).size > 0, 15_000, "a call started");
+    await until(() => startsIn(log).size > 0, "a call started");
     const [victimCall, [victimPid]] = [...startsIn(log)][0]!;
     const victim = nodes.find((node) => String(node.process.pid) === victimPid)!;
     const killedAt = Date.now();
@@ -261,7 +244,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         { id: "waiting", arguments: { log, waitMs: 10 } },
       ]),
     );
-    await until(() => startsIn(log).has("running"), 15_000, "the call started");
+    await until(() => startsIn(log).has("running"), "the call started");
     nodes[0]!.kill("SIGKILL");
     const { messages } = await batch;
     expect(messages.map(codeOf)).toEqual(["TP_ERR_NODE_LOST", "TP_ERR_FLEET_UNAVAILABLE"]);
@@ -280,7 +263,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const runtime = fleetRuntime();
     const log = newLog();
     const batch = runtime.executeToolCalls(batchOf([{ id: "p1", name: "pure", arguments: { log, waitMs: 60_000, retryWaitMs: 0 } }]));
-    await until(() => startsIn(log).has("p1"), 15_000, "the call started");
+    await until(() => startsIn(log).has("p1"), "the call started");
     const victimPid = startsIn(log).get("p1")![0];
     // The second attempt must finish: the tool waits long only on its first start, as the log tells it.
     nodes.find((node) => String(node.process.pid) === victimPid)!.kill("SIGKILL");
@@ -464,7 +447,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         ]),
         { signal: controller.signal },
       );
-      await until(() => startsIn(log).size >= 2, 15_000, "two calls started");
+      await until(() => startsIn(log).size >= 2, "two calls started");
       controller.abort();
       const { messages } = await batch;
       return {

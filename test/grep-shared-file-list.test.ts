@@ -15,7 +15,7 @@ import {
   Slot,
   stopAll,
   takeChunk,
-} from "../dist/tools/grep/shared-file-list.js";
+} from "./support/internals.js";
 
 const moduleUrl = new URL("../dist/tools/grep/shared-file-list.js", import.meta.url).href;
 const names = (count: number, from = 0) => Array.from({ length: count }, (_, i) => `dir/file-${from + i}-é.txt`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { inspectResult, transferThresholdBytes } from "../src/workers/thread/inspect-result.js";
+import { inspectResult, transferThresholdBytes } from "./support/internals.js";
 
 describe("inspectResult", () => {
   it("bounds the size of strings cheaply, and measures it exactly only near the limit", () => {

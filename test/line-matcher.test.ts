@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
-import { canScanWholeText, createLineMatcher, forEachMatchingLine, requiredLiterals } from "../dist/tools/grep/line-matcher.js";
+import { canScanWholeText, createLineMatcher, forEachMatchingLine, requiredLiterals } from "./support/internals.js";
 
 type Hit = [number, string];
 

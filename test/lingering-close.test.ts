@@ -11,7 +11,7 @@ import { connect } from "node:net";
 
 import { afterAll, describe, expect, it } from "vitest";
 
-import { LINGER_MAX_BYTES } from "../dist/http/lingering-close.js";
+import { LINGER_MAX_BYTES } from "./support/internals.js";
 import { mcpPostHeaders, spawnMcpHttp } from "./support/edge-clients.js";
 import { spawnServe } from "./support/serve-process.js";
 

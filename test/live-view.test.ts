@@ -8,6 +8,7 @@ import { createRuntime, createServer, type ToolpoolServer } from "toolpool";
 
 import { GateController } from "./support/gates.js";
 import { fault, work } from "./support/pool-event-tools.js";
+import { until } from "./support/helpers.js";
 
 // A real headless Chromium (Debian's `chromium`, driven by playwright-core)
 // opens the live view of a real server running real worker threads.
@@ -149,11 +150,6 @@ describe.skipIf(!hasChromium && !isCi)("live view (/ui) in Chromium", () => {
     await page.waitForFunction(() => document.querySelector('[data-thread][data-state="retired"]') !== null);
     expect(problems).toEqual([]);
     await page.close();
-    await until(() => server.diagnosePoolEvents()?.watchers.length === 0);
+    await until(() => server.diagnosePoolEvents()?.watchers.length === 0, "no pool-events watcher left");
   }, 180_000);
 });
-
-/** Resolves once `condition` holds, checking after each turn of the event loop. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
-}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { Mailbox } from "../src/coordinator/mailbox.js";
+import { Mailbox } from "./support/internals.js";
 import { deferred } from "./support/gates.js";
 
 describe("Mailbox", () => {

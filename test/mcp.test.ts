@@ -14,6 +14,7 @@ import { createRuntime, supportsPi16, ToolpoolError, type AgentTool, type Runtim
 import { checkBrowserGuard, createMcpServer, McpHttpServer } from "toolpool/mcp";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
+import { textOf } from "./support/helpers.js";
 
 warnSkippedPi16("test/mcp.test.ts");
 
@@ -103,7 +104,6 @@ function listenToProgress(client: Client): McpSession["progressListeners"] {
 /** Options of a call that asks for progress: with `onprogress`, the client sends a progressToken. */
 const withProgress = { onprogress: () => {} };
 
-const textOf = (result: CallToolResult) => (result.content[0] as { text: string }).text;
 const call = (session: McpSession, name: string, args: Record<string, unknown>) =>
   session.client.callTool({ name, arguments: args }) as Promise<CallToolResult>;
 

@@ -8,7 +8,7 @@ import { promisify } from "node:util";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { installLine, isPackageMissing, optionalPackages } from "../src/optional-packages.js";
+import { installLine, isPackageMissing, optionalPackages } from "./support/internals.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const packageJson = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {

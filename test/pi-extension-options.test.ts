@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 
 import { describe, expect, it } from "vitest";
 
-import { type FlagValue, resolvePiExtensionOptions } from "../src/pi-extension/extension-options.js";
+import { type FlagValue, resolvePiExtensionOptions } from "./support/internals.js";
 
 /** pi's `getFlag` over the given values. */
 function flags(values: Record<string, FlagValue> = {}): (name: string) => FlagValue {

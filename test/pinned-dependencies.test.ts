@@ -19,8 +19,7 @@ import { join } from "node:path";
 import { Piscina } from "piscina";
 import { describe, expect, it } from "vitest";
 
-import { lostNodeReason } from "../dist/fleet/remote-pool.js";
-import { moveToHost } from "../dist/workers/thread/move-to-host.js";
+import { lostNodeReason, moveToHost } from "./support/internals.js";
 
 const require = createRequire(import.meta.url);
 const packageJson = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {

@@ -21,6 +21,7 @@ import {
 import { GateController } from "./support/gates.js";
 import { fault, work } from "./support/pool-event-tools.js";
 import { spawnServe } from "./support/serve-process.js";
+import { until } from "./support/helpers.js";
 
 // Everything runs for real: the built package, worker threads, a server on a
 // loopback port, Node's fetch and raw sockets.
@@ -110,11 +111,6 @@ function sendQueueBytes(port: number): number | undefined {
   return total;
 }
 
-/** Resolves once `condition` holds, checking after each turn of the event loop. */
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setImmediate(resolve));
-}
-
 describe("GET /v1/pool/events", () => {
   it("listens to the runtime only while a watcher is connected", async () => {
     const { runtime, server, url } = await startServer();
@@ -134,7 +130,7 @@ describe("GET /v1/pool/events", () => {
     expect(server.diagnosePoolEvents()?.isAttached).toBe(true);
 
     reading.abort();
-    await until(() => server.diagnosePoolEvents()!.watchers.length === 0);
+    await until(() => server.diagnosePoolEvents()!.watchers.length === 0, "no pool-events watcher left");
     expect(listenerCounts(runtime)).toEqual(before);
     expect(server.diagnosePoolEvents()?.isAttached).toBe(false);
   });
@@ -224,7 +220,7 @@ describe("GET /v1/pool/events", () => {
     socket.write(`GET /v1/pool/events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${token}\r\n\r\n`);
     // Never read: the kernel's buffers fill, then the server's socket backs up.
     socket.pause();
-    await until(() => server.diagnosePoolEvents()!.watchers.length === 1);
+    await until(() => server.diagnosePoolEvents()!.watchers.length === 1, "one pool-events watcher");
     // Long ids and session keys make each record large, so the buffers fill sooner.
     const session = "s".repeat(256);
     let batches = 0;
@@ -250,7 +246,7 @@ describe("GET /v1/pool/events", () => {
         `at most ${largestPending} pending, at most ${largestBuffered} bytes buffered (largest flush ${state.largestFlushBytes})`,
     );
     socket.destroy();
-    await until(() => server.diagnosePoolEvents()!.watchers.length === 0);
+    await until(() => server.diagnosePoolEvents()!.watchers.length === 0, "no pool-events watcher left");
     expect(server.diagnosePoolEvents()?.isAttached).toBe(false);
   }, 300_000);
 
@@ -377,7 +373,7 @@ describe("GET /v1/pool/events", () => {
     await runtime.close();
     let next = await frames.next();
     while (next.done !== true) next = await frames.next();
-    await until(() => server.diagnosePoolEvents()!.watchers.length === 0);
+    await until(() => server.diagnosePoolEvents()!.watchers.length === 0, "no pool-events watcher left");
     expect(server.diagnosePoolEvents()?.isAttached).toBe(false);
   });
 

@@ -6,8 +6,9 @@ import { Worker } from "node:worker_threads";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { markedProcesses, sleepers } from "./support/processes.js";
+import { builtCodingToolsUrl } from "./support/internals.js";
 
-const dist = new URL("../dist/tools/coding/", import.meta.url);
+const dist = builtCodingToolsUrl;
 const bashThread = new URL("./fixtures/coding/bash-thread.mjs", import.meta.url);
 const nestedBash = fileURLToPath(new URL("./fixtures/coding/nested-bash.mjs", import.meta.url));
 

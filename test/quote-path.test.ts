@@ -3,15 +3,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { createDiffTool } from "../dist/tools/diff.js";
-import { createGrepTool } from "../dist/tools/grep/grep.js";
-import { createHashTool } from "../dist/tools/hash.js";
-import { createPatchTool } from "../dist/tools/patch.js";
-import { escapeControlCharacters, quotePath } from "../dist/tools/quote-path.js";
-import type { AgentToolResult, WorkerToolContext } from "../src/types.js";
+import {
+  createDiffTool,
+  createGrepTool,
+  createHashTool,
+  createPatchTool,
+  escapeControlCharacters,
+  quotePath,
+  type WorkerToolContext,
+} from "./support/internals.js";
+import { textOf } from "./support/helpers.js";
 
 const ctx = <D>(): WorkerToolContext<D> => ({ toolCallId: "t1", signal: new AbortController().signal, onUpdate: () => {} });
-const textOf = (result: AgentToolResult<unknown>): string => (result.content[0] as { text: string }).text;
 
 /** What a reader might take for a line break: none may appear in a tool's output where one line is meant. */
 const lineBreaks = /[\n\r\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]/;

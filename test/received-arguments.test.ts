@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
-import { formatReceivedArguments, maxReceivedArgumentsBytes, truncationMark } from "../dist/coordinator/validation/received-arguments.js";
+import { formatReceivedArguments, maxReceivedArgumentsBytes, truncationMark } from "./support/internals.js";
 
 const pi = (value: unknown): string => `${JSON.stringify(value, null, 2)}`;
 

@@ -24,10 +24,7 @@ import { pathToFileURL } from "node:url";
 import { createPatch } from "diff";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 
-import { createPatchTool } from "../dist/tools/patch.js";
-import { replaceFile } from "../dist/tools/replace-file.js";
-import { TEMPORARY_FILE_MAX_AGE_MS } from "../dist/tools/temporary-file.js";
-import type { WorkerToolContext } from "../src/types.js";
+import { createPatchTool, replaceFile, TEMPORARY_FILE_MAX_AGE_MS, type WorkerToolContext } from "./support/internals.js";
 
 const ctx = <D>(): WorkerToolContext<D> => ({ toolCallId: "t1", signal: new AbortController().signal, onUpdate: () => {} });
 const isRoot = process.getuid?.() === 0;

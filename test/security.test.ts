@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { spawnServe, type ServeProcess } from "./support/serve-process.js";
+import { textOf } from "./support/helpers.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli", "main.js");
@@ -110,8 +111,6 @@ async function callTool(served: Served, name: string, args: unknown): Promise<{ 
   expect(answer.status, answer.text).toBe(200);
   return { result: messages[0]!, ms: answer.ms };
 }
-
-const textOf = (result: ToolResult): string => result.content.map((block) => block.text ?? "").join("");
 
 /** Parses an SSE body into its frames. */
 function framesOf(text: string): { event: string; data: Record<string, unknown> }[] {

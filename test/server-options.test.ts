@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { ToolpoolError } from "../dist/index.js";
-import { resolveServerOptions } from "../dist/server/server-options.js";
+import { ToolpoolError } from "toolpool";
+import { resolveServerOptions } from "./support/internals.js";
 
 function messageOf(fn: () => unknown): string {
   try {

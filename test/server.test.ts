@@ -25,6 +25,7 @@ import { FakeClock } from "./support/fake-clock.js";
 import { deferred, GateController } from "./support/gates.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { spawnServe, type ServeProcess } from "./support/serve-process.js";
+import { textOf } from "./support/helpers.js";
 
 warnSkippedPi16("test/server.test.ts");
 
@@ -152,10 +153,6 @@ function batchEndOf(events: SseEvent[]): { messages: ToolResultMessage[]; termin
   const last = events.at(-1);
   expect(last?.event).toBe("batch_end");
   return last!.data as unknown as { messages: ToolResultMessage[]; terminate: boolean };
-}
-
-function textOf(message: { content: { type: string; text?: string }[] } | undefined): string {
-  return (message?.content ?? []).map((block) => block.text ?? "").join("\n");
 }
 
 /** Resolves with the end event of `toolCallId`, as the runtime publishes it. */

@@ -1,18 +1,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 
-import { createRuntime, workerTool, type AssistantMessage, type Runtime, type RuntimeOptions } from "toolpool";
+import { createRuntime, workerTool, type Runtime, type RuntimeOptions } from "toolpool";
 
 import { GateController } from "./support/gates.js";
+import { batch, until } from "./support/helpers.js";
 
 const turns = new URL("./fixtures/tools/turns.mjs", import.meta.url);
 const anyArgs = { type: "object" };
 const turnTool = workerTool({ name: "turn", description: "reports its start order", parameters: anyArgs, module: turns });
 const heavyTool = workerTool({ name: "heavy", description: "reports its start order", parameters: anyArgs, module: turns, cost: 3 });
-
-const batch = (...calls: [id: string, name: string, args?: Record<string, unknown>][]): AssistantMessage => ({
-  role: "assistant",
-  content: calls.map(([id, name, args = {}]) => ({ type: "toolCall", id, name, arguments: args })),
-});
 
 let runtimes: Runtime[] = [];
 let gates: GateController;
@@ -27,11 +23,12 @@ afterEach(async () => {
   gates?.close();
 });
 
-/** Waits, a bounded number of turns, until the pool reaches a state it gets to by itself. */
-async function until(runtime: Runtime, predicate: (stats: NonNullable<Runtime["poolStats"]>) => boolean): Promise<void> {
-  for (let turn = 0; turn < 2_000 && !predicate(runtime.poolStats!); turn++) await new Promise((resolve) => setTimeout(resolve, 5));
-  expect(predicate(runtime.poolStats!), JSON.stringify(runtime.poolStats)).toBe(true);
-}
+/** Until the pool reaches a state it gets to by itself; a failure shows the last stats. */
+const untilStats = (runtime: Runtime, predicate: (stats: NonNullable<Runtime["poolStats"]>) => boolean) =>
+  until(
+    () => predicate(runtime.poolStats!),
+    () => `pool stats matching ${predicate} (last: ${JSON.stringify(runtime.poolStats)})`,
+  );
 
 /** Start order by call id, from the results. */
 const startOrder = (outcomes: { messages: { toolCallId: string; details: unknown }[] }[]) =>
@@ -48,11 +45,11 @@ describe("sessions", () => {
       sessionKey: "A",
     });
     await gates.whenWaiting("a0");
-    await until(runtime, (stats) => stats.queued === 4);
+    await untilStats(runtime, (stats) => stats.queued === 4);
     const b = runtime.executeToolCalls(batch(["b1", "turn"], ["b2", "turn"]), { sessionKey: "B" });
-    await until(runtime, (stats) => stats.queued === 6);
+    await untilStats(runtime, (stats) => stats.queued === 6);
     const c = runtime.executeToolCalls(batch(["c1", "turn"], ["c2", "turn"]), { sessionKey: "C" });
-    await until(runtime, (stats) => stats.queued === 8 && stats.sessionsWaiting === 3);
+    await untilStats(runtime, (stats) => stats.queued === 8 && stats.sessionsWaiting === 3);
     gates.open("a0");
     const outcomes = await Promise.all([a, b, c]);
     // a0 was session A's turn in the first round.
@@ -66,9 +63,9 @@ describe("sessions", () => {
     const runtime = open({ tools: [turnTool], pool: { maxThreads: 1 } });
     const first = runtime.executeToolCalls(batch(["x0", "turn", { gate: "x0" }], ["x1", "turn"], ["x2", "turn"]));
     await gates.whenWaiting("x0");
-    await until(runtime, (stats) => stats.queued === 2);
+    await untilStats(runtime, (stats) => stats.queued === 2);
     const second = runtime.executeToolCalls(batch(["y1", "turn"], ["y2", "turn"]));
-    await until(runtime, (stats) => stats.queued === 4);
+    await untilStats(runtime, (stats) => stats.queued === 4);
     gates.open("x0");
     expect(startOrder(await Promise.all([first, second]))).toEqual(["x0", "y1", "x1", "y2", "x2"]);
   });
@@ -79,11 +76,11 @@ describe("sessions", () => {
     const hold = runtime.executeToolCalls(batch(["g", "turn", { gate: "g" }]), { sessionKey: "G" });
     await gates.whenWaiting("g");
     const heavy = runtime.executeToolCalls(batch(["h1", "heavy"], ["h2", "heavy"]), { sessionKey: "H" });
-    await until(runtime, (stats) => stats.queued === 2);
+    await untilStats(runtime, (stats) => stats.queued === 2);
     const light = runtime.executeToolCalls(batch(["l1", "turn"], ["l2", "turn"], ["l3", "turn"], ["l4", "turn"], ["l5", "turn"], ["l6", "turn"]), {
       sessionKey: "L",
     });
-    await until(runtime, (stats) => stats.queued === 8);
+    await untilStats(runtime, (stats) => stats.queued === 8);
     gates.open("g");
     const order = startOrder(await Promise.all([hold, heavy, light]));
     expect(order).toEqual(["g", "l1", "l2", "h1", "l3", "l4", "l5", "h2", "l6"]);
@@ -95,7 +92,7 @@ describe("sessions", () => {
     const a = runtime.executeToolCalls(batch(["a1", "turn", { gate: "a1" }], ["a2", "turn"], ["a3", "turn"]), { sessionKey: "A" });
     await gates.whenWaiting("a1");
     // A thread is free, but session A holds its one.
-    await until(runtime, (stats) => stats.running === 1 && stats.queued === 2);
+    await untilStats(runtime, (stats) => stats.running === 1 && stats.queued === 2);
     const b = await runtime.executeToolCalls(batch(["b1", "turn"]), { sessionKey: "B" });
     expect(b.messages[0]!.isError).toBe(false);
     expect(runtime.poolStats).toMatchObject({ running: 1, queued: 2, sessionsWaiting: 1 });
@@ -112,9 +109,9 @@ describe("sessions", () => {
     const first = runtime.executeToolCalls(batch(["a1", "turn", { gate: "a1" }]), { sessionKey: "A" });
     await gates.whenWaiting("a1");
     const second = runtime.executeToolCalls(batch(["a2", "turn", { gate: "a2" }]), { sessionKey: "A" });
-    await until(runtime, (stats) => stats.queued === 1);
+    await untilStats(runtime, (stats) => stats.queued === 1);
     const third = runtime.executeToolCalls(batch(["a3", "turn"]), { sessionKey: "A" });
-    await until(runtime, (stats) => stats.queued === 2);
+    await untilStats(runtime, (stats) => stats.queued === 2);
     // One thread idles: session A holds its one.
     expect(runtime.poolStats).toMatchObject({ running: 1, queued: 2, sessionsWaiting: 1 });
     gates.open("a1");

@@ -5,9 +5,10 @@ import { BroadcastChannel } from "node:worker_threads";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import { builtinTools, createRuntime, workerTool, type AssistantMessage, type BatchEvent, type Runtime, type SpreadOutcome } from "toolpool";
+import { builtinTools, createRuntime, workerTool, type BatchEvent, type Runtime, type SpreadOutcome } from "toolpool";
 
-import { createGrepTool } from "../dist/tools/grep/grep.js";
+import { createGrepTool } from "./support/internals.js";
+import { batch, until } from "./support/helpers.js";
 
 const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
 const tool = (name: string, exportName: string) =>
@@ -23,11 +24,6 @@ const tools = [
   tool("forge_spread", "forgeSpread"),
   tool("wait_for_abort", "waitForAbort"),
 ];
-
-const batch = (...calls: [id: string, name: string, args?: Record<string, unknown>][]): AssistantMessage => ({
-  role: "assistant",
-  content: calls.map(([id, name, args = {}]) => ({ type: "toolCall", id, name, arguments: args })),
-});
 
 let runtimes: Runtime[] = [];
 afterEach(async () => {
@@ -52,14 +48,6 @@ async function spreadOnce(runtime: Runtime, part: string, inputs: unknown[]) {
   const { messages } = await runtime.executeToolCalls(batch(["s", "spread_parent", { part, inputs }]));
   expect(messages[0]!.isError).toBe(false);
   return messages[0]!.details as { threadId: number; outcomes: SpreadOutcome<{ input: unknown; threadId: number }>[] };
-}
-
-async function until(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 const callsRunning = (runtime: Runtime) => runtime.diagnose().pools.flatMap((pool) => pool.calls);
@@ -96,6 +84,7 @@ describe("ctx.spread", () => {
           .diagnose()
           .pools[0]!.generations.at(-1)!
           .threads.filter((t) => t.isUsable).length === 2,
+      "two usable threads again",
     );
     const [nested] = (await spreadOnce(runtime, "nestedPart", [1])).outcomes;
     expect(nested).toEqual({ ok: false, ran: true, error: "ctx.spread: a part cannot spread further" });
@@ -123,22 +112,22 @@ describe("ctx.spread", () => {
         events.push(event);
       },
     });
-    await until(() => callsRunning(runtime).filter((call) => call.tool.includes("part")).length === 2);
+    await until(() => callsRunning(runtime).filter((call) => call.tool.includes("part")).length === 2, "both parts running");
     controller.abort();
     const { messages } = await done;
     expect(messages).toHaveLength(1);
     expect(messages[0]!.isError).toBe(true);
     expect(events.filter((event) => event.type === "tool_execution_end")).toHaveLength(1);
-    await until(() => callsRunning(runtime).length === 0);
+    await until(() => callsRunning(runtime).length === 0, "no call running");
   });
 
   it("stops the parts when their call ends without waiting for them, terminating one that ignores its signal", async () => {
     const runtime = await warmRuntime(3, { abortGraceMs: 100 });
     const { messages } = await runtime.executeToolCalls(batch(["s", "spread_and_leave", { part: "waitForAbortPart", inputs: [1] }]));
     expect(messages[0]!.isError).toBe(false);
-    await until(() => callsRunning(runtime).length === 0);
+    await until(() => callsRunning(runtime).length === 0, "no call running");
     await runtime.executeToolCalls(batch(["s", "spread_and_leave", { part: "spinPart", inputs: [1] }]));
-    await until(() => callsRunning(runtime).length === 0);
+    await until(() => callsRunning(runtime).length === 0, "no call running");
     // The terminated thread is replaced, and soon every thread serves again.
     let outcomes: SpreadOutcome[] = [];
     for (let attempt = 0; attempt < 50 && !(outcomes.length === 2 && outcomes.every((o) => o.ok)); attempt++) {
@@ -167,16 +156,16 @@ describe("ctx.spread", () => {
     expect(messages[0]!.isError).toBe(true);
     expect(JSON.stringify(messages[0]!.content)).toMatch(/exit/i);
     expect(events.filter((event) => event.type === "tool_execution_end")).toHaveLength(1);
-    await until(() => partSaid.includes("aborted"), 30_000);
+    await until(() => partSaid.includes("aborted"), "the part said it was aborted", { limitMs: 30_000 });
     channel.close();
     expect(partSaid).toEqual(["started", "aborted"]);
-    await until(() => callsRunning(runtime).length === 0);
+    await until(() => callsRunning(runtime).length === 0, "no call running");
   });
 
   it("ends the call and its parts on a forced close", async () => {
     const runtime = await warmRuntime(3);
     const done = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "spinPart", inputs: [1, 2] }]));
-    await until(() => callsRunning(runtime).filter((call) => call.state === "running").length === 3);
+    await until(() => callsRunning(runtime).filter((call) => call.state === "running").length === 3, "three calls running");
     await runtime.close({ force: true });
     const { messages } = await done;
     expect(messages).toHaveLength(1);

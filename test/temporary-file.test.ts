@@ -5,11 +5,10 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
-import { builtinTools, createRuntime, workerTool, type Runtime, type ToolResultMessage } from "../dist/index.js";
-import { createTemporaryFile, isTemporaryFileName, sweepTemporaryFiles, TEMPORARY_FILE_MAX_AGE_MS } from "../dist/tools/temporary-file.js";
+import { builtinTools, createRuntime, workerTool, type Runtime, type ToolResultMessage } from "toolpool";
+import { createTemporaryFile, isTemporaryFileName, sweepTemporaryFiles, TEMPORARY_FILE_MAX_AGE_MS } from "./support/internals.js";
+import { codeOf, textOf } from "./support/helpers.js";
 
-const textOf = (message: ToolResultMessage): string => (message.content[0] as { text: string }).text;
-const codeOf = (message: ToolResultMessage): string | undefined => (message.details as { code?: string } | undefined)?.code;
 /** Linux names every thread of a process in /proc/self/task: a temporary file's writer can be checked. */
 const hasThreadList = existsSync("/proc/thread-self");
 const patchToB = "--- a\n+++ b\n@@ -1,1 +1,1 @@\n-needle a\n+needle b\n";

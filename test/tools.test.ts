@@ -4,12 +4,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { applyPatch } from "diff";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { AgentToolResult, WorkerToolContext } from "../src/types.js";
-import { createDiffTool, diffSpec } from "../dist/tools/diff.js";
-import { createGrepTool, createProgressThrottle, globToRegExp, grepSpec } from "../dist/tools/grep/grep.js";
-import { prefilterStats } from "../dist/tools/grep/search-file.js";
-import { createHashTool, hashSpec } from "../dist/tools/hash.js";
-import { createPatchTool, patchSpec } from "../dist/tools/patch.js";
+import {
+  type AgentToolResult,
+  type WorkerToolContext,
+  createDiffTool,
+  diffSpec,
+  createGrepTool,
+  createProgressThrottle,
+  globToRegExp,
+  grepSpec,
+  prefilterStats,
+  createHashTool,
+  hashSpec,
+  createPatchTool,
+  patchSpec,
+} from "./support/internals.js";
+import { textOf } from "./support/helpers.js";
 
 interface FakeCtx<D> extends WorkerToolContext<D> {
   updates: AgentToolResult<D>[];
@@ -43,12 +53,6 @@ function signalAbortingAfter(checks: number): AbortSignal {
       controller.signal.throwIfAborted();
     },
   } as unknown as AbortSignal;
-}
-
-function textOf(result: AgentToolResult<unknown>): string {
-  const first = result.content[0];
-  if (first?.type !== "text") throw new Error("expected text content");
-  return first.text;
 }
 
 let root: string;

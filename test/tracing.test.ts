@@ -7,19 +7,10 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import {
-  createRuntime,
-  workerTool,
-  type AgentTool,
-  type AssistantMessage,
-  type EventMeta,
-  type Runtime,
-  type RuntimeOptions,
-  type ToolCall,
-  type WorkerToolOptions,
-} from "toolpool";
+import { createRuntime, workerTool, type AgentTool, type EventMeta, type Runtime, type RuntimeOptions, type WorkerToolOptions } from "toolpool";
 
 import { GateController } from "./support/gates.js";
+import { batch } from "./support/helpers.js";
 
 const faults = new URL("./fixtures/tools/faults.mjs", import.meta.url);
 const scripted = new URL("./fixtures/tools/scripted.mjs", import.meta.url);
@@ -51,9 +42,6 @@ afterEach(async () => {
   runtimes = [];
   exporter.reset();
 });
-
-const call = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({ type: "toolCall", id, name, arguments: args });
-const batch = (...calls: ToolCall[]): AssistantMessage => ({ role: "assistant", content: calls });
 
 const tool = (name: string, module: URL, extra: Partial<WorkerToolOptions> = {}) =>
   workerTool({ name, description: `the ${name} tool`, parameters: anyArgs, module, ...extra });
@@ -91,7 +79,7 @@ describe("tracing", () => {
     const runtime = open({ tools: [tool("traced", traced), inlineTraced] });
     const outer = trace.getTracer("test").startSpan("agent turn");
     const { messages } = await context.with(trace.setSpan(context.active(), outer), () =>
-      runtime.executeToolCalls(batch(call("w1", "traced"), call("i1", "inline"))),
+      runtime.executeToolCalls(batch(["w1", "traced"], ["i1", "inline"])),
     );
     outer.end();
     expect(messages.map((message) => message.isError)).toEqual([false, false]);
@@ -122,7 +110,7 @@ describe("tracing", () => {
 
   it("puts the GenAI attributes and toolpool's own on a successful call's span", async () => {
     const runtime = open({ tools: [tool("ok", faults)] });
-    await runtime.executeToolCalls(batch(call("c1", "ok", { value: 1 })));
+    await runtime.executeToolCalls(batch(["c1", "ok", { value: 1 }]));
     const span = onlySpan("execute_tool ok");
     expect(span.kind).toBe(0); // INTERNAL
     expect(span.attributes).toMatchObject({
@@ -152,7 +140,7 @@ describe("tracing", () => {
       beforeToolCall: ({ toolCall }) => (toolCall.id === "blocked" ? { block: true, reason: "not today" } : undefined),
     });
     const { messages } = await runtime.executeToolCalls(
-      batch(call("thrown", "work", { fail: "it broke" }), call("unknown", "nope"), call("invalid", "strict", { n: "x" }), call("blocked", "work")),
+      batch(["thrown", "work", { fail: "it broke" }], ["unknown", "nope"], ["invalid", "strict", { n: "x" }], ["blocked", "work"]),
     );
     expect(messages.map((message) => message.isError)).toEqual([true, true, true, true]);
     const thrown = callSpan("thrown");
@@ -179,7 +167,7 @@ describe("tracing", () => {
   ] as const)("sets error.type %s for that fault", async (code, args, setup) => {
     const setupOptions = setup as { tool?: Partial<WorkerToolOptions>; module?: URL };
     const runtime = open({ tools: [tool("fault", setupOptions.module ?? faults, setupOptions.tool)] });
-    const { messages } = await runtime.executeToolCalls(batch(call("f1", "fault", args)));
+    const { messages } = await runtime.executeToolCalls(batch(["f1", "fault", args]));
     expect((messages[0]!.details as { code?: string }).code).toBe(code);
     const span = callSpan("f1");
     expect(span.attributes["error.type"]).toBe(code);
@@ -190,7 +178,7 @@ describe("tracing", () => {
   it("sets error.type TP_ERR_ABORTED for a call that ignored the batch's abort", async () => {
     const runtime = open({ tools: [tool("fault", faults)], pool: { abortGraceMs: 50 } });
     const controller = new AbortController();
-    const running = runtime.executeToolCalls(batch(call("a1", "fault", { fault: "stubborn" })), {
+    const running = runtime.executeToolCalls(batch(["a1", "fault", { fault: "stubborn" }]), {
       signal: controller.signal,
       emit: (event) => {
         if (event.type === "tool_execution_update") controller.abort();
@@ -205,7 +193,7 @@ describe("tracing", () => {
     const gates = new GateController();
     try {
       const runtime = open({ tools: [tool("work", scripted)], pool: { maxThreads: 1, maxQueue: 0 } });
-      const running = runtime.executeToolCalls(batch(call("held", "work", { gate: "trace:held" }), call("refused", "work")));
+      const running = runtime.executeToolCalls(batch(["held", "work", { gate: "trace:held" }], ["refused", "work"]));
       await gates.whenWaiting("trace:held");
       await runtime.close({ force: true });
       const { messages } = await running;
@@ -222,11 +210,11 @@ describe("tracing", () => {
     try {
       const runtime = open({ tools: [tool("work", scripted)], pool: { maxThreads: 1 } });
       // The one thread is started and idle before the batch: the first call is dispatched at once.
-      await runtime.executeToolCalls(batch(call("warm", "work")));
+      await runtime.executeToolCalls(batch(["warm", "work"]));
       exporter.reset();
       const metas = new Map<string, EventMeta>();
       runtime.on("tool_execution_end", (event, meta) => metas.set(event.toolCallId, meta));
-      const running = runtime.executeToolCalls(batch(call("first", "work", { gate: "trace:first" }), call("second", "work")));
+      const running = runtime.executeToolCalls(batch(["first", "work", { gate: "trace:first" }], ["second", "work"]));
       await gates.whenWaiting("trace:first");
       // "second" is queued now: the only thread is busy with "first".
       expect(runtime.poolStats?.queued).toBe(1);
@@ -254,14 +242,14 @@ describe("tracing", () => {
 
   it("names the session of a batch that has one", async () => {
     const runtime = open({ tools: [tool("ok", faults)] });
-    await runtime.executeToolCalls(batch(call("s1", "ok")), { sessionKey: "user-42" } as Parameters<Runtime["executeToolCalls"]>[1]);
+    await runtime.executeToolCalls(batch(["s1", "ok"]), { sessionKey: "user-42" } as Parameters<Runtime["executeToolCalls"]>[1]);
     expect(onlySpan("toolpool.batch").attributes["toolpool.session"]).toBe("user-42");
     expect(callSpan("s1").attributes["toolpool.session"]).toBe("user-42");
   });
 
   it("emits nothing with tracing: false, and hands no traceparent to the tool", async () => {
     const runtime = open({ tools: [tool("traced", traced)], tracing: false });
-    const { messages } = await runtime.executeToolCalls(batch(call("n1", "traced")));
+    const { messages } = await runtime.executeToolCalls(batch(["n1", "traced"]));
     expect(exporter.getFinishedSpans().filter((span) => span.instrumentationScope.name === "toolpool")).toEqual([]);
     expect((messages[0]!.details as { traceparent: unknown; parentSpanId: unknown }).traceparent).toBeNull();
     expect((messages[0]!.details as { parentSpanId: unknown }).parentSpanId).toBeNull();

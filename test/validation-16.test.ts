@@ -6,10 +6,14 @@ import { describe, expect, it } from "vitest";
 
 import { supportsPi16 } from "toolpool";
 
-import { isIdentityOnValid16, isPlainData } from "../dist/coordinator/validation/pi-1.6/identity-on-valid-16.js";
-import { maxReceivedArgumentsBytes, truncationMark } from "../dist/coordinator/validation/received-arguments.js";
-import { validateToolArguments16 } from "../dist/coordinator/validation/pi-1.6/validate-arguments-16.js";
-import { formatValidationPath16 } from "../dist/coordinator/validation/pi-1.6/validation-message-16.js";
+import {
+  isIdentityOnValid16,
+  isPlainData,
+  maxReceivedArgumentsBytes,
+  truncationMark,
+  validateToolArguments16,
+  formatValidationPath16,
+} from "./support/internals.js";
 import { validateWithPi } from "./support/validation-oracle.js";
 import { compileArgumentValidator16, validateWithPi16, validateWithToolpool16 } from "./support/validation-oracle-16.js";
 import { expectBoundedErrorLines } from "./support/error-lines.js";

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 
 import { supportsPi16 } from "toolpool";
 
-import { isIdentityOnValid16, isPlainData } from "../dist/coordinator/validation/pi-1.6/identity-on-valid-16.js";
+import { isIdentityOnValid16, isPlainData } from "./support/internals.js";
 import { freeSchema, smallJson } from "./support/arbitrary-json-schemas.js";
 import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
 import { checkToolSchema, schemaDraft, withDraft } from "./support/schema-drafts.js";

@@ -2,14 +2,21 @@ import type { Worker } from "node:worker_threads";
 
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import type { ResolvedPoolOptions } from "../src/options.js";
-import { workerTool } from "../src/contracts/worker-tool.js";
-import type { PoolCall } from "../src/workers/pool-call.js";
-import { PoolEventSource, type PoolCallEvent } from "../src/contracts/pool-events.js";
-import type { WorkerCallOutcome, WorkerCallRequest } from "../src/contracts/pool-contract.js";
-import { updateTag, type WorkerReply, type WorkerTask } from "../src/workers/protocol.js";
-import type { ThreadHost, ThreadHostEvents } from "../src/workers/thread-host.js";
-import { WorkerPool } from "../src/workers/worker-pool.js";
+import {
+  type PoolCall,
+  type PoolCallEvent,
+  PoolEventSource,
+  type ResolvedPoolOptions,
+  SourceWorkerPool as WorkerPool,
+  sourceWorkerTool as workerTool,
+  type ThreadHost,
+  type ThreadHostEvents,
+  updateTag,
+  type WorkerCallOutcome,
+  type WorkerCallRequest,
+  type WorkerReply,
+  type WorkerTask,
+} from "./support/internals.js";
 import { FakeClock } from "./support/fake-clock.js";
 
 // The pool's state machine on a fake thread host and the fake clock: no

@@ -2,18 +2,11 @@ import { BroadcastChannel } from "node:worker_threads";
 
 import { afterEach, describe, expect, it } from "vitest";
 
-import {
-  createRuntime,
-  workerTool,
-  type AssistantMessage,
-  type BatchEvent,
-  type Runtime,
-  type RuntimeOptions,
-  type ToolExecutionEndEvent,
-} from "toolpool";
+import { createRuntime, workerTool, type BatchEvent, type Runtime, type RuntimeOptions, type ToolExecutionEndEvent } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
 import { deferred, GateController } from "./support/gates.js";
+import { batch } from "./support/helpers.js";
 
 const behaviours = new URL("./fixtures/tools/behaviours.mjs", import.meta.url);
 const scripted = new URL("./fixtures/tools/scripted.mjs", import.meta.url);
@@ -22,11 +15,6 @@ const anyArgs = { type: "object" };
 
 const tool = (name: string, module: URL, exportName: string, extra: { timeoutMs?: number } = {}) =>
   workerTool({ name, description: name, parameters: anyArgs, module, exportName, ...extra });
-
-const batch = (...calls: [id: string, name: string, args?: Record<string, unknown>][]): AssistantMessage => ({
-  role: "assistant",
-  content: calls.map(([id, name, args = {}]) => ({ type: "toolCall", id, name, arguments: args })),
-});
 
 let runtimes: Runtime[] = [];
 const open = (options: RuntimeOptions) => {

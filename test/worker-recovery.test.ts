@@ -8,10 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { minimumResourceLimits, workerTool, type PoolOptions } from "toolpool";
 
 // The pool is internal; its recovery is tested on the built module itself.
-import { systemClock } from "../dist/clock.js";
-import { resolveRuntimeOptions } from "../dist/options.js";
-import type { WorkerCallOutcome } from "../dist/contracts/pool-contract.js";
-import { WorkerPool } from "../dist/workers/worker-pool.js";
+import { systemClock, resolveRuntimeOptions, type WorkerCallOutcome, WorkerPool } from "./support/internals.js";
 import { FakeClock } from "./support/fake-clock.js";
 
 const faults = new URL("./fixtures/tools/faults.mjs", import.meta.url);

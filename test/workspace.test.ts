@@ -4,14 +4,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { builtinTools, ToolpoolError } from "../dist/index.js";
-import { createDiffTool, DIFF_MAX_EDIT_LENGTH } from "../dist/tools/diff.js";
-import { createGrepTool } from "../dist/tools/grep/grep.js";
-import { createHashTool } from "../dist/tools/hash.js";
-import { createPatchTool } from "../dist/tools/patch.js";
-import { readRegularFile } from "../dist/tools/regular-file.js";
-import { resolveInWorkspace, workspaceFromModuleUrl } from "../dist/tools/workspace.js";
-import type { WorkerToolContext } from "../src/types.js";
+import { builtinTools, ToolpoolError } from "toolpool";
+import {
+  createDiffTool,
+  DIFF_MAX_EDIT_LENGTH,
+  createGrepTool,
+  createHashTool,
+  createPatchTool,
+  readRegularFile,
+  resolveInWorkspace,
+  workspaceFromModuleUrl,
+  type WorkerToolContext,
+} from "./support/internals.js";
 
 const ctx = <D>(): WorkerToolContext<D> => ({ toolCallId: "t1", signal: new AbortController().signal, onUpdate: () => {} });
 

@@ -1,7 +1,6 @@
 import { expect } from "vitest";
 
-import { maxErrorLinesBytes } from "../../dist/coordinator/validation/error-lines.js";
-import { maxReceivedArgumentsBytes, truncationMark } from "../../dist/coordinator/validation/received-arguments.js";
+import { maxErrorLinesBytes, maxReceivedArgumentsBytes, truncationMark } from "./internals.js";
 
 const separator = "\n\nReceived arguments:\n";
 

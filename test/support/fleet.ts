@@ -1,12 +1,21 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { builtCliPath } from "./internals.js";
 
-const cli = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+const cli = builtCliPath;
 
 /** Short lock and stall settings: a lost node is noticed within ~2 s (lock + 2 × stall + 1 s at most). */
 export const testLockMs = 1_000;
 export const testStalledMs = 500;
+
+/**
+ * Lock and stall settings for tests that never lose a node on purpose: with
+ * `maxStalledCount: 0`, a node starved for a second (a busy CI machine) would
+ * lose its lock and its call as TP_ERR_NODE_LOST under the short settings.
+ */
+export const steadyLockMs = 8_000;
+export const steadyStalledMs = 4_000;
 
 /** A `toolpool node` child process. */
 export interface TestNode {
@@ -85,13 +94,4 @@ export async function stopNodes(nodes: readonly TestNode[]): Promise<void> {
       await node.exited;
     }),
   );
-}
-
-/** Resolves once `check` holds, checking every 20 ms (a condition, not a time window); rejects after `limitMs`. */
-export async function until(check: () => boolean | Promise<boolean>, limitMs = 15_000, what = "condition"): Promise<void> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > limitMs) throw new Error(`${what} did not hold within ${limitMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }

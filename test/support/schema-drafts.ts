@@ -1,6 +1,6 @@
 import fc from "fast-check";
 
-import { compileToolSchemas } from "../../dist/coordinator/tool-registry.js";
+import { compileToolSchemas } from "./internals.js";
 
 /**
  * `$schema` addresses tool schemas carry in the wild (MCP servers,

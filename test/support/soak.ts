@@ -2,7 +2,8 @@ import { BroadcastChannel } from "node:worker_threads";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-import { createRuntime, workerTool, type AssistantMessage, type BatchEvent, type ToolResultMessage } from "toolpool";
+import { createRuntime, workerTool, type BatchEvent, type ToolResultMessage } from "toolpool";
+import { batch, type CallSpec, textOf } from "./helpers.js";
 
 const faults = new URL("../fixtures/tools/faults.mjs", import.meta.url);
 // A module that throws while loading: every call of it fails with TP_ERR_TOOL_LOAD (a missing one is refused by createRuntime).
@@ -187,7 +188,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         if (call?.kind === "external-kill") killer.postMessage(call.id);
       }
     };
-    const message = batchOf(planned.map((call) => [call.id, ...toolFor(call.kind, call.value, killChannelName)]));
+    const message = batch(...planned.map((call): CallSpec => [call.id, ...toolFor(call.kind, call.value, killChannelName)]));
     const batchKey = planned.map((call) => `${call.id}:${call.kind}`).join(",");
     inFlight.add(batchKey);
     const { messages } = await runtime.executeToolCalls(message, { emit, signal: controller.signal });
@@ -306,14 +307,6 @@ function toolFor(kind: CallKind, value: number, channel: string): [name: string,
     default:
       return ["fault", { fault: kind }];
   }
-}
-
-function batchOf(calls: [id: string, name: string, args: Record<string, unknown>][]): AssistantMessage {
-  return { role: "assistant", content: calls.map(([id, name, args]) => ({ type: "toolCall", id, name, arguments: args })) };
-}
-
-function textOf(message: ToolResultMessage): string {
-  return (message.content[0] as { text?: string } | undefined)?.text ?? "";
 }
 
 function isOwnHealthyResult(result: ToolResultMessage, id: string, value: number): boolean {

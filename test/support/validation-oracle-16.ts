@@ -1,6 +1,6 @@
 import { supportsPi16 } from "toolpool";
 
-import { compileArgumentValidator16, validateToolArguments16 } from "../../dist/coordinator/validation/pi-1.6/validate-arguments-16.js";
+import { compileArgumentValidator16, validateToolArguments16 } from "./internals.js";
 import { outcomeOf, type ValidationOutcome } from "./validation-outcome.js";
 
 export type { ValidationOutcome };

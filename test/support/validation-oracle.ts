@@ -1,6 +1,6 @@
 import { validateToolArguments as piValidateToolArguments } from "@mariozechner/pi-ai";
 
-import { validateToolArguments } from "../../dist/coordinator/validation/pi-0.73/validate-arguments.js";
+import { validateToolArguments } from "./internals.js";
 import { outcomeOf, type ValidationOutcome } from "./validation-outcome.js";
 
 export type { ValidationOutcome };
