@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { builtinTools } from "toolpool";
+import { builtinTools, supportsPi16 } from "toolpool";
 
 // The built module, as the CLI runs it: a built-in is known by its module's URL in dist/.
 import { rebaseBuiltinTool } from "./support/internals.js";
@@ -72,6 +72,16 @@ describe("--root and --allow-write with --tools modules", () => {
     expect(inRoot).toContain("inside.txt:1: needle in the root");
     expect(inRoot).not.toContain("outside.txt");
   }, 90_000);
+
+  it.runIf(supportsPi16())(
+    "applies --root to those built-ins beside --coding-tools too (pi 1.6)",
+    async () => {
+      const inRoot = await grepFrom(elsewhere, ["--coding-tools", "ls", "--tools", join(folder, "with-builtins.mjs"), "--root", root]);
+      expect(inRoot).toContain("inside.txt:1: needle in the root");
+      expect(inRoot).not.toContain("outside.txt");
+    },
+    90_000,
+  );
 
   it.each([
     ["--root", ["--root", root], "--root applies to the built-in tools"],

@@ -52,7 +52,9 @@ interface RuntimeFlags extends ToolFlags, FleetCliOptions {
 export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]> {
   if (flags.bashTimeout !== undefined && flags.codingTools === undefined) throw new UsageError("--bash-timeout needs --coding-tools");
   if (flags.codingTools !== undefined) {
-    const modules = flags.tools.length > 0 ? withCallTimeout(await loadToolModules(flags.tools), flags.callTimeout) : [];
+    // --root is the coding tools' workspace root here, whether or not the modules hold built-ins.
+    const modules =
+      flags.tools.length > 0 ? withCallTimeout(withWorkspaceFlags(await loadToolModules(flags.tools), flags, false), flags.callTimeout) : [];
     const coding = inputErrors(() =>
       codingTools({
         // Each session (an HTTP batch's sessionKey, an MCP session) in a folder of its own.
@@ -77,10 +79,11 @@ export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]
 
 /**
  * The tools of `--tools` modules with `--root` and `--allow-write` applied to
- * the built-ins among them. Either flag with modules that hold no built-in
+ * the built-ins among them. Unless `isOnlyUse` is false (`--root` also
+ * serves the coding tools), either flag with modules that hold no built-in
  * is a usage error: it would have no effect.
  */
-function withWorkspaceFlags(tools: ToolDefinition[], flags: ToolFlags): ToolDefinition[] {
+function withWorkspaceFlags(tools: ToolDefinition[], flags: ToolFlags, isOnlyUse = true): ToolDefinition[] {
   if (flags.root === undefined && flags.allowWrite !== true) return tools;
   let builtins = 0;
   const rebased = inputErrors(() =>
@@ -90,7 +93,7 @@ function withWorkspaceFlags(tools: ToolDefinition[], flags: ToolFlags): ToolDefi
       return builtin ?? tool;
     }),
   );
-  if (builtins === 0) {
+  if (builtins === 0 && isOnlyUse) {
     const flag = flags.root === undefined ? "--allow-write" : "--root";
     throw new UsageError(
       `${flag} applies to the built-in tools, and the --tools modules hold none (a module's own tools take their workspace from the module)`,
