@@ -170,6 +170,16 @@ export interface WorkerToolContext<TDetails = unknown> {
    * toolpool pool; absent elsewhere (a tool must do without it).
    */
   spread?<TOutput = unknown>(exportName: string, inputs: readonly unknown[]): Promise<SpreadOutcome<TOutput>[]>;
+  /**
+   * Whether the pool asks this call to give its thread back: true once the
+   * call runs as a part of a spread call ({@link spread}) and calls of
+   * another session wait for a thread. A part that leaves work its caller
+   * can do should then return what it has at its next step (grep's parts
+   * stop between chunks of files). One read of shared memory: cheap to poll
+   * in a loop. Never true for a call that is not a part. Present in worker
+   * tools run by a toolpool pool; absent elsewhere.
+   */
+  shouldYield?(): boolean;
 }
 
 /** One part's outcome in {@link WorkerToolContext.spread}. */

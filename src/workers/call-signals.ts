@@ -1,6 +1,6 @@
 /**
  * The main thread's side of the signals that cross to worker threads without
- * a message of Piscina's: four slot arrays in shared memory (see
+ * a message of Piscina's: five slot arrays in shared memory (see
  * `protocol.ts`, where the worker's side reads them) and the control channel
  * that wakes a worker awaiting its abort. One per pool.
  *
@@ -23,6 +23,8 @@ export class CallSignals {
   readonly #endFlags = slotArray();
   /** Per call's slot: how many of its partials the main thread has taken. */
   readonly #takenUpdates = slotArray();
+  /** Per call's slot: its sequence number once the pool asks it to give its thread back. */
+  readonly #yieldFlags = slotArray();
   readonly #control: BroadcastChannel;
   /** The control channel's name, which the workers and spread channels derive theirs from. */
   readonly controlChannel = `toolpool:${randomUUID()}`;
@@ -41,6 +43,7 @@ export class CallSignals {
       leftoverGraceMs,
       endFlags: this.#endFlags,
       takenUpdates: this.#takenUpdates,
+      yieldFlags: this.#yieldFlags,
       pathLocks: pathLockTable(),
     };
   }
@@ -73,6 +76,11 @@ export class CallSignals {
   /** Call `seq`'s partials taken so far: the worker holds later ones back while too many are untaken. */
   tookUpdates(seq: number, count: number): void {
     Atomics.store(this.#takenUpdates, seq & flagSlotMask, count);
+  }
+
+  /** Asks call `seq` (a spread call's part) to give its thread back: its `ctx.shouldYield()` turns true. */
+  askToYield(seq: number): void {
+    Atomics.store(this.#yieldFlags, seq & flagSlotMask, seq);
   }
 
   close(): void {

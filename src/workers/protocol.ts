@@ -139,6 +139,12 @@ export interface WorkerBootData {
    */
   takenUpdates: Int32Array;
   /**
+   * `yieldFlags[seq & flagSlotMask] === seq` once the pool asks call `seq`, a
+   * part of a spread call, to give its thread back (calls of another session
+   * wait for one): `ctx.shouldYield()`.
+   */
+  yieldFlags: Int32Array;
+  /**
    * The process's path lock table (see `tools/coding/path-lock-table.ts`):
    * pi's coding tools hold a file's slot while they edit or write it, so
    * that edits of one file are serialized across every thread.

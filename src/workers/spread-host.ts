@@ -6,7 +6,10 @@
  * Rules:
  * - parts go only to threads idle at the request (no queue wait: an input
  *   that finds no idle thread is answered `ran: false` at once), at most
- *   {@link maxSpreadInputs} per request;
+ *   {@link maxSpreadInputs} per request, and no more than the calling
+ *   session's fair share of the pool's threads (the pool's `partSlots`);
+ * - a running part is asked to give its thread back (`ctx.shouldYield()`)
+ *   when a call of another session waits for a thread (the pool asks);
  * - a part cannot spread further;
  * - a part is an ordinary pool call of the calling tool's module (its
  *   faults, time and abort handled as any call's), but its outcome, error or
@@ -65,6 +68,11 @@ export class SpreadHost {
   /** Whether call `seq` is a part of another call. */
   isPart(seq: number): boolean {
     return this.#partSeqs.has(seq);
+  }
+
+  /** The sequence numbers of the parts not yet ended. */
+  get parts(): ReadonlySet<number> {
+    return this.#partSeqs;
   }
 
   onRequest(request: SpreadRequest): void {

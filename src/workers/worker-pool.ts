@@ -280,6 +280,39 @@ export class WorkerPool implements ToolCallPool {
     this.#queue.push(call);
     // Every call that has to wait asks for a thread; the host starts one while below its maximum.
     this.#host.grow();
+    if (this.#spread !== undefined && this.#spread.parts.size > 0) this.#askPartsToYield(call.session);
+  }
+
+  /** A call of `session` waits for a thread: the running parts of other sessions' spread calls are asked to give theirs back. */
+  #askPartsToYield(session: unknown): void {
+    for (const seq of this.#spread!.parts) {
+      const part = this.#calls.get(seq);
+      if (part !== undefined && part.phase === "running" && part.session !== session) this.#signals.askToYield(seq);
+    }
+  }
+
+  /**
+   * Threads that call `seq` may take for parts now: idle ones no waiting call
+   * needs, within its session's fair share of the pool (its threads divided
+   * evenly among the sessions with calls running or waiting), and under its
+   * session's cap.
+   */
+  #partSlots(seq: number): number {
+    if (this.#isStalled) return 0;
+    const idle = Math.max(0, this.#idle.length - this.#queue.size);
+    const session = this.#calls.get(seq)?.session;
+    if (idle === 0) return 0;
+    const sessions = new Set<unknown>([session]);
+    let own = 0;
+    for (const call of this.#calls.values()) {
+      sessions.add(call.session);
+      if (call.session === session && call.phase !== "waiting" && call.phase !== "settled") own += 1;
+    }
+    const share = Math.max(0, Math.ceil(this.#options.maxThreads / sessions.size) - own);
+    const slots = Math.min(idle, share);
+    if (this.#admission === undefined) return slots;
+    // Parts run in the caller's session: they take places under its cap like its calls.
+    return Math.min(slots, this.#admission.room(session));
   }
 
   /** Hands waiting calls to idle threads, in the queue's turn order. */
@@ -384,14 +417,7 @@ export class WorkerPool implements ToolCallPool {
           call !== undefined && (call.phase === "running" || call.phase === "finished") && (threadId === undefined || call.threadId === threadId)
         );
       },
-      partSlots: (seq) => {
-        if (this.#isStalled) return 0;
-        // Idle threads, less what waits for one (parts not yet placed included).
-        const idle = Math.max(0, this.#idle.length - this.#queue.size);
-        if (this.#admission === undefined) return idle;
-        // Parts run in the caller's session: they take places under its cap like its calls.
-        return Math.min(idle, this.#admission.room(this.#calls.get(seq)?.session));
-      },
+      partSlots: (seq) => this.#partSlots(seq),
       isClosed: () => this.#isClosed,
       runPart: (parentSeq, exportName, input) => this.#runPart(this.#calls.get(parentSeq)!, exportName, input),
     });

@@ -174,7 +174,11 @@ export async function searchSpread(
 
 const noLines: string[] = [];
 
-/** `grep`'s part function confined to `workspace`: takes chunks from the shared counter until none is left. */
+/**
+ * `grep`'s part function confined to `workspace`: takes chunks from the
+ * shared counter until none is left, or until the pool asks for its thread
+ * back (`ctx.shouldYield()`, checked between chunks).
+ */
 export function createGrepPart(workspace: Workspace): (input: GrepPartInput, ctx: WorkerToolContext) => GrepPartOutput {
   return (input, ctx) => {
     const { root, paths, pattern, flags, maxResults, control } = input;
@@ -188,6 +192,8 @@ export function createGrepPart(workspace: Workspace): (input: GrepPartInput, ctx
     const list = new FileListReader(control, paths);
     const chunks: GrepChunk[] = [];
     for (;;) {
+      // Calls of another session wait for a thread: this one goes back to the pool, and the call's own thread searches the rest.
+      if (ctx.shouldYield?.() === true) break;
       const index = takeChunk(control, Number.POSITIVE_INFINITY);
       if (index === -1) break;
       // Wait until the walk has listed the chunk, or ended.

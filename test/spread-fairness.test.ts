@@ -1,0 +1,147 @@
+/**
+ * A spread call shares the pool: its parts take at most its session's fair
+ * share of the threads, and give their threads back between steps when a
+ * call of another session waits (`ctx.shouldYield()`; grep's parts between
+ * chunks of files). Real threads; the order of the pool's own events shows
+ * who waited for whom, no clock.
+ */
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
+import { builtinTools, createRuntime, workerTool, type PoolCallEvent, type Runtime, type SpreadOutcome } from "toolpool";
+
+import { batch, until } from "./support/helpers.js";
+
+const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
+const tool = (name: string, exportName: string) =>
+  workerTool({ name, description: name, parameters: { type: "object" }, module: spreadModule, exportName });
+const tools = [tool("spread_parent", "spreadParent"), tool("noop", "noop"), tool("wait_for_abort", "waitForAbort")];
+
+let runtimes: Runtime[] = [];
+afterEach(async () => {
+  await Promise.all(runtimes.map((runtime) => runtime.close()));
+  runtimes = [];
+});
+
+/** A runtime whose threads have all answered a call (so they count as idle), recording its pool events. */
+async function warmRuntime(threads: number, extraTools = tools): Promise<{ runtime: Runtime; events: PoolCallEvent[] }> {
+  const runtime = createRuntime({ tools: extraTools, pool: { minThreads: threads, maxThreads: threads } });
+  runtimes.push(runtime);
+  const events: PoolCallEvent[] = [];
+  runtime.poolEvents.on((event) => events.push(event));
+  const warmTool = extraTools.some((candidate) => candidate.name === "noop") ? "noop" : undefined;
+  if (warmTool !== undefined) {
+    const { messages } = await runtime.executeToolCalls(batch(...Array.from({ length: threads }, (_, i): [string, string] => [`w${i}`, warmTool])));
+    expect(new Set(messages.map((m) => (m.details as { threadId: number }).threadId)).size).toBe(threads);
+  }
+  return { runtime, events };
+}
+
+const running = (runtime: Runtime) => runtime.diagnose().pools.flatMap((pool) => pool.calls.filter((call) => call.state === "running"));
+
+/** The index of the first event of `type` for call `toolCallId` of `tool` (or any tool). */
+function indexOf(events: PoolCallEvent[], type: PoolCallEvent["type"], toolCallId: string, tool?: string): number {
+  const index = events.findIndex((event) => event.type === type && event.toolCallId === toolCallId && (tool === undefined || event.tool === tool));
+  expect(index, `${type} of ${toolCallId}`).toBeGreaterThanOrEqual(0);
+  return index;
+}
+
+describe("a spread call shares the pool", () => {
+  it("takes at most its session's fair share of the idle threads", async () => {
+    const { runtime } = await warmRuntime(4);
+    // Session "other" holds one thread; "spreader" runs its call on another: two sessions, a share of two threads each.
+    const controller = new AbortController();
+    const held = runtime.executeToolCalls(batch(["h", "wait_for_abort"]), { sessionKey: "other", signal: controller.signal });
+    await until(() => running(runtime).length === 1, "the other session's call running");
+    const { messages } = await runtime.executeToolCalls(batch(["s", "spread_parent", { part: "echoPart", inputs: [1, 2, 3] }]), {
+      sessionKey: "spreader",
+    });
+    const { outcomes } = messages[0]!.details as { outcomes: SpreadOutcome[] };
+    // Two threads are idle, but the spreader's share is two and its call holds one of them: one part runs.
+    expect(outcomes.map((outcome) => (outcome.ok ? "ran" : outcome.error))).toEqual(["ran", "not run: no idle thread", "not run: no idle thread"]);
+    controller.abort();
+    await held;
+  });
+
+  it("uses every idle thread while its session is the only one", async () => {
+    const { runtime } = await warmRuntime(3);
+    const { messages } = await runtime.executeToolCalls(batch(["s", "spread_parent", { part: "echoPart", inputs: [1, 2, 3] }]), {
+      sessionKey: "alone",
+    });
+    const { outcomes } = messages[0]!.details as { outcomes: SpreadOutcome[] };
+    expect(outcomes.map((outcome) => (outcome.ok ? "ran" : outcome.error))).toEqual(["ran", "ran", "not run: no idle thread"]);
+  });
+
+  it("gives a part's thread back when a call of another session waits", { timeout: 60_000 }, async () => {
+    const { runtime, events } = await warmRuntime(2);
+    const spread = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "yieldingPart", inputs: [0] }]), { sessionKey: "spreader" });
+    // The call and its part hold both threads.
+    await until(() => running(runtime).length === 2, "the call and its part running");
+    const light = await runtime.executeToolCalls(batch(["l", "noop"]), { sessionKey: "light" });
+    expect(light.messages[0]!.isError).toBe(false);
+    const { messages } = await spread;
+    const { outcomes } = messages[0]!.details as { outcomes: SpreadOutcome<{ yielded: boolean }>[] };
+    expect(outcomes).toEqual([{ ok: true, value: expect.objectContaining({ yielded: true }) }]);
+    // The light call started while the spread call still ran: it waited for the part's step, not for the call.
+    expect(indexOf(events, "started", "l")).toBeLessThan(indexOf(events, "ended", "s", "spread_parent"));
+  });
+
+  it("does not ask a part of the waiting call's own session to yield", { timeout: 60_000 }, async () => {
+    const { runtime } = await warmRuntime(2);
+    const controller = new AbortController();
+    const spread = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "yieldingPart", inputs: [0] }]), {
+      sessionKey: "same",
+      signal: controller.signal,
+    });
+    await until(() => running(runtime).length === 2, "the call and its part running");
+    const mine = runtime.executeToolCalls(batch(["m", "noop"]), { sessionKey: "same" });
+    // The session's own call waits in the queue; its part keeps going until the call is aborted.
+    await until(() => runtime.poolStats?.queued === 1, "the session's own call queued");
+    controller.abort();
+    const { messages } = await spread;
+    expect(messages[0]!.isError).toBe(true);
+    expect((await mine).messages[0]!.isError).toBe(false);
+  });
+});
+
+describe("a spread grep and a light session on a 2-thread pool", () => {
+  let root: string;
+  beforeAll(() => {
+    // 6,400 files: 100 chunks of 64, far more than one part's step.
+    root = realpathSync(mkdtempSync(join(tmpdir(), "toolpool-spread-fair-")));
+    for (let d = 0; d < 64; d++) {
+      mkdirSync(join(root, `d${d}`));
+      for (let f = 0; f < 100; f++) writeFileSync(join(root, `d${d}`, `f${f}.txt`), `line one\nneedle ${d}/${f}\nline three\n`);
+    }
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  // The yield itself is proven above on a part that runs until asked; here the real grep, whose parts ask between chunks.
+  it("starts the light call while the grep still runs, and the grep's result is the one it gives alone", { timeout: 120_000 }, async () => {
+    const { runtime, events } = await warmRuntime(2, builtinTools(["grep", "hash"], { root }));
+    writeFileSync(join(root, "small.txt"), "small\n");
+    // Warm both threads with the light tool, in two sessions at once.
+    await Promise.all(["w0", "w1"].map((id) => runtime.executeToolCalls(batch([id, "hash", { path: "small.txt" }]), { sessionKey: id })));
+    const grep = runtime.executeToolCalls(batch(["g", "grep", { pattern: "needle", maxResults: 5_000 }]), { sessionKey: "heavy" });
+    // The grep's part is running on the second thread (it carries the grep call's id).
+    await until(
+      () => running(runtime).length === 2 || events.some((event) => event.type === "ended" && event.toolCallId === "g"),
+      "the grep's part running",
+    );
+    const partRan = running(runtime).length === 2;
+    const light = await runtime.executeToolCalls(batch(["l", "hash", { path: "small.txt" }]), { sessionKey: "light" });
+    expect(light.messages[0]!.isError).toBe(false);
+    const { messages } = await grep;
+    expect(messages[0]!.isError).toBe(false);
+    // The same as the grep run alone: the chunks the part left were searched by the call's own thread.
+    const alone = await runtime.executeToolCalls(batch(["g2", "grep", { pattern: "needle", maxResults: 5_000 }]), { sessionKey: "heavy" });
+    expect(messages[0]!.content).toEqual(alone.messages[0]!.content);
+    expect(messages[0]!.details).toEqual(alone.messages[0]!.details);
+    // Only meaningful when the part was caught running (the walk and search may be quicker than the test on a fast machine).
+    if (partRan) expect(indexOf(events, "started", "l")).toBeLessThan(indexOf(events, "ended", "g", "grep"));
+    expect(partRan, "the grep's part was running when the light call came").toBe(true);
+  });
+});
