@@ -60,6 +60,7 @@ export { type FlagValue, resolvePiExtensionOptions } from "../../src/pi-extensio
 export type { AgentToolResult, WorkerToolContext } from "../../src/types.js";
 export { AbortGroups } from "../../src/workers/abort-groups.js";
 export { BusyWindow } from "../../src/workers/busy-window.js";
+export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-probes.js";
 export { inspectResult, transferThresholdBytes } from "../../src/workers/thread/inspect-result.js";
 export { rebaseBuiltinTool } from "../../dist/builtin-tools.js";
 export { installLine, isPackageMissing, optionalPackages } from "../../src/optional-packages.js";

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import childProcess from "node:child_process";
 import { readlinkSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import { getPriority, setPriority } from "node:os";
@@ -25,6 +26,7 @@ import { createBashOperations } from "./bash-operations.js";
 import { checkedEditOperations } from "./checked-file-operations.js";
 import { withPathLock } from "./path-locks.js";
 import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
+import { rememberingProbes } from "./tool-probes.js";
 
 const settings = codingSettingsFromUrl(import.meta.url);
 
@@ -36,6 +38,7 @@ process.env.PI_OFFLINE ??= "1";
 const threadNiceness = 5;
 lowerThreadPriority();
 resizeImagesOnThisThread();
+rememberToolProbes();
 
 /**
  * pi's read resizes an image (Photon, WebAssembly) on a new worker thread of
@@ -59,6 +62,13 @@ function resizeImagesOnThisThread(): void {
   }
   workerThreads.Worker = PoolThreadWorker;
   // pi imports { Worker } from "node:worker_threads": its binding follows the module object once synced.
+  syncBuiltinESMExports();
+}
+
+/** pi's probes for ripgrep and fd, one process per grep or find call, are remembered a while (`tool-probes.ts`). */
+function rememberToolProbes(): void {
+  childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());
+  // pi imports { spawnSync } from "child_process": its binding follows the module object once synced.
   syncBuiltinESMExports();
 }
 
