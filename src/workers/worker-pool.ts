@@ -104,8 +104,8 @@ export class WorkerPool implements ToolCallPool {
   #isStalled = false;
   /** Resolved when the last call settles after close() began. */
   #drained: Deferred<void> | undefined;
-  /** The pool's lifecycle events (`queued`, `started`, `ended`); made only while someone listens. */
-  readonly events = new PoolEventSource();
+  /** The pool's lifecycle events (calls `queued`, `started`, `ended`; threads `ready`, `exited`); made only while someone listens. */
+  readonly events = new PoolEventSource(undefined, () => [...this.#threads.keys()].map((threadId) => ({ pool: "", threadId })));
 
   /**
    * @param createHost makes the threads under the pool; the Piscina host
@@ -308,7 +308,7 @@ export class WorkerPool implements ToolCallPool {
     if (thread.knownTools?.has(call.tool.id) !== true) task.definition = call.tool.definition;
     if (call.isAborted) task.aborted = call.abortMessage;
     if (!this.#host.post(threadId, task, call)) {
-      this.#threads.delete(threadId);
+      this.#forgetThread(threadId);
       return false;
     }
     thread.busySeq = seq;
@@ -329,6 +329,7 @@ export class WorkerPool implements ToolCallPool {
     if (this.#threads.has(threadId)) return;
     this.#threads.set(threadId, { knownTools: undefined, busySeq: 0 });
     this.#idle.push(threadId);
+    if (this.events.isObserved) this.events.emitThread({ type: "thread", change: "ready", pool: "", threadId, at: this.#clock.now() });
     this.#pump();
   }
 
@@ -342,10 +343,16 @@ export class WorkerPool implements ToolCallPool {
   }
 
   #onLost(threadId: number): void {
-    this.#threads.delete(threadId);
+    this.#forgetThread(threadId);
     const index = this.#idle.indexOf(threadId);
     if (index !== -1) this.#idle.splice(index, 1);
     this.#spread?.onThreadLost(threadId);
+  }
+
+  /** The pool posts nothing more to thread `threadId`: it is gone, or going. */
+  #forgetThread(threadId: number): void {
+    if (!this.#threads.delete(threadId) || !this.events.isObserved) return;
+    this.events.emitThread({ type: "thread", change: "exited", pool: "", threadId, at: this.#clock.now() });
   }
 
   /**
