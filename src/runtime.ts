@@ -91,7 +91,12 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
   /** The pools, and which one runs each worker tool. */
   readonly #router: PoolRouter;
-  /** The local pools' lifecycle events (`queued`, `started`, `ended`), each with its batch and session: `runtime.poolEvents.on(listener)`. */
+  /**
+   * The pools' lifecycle events, the fleet's included: calls `queued`,
+   * `started`, `ended`, each with its batch and session
+   * (`runtime.poolEvents.on(listener)`), and local threads `ready`, `exited`
+   * (`onThread`, with `threads()` for the threads there are).
+   */
   readonly poolEvents: PoolEventSource;
   /** The runtime's own listeners, as batches and pools publish to them. */
   readonly #events = new EventBus(this);
@@ -127,7 +132,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.#rules = parts.rules;
     this.#registry = parts.registry;
     this.#router = parts.router;
-    this.poolEvents = createPoolEventRelay(parts.router.localPools);
+    this.poolEvents = createPoolEventRelay(parts.router.eventPools);
   }
 
   /** The validated options, defaults applied; frozen. */

@@ -18,7 +18,8 @@ import type { CallTiming } from "./call-timing.js";
 export interface PoolCallEventBase {
   /**
    * The pool that holds the call: `"shared"`, a named pool `"pool:<name>"`,
-   * or the tool name of a tool with its own pool (its `resourceLimits`).
+   * the tool name of a tool with its own pool (its `resourceLimits`), or
+   * `"fleet"` for a call run by a fleet's node.
    * Set by the runtime, which knows its pools by these names.
    */
   pool: string;
@@ -39,10 +40,18 @@ export interface PoolCallQueuedEvent extends PoolCallEventBase {
   type: "queued";
 }
 
-/** The call was posted to thread `threadId`: its time limit starts now. */
+/**
+ * The call was posted to thread `threadId`: its time limit starts now. A
+ * fleet's call started on node `node`, which ran it on a thread of its own
+ * (`threadId` absent); its `queueWaitMs` then holds the trips to and from
+ * Redis as well.
+ */
 export interface PoolCallStartedEvent extends PoolCallEventBase {
   type: "started";
-  threadId: number;
+  /** The thread; absent for a fleet's call (see `node`). */
+  threadId: number | undefined;
+  /** The fleet node that started it; absent for a local pool's call. */
+  node?: string;
   /** Milliseconds it waited for a thread. */
   queueWaitMs: number;
 }
@@ -56,8 +65,10 @@ export interface PoolCallEndedEvent extends PoolCallEventBase {
   type: "ended";
   outcome: "ok" | "error" | "fault";
   code: ErrorCode | undefined;
-  /** The thread that ran it; absent for a call that ended before it started. */
+  /** The thread that ran it; absent for a call that ended before it started, and for a fleet's call. */
   threadId: number | undefined;
+  /** The fleet node that ran it; absent for a local pool's call, and for a fleet's call that never started. */
+  node?: string;
   timing: CallTiming;
 }
 

@@ -1,5 +1,5 @@
 /**
- * `runtime.poolEvents`: the pool events of every local pool of a runtime, in
+ * `runtime.poolEvents`: the pool events of every pool of a runtime (the fleet's included), in
  * one listener set. It listens to the pools only while it has a listener of
  * its own, so pools with no one watching make no event objects.
  *

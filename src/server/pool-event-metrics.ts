@@ -91,7 +91,7 @@ export class PoolEventMetrics {
     const threads = this.#threadsOf(event.pool);
     if (event.type === "started") {
       this.#queueWaits.observe(labels, event.queueWaitMs / 1000);
-      threads.set(event.threadId, event.seq);
+      if (event.threadId !== undefined) threads.set(event.threadId, event.seq);
       return;
     }
     this.#calls.inc({ ...labels, outcome: event.code?.toLowerCase() ?? event.outcome });
