@@ -205,8 +205,10 @@ describe("GET /v1/pool/events", () => {
     const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
     const frames = readFrames(response);
     const first = (await readUntil(frames, (frame) => frame.type === "snapshot")) as PoolSnapshotFrame;
-    // The one thread, there before the watcher came: its call's start came before, so it shows idle.
-    expect(first.threads).toEqual([{ pool: "shared", threadId: expect.any(Number), state: "idle" }]);
+    // The one thread, there before the watcher came, with the call it started before.
+    expect(first.threads).toEqual([
+      { pool: "shared", threadId: expect.any(Number), state: "busy", call: { tool: "work", toolCallId: "before", batchId: "b1", session: "early" } },
+    ]);
     const before = first.threads[0]!.threadId;
     // The second thread starts for this call, runs it and crashes.
     await runtime.executeToolCalls(message([{ id: "boom", name: "fault", arguments: { fault: "crash" } }]), { sessionKey: "late" });

@@ -418,9 +418,16 @@ describe("WorkerPool (fake host)", () => {
       host.ready(2);
       // Thread 2, idle last, refuses the call (it is going away): the call goes to thread 1.
       host.refusing.add(2);
-      run("a");
+      run("a", { batchId: "batch-1" });
       expect(host.lastOn(1).task.toolCallId).toBe("a");
-      expect(pool.events.threads()).toEqual([{ pool: "", threadId: 1 }]);
+      // The list says which call each thread runs, as its started event said it.
+      expect(pool.events.threads()).toEqual([
+        {
+          pool: "",
+          threadId: 1,
+          running: expect.objectContaining({ type: "started", toolCallId: "a", batchId: "batch-1", threadId: 1, queueWaitMs: 0 }),
+        },
+      ]);
       // Its host says it lost thread 1 twice (lost, then the running call failed): one event.
       host.events.lost(1);
       host.events.failed(host.lastOn(1).call, 1, new Error("boom"));

@@ -101,6 +101,8 @@ export type PoolThreadListener = (event: PoolThreadEvent) => void;
 export interface PoolThreadEntry {
   pool: string;
   threadId: number;
+  /** The call it runs now, as its `started` event said it; absent while it is idle. */
+  running?: PoolCallStartedEvent;
 }
 
 /**

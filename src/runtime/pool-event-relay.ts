@@ -46,7 +46,14 @@ export function createPoolEventRelay(pools: ReadonlyMap<WorkerTool | string, Emi
         });
       }
     },
-    () => named.flatMap(([name, pool]) => pool.events.threads().map(({ threadId }) => ({ pool: name, threadId }))),
+    () =>
+      named.flatMap(([name, pool]) =>
+        pool.events.threads().map((entry) => {
+          entry.pool = name;
+          if (entry.running !== undefined) entry.running.pool = name;
+          return entry;
+        }),
+      ),
   );
   return relay;
 }

@@ -30,7 +30,7 @@ import type { CallTiming } from "../contracts/call-timing.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import { isSpreadRequest, isUpdateMessage, maxSeq, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
-import { PoolEventSource } from "../contracts/pool-events.js";
+import { PoolEventSource, type PoolThreadEntry } from "../contracts/pool-events.js";
 
 /** Makes the threads under a pool: the Piscina host, or a fake one in the pool's unit tests. */
 export type CreateThreadHost = (
@@ -105,7 +105,7 @@ export class WorkerPool implements ToolCallPool {
   /** Resolved when the last call settles after close() began. */
   #drained: Deferred<void> | undefined;
   /** The pool's lifecycle events (calls `queued`, `started`, `ended`; threads `ready`, `exited`); made only while someone listens. */
-  readonly events = new PoolEventSource(undefined, () => [...this.#threads.keys()].map((threadId) => ({ pool: "", threadId })));
+  readonly events = new PoolEventSource(undefined, () => this.#threadEntries());
 
   /**
    * @param createHost makes the threads under the pool; the Piscina host
@@ -347,6 +347,16 @@ export class WorkerPool implements ToolCallPool {
     const index = this.#idle.indexOf(threadId);
     if (index !== -1) this.#idle.splice(index, 1);
     this.#spread?.onThreadLost(threadId);
+  }
+
+  /** The threads that may take calls, each with the call it runs: what a late listener of `events` has missed. */
+  #threadEntries(): PoolThreadEntry[] {
+    return [...this.#threads].map(([threadId, { busySeq }]) => {
+      const call = this.#calls.get(busySeq);
+      if (call?.startedAt === undefined) return { pool: "", threadId };
+      const queueWaitMs = call.startedAt - call.enqueuedAt;
+      return { pool: "", threadId, running: { type: "started", ...eventBase(call, call.startedAt), threadId, queueWaitMs } };
+    });
   }
 
   /** The pool posts nothing more to thread `threadId`: it is gone, or going. */

@@ -216,7 +216,10 @@ export class PoolEventHub {
     runtime.poolEvents.on(this.#onPoolEvent);
     runtime.poolEvents.onThread(this.#onThreadEvent);
     // The threads there are now; the events say what changes from here on.
-    for (const thread of runtime.poolEvents.threads()) setBounded(this.#threads, `${thread.pool}\0${thread.threadId}`, thread);
+    for (const { pool, threadId, running } of runtime.poolEvents.threads()) {
+      setBounded(this.#threads, `${pool}\0${threadId}`, { pool, threadId });
+      if (running !== undefined) this.#onPoolEvent(running);
+    }
     this.#timer = setInterval(() => this.#tick(), poolEventsIntervalMs);
     // A watcher is no reason to keep the process alive.
     this.#timer.unref();
