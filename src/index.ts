@@ -17,6 +17,9 @@ export type {
   PoolCallQueuedEvent,
   PoolCallStartedEvent,
   PoolEventSource,
+  PoolThreadEntry,
+  PoolThreadEvent,
+  PoolThreadListener,
 } from "./contracts/pool-events.js";
 export { builtinTools } from "./builtin-tools.js";
 export { codingTools, type CodingToolName, type CodingToolsOptions, type CodingWorkspace, type PiSessionInfo } from "./coding-tools.js";

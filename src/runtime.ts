@@ -26,6 +26,7 @@ import type { PoolRouter } from "./runtime/pool-router.js";
 import { createPoolEventRelay } from "./runtime/pool-event-relay.js";
 import type { PoolEventSource } from "./contracts/pool-events.js";
 import { BatchTrace } from "./tracing/batch-trace.js";
+import { PoolSpanEvents } from "./tracing/pool-span-events.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
 
@@ -91,7 +92,12 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
   /** The pools, and which one runs each worker tool. */
   readonly #router: PoolRouter;
-  /** The local pools' lifecycle events (`queued`, `started`, `ended`), each with its batch and session: `runtime.poolEvents.on(listener)`. */
+  /**
+   * The pools' lifecycle events, the fleet's included: calls `queued`,
+   * `started`, `ended`, each with its batch and session
+   * (`runtime.poolEvents.on(listener)`), and local threads `ready`, `exited`
+   * (`onThread`, with `threads()` for the threads there are).
+   */
   readonly poolEvents: PoolEventSource;
   /** The runtime's own listeners, as batches and pools publish to them. */
   readonly #events = new EventBus(this);
@@ -112,7 +118,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * `@opentelemetry/api` and toolpool's tracer, once a batch found tracing on,
    * the API installed and a tracer provider or context manager registered.
    */
-  #tracing: { api: OtelApi; tracer: OtelTracer } | undefined;
+  #tracing: { api: OtelApi; tracer: OtelTracer; poolSpans: PoolSpanEvents } | undefined;
   #agentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
@@ -127,7 +133,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.#rules = parts.rules;
     this.#registry = parts.registry;
     this.#router = parts.router;
-    this.poolEvents = createPoolEventRelay(parts.router.localPools);
+    this.poolEvents = createPoolEventRelay(parts.router.eventPools);
   }
 
   /** The validated options, defaults applied; frozen. */
@@ -352,20 +358,25 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       const api = loadOtelApi();
       // The global provider's tracer: a proxy that follows the provider
       // registered at any time, so one taken now serves later ones too.
-      if (api !== undefined) this.#tracing = { api, tracer: api.trace.getTracer(tracerName) };
+      if (api !== undefined) this.#tracing = { api, tracer: api.trace.getTracer(tracerName), poolSpans: new PoolSpanEvents(this.poolEvents) };
     }
     return this.#tracing !== undefined;
   }
 
   /** The batch's span under the caller's active context, or `undefined` when it is not recorded. */
   #startBatchTrace(batchId: string, assistantMessage: AssistantMessage, options: ExecuteOptions): BatchTrace | undefined {
-    const { api, tracer } = this.#tracing!;
-    return BatchTrace.start(api, tracer, () => ({
-      batchId,
-      toolCallCount: assistantMessage.content.filter((block) => block.type === "toolCall").length,
-      toolExecution: this.#options.toolExecution,
-      sessionKey: options.sessionKey,
-    }));
+    const { api, tracer, poolSpans } = this.#tracing!;
+    return BatchTrace.start(
+      api,
+      tracer,
+      () => ({
+        batchId,
+        toolCallCount: assistantMessage.content.filter((block) => block.type === "toolCall").length,
+        toolExecution: this.#options.toolExecution,
+        sessionKey: options.sessionKey,
+      }),
+      poolSpans,
+    );
   }
 
   #onBatchSettled(): void {

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 
 import {
   createRuntime,
@@ -194,6 +194,35 @@ describe("GET /v1/pool/events", () => {
     expect(dropped).toBe(0);
     expect(seen.size).toBe(total);
     expect(server.diagnosePoolEvents()!.watchers[0]!.droppedTotal).toBe(0);
+  });
+
+  it("shows the threads there were before it came and those that come and go from pool events, never from runtime.diagnose()", async () => {
+    const { runtime, url } = await startServer();
+    const diagnose = vi.spyOn(runtime, "diagnose");
+    const gate = `${randomUUID()}:before`;
+    const held = runtime.executeToolCalls(message([{ id: "before", name: "work", arguments: { gate } }]), { sessionKey: "early" });
+    await gates.whenWaiting(gate);
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
+    const frames = readFrames(response);
+    const first = (await readUntil(frames, (frame) => frame.type === "snapshot")) as PoolSnapshotFrame;
+    // The one thread, there before the watcher came, with the call it started before.
+    expect(first.threads).toEqual([
+      { pool: "shared", threadId: expect.any(Number), state: "busy", call: { tool: "work", toolCallId: "before", batchId: "b1", session: "early" } },
+    ]);
+    const before = first.threads[0]!.threadId;
+    // The second thread starts for this call, runs it and crashes.
+    await runtime.executeToolCalls(message([{ id: "boom", name: "fault", arguments: { fault: "crash" } }]), { sessionKey: "late" });
+    const after = (await readUntil(
+      frames,
+      (frame) => frame.type === "snapshot" && frame.threads.some((thread) => thread.state === "retired"),
+    )) as PoolSnapshotFrame;
+    const retired = after.threads.filter((thread) => thread.state === "retired");
+    expect(retired).toEqual([expect.objectContaining({ pool: "shared", call: expect.objectContaining({ toolCallId: "boom", session: "late" }) })]);
+    expect(retired[0]!.threadId).not.toBe(before);
+    expect(after.threads.filter((thread) => thread.state !== "retired").map((thread) => thread.threadId)).toContain(before);
+    gates.open(gate);
+    await held;
+    expect(diagnose).not.toHaveBeenCalled();
   });
 
   it("names the session of calls whose batch began before the watcher came", async () => {

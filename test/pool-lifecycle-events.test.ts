@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 
-import { createRuntime, workerTool, type AssistantMessage, type PoolCallEvent, type Runtime } from "toolpool";
+import { createRuntime, workerTool, type AssistantMessage, type PoolCallEvent, type PoolThreadEvent, type Runtime } from "toolpool";
 
 // Real threads, the built package: the events a runtime's pools emit for
 // batches of several calls, a timeout and a crash among them.
@@ -77,5 +77,26 @@ describe("runtime.poolEvents", () => {
     expect(runtime.poolEvents.isObserved).toBe(false);
     await runtime.executeToolCalls(batch(["b", "quick"]));
     expect(events).toHaveLength(3);
+  });
+
+  it("emits a thread's ready and exited events with its pool's name, and lists the threads a late listener has missed", async () => {
+    const runtime = createRuntime({ tools: [quick, fault], pool: { maxThreads: 1 } });
+    runtimes.push(runtime);
+    const threads: PoolThreadEvent[] = [];
+    const calls: PoolCallEvent[] = [];
+    runtime.poolEvents.onThread((event) => threads.push(event));
+    runtime.poolEvents.on((event) => calls.push(event));
+    await runtime.executeToolCalls(batch(["a", "fault", { fault: "exit", code: 3 }]));
+    await runtime.executeToolCalls(batch(["b", "quick"]));
+    const [first, second] = calls.filter((event) => event.type === "started") as (PoolCallEvent & { type: "started" })[];
+    // The thread that ran "a" came, then went with it; "b" ran on the next one.
+    expect(threads.slice(0, 3).map((event) => `${event.change} ${event.threadId}`)).toEqual([
+      `ready ${first!.threadId}`,
+      `exited ${first!.threadId}`,
+      `ready ${second!.threadId}`,
+    ]);
+    expect(new Set(threads.map((event) => `${event.type} ${event.pool}`))).toEqual(new Set(["thread shared"]));
+    const listed = runtime.poolEvents.threads();
+    expect(listed).toEqual([{ pool: "shared", threadId: second!.threadId }]);
   });
 });

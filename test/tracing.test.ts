@@ -240,6 +240,28 @@ describe("tracing", () => {
     }
   });
 
+  it("puts the pool's queued and started events on each worker call's span, with pool, thread and queue wait, and listens to the pools only while a traced batch runs", async () => {
+    const runtime = open({ tools: [tool("work", scripted), inlineTraced], pool: { maxThreads: 1 } });
+    expect(runtime.poolEvents.isObserved).toBe(false);
+    const running = runtime.executeToolCalls(batch(["one", "work"], ["two", "work"], ["three", "inline"]));
+    expect(runtime.poolEvents.isObserved).toBe(true);
+    await running;
+    expect(runtime.poolEvents.isObserved).toBe(false);
+    for (const id of ["one", "two"]) {
+      const span = callSpan(id);
+      expect(span.events.map((event) => event.name)).toEqual(["queued", "started"]);
+      const [queued, started] = span.events as [(typeof span.events)[number], (typeof span.events)[number]];
+      expect(queued.attributes).toEqual({ "toolpool.pool": "shared" });
+      expect(started.attributes).toEqual({
+        "toolpool.pool": "shared",
+        "toolpool.thread.id": span.attributes["toolpool.thread.id"],
+        "toolpool.queue_wait_ms": span.attributes["toolpool.queue_wait_ms"],
+      });
+    }
+    // An inline call has no pool, so no pool events.
+    expect(callSpan("three").events).toEqual([]);
+  });
+
   it("names the session of a batch that has one", async () => {
     const runtime = open({ tools: [tool("ok", faults)] });
     await runtime.executeToolCalls(batch(["s1", "ok"]), { sessionKey: "user-42" } as Parameters<Runtime["executeToolCalls"]>[1]);

@@ -6,6 +6,7 @@ import {
   type PoolCall,
   type PoolCallEvent,
   PoolEventSource,
+  type PoolThreadEvent,
   type ResolvedPoolOptions,
   SourceWorkerPool as WorkerPool,
   sourceWorkerTool as workerTool,
@@ -399,6 +400,47 @@ describe("WorkerPool (fake host)", () => {
       expect(emit).not.toHaveBeenCalled();
     } finally {
       emit.mockRestore();
+    }
+  });
+
+  it("emits ready and exited once per thread only while observed, and lists the threads that may take calls", () => {
+    const emitThread = vi.spyOn(PoolEventSource.prototype, "emitThread");
+    try {
+      const { pool, host, run } = open({ maxThreads: 2 });
+      host.ready(1);
+      expect(emitThread).not.toHaveBeenCalled();
+      const events: PoolThreadEvent[] = [];
+      const listener = (event: PoolThreadEvent) => events.push(event);
+      pool.events.onThread(listener);
+      expect(pool.events.isObserved).toBe(true);
+      // A late listener learns the threads there are from the list, then the changes from events.
+      expect(pool.events.threads()).toEqual([{ pool: "", threadId: 1 }]);
+      host.ready(2);
+      // Thread 2, idle last, refuses the call (it is going away): the call goes to thread 1.
+      host.refusing.add(2);
+      run("a", { batchId: "batch-1" });
+      expect(host.lastOn(1).task.toolCallId).toBe("a");
+      // The list says which call each thread runs, as its started event said it.
+      expect(pool.events.threads()).toEqual([
+        {
+          pool: "",
+          threadId: 1,
+          running: expect.objectContaining({ type: "started", toolCallId: "a", batchId: "batch-1", threadId: 1, queueWaitMs: 0 }),
+        },
+      ]);
+      // Its host says it lost thread 1 twice (lost, then the running call failed): one event.
+      host.events.lost(1);
+      host.events.failed(host.lastOn(1).call, 1, new Error("boom"));
+      host.events.lost(2);
+      expect(events.map((event) => `${event.change} ${event.threadId}`)).toEqual(["ready 2", "exited 2", "exited 1"]);
+      expect(events[0]).toMatchObject({ type: "thread", pool: "" });
+      expect(pool.events.threads()).toEqual([]);
+      pool.events.offThread(listener);
+      emitThread.mockClear();
+      host.ready(3);
+      expect(emitThread).not.toHaveBeenCalled();
+    } finally {
+      emitThread.mockRestore();
     }
   });
 

@@ -15,6 +15,7 @@ import { checkWorkerModules } from "../contracts/worker-modules.js";
 import {
   decodeJobArgs,
   encodeEnd,
+  encodeStart,
   encodeUpdate,
   FleetKeys,
   reconnectDelay,
@@ -303,6 +304,8 @@ export class FleetNode {
         else {
           if (admission === "run-aborted") abort.abort();
           isStarted = true;
+          // On the connection that writes its partials and its end: the start entry comes before them.
+          if (data.reportsStart === true) void this.#commands.xadd(data.replyTo, "*", ...encodeStart(jobId, this.#name)).catch(this.#onError);
           outcome = await this.#run(tool, jobId, data, abort.signal);
         }
       } catch (error) {

@@ -34,12 +34,20 @@ export interface RemoteJobData {
    * what that gives) instead of refusing it.
    */
   startsAborted?: true;
+  /**
+   * The coordinator listens to its pool's events: the node writes a start
+   * entry when it starts the call. Absent otherwise, so an unobserved call
+   * costs no more Redis commands (and a coordinator that does not ask never
+   * reads an entry it would not know).
+   */
+  reportsStart?: true;
   /** The coordinator's presence key: a node starts no call whose coordinator's key is gone, and stops a running one. */
   presenceKey: string;
 }
 
 /** What a node sends back for a call, on the coordinator's reply stream. */
 export type ReplyEntry =
+  | { jobId: string; kind: "start"; node: string }
   | { jobId: string; kind: "update"; partial: unknown }
   | { jobId: string; kind: "end"; outcome: WorkerCallOutcome; executionMs: number };
 
@@ -102,8 +110,14 @@ export interface NodeRecord {
   startedAt: number;
 }
 
-/** Field names of a reply stream entry: job id, kind (`u` or `e`), data. */
+/** Field names of a reply stream entry: job id, kind (`s`, `u` or `e`), data. */
 const updateKind = Buffer.from("u");
+const startKind = Buffer.from("s");
+
+/** The fields of a call's start entry (only when its job data has `reportsStart`), ready for XADD. */
+export function encodeStart(jobId: string, node: string): [string, string, string, string, string, Buffer] {
+  return ["j", jobId, "k", "s", "d", serialize({ node })];
+}
 
 /** The fields of a reply stream entry, ready for XADD. */
 export function encodeUpdate(jobId: string, partial: unknown): [string, string, string, string, string, Buffer] {
@@ -129,6 +143,7 @@ export function decodeReply(fields: Buffer[]): ReplyEntry | undefined {
   if (jobId === undefined || kind === undefined || data === undefined) return undefined;
   try {
     if (kind.equals(updateKind)) return { jobId, kind: "update", partial: deserialize(data) };
+    if (kind.equals(startKind)) return { jobId, kind: "start", node: String((deserialize(data) as { node: unknown }).node) };
     const { outcome, executionMs } = deserialize(data) as { outcome: WorkerCallOutcome; executionMs: number };
     return { jobId, kind: "end", outcome, executionMs };
   } catch {

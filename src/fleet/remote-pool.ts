@@ -19,6 +19,8 @@ import type { PiVersion } from "../options.js";
 import type { FleetStats, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 import type { ResolvedFleetOptions } from "../contracts/fleet-options.js";
+import type { CallTiming } from "../contracts/call-timing.js";
+import { PoolEventSource } from "../contracts/pool-events.js";
 import { AbortAnnouncer } from "./abort-announcer.js";
 import { CallWatchdog } from "./call-watchdog.js";
 import { CoordinatorClients, withTimeout } from "./coordinator-clients.js";
@@ -49,6 +51,8 @@ export const lostNodeReason = /stalled|attempts started|started more than allowa
 
 interface RemoteCall {
   readonly jobId: string;
+  /** Its number in this pool, for its pool events. */
+  readonly seq: number;
   readonly request: WorkerCallRequest;
   readonly resolve: (outcome: WorkerCallOutcome) => void;
   readonly group: CallGroup | undefined;
@@ -62,6 +66,9 @@ interface RemoteCall {
   isAdded: boolean;
   isSettled: boolean;
   abortTimer: unknown;
+  /** When its node said it started it, and which node (only while the pool's events are observed). */
+  startedAt?: number;
+  node?: string;
 }
 
 /** The calls of one batch signal: an abort reaches them all through one key. */
@@ -118,6 +125,13 @@ export class RemotePool implements ToolCallPool {
   readonly #announcer: AbortAnnouncer;
   readonly #replies: ReplyStream;
   readonly #watchdog: CallWatchdog<RemoteCall>;
+  /**
+   * The pool's lifecycle events, as a local pool's: `queued` when a call is
+   * submitted, `started` when its node starts it (with `node`, no
+   * `threadId`), `ended`; no thread events. Nodes write a start entry only
+   * for calls submitted while someone listens.
+   */
+  readonly events = new PoolEventSource();
   /** Calls past the `maxOutstanding` check and not yet registered (waiting for the connection or the node registry). */
   #admitting = 0;
   #seq = 0;
@@ -257,7 +271,9 @@ export class RemotePool implements ToolCallPool {
   }
 
   async #submit(request: WorkerCallRequest, retriesLeft: number): Promise<WorkerCallOutcome> {
-    const jobId = `${this.#coordinatorId}-${++this.#seq}`;
+    const seq = ++this.#seq;
+    const jobId = `${this.#coordinatorId}-${seq}`;
+    const isObserved = this.events.isObserved;
     const sessionKey = request.session ?? this.#coordinatorId;
     const group = request.signal === undefined ? undefined : this.#groupOf(request.signal);
     const startsAborted = group?.isAborted === true;
@@ -265,6 +281,7 @@ export class RemotePool implements ToolCallPool {
     const done = new Promise<WorkerCallOutcome>((resolve) => (resolveCall = resolve));
     const call: RemoteCall = {
       jobId,
+      seq,
       request,
       resolve: resolveCall,
       group,
@@ -281,6 +298,7 @@ export class RemotePool implements ToolCallPool {
     group?.calls.add(call);
     const outstanding = (this.#outstanding.get(sessionKey) ?? 0) + 1;
     this.#outstanding.set(sessionKey, outstanding);
+    if (isObserved) this.events.emit({ type: "queued", ...eventBase(call, call.sentAt) });
     // Bounded like any aborted call: its node may not answer.
     if (startsAborted) this.#startAbortBound(call);
     try {
@@ -293,6 +311,7 @@ export class RemotePool implements ToolCallPool {
         presenceKey: this.#presence.key,
         ...(group === undefined ? {} : { abortKey: this.#keys.abort(this.#coordinatorId, group.id) }),
         ...(startsAborted ? { startsAborted: true as const } : {}),
+        ...(isObserved ? { reportsStart: true as const } : {}),
       });
       await this.#clients!.queue.add(request.tool.name, data, {
         jobId,
@@ -458,6 +477,15 @@ export class RemotePool implements ToolCallPool {
   #onReply(entry: ReplyEntry): void {
     const call = this.#calls.get(entry.jobId);
     if (call === undefined || call.isSettled) return; // a call already settled (lost, aborted, closed)
+    if (entry.kind === "start") {
+      call.startedAt = this.#clock.now();
+      call.node = entry.node;
+      if (this.events.isObserved) {
+        const queueWaitMs = call.startedAt - call.sentAt;
+        this.events.emit({ type: "started", ...eventBase(call, call.startedAt), threadId: undefined, node: entry.node, queueWaitMs });
+      }
+      return;
+    }
     if (entry.kind === "update") {
       call.request.onUpdate?.(entry.partial as never);
       return;
@@ -487,6 +515,8 @@ export class RemotePool implements ToolCallPool {
     if (call.retriesLeft > 0 && !this.#isClosed && call.group?.isAborted !== true) {
       // Idempotent: running it again is harmless. Partials of the lost attempt stay delivered.
       this.#forget(call);
+      // This attempt ends lost; the next one is a call of its own, from `queued` on.
+      this.#emitEnded(call, lost);
       void this.#run(call.request, call.retriesLeft - 1).then((outcome) =>
         // A resubmission that never reached a node (none left, Redis gone, closed) ends as the loss it is.
         call.resolve(isUnsubmitted(outcome) ? lost : outcome),
@@ -528,6 +558,25 @@ export class RemotePool implements ToolCallPool {
   }
 
   /** Takes a call out of the books without resolving it (it is resubmitted). */
+  /** The `ended` event of `call`, timed on this pool's clock (the node's own timing stays with the outcome). */
+  #emitEnded(call: RemoteCall, outcome: WorkerCallOutcome): void {
+    if (!this.events.isObserved) return;
+    const timing: CallTiming = { submittedAt: call.sentAt, endedAt: this.#clock.now() };
+    if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
+    if (call.node !== undefined) timing.node = call.node;
+    if (outcome.timing?.runMs !== undefined) timing.runMs = outcome.timing.runMs;
+    const code = outcome.kind === "error" ? outcome.code : undefined;
+    this.events.emit({
+      type: "ended",
+      ...eventBase(call, timing.endedAt),
+      outcome: outcome.kind === "ok" ? "ok" : code === undefined ? "error" : "fault",
+      code,
+      threadId: undefined,
+      ...(call.node === undefined ? {} : { node: call.node }),
+      timing,
+    });
+  }
+
   #forget(call: RemoteCall): void {
     call.isSettled = true;
     if (call.abortTimer !== undefined) this.#clock.clearTimeout(call.abortTimer);
@@ -543,6 +592,7 @@ export class RemotePool implements ToolCallPool {
     this.#forget(call);
     this.#completed += 1;
     if (this.#calls.size === 0) this.#drained?.resolve();
+    this.#emitEnded(call, outcome);
     try {
       this.#onCall({
         tool: call.request.tool.name,
@@ -565,4 +615,18 @@ export class RemotePool implements ToolCallPool {
     }
     await this.#clients?.close(this.#replyKey, this.#options.redisTimeoutMs);
   }
+}
+
+/** What every event of `call` says of it; the runtime names the pool. */
+function eventBase(call: RemoteCall, at: number) {
+  const { request } = call;
+  return {
+    pool: "",
+    seq: call.seq,
+    batchId: request.batchId,
+    sessionKey: request.sessionKey,
+    toolCallId: request.toolCallId,
+    tool: request.tool.name,
+    at,
+  };
 }

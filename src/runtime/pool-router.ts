@@ -8,6 +8,7 @@
  */
 import type { FleetStats, PoolDiagnosis, PoolStats, ToolCallPool } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
+import type { PoolEventSource } from "../contracts/pool-events.js";
 import type { RegisteredTool } from "../coordinator/tool-registry.js";
 import { ToolpoolError } from "../errors.js";
 import type { RemoteCallRecord } from "../events.js";
@@ -112,11 +113,17 @@ export class PoolRouter {
     }));
   }
 
-  /** Every pool, the fleet's included. */
-  /** The local pools by key (`"shared"`, `"pool:NAME"`, or the tool of a pool of its own), for their pool events. */
-  get localPools(): ReadonlyMap<WorkerTool | string, WorkerPool> {
-    return this.#pools;
+  /**
+   * The pools whose events `runtime.poolEvents` relays, by the name their
+   * events take: the local pools by key (`"shared"`, `"pool:NAME"`, or the
+   * tool of a pool of its own), and the fleet's as `"fleet"`.
+   */
+  get eventPools(): ReadonlyMap<WorkerTool | string, { readonly events: PoolEventSource }> {
+    if (this.#remotePool === undefined) return this.#pools;
+    return new Map<WorkerTool | string, { readonly events: PoolEventSource }>([...this.#pools, ["fleet", this.#remotePool]]);
   }
+
+  /** Every pool, the fleet's included. */
 
   get pools(): ToolCallPool[] {
     return [...this.#pools.values(), ...(this.#remotePool === undefined ? [] : [this.#remotePool])];

@@ -10,6 +10,7 @@ import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 import type { Counter, Histogram, Registry } from "prom-client";
 
 import { loadPromClient } from "./lazy-modules.js";
+import { PoolEventMetrics } from "./pool-event-metrics.js";
 
 import { errorCodes } from "../errors.js";
 import type { EventMeta, RemoteCallRecord, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
@@ -44,6 +45,7 @@ export class ServerMetrics {
   readonly #durations: Histogram<"tool">;
   readonly #queueWaits: Histogram<"tool">;
   readonly #runTimes: Histogram<"tool">;
+  readonly #poolMetrics: PoolEventMetrics;
 
   /** @param countBatches The server's in-flight batches, read on each scrape. */
   constructor(runtime: Runtime, countBatches: () => number) {
@@ -180,6 +182,7 @@ export class ServerMetrics {
       });
       runtime.on("fleet_call", this.#onFleetCall);
     }
+    this.#poolMetrics = new PoolEventMetrics(runtime, this.#registry, this.#toolNames);
     this.#eventLoopDelay.enable();
     runtime.on("tool_execution_start", this.#onStart);
     runtime.on("tool_execution_end", this.#onEnd);
@@ -192,6 +195,8 @@ export class ServerMetrics {
 
   /** The metrics in Prometheus' text format. */
   render(): Promise<string> {
+    // The pools' events are listened to from the first scrape on: a server nobody scrapes pays nothing for them.
+    this.#poolMetrics.attach();
     return this.#registry.metrics();
   }
 
@@ -200,6 +205,7 @@ export class ServerMetrics {
     this.#runtime.off("fleet_call", this.#onFleetCall);
     this.#runtime.off("tool_execution_start", this.#onStart);
     this.#runtime.off("tool_execution_end", this.#onEnd);
+    this.#poolMetrics.dispose();
     this.#eventLoopDelay.disable();
     this.#startedAt.clear();
   }

@@ -29,6 +29,7 @@ import {
   TOOL_ERROR_TYPE,
 } from "./tool-span-attributes.js";
 import { formatTraceparent } from "./traceparent.js";
+import type { PoolEventSpan, PoolSpanEvents } from "./pool-span-events.js";
 
 /** The name of a batch's span. */
 const BATCH_SPAN_NAME = "toolpool.batch";
@@ -60,13 +61,20 @@ export class BatchTrace {
   readonly #span: OtelSpan;
   readonly #context: OtelContext;
   readonly #sessionKey: string | undefined;
+  readonly #batchId: string;
+  readonly #poolSpans: PoolSpanEvents | undefined;
+  /** Its calls' spans by call id, for their pool events; absent without {@link PoolSpanEvents}. */
+  readonly #callSpans: Map<string, PoolEventSpan> | undefined;
   #errors = 0;
 
-  constructor(api: OtelApi, tracer: OtelTracer, span: OtelSpan, info: BatchTraceInfo) {
+  constructor(api: OtelApi, tracer: OtelTracer, span: OtelSpan, info: BatchTraceInfo, poolSpans?: PoolSpanEvents) {
     this.#api = api;
     this.#tracer = tracer;
     this.#span = span;
     this.#sessionKey = info.sessionKey;
+    this.#batchId = info.batchId;
+    this.#poolSpans = poolSpans;
+    this.#callSpans = poolSpans?.watch(info.batchId);
     // The batch span's context, taken from the caller's active context: an
     // application's agent-turn span becomes the batch's parent.
     this.#context = api.trace.setSpan(api.context.active(), span);
@@ -77,7 +85,7 @@ export class BatchTrace {
    * not recording (no tracer provider registered, or not sampled), so an
    * untraced batch pays for nothing more.
    */
-  static start(api: OtelApi, tracer: OtelTracer, describe: () => BatchTraceInfo): BatchTrace | undefined {
+  static start(api: OtelApi, tracer: OtelTracer, describe: () => BatchTraceInfo, poolSpans?: PoolSpanEvents): BatchTrace | undefined {
     const span = tracer.startSpan(BATCH_SPAN_NAME, batchSpanOptions, api.context.active());
     if (!span.isRecording()) {
       span.end();
@@ -89,7 +97,7 @@ export class BatchTrace {
     span.setAttribute(ATTR_BATCH_TOOL_CALLS, info.toolCallCount);
     span.setAttribute(ATTR_TOOL_EXECUTION, info.toolExecution);
     if (info.sessionKey !== undefined) span.setAttribute(ATTR_SESSION, info.sessionKey);
-    return new BatchTrace(api, tracer, span, info);
+    return new BatchTrace(api, tracer, span, info, poolSpans);
   }
 
   /** Starts the `execute_tool {name}` span of a call entering preparation. */
@@ -103,11 +111,14 @@ export class BatchTrace {
     if (description !== undefined) attributes[ATTR_GEN_AI_TOOL_DESCRIPTION] = description;
     if (this.#sessionKey !== undefined) attributes[ATTR_SESSION] = this.#sessionKey;
     const span = this.#tracer.startSpan(`execute_tool ${toolCall.name}`, { kind: SPAN_KIND_INTERNAL, attributes }, this.#context);
+    // The pool's queued and started events of the call become events of its span.
+    this.#callSpans?.set(toolCall.id, { toolName: toolCall.name, addEvent: (name, eventAttributes) => span.addEvent(name, eventAttributes) });
     return new CallTrace(this.#api, span, this.#context, () => (this.#errors += 1));
   }
 
   /** Ends the batch's span with its outcome, or with the error that rejected it. */
   end(outcome: { kind: "ok"; value: BatchOutcome } | { kind: "error"; error: unknown }): void {
+    this.#poolSpans?.unwatch(this.#batchId);
     this.#span.setAttribute(ATTR_BATCH_ERRORS, this.#errors);
     if (outcome.kind === "error") {
       this.#span.recordException(outcome.error instanceof Error ? outcome.error : String(outcome.error));

@@ -28,6 +28,7 @@ export interface OtelSpan {
   setAttribute(key: string, value: string | number | boolean): unknown;
   setStatus(status: { code: number; message?: string }): unknown;
   recordException(exception: unknown): unknown;
+  addEvent(name: string, attributes?: Record<string, string | number | boolean>): unknown;
   end(): void;
 }
 

@@ -30,7 +30,7 @@ import type { CallTiming } from "../contracts/call-timing.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import { isSpreadRequest, isUpdateMessage, maxSeq, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
-import { PoolEventSource } from "../contracts/pool-events.js";
+import { PoolEventSource, type PoolThreadEntry } from "../contracts/pool-events.js";
 
 /** Makes the threads under a pool: the Piscina host, or a fake one in the pool's unit tests. */
 export type CreateThreadHost = (
@@ -104,8 +104,8 @@ export class WorkerPool implements ToolCallPool {
   #isStalled = false;
   /** Resolved when the last call settles after close() began. */
   #drained: Deferred<void> | undefined;
-  /** The pool's lifecycle events (`queued`, `started`, `ended`); made only while someone listens. */
-  readonly events = new PoolEventSource();
+  /** The pool's lifecycle events (calls `queued`, `started`, `ended`; threads `ready`, `exited`); made only while someone listens. */
+  readonly events = new PoolEventSource(undefined, () => this.#threadEntries());
 
   /**
    * @param createHost makes the threads under the pool; the Piscina host
@@ -341,7 +341,7 @@ export class WorkerPool implements ToolCallPool {
     if (thread.knownTools?.has(call.tool.id) !== true) task.definition = call.tool.definition;
     if (call.isAborted) task.aborted = call.abortMessage;
     if (!this.#host.post(threadId, task, call)) {
-      this.#threads.delete(threadId);
+      this.#forgetThread(threadId);
       return false;
     }
     thread.busySeq = seq;
@@ -362,6 +362,7 @@ export class WorkerPool implements ToolCallPool {
     if (this.#threads.has(threadId)) return;
     this.#threads.set(threadId, { knownTools: undefined, busySeq: 0 });
     this.#idle.push(threadId);
+    if (this.events.isObserved) this.events.emitThread({ type: "thread", change: "ready", pool: "", threadId, at: this.#clock.now() });
     this.#pump();
   }
 
@@ -375,10 +376,26 @@ export class WorkerPool implements ToolCallPool {
   }
 
   #onLost(threadId: number): void {
-    this.#threads.delete(threadId);
+    this.#forgetThread(threadId);
     const index = this.#idle.indexOf(threadId);
     if (index !== -1) this.#idle.splice(index, 1);
     this.#spread?.onThreadLost(threadId);
+  }
+
+  /** The threads that may take calls, each with the call it runs: what a late listener of `events` has missed. */
+  #threadEntries(): PoolThreadEntry[] {
+    return [...this.#threads].map(([threadId, { busySeq }]) => {
+      const call = this.#calls.get(busySeq);
+      if (call?.startedAt === undefined) return { pool: "", threadId };
+      const queueWaitMs = call.startedAt - call.enqueuedAt;
+      return { pool: "", threadId, running: { type: "started", ...eventBase(call, call.startedAt), threadId, queueWaitMs } };
+    });
+  }
+
+  /** The pool posts nothing more to thread `threadId`: it is gone, or going. */
+  #forgetThread(threadId: number): void {
+    if (!this.#threads.delete(threadId) || !this.events.isObserved) return;
+    this.events.emitThread({ type: "thread", change: "exited", pool: "", threadId, at: this.#clock.now() });
   }
 
   /**

@@ -69,7 +69,7 @@ export { WorkerPool as SourceWorkerPool } from "../../src/workers/worker-pool.js
 export type { ResolvedPoolOptions } from "../../src/options.js";
 export { workerTool as sourceWorkerTool } from "../../src/contracts/worker-tool.js";
 export type { PoolCall } from "../../src/workers/pool-call.js";
-export { PoolEventSource, type PoolCallEvent } from "../../src/contracts/pool-events.js";
+export { PoolEventSource, type PoolCallEvent, type PoolThreadEvent } from "../../src/contracts/pool-events.js";
 export type { WorkerCallRequest } from "../../src/contracts/pool-contract.js";
 export { updateTag, type WorkerReply, type WorkerTask } from "../../src/workers/protocol.js";
 export type { ThreadHost, ThreadHostEvents } from "../../src/workers/thread-host.js";

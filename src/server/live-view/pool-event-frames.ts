@@ -57,7 +57,12 @@ export interface PoolCallsFrame {
   dropped: number;
 }
 
-/** What a thread does: runs a call, waits for one, is still starting, or is gone (its worker exited or was replaced). */
+/**
+ * What a thread does: runs a call, waits for one, or is gone (its worker
+ * exited or was replaced). Threads come from the pools' thread events, which
+ * name a thread once it may take calls: `"starting"` stays in the union for
+ * the pages that know it, and no snapshot sends it any more.
+ */
 export type PoolThreadState = "busy" | "idle" | "starting" | "retired";
 
 /** A call running now, as far as the stream knows it. */

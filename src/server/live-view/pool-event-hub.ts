@@ -1,9 +1,10 @@
 /**
  * The source of `GET /v1/pool/events`: listens to the runtime and looks at
- * its pools only while at least one client watches. Which call waits and
- * which runs on which thread comes from the pools' events
- * (`runtime.poolEvents`), each naming its batch; the threads themselves from
- * the pools' diagnosis.
+ * its pools only while at least one client watches. Everything it shows of
+ * the pools comes from their events (`runtime.poolEvents`): which call
+ * waits and which runs on which thread (each call naming its batch), and
+ * which threads there are (`ready`, `exited`), begun from the pools' list
+ * of threads as the hub starts to listen. It never polls the pools' diagnosis.
  *
  * @module
  */
@@ -12,7 +13,7 @@ import type { ServerResponse } from "node:http";
 import { errorCodes } from "../../errors.js";
 import type { EventMeta, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../../events.js";
 import type { Runtime } from "../../runtime.js";
-import type { PoolCallEvent } from "../../contracts/pool-events.js";
+import type { PoolCallEvent, PoolThreadEvent } from "../../contracts/pool-events.js";
 import { toJsonText } from "../../http/json-text.js";
 import { maxPendingCalls, PoolEventClient, type PoolEventClientState } from "./pool-event-client.js";
 import type {
@@ -94,8 +95,8 @@ export class PoolEventHub {
   /** The pools' calls under way, by pool and number, from their events. */
   #poolCalls = new Map<string, PoolCallState>();
   #tallies: PoolTallies;
-  /** Threads seen in earlier snapshots, to show the ones that went as retired. */
-  #lastThreads = new Map<number, PoolThreadView>();
+  /** The pools' threads that may take calls, by pool and thread id, from their events. */
+  #threads = new Map<string, { pool: string; threadId: number }>();
   /** The last snapshot sent, without its time, and when: an unchanged pool is not sent again at once. */
   #lastSnapshotContent = "";
   #lastSnapshotAt = 0;
@@ -141,6 +142,23 @@ export class PoolEventHub {
       call.threadId = event.threadId;
       call.startedAt = event.at;
     }
+  };
+  readonly #onThreadEvent = (event: PoolThreadEvent): void => {
+    const key = `${event.pool}\0${event.threadId}`;
+    if (event.change === "ready") {
+      setBounded(this.#threads, key, { pool: event.pool, threadId: event.threadId });
+      return;
+    }
+    if (!this.#threads.delete(key)) return;
+    // Shown as retired, with the call it ran when it went (a crash: that call's end comes next).
+    const running = this.#callStates().running.get(key);
+    this.#retired.push({
+      pool: event.pool,
+      threadId: event.threadId,
+      state: "retired",
+      ...(running === undefined ? {} : { call: runningCall(running) }),
+    });
+    if (this.#retired.length > retiredThreadsKept) this.#retired.shift();
   };
   readonly #onPoolError = (error: unknown): void => {
     const code = (error as { code?: unknown } | null)?.code;
@@ -196,6 +214,12 @@ export class PoolEventHub {
     runtime.on("tool_execution_end", this.#onCallEnd);
     runtime.on("pool_error", this.#onPoolError);
     runtime.poolEvents.on(this.#onPoolEvent);
+    runtime.poolEvents.onThread(this.#onThreadEvent);
+    // The threads there are now; the events say what changes from here on.
+    for (const { pool, threadId, running } of runtime.poolEvents.threads()) {
+      setBounded(this.#threads, `${pool}\0${threadId}`, { pool, threadId });
+      if (running !== undefined) this.#onPoolEvent(running);
+    }
     this.#timer = setInterval(() => this.#tick(), poolEventsIntervalMs);
     // A watcher is no reason to keep the process alive.
     this.#timer.unref();
@@ -207,12 +231,13 @@ export class PoolEventHub {
     runtime.off("tool_execution_end", this.#onCallEnd);
     runtime.off("pool_error", this.#onPoolError);
     runtime.poolEvents.off(this.#onPoolEvent);
+    runtime.poolEvents.offThread(this.#onThreadEvent);
     clearInterval(this.#timer);
     this.#timer = undefined;
     this.#liveCalls = new Map();
     this.#poolCalls = new Map();
     this.#tallies = new PoolTallies(this.#toolNames);
-    this.#lastThreads = new Map();
+    this.#threads = new Map();
     this.#retired = [];
     this.#lastSnapshotContent = "";
   }
@@ -245,39 +270,17 @@ export class PoolEventHub {
 
   #snapshot(): PoolSnapshotFrame {
     const now = Date.now();
-    // The threads only: which call waits and which runs where comes from the pools' events.
-    const diagnosis = this.#runtime.isClosed ? { pools: [] } : this.#runtime.diagnose();
     const states = this.#callStates();
     const threads: PoolThreadView[] = [];
-    const seen = new Map<number, PoolThreadView>();
-    for (const pool of diagnosis.pools) {
-      for (const generation of pool.generations) {
-        for (const thread of generation.threads) {
-          const running = states.running.get(`${pool.pool}\0${thread.threadId}`);
-          const view: PoolThreadView = {
-            pool: pool.pool,
-            threadId: thread.threadId,
-            state: generation.isRetired
-              ? "retired"
-              : !thread.isBooted && running === undefined
-                ? "starting"
-                : running !== undefined
-                  ? "busy"
-                  : "idle",
-            ...(running === undefined ? {} : { call: runningCall(running) }),
-          };
-          threads.push(view);
-          seen.set(view.threadId, view);
-        }
-      }
+    for (const [key, { pool, threadId }] of this.#threads) {
+      const running = states.running.get(key);
+      threads.push({
+        pool,
+        threadId,
+        state: running === undefined ? "idle" : "busy",
+        ...(running === undefined ? {} : { call: runningCall(running) }),
+      });
     }
-    for (const [threadId, view] of this.#lastThreads) {
-      if (!seen.has(threadId) && view.state !== "retired") {
-        this.#retired.push({ ...view, state: "retired" });
-        if (this.#retired.length > retiredThreadsKept) this.#retired.shift();
-      }
-    }
-    this.#lastThreads = seen;
     const sessions = this.#sessionViews(states.waiting, now);
     const stats = this.#runtime.poolStats;
     const fleet = this.#runtime.fleetStats;
@@ -286,7 +289,7 @@ export class PoolEventHub {
       at: now,
       stats: stats ?? null,
       fleet: fleet ?? null,
-      threads: [...threads, ...this.#retired.filter((view) => !seen.has(view.threadId))],
+      threads: [...threads, ...this.#retired],
       sessions: sessions.slice(0, sessionsListed),
       sessionsOmitted: Math.max(0, sessions.length - sessionsListed),
       tools: this.#tallies.toolViews(),

@@ -1,0 +1,60 @@
+/**
+ * The pool's part of a call's span: its `queued` and `started` pool events
+ * become span events of the call's `execute_tool` span, so a trace shows
+ * when the call joined its pool's queue and when (and where) it started.
+ *
+ * **Nothing is paid for untraced work.** It listens to `runtime.poolEvents`
+ * only while a recorded batch is in flight, and drops the events of other
+ * batches by one map lookup.
+ *
+ * @module
+ */
+import type { PoolCallEvent, PoolEventSource } from "../contracts/pool-events.js";
+import { ATTR_NODE, ATTR_QUEUE_WAIT_MS, ATTR_THREAD_ID } from "./tool-span-attributes.js";
+
+/** The attribute of a span event that names the pool. */
+export const ATTR_POOL = "toolpool.pool";
+
+/** A call's span, as the pool's events reach it. */
+export interface PoolEventSpan {
+  /** The tool the span is of: a spread call's parts (other tools, same call id) are not the call's own events. */
+  readonly toolName: string;
+  addEvent(name: string, attributes: Record<string, string | number>): void;
+}
+
+/** Routes pool events to the spans of the recorded batches' calls, by batch and call id. */
+export class PoolSpanEvents {
+  readonly #source: PoolEventSource;
+  /** Per recorded batch in flight, its calls' spans by call id. */
+  readonly #batches = new Map<string, Map<string, PoolEventSpan>>();
+
+  readonly #onPoolEvent = (event: PoolCallEvent): void => {
+    if (event.type === "ended" || event.batchId === undefined) return;
+    const span = this.#batches.get(event.batchId)?.get(event.toolCallId);
+    if (span === undefined || span.toolName !== event.tool) return;
+    if (event.type === "queued") {
+      span.addEvent("queued", { [ATTR_POOL]: event.pool });
+      return;
+    }
+    const attributes: Record<string, string | number> = { [ATTR_POOL]: event.pool, [ATTR_QUEUE_WAIT_MS]: event.queueWaitMs };
+    if (event.threadId !== undefined) attributes[ATTR_THREAD_ID] = event.threadId;
+    if (event.node !== undefined) attributes[ATTR_NODE] = event.node;
+    span.addEvent("started", attributes);
+  };
+
+  constructor(source: PoolEventSource) {
+    this.#source = source;
+  }
+
+  /** The spans of batch `batchId`'s calls, filled as its calls start: listened to until {@link unwatch}. */
+  watch(batchId: string): Map<string, PoolEventSpan> {
+    const spans = new Map<string, PoolEventSpan>();
+    this.#batches.set(batchId, spans);
+    if (this.#batches.size === 1) this.#source.on(this.#onPoolEvent);
+    return spans;
+  }
+
+  unwatch(batchId: string): void {
+    if (this.#batches.delete(batchId) && this.#batches.size === 0) this.#source.off(this.#onPoolEvent);
+  }
+}
