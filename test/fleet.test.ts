@@ -11,7 +11,17 @@ import { createRuntime, createServer, supportsPi16, workerTool, type BatchEvent,
 
 import { resolveFleetOptions, RemotePool, builtCliPath } from "./support/internals.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
-import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
+import {
+  startNode,
+  stopNodes,
+  steadyLockMs,
+  steadyStalledMs,
+  testLockMs,
+  testStalledMs,
+  watchfulCoordinator,
+  type NodeSpec,
+  type TestNode,
+} from "./support/fleet.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
@@ -19,7 +29,7 @@ import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
 warnSkippedPi16("test/fleet.test.ts");
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
-/** The issue's bound on noticing a lost node. */
+/** The issue's bound on noticing a lost node (its lock and stall settings short, as the lost nodes' here). */
 const lossBoundMs = testLockMs + 2 * testStalledMs + 1_000;
 
 /** The starts the tool itself logged: toolCallId → pids of the processes that started it. */
@@ -46,16 +56,26 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   let logCount = 0;
   const newLog = () => join(dir, `starts-${++logCount}.log`);
 
+  // Every node and coordinator keeps the steady (long) locks unless a test loses
+  // a node on purpose: then only that node has the short ones, and the
+  // coordinator the watchful settings; a starved healthy node keeps its calls.
   const fleetRuntime = (options: Partial<RuntimeOptions> = {}, fleet: Partial<NonNullable<RuntimeOptions["fleet"]>> = {}) => {
     const runtime = createRuntime({
       tools: fleetTools,
       ...options,
-      fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, noNodeGraceMs: 500, redisTimeoutMs: 2_000, ...fleet },
+      fleet: {
+        redis: redis.url,
+        lockDurationMs: steadyLockMs,
+        stalledIntervalMs: steadyStalledMs,
+        noNodeGraceMs: 500,
+        redisTimeoutMs: 2_000,
+        ...fleet,
+      },
     });
     runtimes.push(runtime);
     return runtime;
   };
-  const spawnNodes = async (count: number, extra: { concurrency?: number; threads?: number; pi?: "0.73" | "1.6" } = {}) => {
+  const spawnNodes = async (count: number, extra: Pick<NodeSpec, "concurrency" | "threads" | "pi" | "lockMs" | "stalledMs"> = {}) => {
     const started = await Promise.all(
       Array.from({ length: count }, (_, index) =>
         startNode({ redis: redis.url, tools: toolsModule, name: `n${nodes.length + index + 1}`, ...extra }),
@@ -202,8 +222,11 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   });
 
   it("SIGKILL of a node mid-call: one TP_ERR_NODE_LOST, every other call succeeds once, nothing starts twice", async () => {
-    await spawnNodes(3);
-    const runtime = fleetRuntime();
+    // The victim alone has the short lock: the two others keep theirs through a starved second.
+    const [victim] = await spawnNodes(1, { lockMs: testLockMs, stalledMs: testStalledMs });
+    await spawnNodes(2);
+    const victimPid = String(victim!.process.pid);
+    const runtime = fleetRuntime({}, watchfulCoordinator);
     const log = newLog();
     const ids = Array.from({ length: 9 }, (_, index) => `c${index + 1}`);
     const endedAt = new Map<string, number>();
@@ -212,13 +235,13 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         if (event.type === "tool_execution_end") endedAt.set(event.toolCallId, Date.now());
       },
     });
-    // Kill the node running the first call that started.
-    await until(() => startsIn(log).size > 0, "a call started");
-    const [victimCall, [victimPid]] = [...startsIn(log)][0]!;
-    const victim = nodes.find((node) => String(node.process.pid) === victimPid)!;
+    // Kill the victim once it runs a call.
+    await until(() => [...startsIn(log).values()].some((pids) => pids.includes(victimPid)), "the victim started a call");
     const killedAt = Date.now();
-    victim.kill("SIGKILL");
+    victim!.kill("SIGKILL");
     const { messages } = await batch;
+    // The call it was running: the last it started (a starved test may have seen its first call end).
+    const victimCall = [...startsIn(log)].filter(([, pids]) => pids.includes(victimPid)).at(-1)![0];
 
     expect(messages.map((message) => message.toolCallId)).toEqual(ids);
     const lost = messages.filter((message) => codeOf(message) === "TP_ERR_NODE_LOST");
@@ -235,8 +258,8 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   });
 
   it("the only node dies: its running call is lost, the waiting one ends unavailable, and nothing runs again", async () => {
-    await spawnNodes(1);
-    const runtime = fleetRuntime();
+    await spawnNodes(1, { lockMs: testLockMs, stalledMs: testStalledMs });
+    const runtime = fleetRuntime({}, watchfulCoordinator);
     const log = newLog();
     const batch = runtime.executeToolCalls(
       batchOf([
@@ -259,14 +282,16 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   });
 
   it("resubmits a lost call of an idempotent tool, and only of such a tool", async () => {
-    await spawnNodes(2);
-    const runtime = fleetRuntime();
+    // The first node alone has the short lock, and takes the first attempt; the second joins before it dies.
+    const [victim] = await spawnNodes(1, { lockMs: testLockMs, stalledMs: testStalledMs });
+    const runtime = fleetRuntime({}, watchfulCoordinator);
     const log = newLog();
     const batch = runtime.executeToolCalls(batchOf([{ id: "p1", name: "pure", arguments: { log, waitMs: 60_000, retryWaitMs: 0 } }]));
     await until(() => startsIn(log).has("p1"), "the call started");
-    const victimPid = startsIn(log).get("p1")![0];
+    expect(startsIn(log).get("p1")).toEqual([String(victim!.process.pid)]);
+    await spawnNodes(1);
     // The second attempt must finish: the tool waits long only on its first start, as the log tells it.
-    nodes.find((node) => String(node.process.pid) === victimPid)!.kill("SIGKILL");
+    victim!.kill("SIGKILL");
     const { messages } = await batch;
     expect(codeOf(messages[0]!)).toBeUndefined();
     expect(textOf(messages[0]!)).toBe("done p1");
@@ -315,7 +340,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
 
   /** The remote pool itself, as a runtime of this pi hands it its worker calls. */
   const remotePoolFor = (pi: "0.73" | "1.6", tools = fleetTools) =>
-    new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs }), tools, {
+    new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs }), tools, {
       abortGraceMs: 500,
       pi,
       clock: {
