@@ -14,6 +14,8 @@ export interface CliRun {
 export interface CliRunOptions {
   /** The working folder. @default the test process's */
   cwd?: string;
+  /** Set in its environment, over the test process's own. @default nothing more */
+  env?: Record<string, string>;
   /** Written to its stdin, which is then closed. @default nothing */
   input?: string;
   /** The bin to run (another install's `dist/cli/main.js`). @default the build's */
@@ -28,12 +30,17 @@ export interface CliRunOptions {
  * CLI could not be run or was killed (its timeout, a signal).
  */
 export function runCli(args: readonly string[], options: CliRunOptions = {}): Promise<CliRun> {
-  const { cwd, input, cli = builtCliPath, timeoutMs = 60_000 } = options;
+  const { cwd, env, input, cli = builtCliPath, timeoutMs = 60_000 } = options;
   return new Promise((resolve, reject) => {
-    const child = execFile(process.execPath, [cli, ...args], { cwd, encoding: "utf8", timeout: timeoutMs }, (error, stdout, stderr) => {
-      if (error !== null && typeof error.code !== "number") return reject(error);
-      resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      [cli, ...args],
+      { cwd, env: { ...process.env, ...env }, encoding: "utf8", timeout: timeoutMs },
+      (error, stdout, stderr) => {
+        if (error !== null && typeof error.code !== "number") return reject(error);
+        resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+      },
+    );
     child.stdin?.end(input);
   });
 }
