@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime, type Runtime, type ToolResultMessage } from "toolpool";
 
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
-import { startNode, stopNodes, steadyLockMs, steadyStalledMs, watchfulCoordinator, type TestNode } from "./support/fleet.js";
+import { startNode, steadyCoordinator, stopNodes, watchfulCoordinator, type TestNode } from "./support/fleet.js";
 import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
@@ -172,7 +172,7 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     await spawnNode();
     const runtime = createRuntime({
       tools: fleetTools,
-      fleet: { redis: redis.url, lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs },
+      fleet: { redis: redis.url, ...steadyCoordinator },
     });
     const log = newFile("starts");
     const abortLog = newFile("aborts");
@@ -215,7 +215,7 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
       tools: fleetTools,
       // The coordinator's own bound on an abort is far off: the node's answer must come first. Its
       // presence key (steady: 16 s) outlives the cut, so the node learns of the abort from the announcement.
-      fleet: { redis: proxy.url, lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs, redisTimeoutMs: 30_000, abortSlackMs: 15_000 },
+      fleet: { redis: proxy.url, ...steadyCoordinator, redisTimeoutMs: 30_000, abortSlackMs: 15_000 },
     });
     runtimes.push(runtime);
     const log = newFile("starts");

@@ -10,7 +10,7 @@ import type { Clock } from "toolpool";
 import { resolveFleetOptions, type FleetOptions, RemotePool } from "./support/internals.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";
-import { startNode, stopNodes, steadyLockMs, steadyStalledMs, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
+import { startNode, steadyCoordinator, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
 import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { until } from "./support/helpers.js";
@@ -38,7 +38,7 @@ describe.runIf(hasRedisServer())("RemotePool: outcomes that tell the truth, and 
   // Steady locks for the node and the pools: none is lost here, and a starved
   // pool's presence key (lock + 2 × stall) must not lapse, or its node stops its calls.
   const remotePool = (fleet: Partial<FleetOptions> = {}, clock: Clock = realClock) => {
-    const options = resolveFleetOptions({ redis: redis.url, lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs, ...fleet });
+    const options = resolveFleetOptions({ redis: redis.url, ...steadyCoordinator, ...fleet });
     const pool = new RemotePool(options, fleetTools, { abortGraceMs, clock });
     pools.push(pool);
     return pool;

@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,15 +8,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { createRuntime, createServer, supportsPi16, workerTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
 
-import { resolveFleetOptions, RemotePool, builtCliPath } from "./support/internals.js";
+import { resolveFleetOptions, RemotePool } from "./support/internals.js";
+import { runCli } from "./support/cli.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import {
+  losableNode,
+  nodeLossBoundMs,
   startNode,
+  steadyCoordinator,
   stopNodes,
-  steadyLockMs,
-  steadyStalledMs,
-  testLockMs,
-  testStalledMs,
   watchfulCoordinator,
   type NodeSpec,
   type TestNode,
@@ -29,8 +28,6 @@ import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
 warnSkippedPi16("test/fleet.test.ts");
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
-/** The issue's bound on noticing a lost node (its lock and stall settings short, as the lost nodes' here). */
-const lossBoundMs = testLockMs + 2 * testStalledMs + 1_000;
 
 /** The starts the tool itself logged: toolCallId → pids of the processes that started it. */
 function startsIn(log: string): Map<string, string[]> {
@@ -63,14 +60,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const runtime = createRuntime({
       tools: fleetTools,
       ...options,
-      fleet: {
-        redis: redis.url,
-        lockDurationMs: steadyLockMs,
-        stalledIntervalMs: steadyStalledMs,
-        noNodeGraceMs: 500,
-        redisTimeoutMs: 2_000,
-        ...fleet,
-      },
+      fleet: { redis: redis.url, ...steadyCoordinator, noNodeGraceMs: 500, redisTimeoutMs: 2_000, ...fleet },
     });
     runtimes.push(runtime);
     return runtime;
@@ -208,14 +198,9 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         ]),
       ),
     );
-    const cli = builtCliPath;
-    const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(
-        process.execPath,
-        [cli, "run", batchFile, "--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"],
-        (error, out) => (error ? reject(error) : resolve(out)),
-      ),
-    );
+    const flags = ["--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"];
+    const { code, stdout, stderr } = await runCli(["run", batchFile, ...flags]);
+    expect(code, stderr).toBe(0);
     expect(stdout).toContain("done c1");
     expect(stdout).toContain("done c2");
     expect(startsIn(log).get("c1")).toEqual([String(nodes[0]!.process.pid)]);
@@ -223,7 +208,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
 
   it("SIGKILL of a node mid-call: one TP_ERR_NODE_LOST, every other call succeeds once, nothing starts twice", async () => {
     // The victim alone has the short lock: the two others keep theirs through a starved second.
-    const [victim] = await spawnNodes(1, { lockMs: testLockMs, stalledMs: testStalledMs });
+    const [victim] = await spawnNodes(1, losableNode);
     await spawnNodes(2);
     const victimPid = String(victim!.process.pid);
     const runtime = fleetRuntime({}, watchfulCoordinator);
@@ -253,12 +238,12 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     expect(starts.get(victimCall)).toEqual([victimPid]);
     // Noticed within the bound (generous factor: a busy machine delays timers, not the mechanism).
     const detectionMs = endedAt.get(victimCall)! - killedAt;
-    console.log(`node loss noticed after ${detectionMs} ms (bound ${lossBoundMs} ms)`);
-    expect(detectionMs).toBeLessThan(lossBoundMs * 3);
+    console.log(`node loss noticed after ${detectionMs} ms (bound ${nodeLossBoundMs} ms)`);
+    expect(detectionMs).toBeLessThan(nodeLossBoundMs * 3);
   });
 
   it("the only node dies: its running call is lost, the waiting one ends unavailable, and nothing runs again", async () => {
-    await spawnNodes(1, { lockMs: testLockMs, stalledMs: testStalledMs });
+    await spawnNodes(1, losableNode);
     const runtime = fleetRuntime({}, watchfulCoordinator);
     const log = newLog();
     const batch = runtime.executeToolCalls(
@@ -283,7 +268,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
 
   it("resubmits a lost call of an idempotent tool, and only of such a tool", async () => {
     // The first node alone has the short lock, and takes the first attempt; the second joins before it dies.
-    const [victim] = await spawnNodes(1, { lockMs: testLockMs, stalledMs: testStalledMs });
+    const [victim] = await spawnNodes(1, losableNode);
     const runtime = fleetRuntime({}, watchfulCoordinator);
     const log = newLog();
     const batch = runtime.executeToolCalls(batchOf([{ id: "p1", name: "pure", arguments: { log, waitMs: 60_000, retryWaitMs: 0 } }]));
@@ -340,7 +325,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
 
   /** The remote pool itself, as a runtime of this pi hands it its worker calls. */
   const remotePoolFor = (pi: "0.73" | "1.6", tools = fleetTools) =>
-    new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs }), tools, {
+    new RemotePool(resolveFleetOptions({ redis: redis.url, ...steadyCoordinator }), tools, {
       abortGraceMs: 500,
       pi,
       clock: {

@@ -13,6 +13,12 @@ const cli = builtCliPath;
 export const testLockMs = 1_000;
 export const testStalledMs = 500;
 
+/** `startNode`'s settings for the node a test kills. */
+export const losableNode = { lockMs: testLockMs, stalledMs: testStalledMs } as const;
+
+/** The fleet issue's bound on noticing a lost node of `losableNode`'s settings. */
+export const nodeLossBoundMs = testLockMs + 2 * testStalledMs + 1_000;
+
 /**
  * Lock and stall settings for every node and coordinator that a test does not
  * lose on purpose (`startNode`'s default): with `maxStalledCount: 0`, a node
@@ -23,6 +29,9 @@ export const testStalledMs = 500;
  */
 export const steadyLockMs = 8_000;
 export const steadyStalledMs = 4_000;
+
+/** A coordinator's fleet settings to match the steady nodes'. */
+export const steadyCoordinator = { lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs } as const;
 
 /**
  * A coordinator's fleet settings when it must notice a lost node soon: its
