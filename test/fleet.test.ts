@@ -29,6 +29,18 @@ warnSkippedPi16("test/fleet.test.ts");
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
 
+/** The fleet's tools by the same names, but "task" has a time limit here: another toolset. */
+const changedTools = [
+  workerTool({
+    name: "task",
+    description: "changed",
+    parameters: { type: "object" },
+    module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
+    timeoutMs: 5_000,
+  }),
+  ...fleetTools.slice(1),
+];
+
 /** The starts the tool itself logged: toolCallId → pids of the processes that started it. */
 function startsIn(log: string): Map<string, string[]> {
   const starts = new Map<string, string[]>();
@@ -306,18 +318,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   it("a node with other tools never gets the calls: TP_ERR_TOOL_MISMATCH", async () => {
     await spawnNodes(1);
     const log = newLog();
-    // Same names, but "task" has a time limit here: another toolset.
-    const changed = [
-      workerTool({
-        name: "task",
-        description: "changed",
-        parameters: { type: "object" },
-        module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
-        timeoutMs: 5_000,
-      }),
-      ...fleetTools.slice(1),
-    ];
-    const runtime = fleetRuntime({ tools: changed });
+    const runtime = fleetRuntime({ tools: changedTools });
     const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log } }]));
     expect(codeOf(messages[0]!)).toBe("TP_ERR_TOOL_MISMATCH");
     expect(startsIn(log).size).toBe(0);
@@ -339,17 +340,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const [node] = await spawnNodes(1);
     expect(node!.readyLine).toMatch(/ pi=0\.73$/);
     const log = newLog();
-    const changed = [
-      workerTool({
-        name: "task",
-        description: "changed",
-        parameters: { type: "object" },
-        module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
-        timeoutMs: 5_000,
-      }),
-      ...fleetTools.slice(1),
-    ];
-    const pools = [remotePoolFor("0.73"), remotePoolFor("1.6"), remotePoolFor("1.6", changed)];
+    const pools = [remotePoolFor("0.73"), remotePoolFor("1.6"), remotePoolFor("1.6", changedTools)];
     try {
       const [same, otherPi, otherPiAndTools] = await Promise.all(
         pools.map((pool, index) => pool.run({ tool: fleetTools[0]!, toolCallId: `c${index}`, args: { log } })),
