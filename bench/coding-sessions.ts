@@ -61,6 +61,9 @@ const reps = Number(values.reps);
 const cores = availableParallelism();
 const threads = values.threads === undefined ? cores : Number(values.threads);
 const profileRounds = Number(values["profile-rounds"]);
+if (!Number.isInteger(profileRounds) || profileRounds < 0) {
+  throw new Error(`--profile-rounds: expected an integer >= 0, got ${JSON.stringify(values["profile-rounds"])}`);
+}
 const ioThreads = values["io-threads"] === undefined ? undefined : Number(values["io-threads"]);
 const mixes = values.mixes.split(",").map((mix) => {
   if (mix !== "cpu" && mix !== "images" && mix !== "io") throw new Error(`--mixes: expected cpu, images or io, got ${JSON.stringify(mix)}`);
@@ -426,7 +429,8 @@ async function main(): Promise<void> {
         `| ${mix} | ${p.callsPerSecond.toFixed(1)} | ${t.callsPerSecond.toFixed(1)} | ${ratio.toFixed(2)}× (target ≥ ${target}×: ${ratio >= target ? "met" : "missed"}) | ${p.p99Ms.toFixed(1)} / ${p.maxMs.toFixed(0)} | ${t.p99Ms.toFixed(1)} / ${t.maxMs.toFixed(0)} (target p99 ≤ 5: ${t.p99Ms <= 5 ? "met" : "missed"}) | ${p.mainS.toFixed(2)} / ${p.poolS.toFixed(2)} / ${p.childrenS.toFixed(2)} | ${t.mainS.toFixed(2)} / ${t.poolS.toFixed(2)} / ${t.childrenS.toFixed(2)} | ${p.errors} / ${t.errors} |`,
       );
     }
-    const profiles = await profileTools(pi, runtime, profileRounds, freshEdits);
+    // No rounds, no profile: a table of 0 ÷ 0 would only print NaN.
+    const profiles = profileRounds === 0 ? undefined : await profileTools(pi, runtime, profileRounds, freshEdits);
     results.perCall = profiles;
     const cost = await threadCost();
     results.thread = cost;
@@ -440,19 +444,8 @@ async function main(): Promise<void> {
     );
     console.log("|---|---|---|---|---|---|---|---|---|");
     for (const row of rows) console.log(row);
-    console.log(
-      `\nWhere one call's time goes, each kind alone (${profileRounds} in a row, ms per call): wall; main thread busy; other threads' CPU; child processes' CPU; on the pool also the queue wait and the run on the thread (meta.queueWaitMs, meta.runMs)\n`,
-    );
-    console.log(
-      "| call | pi: wall / main / other threads / children | toolpool: wall / main / pool threads / children | toolpool: queue wait / run on thread | wall toolpool ÷ pi |",
-    );
-    console.log("|---|---|---|---|---|");
-    const f = (ms: number) => ms.toFixed(1);
-    for (const { label, pi: p, toolpool: t } of profiles) {
-      console.log(
-        `| ${label} | ${f(p.wallMs)} / ${f(p.mainMs)} / ${f(p.otherThreadsMs)} / ${f(p.childrenMs)} | ${f(t.wallMs)} / ${f(t.mainMs)} / ${f(t.otherThreadsMs)} / ${f(t.childrenMs)} | ${f(t.queueWaitMs ?? 0)} / ${f(t.runMs ?? 0)} | ${(t.wallMs / p.wallMs).toFixed(2)}× |`,
-      );
-    }
+    if (profiles === undefined) console.log("\nWhere one call's time goes: skipped (--profile-rounds 0).");
+    else printProfiles(profiles);
     console.log(
       `\nA thread that loads pi's tools: ${cost.importMs.toFixed(0)} ms to import them, process RSS +${cost.rssMb.toFixed(1)} MB, its heap ${cost.heapMb.toFixed(1)} MB after GC (a bare thread: RSS +${cost.bareRssMb.toFixed(1)} MB, heap ${cost.bareHeapMb.toFixed(1)} MB).`,
     );
@@ -464,6 +457,23 @@ async function main(): Promise<void> {
   } finally {
     await runtime.close();
     rmSync(base, { recursive: true, force: true });
+  }
+}
+
+/** The per-call profile as a Markdown table (ms per call). */
+function printProfiles(profiles: Awaited<ReturnType<typeof profileTools>>): void {
+  console.log(
+    `\nWhere one call's time goes, each kind alone (${profileRounds} in a row, ms per call): wall; main thread busy; other threads' CPU; child processes' CPU; on the pool also the queue wait and the run on the thread (meta.queueWaitMs, meta.runMs)\n`,
+  );
+  console.log(
+    "| call | pi: wall / main / other threads / children | toolpool: wall / main / pool threads / children | toolpool: queue wait / run on thread | wall toolpool ÷ pi |",
+  );
+  console.log("|---|---|---|---|---|");
+  const f = (ms: number) => ms.toFixed(1);
+  for (const { label, pi: p, toolpool: t } of profiles) {
+    console.log(
+      `| ${label} | ${f(p.wallMs)} / ${f(p.mainMs)} / ${f(p.otherThreadsMs)} / ${f(p.childrenMs)} | ${f(t.wallMs)} / ${f(t.mainMs)} / ${f(t.otherThreadsMs)} / ${f(t.childrenMs)} | ${f(t.queueWaitMs ?? 0)} / ${f(t.runMs ?? 0)} | ${(t.wallMs / p.wallMs).toFixed(2)}× |`,
+    );
   }
 }
 

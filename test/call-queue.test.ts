@@ -79,23 +79,17 @@ describe("CallQueue", () => {
     queue.unshift(first!);
     expect(drain(queue)).toEqual(["a1", "b3", "a2", "b4"]);
     // With costs, a refused shift that passed over lines leaves no credit behind.
+    const costs = [
+      ["h", 3],
+      ["l", 1],
+      ["l", 1],
+      ["h", 3],
+    ] as const;
     const costly = newQueue();
-    for (const [session, cost] of [
-      ["h", 3],
-      ["l", 1],
-      ["l", 1],
-      ["h", 3],
-    ] as const)
-      costly.push(task(session, cost));
+    for (const [session, cost] of costs) costly.push(task(session, cost));
     const reference = newQueue();
     nextSeq = 0;
-    for (const [session, cost] of [
-      ["h", 3],
-      ["l", 1],
-      ["l", 1],
-      ["h", 3],
-    ] as const)
-      reference.push(task(session, cost));
+    for (const [session, cost] of costs) reference.push(task(session, cost));
     const expected = drain(reference);
     const order: string[] = [];
     for (let entry = costly.shift(); entry !== null; entry = costly.shift()) {

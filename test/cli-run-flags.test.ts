@@ -1,14 +1,10 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
-const run = promisify(execFile);
+import { runCli as runCliIn, type CliRun } from "./support/cli.js";
 
 let folder: string;
 /** Ten matching lines of 200 characters each. */
@@ -30,11 +26,8 @@ beforeAll(() => {
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /** `toolpool run` in the folder: exit code, stdout, stderr. */
-async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return run(process.execPath, [cli, "run", "--threads", "1", "--root", folder, ...args], { cwd: folder, timeout: 60_000 }).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
-  );
+function runCli(args: string[]): Promise<CliRun> {
+  return runCliIn(["run", "--threads", "1", "--root", folder, ...args], { cwd: folder });
 }
 
 describe("toolpool run --full and --fail-on-error", () => {

@@ -1,9 +1,6 @@
-import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -11,10 +8,9 @@ import { builtinTools, supportsPi16 } from "toolpool";
 
 // The built module, as the CLI runs it: a built-in is known by its module's URL in dist/.
 import { rebaseBuiltinTool } from "./support/internals.js";
+import { runCli } from "./support/cli.js";
 
-const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
 const entry = new URL("../dist/index.js", import.meta.url).href;
-const run = promisify(execFile);
 
 let folder: string;
 let root: string;
@@ -52,10 +48,8 @@ afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /** The CLI's `run` from `cwd`, as JSON lines (`--ndjson`); the batch_end line's messages. */
 async function grepFrom(cwd: string, flags: string[]): Promise<string> {
-  const { stdout } = await run(process.execPath, [cli, "run", "--threads", "1", "--ndjson", ...flags, join(folder, "grep.json")], {
-    cwd,
-    timeout: 60_000,
-  });
+  const { code, stdout, stderr } = await runCli(["run", "--threads", "1", "--ndjson", ...flags, join(folder, "grep.json")], { cwd });
+  expect(code, stderr).toBe(0);
   const end = stdout
     .trim()
     .split("\n")
@@ -89,15 +83,9 @@ describe("--root and --allow-write with --tools modules", () => {
   ])(
     "refuses %s with modules that hold no built-in, as a usage error (exit 2)",
     async (_, flags, message) => {
-      const failed = await run(process.execPath, [cli, "run", "--tools", join(folder, "without-builtins.mjs"), ...flags, join(folder, "grep.json")], {
-        cwd: folder,
-        timeout: 60_000,
-      }).then(
-        () => undefined,
-        (error: { code: number; stderr: string }) => error,
-      );
-      expect(failed?.code).toBe(2);
-      expect(failed?.stderr.trim()).toBe(
+      const failed = await runCli(["run", "--tools", join(folder, "without-builtins.mjs"), ...flags, join(folder, "grep.json")], { cwd: folder });
+      expect(failed.code).toBe(2);
+      expect(failed.stderr.trim()).toBe(
         `toolpool: ${message}, and the --tools modules hold none (a module's own tools take their workspace from the module)`,
       );
     },

@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -8,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { supportsPi16 } from "toolpool";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
+import { runCli as runCliIn, type CliRun } from "./support/cli.js";
 import { textOf } from "./support/helpers.js";
 
 warnSkippedPi16("test/cli.test.ts");
@@ -15,15 +15,8 @@ warnSkippedPi16("test/cli.test.ts");
 // The CLI runs for real, from the build (`npm run build` comes first): its
 // worker threads cannot load TypeScript, and the bin is what users run.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const CLI = join(ROOT, "dist", "cli", "main.js");
 const FIXTURES = "test/fixtures/cli";
 const fixture = (name: string): string => `${FIXTURES}/${name}`;
-
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 interface JsonEvent {
   type: string;
@@ -44,14 +37,9 @@ interface ToolResult {
   durationMs?: number;
 }
 
+/** The CLI, run from the repository's root (the fixtures' paths are relative to it). */
 function runCli(args: readonly string[], input?: string): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd: ROOT, encoding: "utf8", timeout: 15_000 }, (error, stdout, stderr) => {
-      if (error !== null && typeof error.code !== "number") return reject(error);
-      resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
-    });
-    child.stdin?.end(input);
-  });
+  return runCliIn(args, { cwd: ROOT, input });
 }
 
 /** Parses `--ndjson` output, failing on any line that is not one JSON object. */

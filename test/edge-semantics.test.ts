@@ -27,6 +27,12 @@ warnSkippedPi16("test/edge-semantics.test.ts");
  * inline and worker tools, abort reasons and a thread's first abort. Each
  * case runs through pi's own loop (0.73.1, and 1.6.0 on Node >= 22.19) and
  * through toolpool, and must give the same events and messages.
+ *
+ * Longer than the house's ~400 lines: every case, the last describes' too,
+ * is built from the helpers below (the pi-against-toolpool harness `runPi` /
+ * `runToolpool` with its recorder, the tool builders `inlineTool` /
+ * `edgeWorkerTool`), which have no other user; the cases read as one table
+ * of pi's edge semantics.
  */
 const edgeModule = new URL("./fixtures/tools/edge-cases.mjs", import.meta.url);
 const systemPrompt = "You are a test.";

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime, type Runtime, type ToolResultMessage } from "toolpool";
 
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
-import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
+import { startNode, steadyCoordinator, stopNodes, watchfulCoordinator, type TestNode } from "./support/fleet.js";
 import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
@@ -50,7 +50,7 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
   let fileCount = 0;
   const newFile = (name: string) => join(dir, `${name}-${++fileCount}`);
 
-  /** One node of one thread: one call runs, the others wait in the queue. */
+  /** One node of one thread (steady locks: no test here loses it): one call runs, the others wait in the queue. */
   const spawnNode = async () => {
     const node = await startNode({ redis: redis.url, tools: toolsModule, name: `a${nodes.length + 1}` });
     nodes.push(node);
@@ -104,14 +104,18 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     const log = newFile("starts");
     const gate = newFile("gate");
     const calls = [{ id: "c1", arguments: { log, gateFile: gate } }, ...["c2", "c3", "c4"].map((id) => ({ id, arguments: { log, waitMs: 10 } }))];
-    const coordinator = spawnWithOutput([coordinatorScript, redis.url, String(testLockMs), String(testStalledMs), JSON.stringify(calls)]);
+    // Its presence key lives lockDurationMs + 2 × stalledIntervalMs: long enough to outlast a starved second while it runs.
+    const { lockDurationMs, stalledIntervalMs } = watchfulCoordinator;
+    const coordinator = spawnWithOutput([coordinatorScript, redis.url, String(lockDurationMs), String(stalledIntervalMs), JSON.stringify(calls)]);
     children.push(coordinator.child);
     await until(() => startedIn(log).includes("c1"), "c1 started");
     await until(async () => (await queueCounts(node)).waiting === 3, "3 calls waiting");
     coordinator.child.kill("SIGKILL");
     await coordinator.exited;
     // Its presence in Redis lapses (within lockDurationMs + 2 × stalledIntervalMs); then the running call may end.
-    await until(async () => (await client.keys("toolpool:fleet:coordinator:*")).length === 0, "the coordinator's presence lapsed");
+    await until(async () => (await client.keys("toolpool:fleet:coordinator:*")).length === 0, "the coordinator's presence lapsed", {
+      limitMs: 3 * (lockDurationMs + 2 * stalledIntervalMs),
+    });
     writeFileSync(gate, "");
     await untilDrained(node);
     const others = startedIn(log).filter((id) => id !== "c1");
@@ -149,23 +153,27 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     await spawnNode();
     const log = newFile("starts");
     const abortLog = newFile("aborts");
+    // Its presence key lives lockDurationMs + 2 × stalledIntervalMs after the kill: 9 s, well within the wait below.
     const coordinator = spawnWithOutput([
       coordinatorScript,
       redis.url,
-      String(testLockMs),
-      String(testStalledMs),
+      String(watchfulCoordinator.lockDurationMs),
+      String(watchfulCoordinator.stalledIntervalMs),
       JSON.stringify([{ id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } }]),
     ]);
     children.push(coordinator.child);
     await until(() => startedIn(log).includes("c1"), "c1 started");
     coordinator.child.kill("SIGKILL");
-    await until(() => existsSync(abortLog) && readFileSync(abortLog, "utf8").includes("c1 aborted"), "the node aborted c1", { limitMs: 20_000 });
+    await until(() => existsSync(abortLog) && readFileSync(abortLog, "utf8").includes("c1 aborted"), "the node aborted c1", { limitMs: 30_000 });
     expect(nodes[0]!.stderr()).toBe("");
   }, 60_000);
 
   it("a forced close stops the coordinator's running calls on their nodes, batch signal or not", async () => {
     await spawnNode();
-    const runtime = createRuntime({ tools: fleetTools, fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs } });
+    const runtime = createRuntime({
+      tools: fleetTools,
+      fleet: { redis: redis.url, ...steadyCoordinator },
+    });
     const log = newFile("starts");
     const abortLog = newFile("aborts");
     const batch = runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log, abortLog, gateFile: join(dir, "never") } }]));
@@ -205,8 +213,9 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
     proxy = await startRedisProxy(redis.port);
     const runtime = createRuntime({
       tools: fleetTools,
-      // The coordinator's own bound on an abort is far off: the node's answer must come first.
-      fleet: { redis: proxy.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, redisTimeoutMs: 30_000, abortSlackMs: 15_000 },
+      // The coordinator's own bound on an abort is far off: the node's answer must come first. Its
+      // presence key (steady: 16 s) outlives the cut, so the node learns of the abort from the announcement.
+      fleet: { redis: proxy.url, ...steadyCoordinator, redisTimeoutMs: 30_000, abortSlackMs: 15_000 },
     });
     runtimes.push(runtime);
     const log = newFile("starts");

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { runScenario, type Mode, type Scenario } from "./support/differential.js";
 import { pi16Scenarios, recordOnly, scenarios, unobservable } from "./support/differential-scenarios.js";
-import { startNode, stopNodes, steadyLockMs, steadyStalledMs, type TestNode } from "./support/fleet.js";
+import { startNode, steadyCoordinator, stopNodes, type TestNode } from "./support/fleet.js";
 import { GateController } from "./support/gates.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
@@ -25,7 +25,7 @@ for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
     let redis: TestRedis;
     let nodes: TestNode[] = [];
     let gates: GateController;
-    const fleetOptions = () => ({ pi, fleet: { redis: redis.url, lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs } });
+    const fleetOptions = () => ({ pi, fleet: { redis: redis.url, ...steadyCoordinator } });
     const all = pi === "1.6" ? { ...scenarios, ...pi16Scenarios } : scenarios;
     const unobserved =
       pi === "1.6" ? [...unobservable, ...Object.entries(pi16Scenarios).filter(([, s]) => !s.beforeToolCall && !s.afterToolCall)] : unobservable;
@@ -39,8 +39,6 @@ for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
         [1, 2].map((index) =>
           startNode({
             redis: redis.url,
-            lockMs: steadyLockMs,
-            stalledMs: steadyStalledMs,
             tools: toolsModule,
             name: `d${index}`,
             threads: 2,

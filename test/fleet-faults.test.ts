@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime, type AssistantMessage, type Runtime, type ToolResultMessage } from "toolpool";
 
 import faultTools from "./fixtures/fleet/fault-tools.mjs";
-import { startNode, stopNodes, steadyLockMs, steadyStalledMs, type TestNode } from "./support/fleet.js";
+import { startNode, steadyCoordinator, stopNodes, type TestNode } from "./support/fleet.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 
 const toolsModule = new URL("./fixtures/fleet/fault-tools.mjs", import.meta.url);
@@ -47,12 +47,10 @@ describe.runIf(hasRedisServer())("fleet: the fault table on a node", () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    nodes = await Promise.all(
-      [1, 2].map((index) => startNode({ redis: redis.url, lockMs: steadyLockMs, stalledMs: steadyStalledMs, tools: toolsModule, name: `f${index}` })),
-    );
+    nodes = await Promise.all([1, 2].map((index) => startNode({ redis: redis.url, tools: toolsModule, name: `f${index}` })));
     // The same pool settings on both sides: 1 thread a node, 2 nodes; 2 threads locally.
     local = createRuntime({ tools: faultTools, pool: { maxThreads: 2 } });
-    remote = createRuntime({ tools: faultTools, fleet: { redis: redis.url, lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs } });
+    remote = createRuntime({ tools: faultTools, fleet: { redis: redis.url, ...steadyCoordinator } });
   });
   afterAll(async () => {
     await Promise.all([local?.close({ force: true }), remote?.close({ force: true })]);

@@ -10,7 +10,7 @@ import type { Clock } from "toolpool";
 import { resolveFleetOptions, type FleetOptions, RemotePool } from "./support/internals.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";
-import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
+import { startNode, steadyCoordinator, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
 import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { until } from "./support/helpers.js";
@@ -35,8 +35,10 @@ describe.runIf(hasRedisServer())("RemotePool: outcomes that tell the truth, and 
   const newFile = (name: string) => join(dir, `${name}-${++fileCount}`);
   const startedIn = (log: string) => (existsSync(log) ? readFileSync(log, "utf8") : "");
 
+  // Steady locks for the node and the pools: none is lost here, and a starved
+  // pool's presence key (lock + 2 × stall) must not lapse, or its node stops its calls.
   const remotePool = (fleet: Partial<FleetOptions> = {}, clock: Clock = realClock) => {
-    const options = resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, ...fleet });
+    const options = resolveFleetOptions({ redis: redis.url, ...steadyCoordinator, ...fleet });
     const pool = new RemotePool(options, fleetTools, { abortGraceMs, clock });
     pools.push(pool);
     return pool;
@@ -90,7 +92,9 @@ describe.runIf(hasRedisServer())("RemotePool: outcomes that tell the truth, and 
 
   it("the node's end, already in the reply stream, wins over the watchdog that finds the job gone", async () => {
     proxy = await startRedisProxy(redis.port);
-    const pool = remotePool({ redis: proxy.url });
+    // The short settings bring the watchdog's look (lockDurationMs + 2 × stalledIntervalMs) near; the
+    // node keeps its steady lock, so a starved node cannot lose the call instead.
+    const pool = remotePool({ redis: proxy.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs });
     // The first call connects the pool; then the reader's deliveries are held back.
     expect(await pool.run({ tool: task, toolCallId: "c0", args: {} })).toMatchObject({ kind: "ok" });
     proxy.holdReplies();

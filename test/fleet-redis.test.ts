@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime, type Runtime } from "toolpool";
 
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
-import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
+import { startNode, steadyCoordinator, stopNodes, type TestNode } from "./support/fleet.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, until } from "./support/helpers.js";
 
@@ -26,7 +26,7 @@ describe.runIf(hasRedisServer())("fleet: Redis stopped mid-batch", () => {
     nodes = await Promise.all([1, 2].map((index) => startNode({ redis: redis.url, tools: toolsModule, name: `r${index}` })));
     runtime = createRuntime({
       tools: fleetTools,
-      fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, redisTimeoutMs },
+      fleet: { redis: redis.url, ...steadyCoordinator, redisTimeoutMs },
     });
   });
   afterAll(async () => {
@@ -86,7 +86,7 @@ describe.runIf(hasRedisServer())("fleet: Redis that stops answering without clos
     nodes = [await startNode({ redis: redis.url, tools: toolsModule, name: "p1" })];
     runtime = createRuntime({
       tools: fleetTools,
-      fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, redisTimeoutMs },
+      fleet: { redis: redis.url, ...steadyCoordinator, redisTimeoutMs },
     });
   });
   afterAll(async () => {

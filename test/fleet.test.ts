@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,9 +8,19 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { createRuntime, createServer, supportsPi16, workerTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
 
-import { resolveFleetOptions, RemotePool, builtCliPath } from "./support/internals.js";
+import { resolveFleetOptions, RemotePool } from "./support/internals.js";
+import { runCli } from "./support/cli.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
-import { startNode, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";
+import {
+  losableNode,
+  nodeLossBoundMs,
+  startNode,
+  steadyCoordinator,
+  stopNodes,
+  watchfulCoordinator,
+  type NodeSpec,
+  type TestNode,
+} from "./support/fleet.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
@@ -19,8 +28,18 @@ import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
 warnSkippedPi16("test/fleet.test.ts");
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
-/** The issue's bound on noticing a lost node. */
-const lossBoundMs = testLockMs + 2 * testStalledMs + 1_000;
+
+/** The fleet's tools by the same names, but "task" has a time limit here: another toolset. */
+const changedTools = [
+  workerTool({
+    name: "task",
+    description: "changed",
+    parameters: { type: "object" },
+    module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
+    timeoutMs: 5_000,
+  }),
+  ...fleetTools.slice(1),
+];
 
 /** The starts the tool itself logged: toolCallId → pids of the processes that started it. */
 function startsIn(log: string): Map<string, string[]> {
@@ -46,16 +65,19 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   let logCount = 0;
   const newLog = () => join(dir, `starts-${++logCount}.log`);
 
+  // Every node and coordinator keeps the steady (long) locks unless a test loses
+  // a node on purpose: then only that node has the short ones, and the
+  // coordinator the watchful settings; a starved healthy node keeps its calls.
   const fleetRuntime = (options: Partial<RuntimeOptions> = {}, fleet: Partial<NonNullable<RuntimeOptions["fleet"]>> = {}) => {
     const runtime = createRuntime({
       tools: fleetTools,
       ...options,
-      fleet: { redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs, noNodeGraceMs: 500, redisTimeoutMs: 2_000, ...fleet },
+      fleet: { redis: redis.url, ...steadyCoordinator, noNodeGraceMs: 500, redisTimeoutMs: 2_000, ...fleet },
     });
     runtimes.push(runtime);
     return runtime;
   };
-  const spawnNodes = async (count: number, extra: { concurrency?: number; threads?: number; pi?: "0.73" | "1.6" } = {}) => {
+  const spawnNodes = async (count: number, extra: Pick<NodeSpec, "concurrency" | "threads" | "pi" | "lockMs" | "stalledMs"> = {}) => {
     const started = await Promise.all(
       Array.from({ length: count }, (_, index) =>
         startNode({ redis: redis.url, tools: toolsModule, name: `n${nodes.length + index + 1}`, ...extra }),
@@ -188,22 +210,20 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         ]),
       ),
     );
-    const cli = builtCliPath;
-    const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(
-        process.execPath,
-        [cli, "run", batchFile, "--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"],
-        (error, out) => (error ? reject(error) : resolve(out)),
-      ),
-    );
+    const flags = ["--tools", fileURLToPath(toolsModule), "--fleet", redis.url, "--remote", "all", "--ndjson"];
+    const { code, stdout, stderr } = await runCli(["run", batchFile, ...flags]);
+    expect(code, stderr).toBe(0);
     expect(stdout).toContain("done c1");
     expect(stdout).toContain("done c2");
     expect(startsIn(log).get("c1")).toEqual([String(nodes[0]!.process.pid)]);
   });
 
   it("SIGKILL of a node mid-call: one TP_ERR_NODE_LOST, every other call succeeds once, nothing starts twice", async () => {
-    await spawnNodes(3);
-    const runtime = fleetRuntime();
+    // The victim alone has the short lock: the two others keep theirs through a starved second.
+    const [victim] = await spawnNodes(1, losableNode);
+    await spawnNodes(2);
+    const victimPid = String(victim!.process.pid);
+    const runtime = fleetRuntime({}, watchfulCoordinator);
     const log = newLog();
     const ids = Array.from({ length: 9 }, (_, index) => `c${index + 1}`);
     const endedAt = new Map<string, number>();
@@ -212,13 +232,13 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
         if (event.type === "tool_execution_end") endedAt.set(event.toolCallId, Date.now());
       },
     });
-    // Kill the node running the first call that started.
-    await until(() => startsIn(log).size > 0, "a call started");
-    const [victimCall, [victimPid]] = [...startsIn(log)][0]!;
-    const victim = nodes.find((node) => String(node.process.pid) === victimPid)!;
+    // Kill the victim once it runs a call.
+    await until(() => [...startsIn(log).values()].some((pids) => pids.includes(victimPid)), "the victim started a call");
     const killedAt = Date.now();
-    victim.kill("SIGKILL");
+    victim!.kill("SIGKILL");
     const { messages } = await batch;
+    // The call it was running: the last it started (a starved test may have seen its first call end).
+    const victimCall = [...startsIn(log)].filter(([, pids]) => pids.includes(victimPid)).at(-1)![0];
 
     expect(messages.map((message) => message.toolCallId)).toEqual(ids);
     const lost = messages.filter((message) => codeOf(message) === "TP_ERR_NODE_LOST");
@@ -230,13 +250,13 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     expect(starts.get(victimCall)).toEqual([victimPid]);
     // Noticed within the bound (generous factor: a busy machine delays timers, not the mechanism).
     const detectionMs = endedAt.get(victimCall)! - killedAt;
-    console.log(`node loss noticed after ${detectionMs} ms (bound ${lossBoundMs} ms)`);
-    expect(detectionMs).toBeLessThan(lossBoundMs * 3);
+    console.log(`node loss noticed after ${detectionMs} ms (bound ${nodeLossBoundMs} ms)`);
+    expect(detectionMs).toBeLessThan(nodeLossBoundMs * 3);
   });
 
   it("the only node dies: its running call is lost, the waiting one ends unavailable, and nothing runs again", async () => {
-    await spawnNodes(1);
-    const runtime = fleetRuntime();
+    await spawnNodes(1, losableNode);
+    const runtime = fleetRuntime({}, watchfulCoordinator);
     const log = newLog();
     const batch = runtime.executeToolCalls(
       batchOf([
@@ -259,14 +279,16 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   });
 
   it("resubmits a lost call of an idempotent tool, and only of such a tool", async () => {
-    await spawnNodes(2);
-    const runtime = fleetRuntime();
+    // The first node alone has the short lock, and takes the first attempt; the second joins before it dies.
+    const [victim] = await spawnNodes(1, losableNode);
+    const runtime = fleetRuntime({}, watchfulCoordinator);
     const log = newLog();
     const batch = runtime.executeToolCalls(batchOf([{ id: "p1", name: "pure", arguments: { log, waitMs: 60_000, retryWaitMs: 0 } }]));
     await until(() => startsIn(log).has("p1"), "the call started");
-    const victimPid = startsIn(log).get("p1")![0];
+    expect(startsIn(log).get("p1")).toEqual([String(victim!.process.pid)]);
+    await spawnNodes(1);
     // The second attempt must finish: the tool waits long only on its first start, as the log tells it.
-    nodes.find((node) => String(node.process.pid) === victimPid)!.kill("SIGKILL");
+    victim!.kill("SIGKILL");
     const { messages } = await batch;
     expect(codeOf(messages[0]!)).toBeUndefined();
     expect(textOf(messages[0]!)).toBe("done p1");
@@ -296,18 +318,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   it("a node with other tools never gets the calls: TP_ERR_TOOL_MISMATCH", async () => {
     await spawnNodes(1);
     const log = newLog();
-    // Same names, but "task" has a time limit here: another toolset.
-    const changed = [
-      workerTool({
-        name: "task",
-        description: "changed",
-        parameters: { type: "object" },
-        module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
-        timeoutMs: 5_000,
-      }),
-      ...fleetTools.slice(1),
-    ];
-    const runtime = fleetRuntime({ tools: changed });
+    const runtime = fleetRuntime({ tools: changedTools });
     const { messages } = await runtime.executeToolCalls(batchOf([{ id: "c1", arguments: { log } }]));
     expect(codeOf(messages[0]!)).toBe("TP_ERR_TOOL_MISMATCH");
     expect(startsIn(log).size).toBe(0);
@@ -315,7 +326,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
 
   /** The remote pool itself, as a runtime of this pi hands it its worker calls. */
   const remotePoolFor = (pi: "0.73" | "1.6", tools = fleetTools) =>
-    new RemotePool(resolveFleetOptions({ redis: redis.url, lockDurationMs: testLockMs, stalledIntervalMs: testStalledMs }), tools, {
+    new RemotePool(resolveFleetOptions({ redis: redis.url, ...steadyCoordinator }), tools, {
       abortGraceMs: 500,
       pi,
       clock: {
@@ -329,17 +340,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     const [node] = await spawnNodes(1);
     expect(node!.readyLine).toMatch(/ pi=0\.73$/);
     const log = newLog();
-    const changed = [
-      workerTool({
-        name: "task",
-        description: "changed",
-        parameters: { type: "object" },
-        module: new URL("./fixtures/fleet/fleet-tool.mjs", import.meta.url),
-        timeoutMs: 5_000,
-      }),
-      ...fleetTools.slice(1),
-    ];
-    const pools = [remotePoolFor("0.73"), remotePoolFor("1.6"), remotePoolFor("1.6", changed)];
+    const pools = [remotePoolFor("0.73"), remotePoolFor("1.6"), remotePoolFor("1.6", changedTools)];
     try {
       const [same, otherPi, otherPiAndTools] = await Promise.all(
         pools.map((pool, index) => pool.run({ tool: fleetTools[0]!, toolCallId: `c${index}`, args: { log } })),

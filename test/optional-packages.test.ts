@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { installLine, isPackageMissing, optionalPackages } from "./support/internals.js";
+import { runCli } from "./support/cli.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const packageJson = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
@@ -134,14 +135,12 @@ console.log(JSON.stringify(out));
         join(project, "batch.json"),
         JSON.stringify({ role: "assistant", content: [{ type: "toolCall", id: "1", name: "hash", arguments: { text: "light" } }] }),
       );
-      const { stdout } = await run(process.execPath, [cli, "run", "--threads", "1", "batch.json"], { cwd: project, timeout: 60_000 });
+      const { code, stdout } = await runCli(["run", "--threads", "1", "batch.json"], { cwd: project, cli });
+      expect(code).toBe(0);
       expect(stdout).toMatch(/sha256 [0-9a-f]{64}/);
-      const failed = await run(process.execPath, [cli, "mcp"], { cwd: project, timeout: 60_000 }).then(
-        () => undefined,
-        (error: { code: number; stderr: string }) => error,
-      );
-      expect(failed?.code).toBe(1);
-      expect(failed?.stderr.trim()).toBe(
+      const failed = await runCli(["mcp"], { cwd: project, cli });
+      expect(failed.code).toBe(1);
+      expect(failed.stderr.trim()).toBe(
         `toolpool: toolpool mcp (toolpool/mcp) needs the optional packages @modelcontextprotocol/sdk, zod, which are not installed. Install what it needs with: ${installLine("mcp")}`,
       );
     }, 90_000);

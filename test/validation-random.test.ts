@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 
 import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
 import { checkToolSchema, schemaDraft, withDraft } from "./support/schema-drafts.js";
-import { validateWithPi, validateWithToolpool, type ValidationOutcome } from "./support/validation-oracle.js";
+import { validateWithPi, validateWithToolpool } from "./support/validation-oracle.js";
+import { countOutcome, expectEveryOutcomeReached } from "./support/validation-outcome.js";
 import { expectBoundedErrorLines, hasErrorLinesPastBound } from "./support/error-lines.js";
 
 /**
@@ -59,7 +60,7 @@ describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
             expectBoundedErrorLines(pi.text, (outcome as { text: string }).text);
           } else expect({ ...context, outcome }).toEqual({ ...context, outcome: pi });
           expect({ ...context, outcome: validateWithToolpool("generated", schema, args, true) }).toEqual({ ...context, outcome: pi });
-          count(tally, pi, args);
+          countOutcome(tally, pi, args);
           tally[isPlain ? "plain" : "typebox"]++;
           if (isPlain && draft !== undefined) tally.drafted++;
         }
@@ -67,27 +68,6 @@ describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
       { seed, numRuns: Math.ceil(caseCount / argumentsPerSchema) },
     );
     console.info(`validation differential (seed ${seed}):`, tally);
-    expect(tally.cases).toBeGreaterThanOrEqual(caseCount * 0.99);
-    // The generators must keep reaching every kind of outcome.
-    expect(tally.plain).toBeGreaterThan(tally.cases * 0.3);
-    expect(tally.typebox).toBeGreaterThan(tally.cases * 0.3);
-    // Plain schemas that name a draft: a third of the plain ones.
-    expect(tally.drafted).toBeGreaterThan(tally.plain * 0.2);
-    expect(tally.valid).toBeGreaterThan(tally.cases * 0.1);
-    expect(tally.errors).toBeGreaterThan(tally.cases * 0.1);
-    expect(tally.coerced).toBeGreaterThan(tally.cases * 0.02);
+    expectEveryOutcomeReached(tally, caseCount);
   });
 });
-
-function count(tally: Record<string, number>, outcome: ValidationOutcome, args: unknown): void {
-  tally.cases!++;
-  if (outcome.kind === "valid") {
-    tally.valid!++;
-    if (outcome.args !== inspect(args, { depth: Infinity, breakLength: Infinity, maxArrayLength: Infinity, maxStringLength: Infinity }))
-      tally.coerced!++;
-  } else if (outcome.text.startsWith("Validation failed")) tally.errors!++;
-  else {
-    tally.thrown!++;
-    if (process.env.RANDOM_SHOW_THROWN) console.info(outcome.text);
-  }
-}

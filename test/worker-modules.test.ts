@@ -1,17 +1,15 @@
-import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { createRuntime, type Runtime, ToolpoolError, workerTool } from "toolpool";
 
+import { runCli } from "./support/cli.js";
+
 const esm = 'export async function execute() { return { content: [{ type: "text", text: "loaded" }] }; }\n';
 const commonJs = 'exports.execute = async () => ({ content: [{ type: "text", text: "loaded" }] });\n';
-const cli = fileURLToPath(new URL("../dist/cli/main.js", import.meta.url));
 
 let folder: string;
 const runtimes: Runtime[] = [];
@@ -117,14 +115,8 @@ describe("worker modules, checked when the runtime is created", () => {
       join(dir, "batch.json"),
       JSON.stringify({ role: "assistant", content: [{ type: "toolCall", id: "1", name: "word_count", arguments: {} }] }),
     );
-    const failed = await promisify(execFile)(process.execPath, [cli, "run", "--tools", "tools.mjs", "batch.json"], {
-      cwd: dir,
-      timeout: 60_000,
-    }).then(
-      () => undefined,
-      (error: { code: number; stderr: string }) => error,
-    );
-    expect(failed?.code).toBe(2);
-    expect(failed?.stderr.trim()).toBe(`toolpool: Tool "word_count": its module ${join(dir, "gone.mjs")} does not exist`);
+    const failed = await runCli(["run", "--tools", "tools.mjs", "batch.json"], { cwd: dir });
+    expect(failed.code).toBe(2);
+    expect(failed.stderr.trim()).toBe(`toolpool: Tool "word_count": its module ${join(dir, "gone.mjs")} does not exist`);
   }, 60_000);
 });

@@ -14,10 +14,11 @@ export interface BatchCliOptions {
   ndjson?: boolean;
 }
 
-/** The options of `run`, as commander hands them over. */
-export interface RunCliOptions extends BatchCliOptions, FleetCliOptions {
+/** The options a runtime is made from (`run`, `serve`, `mcp`), as commander hands them over. */
+export interface RuntimeCliOptions extends FleetCliOptions {
   tools: string[];
   hooks?: string;
+  threads?: number;
   mode?: ToolExecutionMode;
   pi?: PiVersion;
   root?: string;
@@ -25,6 +26,10 @@ export interface RunCliOptions extends BatchCliOptions, FleetCliOptions {
   /** `--coding-tools`: true alone, or the names given. */
   codingTools?: true | string[];
   bashTimeout?: number;
+}
+
+/** The options of `run`, as commander hands them over. */
+export interface RunCliOptions extends BatchCliOptions, RuntimeCliOptions {
   /** `--full`: results whole in the view for people. */
   full?: boolean;
   /** `--fail-on-error`: exit 1 when any call ended in an error result. */

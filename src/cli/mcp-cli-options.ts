@@ -5,8 +5,7 @@
  *
  * @module
  */
-import type { PiVersion, ToolExecutionMode } from "../index.js";
-import type { ConnectionCliOptions } from "./cli-options.js";
+import type { ConnectionCliOptions, RuntimeCliOptions } from "./cli-options.js";
 import type { McpLimitCliOptions } from "./mcp-limit-options.js";
 
 /** Where `--http` listens. */
@@ -16,21 +15,10 @@ export interface HttpAddress {
 }
 
 /** The options of `mcp`, as commander hands them over. */
-export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions {
+export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions, RuntimeCliOptions {
   http?: HttpAddress;
   token?: string;
   tokenFile?: string;
   allowHost: string[];
   allowOrigin: string[];
-  tools: string[];
-  hooks?: string;
-  threads?: number;
-  mode?: ToolExecutionMode;
-  pi?: PiVersion;
-  root?: string;
-  allowWrite?: boolean;
-  codingTools?: true | string[];
-  bashTimeout?: number;
-  fleet?: string;
-  remote?: "all" | string[];
 }

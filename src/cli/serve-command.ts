@@ -27,7 +27,7 @@ import {
   threadsOption,
   toolsOption,
   type ConnectionCliOptions,
-  type FleetCliOptions,
+  type RuntimeCliOptions,
 } from "./cli-options.js";
 import { describeThrown } from "../errors.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
@@ -36,22 +36,13 @@ import { inputErrors, UsageError } from "./usage-error.js";
 /** The environment variable that may hold the bearer token. */
 
 /** The options of `serve`, as commander hands them over. */
-interface ServeCliOptions extends FleetCliOptions, ConnectionCliOptions {
+interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions {
   host?: string;
   port?: number;
   token?: string;
   tokenFile?: string;
-  tools: string[];
-  hooks?: string;
   maxBody?: number;
-  threads?: number;
-  mode?: ToolExecutionMode;
-  pi?: PiVersion;
   config?: string;
-  root?: string;
-  allowWrite?: boolean;
-  codingTools?: true | string[];
-  bashTimeout?: number;
   callTimeout?: number;
   /** `--update-args` / `--no-update-args`; undefined when neither is given. */
   updateArgs?: boolean;

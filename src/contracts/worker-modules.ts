@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -33,19 +33,21 @@ const esmSyntax =
  */
 export function checkWorkerModules(tools: Iterable<WorkerTool>): void {
   const checked = new Set<string>();
+  // Many modules share a folder: each folder's package.json is looked up once per check.
+  const packageJsons: PackageJsonCache = new Map();
   for (const tool of tools) {
     const path = fileURLToPath(tool.moduleUrl);
     if (checked.has(path)) continue;
     checked.add(path);
-    let isFile: boolean;
+    let stats: Stats;
     try {
-      isFile = statSync(path).isFile();
+      stats = statSync(path);
     } catch {
       throw new ToolpoolError("TP_ERR_INVALID_TOOL", `Tool "${tool.name}": its module ${path} does not exist`);
     }
-    if (!isFile) throw new ToolpoolError("TP_ERR_INVALID_TOOL", `Tool "${tool.name}": its module ${path} is not a file`);
-    const commonJsBy = commonJsReason(path);
-    if (commonJsBy !== undefined && esmSyntax.test(readStart(path))) {
+    if (!stats.isFile()) throw new ToolpoolError("TP_ERR_INVALID_TOOL", `Tool "${tool.name}": its module ${path} is not a file`);
+    const commonJsBy = commonJsReason(path, packageJsons);
+    if (commonJsBy !== undefined && esmSyntax.test(readStart(path, stats.size))) {
       throw new ToolpoolError(
         "TP_ERR_INVALID_TOOL",
         `Tool "${tool.name}": its module ${path} is written as an ES module (import/export) but Node loads it as CommonJS (${commonJsBy.reason}); worker modules are ES modules: name the file .mjs, or set "type": "module" in ${commonJsBy.packageJson ?? "the package.json that governs it"}`,
@@ -54,20 +56,39 @@ export function checkWorkerModules(tools: Iterable<WorkerTool>): void {
   }
 }
 
+/** A package.json as the check reads it: its path and its `type`. */
+interface PackageJson {
+  readonly path: string;
+  readonly type: unknown;
+}
+
+/** Folder → the package.json that governs the files in it (undefined: none, or one Node cannot parse). */
+type PackageJsonCache = Map<string, PackageJson | undefined>;
+
 /** Why Node loads `path` as CommonJS whatever its syntax, if it does. */
-function commonJsReason(path: string): { reason: string; packageJson?: string } | undefined {
+function commonJsReason(path: string, packageJsons: PackageJsonCache): { reason: string; packageJson?: string } | undefined {
   const extension = extname(path);
   if (extension === ".cjs") return { reason: "a .cjs file" };
   if (extension !== ".js") return undefined;
-  const packageJson = governingPackageJson(path);
+  const packageJson = governingPackageJson(dirname(path), packageJsons);
   if (packageJson === undefined) return undefined;
   return packageJson.type === "commonjs" ? { reason: `${packageJson.path} has "type": "commonjs"`, packageJson: packageJson.path } : undefined;
 }
 
-/** The nearest package.json above `path` (as Node finds it), with its `type`. */
-function governingPackageJson(path: string): { path: string; type: unknown } | undefined {
-  for (let folder = dirname(path); ; folder = dirname(folder)) {
-    const candidate = join(folder, "package.json");
+/**
+ * The nearest package.json at or above `folder` (as Node finds it), with its
+ * `type`; every folder walked through is cached with the answer.
+ */
+function governingPackageJson(folder: string, cache: PackageJsonCache): PackageJson | undefined {
+  const walked: string[] = [];
+  let found: PackageJson | undefined;
+  for (let current = folder; ; current = dirname(current)) {
+    if (cache.has(current)) {
+      found = cache.get(current);
+      break;
+    }
+    walked.push(current);
+    const candidate = join(current, "package.json");
     let text: string | undefined;
     try {
       text = readFileSync(candidate, "utf8");
@@ -76,20 +97,23 @@ function governingPackageJson(path: string): { path: string; type: unknown } | u
     }
     if (text !== undefined) {
       try {
-        return { path: candidate, type: (JSON.parse(text) as { type?: unknown }).type };
+        found = { path: candidate, type: (JSON.parse(text) as { type?: unknown }).type };
       } catch {
-        return undefined; // Node fails on it too, with its own message.
+        found = undefined; // Node fails on it too, with its own message.
       }
+      break;
     }
-    if (dirname(folder) === folder) return undefined;
+    if (dirname(current) === current) break;
   }
+  for (const walkedFolder of walked) cache.set(walkedFolder, found);
+  return found;
 }
 
-/** The first {@link sniffBytes} of a file, as UTF-8. */
-function readStart(path: string): string {
+/** The first {@link sniffBytes} of a file of `fileSize` bytes, as UTF-8. */
+function readStart(path: string, fileSize: number): string {
   const fd = openSync(path, "r");
   try {
-    const size = Math.min(statSync(path).size, sniffBytes);
+    const size = Math.min(fileSize, sniffBytes);
     const buffer = Buffer.alloc(size);
     const read = readSync(fd, buffer, 0, size, 0);
     return buffer.toString("utf8", 0, read);

@@ -48,7 +48,8 @@ export async function runFleetSoak(options: FleetSoakOptions): Promise<FleetSoak
   const random = createRandom(options.seed);
   const log = join(options.dir, `fleet-soak-${options.seed}.log`);
   let nodeCount = 0;
-  const spawn = () => startNode({ redis: options.redisUrl, tools: toolsModule, name: `s${++nodeCount}`, concurrency: 2 });
+  const spawn = () =>
+    startNode({ redis: options.redisUrl, tools: toolsModule, name: `s${++nodeCount}`, concurrency: 2, lockMs: testLockMs, stalledMs: testStalledMs });
   const nodes: TestNode[] = await Promise.all(Array.from({ length: options.nodes }, spawn));
   const runtime = createRuntime({
     tools: fleetTools,

@@ -5,17 +5,41 @@ import { builtCliPath } from "./internals.js";
 
 const cli = builtCliPath;
 
-/** Short lock and stall settings: a lost node is noticed within ~2 s (lock + 2 × stall + 1 s at most). */
+/**
+ * Short lock and stall settings, only for the node a test kills (and the
+ * checks that must notice it): a lost node is noticed within ~2 s (lock + 2 ×
+ * stall + 1 s at most).
+ */
 export const testLockMs = 1_000;
 export const testStalledMs = 500;
 
+/** `startNode`'s settings for the node a test kills. */
+export const losableNode = { lockMs: testLockMs, stalledMs: testStalledMs } as const;
+
+/** The fleet issue's bound on noticing a lost node of `losableNode`'s settings. */
+export const nodeLossBoundMs = testLockMs + 2 * testStalledMs + 1_000;
+
 /**
- * Lock and stall settings for tests that never lose a node on purpose: with
- * `maxStalledCount: 0`, a node starved for a second (a busy CI machine) would
- * lose its lock and its call as TP_ERR_NODE_LOST under the short settings.
+ * Lock and stall settings for every node and coordinator that a test does not
+ * lose on purpose (`startNode`'s default): with `maxStalledCount: 0`, a node
+ * starved for a second (a busy CI machine) would lose its lock and its call as
+ * TP_ERR_NODE_LOST under the short settings, and a starved coordinator's
+ * presence key (it lives lock + 2 × stall) would lapse, so that its nodes stop
+ * its calls.
  */
 export const steadyLockMs = 8_000;
 export const steadyStalledMs = 4_000;
+
+/** A coordinator's fleet settings to match the steady nodes'. */
+export const steadyCoordinator = { lockDurationMs: steadyLockMs, stalledIntervalMs: steadyStalledMs } as const;
+
+/**
+ * A coordinator's fleet settings when it must notice a lost node soon: its
+ * stalled checker looks every `testStalledMs / 2`, while its presence key
+ * (lock + 2 × stall) still survives a starved second or two. The lost node's
+ * own lock is the short one (`startNode({ lockMs: testLockMs, stalledMs: testStalledMs })`).
+ */
+export const watchfulCoordinator = { lockDurationMs: steadyLockMs, stalledIntervalMs: testStalledMs } as const;
 
 /** A `toolpool node` child process. */
 export interface TestNode {
@@ -39,7 +63,9 @@ export interface NodeSpec {
   /** `--pi`; absent, the node's default. */
   pi?: "0.73" | "1.6";
   env?: Record<string, string>;
+  /** `--lock-duration`; @default steadyLockMs */
   lockMs?: number;
+  /** `--stalled-interval`; @default steadyStalledMs */
   stalledMs?: number;
 }
 
@@ -57,9 +83,9 @@ export function startNode(spec: NodeSpec): Promise<TestNode> {
     "--name",
     spec.name,
     "--lock-duration",
-    String(spec.lockMs ?? testLockMs),
+    String(spec.lockMs ?? steadyLockMs),
     "--stalled-interval",
-    String(spec.stalledMs ?? testStalledMs),
+    String(spec.stalledMs ?? steadyStalledMs),
     ...(spec.concurrency === undefined ? [] : ["--concurrency", String(spec.concurrency)]),
     ...(spec.pi === undefined ? [] : ["--pi", spec.pi]),
   ];
