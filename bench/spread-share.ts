@@ -48,7 +48,8 @@ try {
     return performance.now() - started;
   };
   // Warm every thread with both tools.
-  for (let i = 0; i < threads; i++) await Promise.all([light(`w${i}`), runtime.executeToolCalls(call(`wg${i}`, "grep", { ...grepArgs, path: "piscina" }))]);
+  for (let i = 0; i < threads; i++)
+    await Promise.all([light(`w${i}`), runtime.executeToolCalls(call(`wg${i}`, "grep", { ...grepArgs, path: "piscina" }))]);
   const idle: number[] = [];
   const behindGrep: number[] = [];
   const grepMs: number[] = [];
@@ -60,7 +61,10 @@ try {
     const grep = runtime.executeToolCalls(call(`g${round}`, "grep", grepArgs), { sessionKey: "heavy" });
     // The light call comes once a part runs (or the grep has ended without one).
     const deadline = performance.now() + 60_000;
-    while (!events.some((event) => event.type === "started" && event.tool.includes("(part:")) && !events.some((event) => event.type === "ended" && event.toolCallId === `g${round}`)) {
+    while (
+      !events.some((event) => event.type === "started" && event.tool.includes("(part:")) &&
+      !events.some((event) => event.type === "ended" && event.toolCallId === `g${round}`)
+    ) {
       if (performance.now() > deadline) throw new Error("spread-share: the grep neither spread nor ended in 60 s");
       await new Promise((resolve) => setTimeout(resolve, 1));
     }

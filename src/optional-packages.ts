@@ -23,7 +23,7 @@ export const optionalPackages = Object.freeze({
 } as const);
 
 /** A feature with optional packages. */
-export type OptionalFeature = keyof typeof optionalPackages;
+type OptionalFeature = keyof typeof optionalPackages;
 
 /** The `npm install` line of `feature`'s packages. */
 export function installLine(feature: OptionalFeature): string {
@@ -65,7 +65,7 @@ function missingOf(feature: OptionalFeature): string[] {
  * The error of `feature` used without its package `name`: `TP_ERR_MISSING_PACKAGE`,
  * naming the feature, every package of it that is missing, and the `npm install` line.
  */
-export function missingPackageError(feature: OptionalFeature, name: string, cause?: unknown): ToolpoolError {
+function missingPackageError(feature: OptionalFeature, name: string, cause?: unknown): ToolpoolError {
   const { what } = optionalPackages[feature];
   const missing = [...new Set([name, ...missingOf(feature)])];
   const named =

@@ -20,9 +20,9 @@ import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./wo
 import { DIFF_DEFAULT_CONTEXT, DIFF_MAX_CONTEXT } from "./diff-spec.js";
 export { DIFF_DEFAULT_CONTEXT, DIFF_MAX_CONTEXT, diffSpec } from "./diff-spec.js";
 /** Inputs read from files may not be larger than this. */
-export const DIFF_MAX_FILE_BYTES = 8 * 1024 * 1024;
+const DIFF_MAX_FILE_BYTES = 8 * 1024 * 1024;
 /** Cap on the UTF-8 size of the result text. */
-export const DIFF_MAX_OUTPUT_BYTES = 64 * 1024;
+const DIFF_MAX_OUTPUT_BYTES = 64 * 1024;
 
 /**
  * Largest edit distance (lines added plus removed) jsdiff searches for. Its
@@ -31,7 +31,7 @@ export const DIFF_MAX_OUTPUT_BYTES = 64 * 1024;
  */
 export const DIFF_MAX_EDIT_LENGTH = 10_000;
 /** Milliseconds jsdiff may search before it gives up. */
-export const DIFF_MAX_SEARCH_MS = 2_000;
+const DIFF_MAX_SEARCH_MS = 2_000;
 
 /** Line comparisons between two abort checks. */
 const COMPARISONS_PER_ABORT_CHECK = 1024;
@@ -40,7 +40,7 @@ const COMPARISONS_PER_ABORT_CHECK = 1024;
  * Arguments of the `diff` tool: the old side from exactly one of
  * `oldText`/`oldPath`, the new side from exactly one of `newText`/`newPath`.
  */
-export interface DiffArgs {
+interface DiffArgs {
   oldText?: string;
   newText?: string;
   /** File holding the old side; also its name in the patch header. */
@@ -52,7 +52,7 @@ export interface DiffArgs {
 }
 
 /** Structured details of a `diff` result. */
-export interface DiffDetails {
+interface DiffDetails {
   /** Number of hunks in the full patch. */
   hunks: number;
   /** Added lines in the full patch. */

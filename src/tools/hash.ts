@@ -16,9 +16,9 @@ import { openRegularFile } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
 /** Digest algorithms `hash` accepts. */
-export const HASH_ALGORITHMS = ["sha256", "sha1", "md5"] as const;
+const HASH_ALGORITHMS = ["sha256", "sha1", "md5"] as const;
 /** One of {@link HASH_ALGORITHMS}. */
-export type HashAlgorithm = (typeof HASH_ALGORITHMS)[number];
+type HashAlgorithm = (typeof HASH_ALGORITHMS)[number];
 
 /** Bytes read per chunk; the signal is checked between chunks. */
 const CHUNK_BYTES = 1024 * 1024;
@@ -26,7 +26,7 @@ const CHUNK_BYTES = 1024 * 1024;
 const PROGRESS_INTERVAL_MS = 200;
 
 /** Arguments of the `hash` tool: exactly one of `text` and `path`. */
-export interface HashArgs {
+interface HashArgs {
   /** Text to hash, encoded as UTF-8. */
   text?: string;
   /** File to hash, inside the workspace root; relative paths resolve against the root. */
@@ -36,7 +36,7 @@ export interface HashArgs {
 }
 
 /** Structured details of a `hash` result. Progress updates carry `bytes` hashed so far. */
-export interface HashDetails {
+interface HashDetails {
   algorithm: HashAlgorithm;
   /** Lower-case hex digest ("" in progress updates). */
   hex: string;

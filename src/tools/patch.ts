@@ -17,15 +17,15 @@ import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./wo
 import { PATCH_MAX_FUZZ } from "./patch-spec.js";
 export { PATCH_MAX_FUZZ, patchSpec } from "./patch-spec.js";
 /** A file to patch may not be larger than this. */
-export const PATCH_MAX_FILE_BYTES = 8 * 1024 * 1024;
+const PATCH_MAX_FILE_BYTES = 8 * 1024 * 1024;
 /** Cap on the UTF-8 size of the result text. */
-export const PATCH_MAX_OUTPUT_BYTES = 64 * 1024;
+const PATCH_MAX_OUTPUT_BYTES = 64 * 1024;
 
 /** Line comparisons between two abort checks. */
 const COMPARISONS_PER_ABORT_CHECK = 1024;
 
 /** Arguments of the `patch` tool: the patch plus exactly one of `path` and `text`. */
-export interface PatchArgs {
+interface PatchArgs {
   /** Unified diff of a single file (headers optional, at least one hunk). */
   patch: string;
   /** File to patch, inside the workspace root; relative paths resolve against the root. */
@@ -39,7 +39,7 @@ export interface PatchArgs {
 }
 
 /** Structured details of a successful `patch` result. */
-export interface PatchDetails {
+interface PatchDetails {
   /** Always true: a patch that does not apply throws instead. */
   applied: true;
   /** Number of hunks applied. */

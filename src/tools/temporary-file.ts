@@ -34,7 +34,7 @@ import { join } from "node:path";
 import { closeFolder, openFolder, pathInFolder, type OpenedFolder } from "./opened-folder.js";
 
 /** How every temporary file toolpool writes ends. */
-export const TEMPORARY_FILE_SUFFIX = ".toolpool.tmp";
+const TEMPORARY_FILE_SUFFIX = ".toolpool.tmp";
 
 /**
  * A temporary file of another writer untouched for this long is removed by
@@ -92,7 +92,7 @@ export function isTemporaryFileName(name: string): boolean {
 }
 
 /** A temporary file just created, open for writing. */
-export interface TemporaryFile {
+interface TemporaryFile {
   readonly fd: number;
   /** Its name in its folder. */
   readonly name: string;

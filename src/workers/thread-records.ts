@@ -8,7 +8,7 @@
  */
 
 /** One worker thread, as the host sees it. */
-export interface ThreadRecord {
+interface ThreadRecord {
   readonly threadId: number;
   /** The Piscina instance that marked it ready (its `workerCreate` event); only such threads take calls. */
   readyIn: object | undefined;

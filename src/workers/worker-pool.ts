@@ -33,7 +33,7 @@ import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
 import { PoolEventSource, type PoolThreadEntry } from "../contracts/pool-events.js";
 
 /** Makes the threads under a pool: the Piscina host, or a fake one in the pool's unit tests. */
-export type CreateThreadHost = (
+type CreateThreadHost = (
   options: ResolvedPoolOptions,
   clock: Clock,
   workerData: WorkerBootData,

@@ -33,7 +33,7 @@ export interface PiShellUtils {
 }
 
 /** pi's `BashOperations`. */
-export interface BashOperations {
+interface BashOperations {
   exec(
     command: string,
     cwd: string,

@@ -23,12 +23,12 @@ import type { PiShellUtils } from "./bash-operations.js";
 /** The package name of pi's coding agent. */
 export const piCodingAgentPackage = "@earendil-works/pi-coding-agent";
 /** The versions `codingTools` runs: the 1.6 line, whose tools toolpool's tests compare against. */
-export const piCodingAgentRange = "1.6";
+const piCodingAgentRange = "1.6";
 /** The first Node that pi-coding-agent 1.6 runs on. */
-export const piCodingAgentMinimumNode = "22.19.0";
+const piCodingAgentMinimumNode = "22.19.0";
 
 /** What toolpool uses of pi's tool modules. */
-export interface PiToolModules {
+interface PiToolModules {
   tools: PiToolsIndex;
   paths: PiPathUtils;
 }
@@ -51,7 +51,7 @@ export interface PiAgentTool {
 }
 
 /** `dist/core/tools/index.js` of pi-coding-agent. */
-export interface PiToolsIndex {
+interface PiToolsIndex {
   createTool(name: string, cwd: string, options?: Record<string, unknown>): PiAgentTool;
   createLocalBashOperations(options?: { shellPath?: string }): unknown;
 }
@@ -151,7 +151,7 @@ export function importPiWorkerModules(entryHref?: string): Promise<PiWorkerModul
 }
 
 /** Whether dotted version `actual` is at least `minimum`. */
-export function isNodeAtLeast(actual: string, minimum: string): boolean {
+function isNodeAtLeast(actual: string, minimum: string): boolean {
   const a = actual.split(".").map(Number);
   const b = minimum.split(".").map(Number);
   for (let index = 0; index < 3; index++) {

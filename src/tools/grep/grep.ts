@@ -33,7 +33,7 @@ export { globToRegExp } from "./walk.js";
 const PROGRESS_INTERVAL_MS = 200;
 
 /** Arguments of the `grep` tool. */
-export interface GrepArgs {
+interface GrepArgs {
   /** JavaScript regular expression source, matched against each line separately. */
   pattern: string;
   /** File or directory to search, inside the workspace root; relative paths resolve against the root. Default ".". */
@@ -47,7 +47,7 @@ export interface GrepArgs {
 }
 
 /** Structured details of a `grep` result (and of its progress updates). */
-export interface GrepDetails {
+interface GrepDetails {
   /** Matching lines included in the text. */
   matches: number;
   /** Text files actually searched (skipped binary/oversized/ignored files are not counted). */
