@@ -25,6 +25,8 @@ export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions 
   tools: string[];
   hooks?: string;
   threads?: number;
+  /** `--max-concurrency`: caps by tool name. */
+  maxConcurrency?: Record<string, number>;
   mode?: ToolExecutionMode;
   pi?: PiVersion;
   root?: string;
