@@ -28,6 +28,8 @@ export interface CapCostRow {
   capped: Summary;
   /** Median over repetitions of capped ÷ uncapped µs per call, the two measured back to back. */
   ratio: number;
+  /** The same for CPU time (every thread of the process, user and system): less shaken by other processes on a busy machine. */
+  cpuRatio: number;
 }
 
 export interface CapCostResult {
@@ -78,23 +80,36 @@ async function measure(kind: CapCostRow["tool"], calls: number, reps: number): P
     for (const mode of ["serial", "inFlight"] as const) {
       const samples = { uncapped: [] as number[], capped: [] as number[] };
       const ratios: number[] = [];
+      const cpuRatios: number[] = [];
       for (let rep = -1; rep < reps; rep++) {
         // Alternate which goes first, so that neither always runs on a warmer machine.
         const order = rep % 2 === 0 ? contenders : [...contenders].reverse();
         const us: Record<string, number> = {};
+        const cpuUs: Record<string, number> = {};
         for (const contender of order) {
           const start = performance.now();
+          const cpuStart = process.cpuUsage();
           if (mode === "serial") await runSerial(contender.call, calls);
           else await runInFlight(contender.call, calls, inFlight);
+          const cpu = process.cpuUsage(cpuStart);
           us[contender.name] = ((performance.now() - start) * 1000) / calls;
+          cpuUs[contender.name] = (cpu.user + cpu.system) / calls;
         }
         // Repetition -1 warms both up.
         if (rep < 0) continue;
         samples.uncapped.push(us.uncapped!);
         samples.capped.push(us.capped!);
         ratios.push(us.capped! / us.uncapped!);
+        cpuRatios.push(cpuUs.capped! / cpuUs.uncapped!);
       }
-      rows.push({ tool: kind, mode, uncapped: summarize(samples.uncapped), capped: summarize(samples.capped), ratio: median(ratios) });
+      rows.push({
+        tool: kind,
+        mode,
+        uncapped: summarize(samples.uncapped),
+        capped: summarize(samples.capped),
+        ratio: median(ratios),
+        cpuRatio: median(cpuRatios),
+      });
     }
   } finally {
     await Promise.all([uncapped.close(), capped.close()]);
@@ -115,13 +130,15 @@ export function renderCapCost(result: CapCostResult): string[] {
     "",
     "A no-op batch of one through `executeToolCalls`: no cap, and caps never reached (tool, session and batch).",
     "",
-    "| tool | mode | µs per call, no cap | µs per call, caps never reached | ratio (paired median) |",
-    "|---|---|---:|---:|---:|",
+    "| tool | mode | µs per call, no cap | µs per call, caps never reached | ratio (paired median) | CPU-time ratio (paired median) |",
+    "|---|---|---:|---:|---:|---:|",
   ];
   for (const row of result.rows) {
     const mode = row.mode === "serial" ? "one at a time" : `${inFlight} in flight`;
     const format = (summary: Summary) => `${summary.median.toFixed(2)} [${summary.min.toFixed(2)}–${summary.max.toFixed(2)}]`;
-    lines.push(`| ${row.tool} | ${mode} | ${format(row.uncapped)} | ${format(row.capped)} | ${row.ratio.toFixed(3)}× |`);
+    lines.push(
+      `| ${row.tool} | ${mode} | ${format(row.uncapped)} | ${format(row.capped)} | ${row.ratio.toFixed(3)}× | ${row.cpuRatio.toFixed(3)}× |`,
+    );
   }
   lines.push("");
   return lines;

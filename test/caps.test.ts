@@ -142,6 +142,16 @@ describe("caps", () => {
     await Promise.all([first, second]);
     expect([probe.most(), probe.started(), other.most()]).toEqual([2, 4, 2]);
   });
+
+  it("holds a batch without a sessionKey, its own session, to the lower of its batch cap and the session cap", async () => {
+    const probe = counts();
+    const rt = start({ tools: [inlineProbe("inline", probe.shared)], maxConcurrencyPerSession: 2 });
+    const keys = keysOf("own-", 4);
+    const outcome = rt.executeToolCalls(batch(...keys.map((key, index): CallSpec => [`c${index}`, "inline", { gate: key }])), { maxConcurrency: 3 });
+    await openInTurn(keys, 2);
+    await outcome;
+    expect([probe.most(), probe.started()]).toEqual([2, 4]);
+  });
 });
 
 /** The tool's outcome, or "deadlocked" when it has not settled within a bound far above what a busy machine needs. */

@@ -312,7 +312,8 @@ export class BatchCoordinator {
     // afterToolCall. Waiting here changes no order pi promises: end events
     // come in completion order, messages in the model's order.
     const { gate } = caps!.runtime;
-    const context: CapContext = { claim, caps: caps! };
+    // Only an inline call's execute can make nested calls (a worker's runs on another thread).
+    const context: CapContext | undefined = prepared.entry.kind === "inline" ? { claim, caps: caps! } : undefined;
     const leaveThen = (executed: ExecutedCall): MaybePromise<T> => {
       gate.leave(claim);
       return next(executed);

@@ -31,8 +31,15 @@ export interface BatchCaps {
   /** The batch's key in the gate: a nested call's batch counts against its parent's. */
   readonly batchKey: object;
   readonly perBatch: number | undefined;
-  /** The session, as the gate keys it (a nested call's session is its parent's unless it names one). */
+  /**
+   * The session, as the gate keys it (a nested call's session is its
+   * parent's unless it names one). A batch without a `sessionKey` is a
+   * session of its own: its key is then `batchKey` itself, one entry of the
+   * gate under the lower of the two caps.
+   */
   readonly session: unknown;
+  /** The session its worker calls take turns as in the pool. */
+  readonly poolSession: unknown;
   /** The claim of the call whose execute made this batch (a nested call); undefined for a batch of its own. */
   readonly parent: CapClaim | undefined;
 }
@@ -75,13 +82,23 @@ export function claimOf(caps: BatchCaps, toolName: string): CapClaim | undefined
     keys.push(tool);
     limits.push(tool.cap);
   }
-  if (perBatch !== undefined) {
-    keys.push(caps.batchKey);
-    limits.push(perBatch);
-  }
-  if (runtime.perSession !== undefined) {
-    keys.push(caps.session);
-    limits.push(runtime.perSession);
+  const { batchKey, session } = caps;
+  const perSession = runtime.perSession;
+  if (session === batchKey) {
+    // The batch is its session: one key, the lower cap.
+    if (perBatch !== undefined || perSession !== undefined) {
+      keys.push(batchKey);
+      limits.push(Math.min(perBatch ?? Number.POSITIVE_INFINITY, perSession ?? Number.POSITIVE_INFINITY));
+    }
+  } else {
+    if (perBatch !== undefined) {
+      keys.push(batchKey);
+      limits.push(perBatch);
+    }
+    if (perSession !== undefined) {
+      keys.push(session);
+      limits.push(perSession);
+    }
   }
   return new CapClaim(keys, limits, parent);
 }

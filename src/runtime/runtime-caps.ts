@@ -55,20 +55,23 @@ export function batchCapsOf(
 ): { caps: BatchCaps | undefined; session: unknown } {
   const parent = mayBeNested ? currentCapContext(runtime) : undefined;
   if (parent !== undefined) {
-    const session = sessionKey ?? parent.caps.session;
     const inherited = parent.caps;
+    const poolSession = sessionKey ?? inherited.poolSession;
     return {
       caps: {
         runtime,
         batchKey: perBatch === undefined ? inherited.batchKey : {},
         perBatch: perBatch ?? inherited.perBatch,
-        session,
+        session: sessionKey ?? inherited.session,
+        poolSession,
         parent: parent.claim,
       },
-      session,
+      session: poolSession,
     };
   }
-  const session = sessionKey ?? ownSession();
-  if (perBatch === undefined && !hasRuntimeCaps(runtime)) return { caps: undefined, session };
-  return { caps: { runtime, batchKey: {}, perBatch, session, parent: undefined }, session };
+  const poolSession = sessionKey ?? ownSession();
+  if (perBatch === undefined && !hasRuntimeCaps(runtime)) return { caps: undefined, session: poolSession };
+  // A batch without a sessionKey is its own session: one key for both (see BatchCaps.session).
+  const batchKey = {};
+  return { caps: { runtime, batchKey, perBatch, session: sessionKey ?? batchKey, poolSession, parent: undefined }, session: poolSession };
 }
