@@ -6,6 +6,17 @@
  */
 
 /**
+ * A key that holds its own count: the gate counts its slots on the object,
+ * without a map entry. Keys made per batch are these, so that a batch costs
+ * the gate's map nothing; any other value (a session's string) is counted
+ * in the map.
+ */
+export class CapKey {
+  /** Slots taken now. */
+  held = 0;
+}
+
+/**
  * One call's claim on a {@link CapGate}: a slot of each of its keys. A
  * claim made inside another claim's run (a nested call) names it as
  * `parent`: where a key is full and an ancestor holds it, the child runs in
@@ -64,13 +75,25 @@ interface Waiter {
  * ```
  */
 export class CapGate {
-  /** Slots taken, by key; a key with none is absent. */
-  readonly #held = new Map<unknown, number>();
+  /**
+   * Slots taken, by key. A key whose count drops to 0 stays until a sweep:
+   * deleting and adding a tool's key on every call churns the map (its
+   * deleted entries pile up until it rehashes), while keys of finished
+   * batches must not pile up either.
+   */
+  readonly #held = new Map<unknown, { held: number }>();
+  /** Keys in `#held` with no slot taken. */
+  #idleKeys = 0;
   readonly #waiting: Waiter[] = [];
 
   /** Slots of `key` taken now (0 for a key nobody holds). */
   held(key: unknown): number {
-    return this.#held.get(key) ?? 0;
+    return key instanceof CapKey ? key.held : (this.#held.get(key)?.held ?? 0);
+  }
+
+  /** Keys the gate keeps a count of: those with slots taken, and at most about as many idle ones. */
+  get trackedKeys(): number {
+    return this.#held.size;
   }
 
   /** Claims waiting for a slot now. */
@@ -115,11 +138,11 @@ export class CapGate {
     for (let index = 0; index < keys.length; index++) {
       if ((claim.taken & (1 << index)) === 0) continue;
       const key = keys[index];
-      const held = this.#held.get(key)! - 1;
-      if (held === 0) this.#held.delete(key);
-      else this.#held.set(key, held);
+      if (key instanceof CapKey) key.held--;
+      else if (--this.#held.get(key)!.held === 0) this.#idleKeys++;
     }
     claim.taken = 0;
+    if (this.#idleKeys > 64 && this.#idleKeys * 2 > this.#held.size) this.#sweep();
     if (this.#waiting.length > 0) this.#admitWaiting();
   }
 
@@ -153,19 +176,31 @@ export class CapGate {
     if (admitted !== undefined) for (const admit of admitted) admit();
   }
 
+  /** Forgets the keys no slot is taken of. */
+  #sweep(): void {
+    for (const [key, count] of this.#held) if (count.held === 0) this.#held.delete(key);
+    this.#idleKeys = 0;
+  }
+
   /** Takes a slot of each key of `claim` (or runs it in an ancestor's), all or none. */
   #take(claim: CapClaim, reserved: Set<unknown> | undefined): boolean {
     const { keys, caps, parent } = claim;
     let taken = 0;
     for (let index = 0; index < keys.length; index++) {
       const key = keys[index];
-      if ((this.#held.get(key) ?? 0) < caps[index]! && reserved?.has(key) !== true) taken |= 1 << index;
+      if (this.held(key) < caps[index]! && reserved?.has(key) !== true) taken |= 1 << index;
       else if (parent?.holds(key) !== true) return false;
     }
     for (let index = 0; index < keys.length; index++) {
       if ((taken & (1 << index)) === 0) continue;
       const key = keys[index];
-      this.#held.set(key, (this.#held.get(key) ?? 0) + 1);
+      if (key instanceof CapKey) {
+        key.held++;
+        continue;
+      }
+      const count = this.#held.get(key);
+      if (count === undefined) this.#held.set(key, { held: 1 });
+      else if (count.held++ === 0) this.#idleKeys--;
     }
     claim.taken = taken;
     claim.isHolding = true;

@@ -100,4 +100,18 @@ describe("CapGate", () => {
     expect(admits).toEqual(["behind"]);
     expect(gate.withdraw(blocked)).toBe(false);
   });
+
+  it("forgets the keys of finished claims, so that one key per batch does not pile up", () => {
+    const gate = new CapGate();
+    const tool = {};
+    const held = new CapClaim([tool], [1_000]);
+    gate.enter(held);
+    for (let batch = 0; batch < 1_000; batch++) {
+      const claim = new CapClaim([tool, {}], [1_000, 1]);
+      expect(gate.enter(claim)).toBeUndefined();
+      gate.leave(claim);
+    }
+    expect(gate.trackedKeys).toBeLessThanOrEqual(2 * 65 + 1);
+    expect(gate.held(tool)).toBe(1);
+  });
 });

@@ -8,12 +8,18 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 
-import { CapClaim, type CapGate } from "../cap-gate.js";
+import { CapClaim, CapKey, type CapGate } from "../cap-gate.js";
 
-/** A capped tool: the object is its key in the gate (a tool's name could equal a session's). */
-export interface ToolCap {
+/** A capped tool: the object is its key in the gate (a tool's name could equal a session's), holding its count. */
+export class ToolCap extends CapKey {
   readonly name: string;
   readonly cap: number;
+
+  constructor(name: string, cap: number) {
+    super();
+    this.name = name;
+    this.cap = cap;
+  }
 }
 
 /** A runtime's caps; a runtime without any has none of this. */
@@ -29,7 +35,7 @@ export interface RuntimeCaps {
 export interface BatchCaps {
   readonly runtime: RuntimeCaps;
   /** The batch's key in the gate: a nested call's batch counts against its parent's. */
-  readonly batchKey: object;
+  readonly batchKey: CapKey;
   readonly perBatch: number | undefined;
   /**
    * The session, as the gate keys it (a nested call's session is its

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { CapGate } from "../cap-gate.js";
-import { currentCapContext, type BatchCaps, type RuntimeCaps, type ToolCap } from "../coordinator/call-caps.js";
+import { CapGate, CapKey } from "../cap-gate.js";
+import { currentCapContext, ToolCap, type BatchCaps, type RuntimeCaps } from "../coordinator/call-caps.js";
 import type { RegisteredTool } from "../coordinator/tool-registry.js";
 import { ToolpoolError } from "../errors.js";
 import type { ResolvedRuntimeOptions } from "../options.js";
@@ -28,7 +28,7 @@ export function createRuntimeCaps(options: ResolvedRuntimeOptions, registry: Rea
   const tools = new Map<string, ToolCap>();
   for (const [name, entry] of registry) {
     const cap = options.maxConcurrency[name] ?? (entry.kind === "worker" ? entry.tool.maxConcurrency : undefined);
-    if (cap !== undefined) tools.set(name, Object.freeze({ name, cap }));
+    if (cap !== undefined) tools.set(name, new ToolCap(name, cap));
   }
   return Object.freeze({ gate: new CapGate(), tools, perSession: options.maxConcurrencyPerSession });
 }
@@ -60,7 +60,7 @@ export function batchCapsOf(
     return {
       caps: {
         runtime,
-        batchKey: perBatch === undefined ? inherited.batchKey : {},
+        batchKey: perBatch === undefined ? inherited.batchKey : new CapKey(),
         perBatch: perBatch ?? inherited.perBatch,
         session: sessionKey ?? inherited.session,
         poolSession,
@@ -72,6 +72,6 @@ export function batchCapsOf(
   const poolSession = sessionKey ?? ownSession();
   if (perBatch === undefined && !hasRuntimeCaps(runtime)) return { caps: undefined, session: poolSession };
   // A batch without a sessionKey is its own session: one key for both (see BatchCaps.session).
-  const batchKey = {};
+  const batchKey = new CapKey();
   return { caps: { runtime, batchKey, perBatch, session: sessionKey ?? batchKey, poolSession, parent: undefined }, session: poolSession };
 }
