@@ -139,6 +139,24 @@ export interface RuntimeOptions {
    * @default undefined (every worker call runs on the local pool)
    */
   fleet?: FleetOptions;
+  /**
+   * Most calls of a tool executing at once, by tool name: worker and inline
+   * tools alike, nested calls (`runtime.runToolCall` from inside a tool)
+   * included. A call over its cap waits for a slot, first come first served,
+   * and never fails for it; pi's order of events and messages is kept. Each
+   * value an integer >= 1; a name here wins over the tool's own
+   * `workerTool({ maxConcurrency })`.
+   * @default {} (no tool is capped)
+   */
+  maxConcurrency?: Readonly<Record<string, number>>;
+  /**
+   * Most calls of one session (`sessionKey`; a batch without one is a session
+   * of its own) executing at once, across all its batches and their nested
+   * calls, inline and worker calls alike. An integer >= 1. Unlike
+   * `pool.maxRunningPerSession` (threads of one pool), it counts calls.
+   * @default undefined (no cap)
+   */
+  maxConcurrencyPerSession?: number;
 }
 
 /** Pool options after defaults; frozen. */
@@ -167,6 +185,9 @@ export interface ResolvedRuntimeOptions {
   readonly clock: Clock;
   readonly tracing: boolean;
   readonly fleet: ResolvedFleetOptions | undefined;
+  /** Caps by tool name, as given (a worker tool's own cap is on its definition); frozen. */
+  readonly maxConcurrency: Readonly<Record<string, number>>;
+  readonly maxConcurrencyPerSession: number | undefined;
 }
 
 const positiveMb = { type: "number", exclusiveMinimum: 0 };
@@ -195,6 +216,8 @@ export const dataOptionsSchema = {
     pi: { enum: ["0.73", "1.6"], default: "0.73" },
     toolExecution: { enum: ["parallel", "sequential"], default: "parallel" },
     tracing: { type: "boolean", default: true },
+    maxConcurrency: { type: "object", additionalProperties: { type: "integer", minimum: 1 } },
+    maxConcurrencyPerSession: { type: "integer", minimum: 1 },
     pool: {
       type: "object",
       default: {},
@@ -228,7 +251,19 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw invalidOption("options", "an object", options);
   }
-  const { tools = [], beforeToolCall, afterToolCall, clock = systemClock, pi, toolExecution, pool, tracing, fleet } = options;
+  const {
+    tools = [],
+    beforeToolCall,
+    afterToolCall,
+    clock = systemClock,
+    pi,
+    toolExecution,
+    pool,
+    tracing,
+    fleet,
+    maxConcurrency,
+    maxConcurrencyPerSession,
+  } = options;
   if (!Array.isArray(tools)) throw invalidOption("tools", "an array of tools", tools);
   if (beforeToolCall !== undefined && typeof beforeToolCall !== "function") {
     throw invalidOption("beforeToolCall", "a function", beforeToolCall);
@@ -240,15 +275,17 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     throw invalidOption("clock", "an object with now, setTimeout and clearTimeout", clock);
   }
   // The data options are copied before ajv writes defaults into them.
-  const data: { pi?: PiVersion; toolExecution?: ToolExecutionMode; pool?: PoolOptions; tracing?: boolean } = {};
+  const data: Pick<RuntimeOptions, "pi" | "toolExecution" | "pool" | "tracing" | "maxConcurrency" | "maxConcurrencyPerSession"> = {};
   if (pi !== undefined) data.pi = pi;
   if (toolExecution !== undefined) data.toolExecution = toolExecution;
   if (tracing !== undefined) data.tracing = tracing;
   if (pool !== undefined) data.pool = copyData(pool, "pool");
+  if (maxConcurrency !== undefined) data.maxConcurrency = copyData(maxConcurrency, "maxConcurrency");
+  if (maxConcurrencyPerSession !== undefined) data.maxConcurrencyPerSession = maxConcurrencyPerSession;
   const validateDataOptions = compiledValidator("runtime-options");
   if (!validateDataOptions(data)) {
     const [error] = validateDataOptions.errors as ErrorObject[];
-    throw invalidOptionFromSchema(error!, { pi, toolExecution, pool, tracing });
+    throw invalidOptionFromSchema(error!, { pi, toolExecution, pool, tracing, maxConcurrency, maxConcurrencyPerSession });
   }
   const resolvedPi = data.pi ?? "0.73";
   if (resolvedPi === "1.6" && !supportsPi16()) {
@@ -279,6 +316,8 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
     clock,
     tracing: data.tracing ?? true,
     fleet: resolvedFleet,
+    maxConcurrency: Object.freeze(data.maxConcurrency ?? {}),
+    maxConcurrencyPerSession: data.maxConcurrencyPerSession,
     pool: Object.freeze({
       maxThreads: resolvedPool.maxThreads,
       minThreads,

@@ -22,6 +22,8 @@ import type { ResolvedRuntimeOptions, RuntimeOptions } from "./options.js";
 import { toAgentTool } from "./runtime/agent-tool-adapter.js";
 import { composeRuntime } from "./runtime/compose.js";
 import { batchMeta, EventBus } from "./runtime/event-bus.js";
+import type { RuntimeCaps } from "./coordinator/call-caps.js";
+import { batchCapsOf } from "./runtime/runtime-caps.js";
 import type { PoolRouter } from "./runtime/pool-router.js";
 import { createPoolEventRelay } from "./runtime/pool-event-relay.js";
 import type { PoolEventSource } from "./contracts/pool-events.js";
@@ -47,6 +49,14 @@ export interface ExecuteOptions {
    * @default undefined (the batch is a session of its own)
    */
   sessionKey?: string;
+  /**
+   * Most calls of this batch executing at once (nested calls its tools make
+   * through `runtime.runToolCall` included). A call over it waits for a
+   * slot and never fails for it; start events, end events (in completion
+   * order) and messages (in the model's order) keep pi's order. An integer >= 1.
+   * @default undefined (no cap)
+   */
+  maxConcurrency?: number;
 }
 
 /** Options of {@link Runtime.runToolCall}. */
@@ -90,6 +100,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   /** The rules of the runtime's pi, where 0.73.1 and 1.6.0 differ. */
   readonly #rules: PiRules;
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
+  readonly #caps: RuntimeCaps;
+  /** Whether a call ever ran capped: until one did, no call can be a capped call's child, and none looks. */
+  #hasRunCapped = false;
   /** The pools, and which one runs each worker tool. */
   readonly #router: PoolRouter;
   /**
@@ -133,6 +146,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.#rules = parts.rules;
     this.#registry = parts.registry;
     this.#router = parts.router;
+    this.#caps = parts.caps;
     this.poolEvents = createPoolEventRelay(parts.router.eventPools);
   }
 
@@ -286,6 +300,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   /** Everything a batch (or one call of `runToolCall`) needs of the runtime. */
   #batchScope(batchId: string, assistantMessage: AssistantMessage, options: ExecuteOptions, trace: BatchTrace | undefined): BatchScope {
     const { beforeToolCall, afterToolCall } = this.#options;
+    // Without a key the batch is a session of its own: a value no other batch holds.
+    const { caps, session } = batchCapsOf(this.#caps, this.#hasRunCapped, options.maxConcurrency, options.sessionKey, () => Symbol(batchId));
+    if (caps !== undefined) this.#hasRunCapped = true;
     return {
       batchId,
       registry: this.#registry,
@@ -298,14 +315,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       beforeToolCall,
       afterToolCall,
       signal: options.signal,
-      // Without a key the batch is a session of its own: a value no other batch holds.
-      session: options.sessionKey ?? Symbol(batchId),
+      session,
       sessionKey: options.sessionKey,
       toolExecution: this.#options.toolExecution,
       emit: options.emit,
       services: this.#batchServices,
       trace,
       rules: this.#rules,
+      caps,
     };
   }
 

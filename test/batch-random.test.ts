@@ -3,6 +3,7 @@ import { supportsPi16, type AfterToolCallResult, type BeforeToolCallResult, type
 import { afterAll, describe, expect, it } from "vitest";
 
 import {
+  capsNeverReached,
   createSharedRuntime,
   runScenario,
   type Flavor,
@@ -413,11 +414,13 @@ for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
     const plans = withEdgeAdditions(pi === "1.6" ? withPi16Additions(batchPlan) : batchPlan, pi);
     const gates = new GateController();
     const runtimes = new Map<string, SharedRuntime>();
-    const runtimeFor = (flavor: Flavor, mode: Mode): SharedRuntime => {
-      const key = `${flavor}/${mode}`;
+    // With caps, every tool's, the session's and the batch's at the largest batch's size: never reached.
+    const caps = capsNeverReached(maxCalls);
+    const runtimeFor = (flavor: Flavor, mode: Mode, isCapped = false): SharedRuntime => {
+      const key = `${flavor}/${mode}${isCapped ? "/capped" : ""}`;
       let shared = runtimes.get(key);
       if (shared === undefined) {
-        shared = createSharedRuntime(flavor, mode, maxCalls, pi);
+        shared = createSharedRuntime(flavor, mode, maxCalls, pi, isCapped ? caps.runtime : {});
         runtimes.set(key, shared);
       }
       return shared;
@@ -446,12 +449,26 @@ for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
         mutatingHooks: 0,
         abortsFromHookOrSink: 0,
         abortReasons: 0,
+        /** Batches run with caps that are never reached (one in four). */
+        capped: 0,
       };
       await fc.assert(
         fc.asyncProperty(plans, async (plan) => {
           const scenario = scenarioOf(plan);
           let oracle = await runScenario(scenario, "pi", plan.flavor, plan.mode, gates, true, undefined, { pi });
-          let toolpool = await runScenario(scenario, "toolpool", plan.flavor, plan.mode, gates, true, runtimeFor(plan.flavor, plan.mode));
+          const isCapped = tally.batches % 4 === 3;
+          let toolpool = await runScenario(
+            scenario,
+            "toolpool",
+            plan.flavor,
+            plan.mode,
+            gates,
+            true,
+            runtimeFor(plan.flavor, plan.mode, isCapped),
+            {},
+            isCapped ? caps.batch : {},
+          );
+          if (isCapped) tally.capped++;
           const isParallel = plan.mode === "parallel" && !plan.calls.some((c) => c.name === "serial");
           if (plan.flavor === "worker" && isParallel) {
             oracle = { ...oracle, events: interleaveUpdatesByCall(oracle.events) };
@@ -480,6 +497,7 @@ for (const pi of ["0.73", "1.6"] satisfies PiVersion[]) {
         { seed, numRuns: batchCount },
       );
       console.info(`batch differential, pi ${pi} (seed ${seed}):`, tally);
+      expect(tally.capped).toBeGreaterThan(0);
       expect(tally.batches).toBe(batchCount);
       expect(tally.endEvents).toBe(tally.calls);
       expect(tally.terminated).toBeGreaterThan(0);

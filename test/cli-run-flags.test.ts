@@ -61,3 +61,20 @@ describe("toolpool run --full and --fail-on-error", () => {
     expect(passing.code).toBe(0);
   }, 90_000);
 });
+
+describe("toolpool run --max-concurrency", () => {
+  it("caps a tool by name, and refuses a cap that is not TOOL=N with N >= 1 or names no tool (exit 2)", async () => {
+    const capped = await runCli(["--max-concurrency", "hash=1", "--max-concurrency", "grep=2", "mixed.json"]);
+    expect(capped.code).toBe(0);
+    expect(capped.stdout).toContain("3 calls, 1 error");
+
+    for (const bad of ["hash=0", "hash", "=3", "hash=1.5"]) {
+      const refused = await runCli(["--max-concurrency", bad, "ok.json"]);
+      expect(refused.code, bad).toBe(2);
+      expect(refused.stderr, bad).toContain("--max-concurrency");
+    }
+    const unknown = await runCli(["--max-concurrency", "nope=2", "ok.json"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("`maxConcurrency`");
+  }, 120_000);
+});

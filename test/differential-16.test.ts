@@ -1,7 +1,7 @@
 import { supportsPi16 } from "toolpool";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { runScenario, type Flavor, type Mode, type Scenario } from "./support/differential.js";
+import { capsNeverReached, runScenario, type Flavor, type Mode, type Scenario } from "./support/differential.js";
 import { pi16Scenarios, recordOnly, scenarios, unobservable } from "./support/differential-scenarios.js";
 import { GateController } from "./support/gates.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
@@ -28,6 +28,27 @@ describe.skipIf(!supportsPi16())("toolpool against pi 1.6.0", () => {
             const toolpool = await runScenario(withHooks, "toolpool", flavor, mode, gates, true, undefined, options);
             expect(toolpool).toEqual(pi);
             expect(toolpool.messages).toHaveLength(scenario.calls.length);
+          });
+        }
+      });
+      describe(`${flavor} tools, ${mode}, with caps never reached`, () => {
+        for (const [name, scenario] of Object.entries(all)) {
+          it(name, async () => {
+            const withHooks: Scenario = { ...recordOnly, ...scenario };
+            const caps = capsNeverReached(scenario.calls.length);
+            const pi = await runScenario(withHooks, "pi", flavor, mode, gates, true, undefined, options);
+            const toolpool = await runScenario(
+              withHooks,
+              "toolpool",
+              flavor,
+              mode,
+              gates,
+              true,
+              undefined,
+              { ...options, ...caps.runtime },
+              caps.batch,
+            );
+            expect(toolpool).toEqual(pi);
           });
         }
       });

@@ -227,6 +227,37 @@ describe("createServer: POST /v1/batches", () => {
     expect(((await longHeader.json()) as { code: string }).code).toBe("TP_ERR_INVALID_BATCH");
   });
 
+  it("runs a batch under the body's maxConcurrency, and answers 400 for one that is not an integer >= 1", async () => {
+    const { url, runtime } = await startServer({ pool: { maxThreads: 2, minThreads: 2 } });
+    const key = gateKeys();
+    const capped = postBatch(
+      url,
+      {
+        assistantMessage: assistantMessage([
+          { id: "1", name: "work", arguments: { gate: key("1") } },
+          { id: "2", name: "work", arguments: { gate: key("2") } },
+        ]),
+        maxConcurrency: 1,
+      },
+      { accept: "application/json" },
+    );
+    await gates.whenWaiting(key("1"));
+    // The second call waits for the batch's slot, not for a thread: the pool never saw it.
+    expect(runtime.poolStats!.running + runtime.poolStats!.queued).toBe(1);
+    gates.open(key("1"));
+    await gates.whenWaiting(key("2"));
+    gates.open(key("2"));
+    expect((await capped).status).toBe(200);
+    for (const maxConcurrency of [0, 1.5, "2"]) {
+      const refused = await postBatch(
+        url,
+        { assistantMessage: assistantMessage([{ id: "3", name: "work" }]), maxConcurrency },
+        { accept: "application/json" },
+      );
+      expect(refused.status).toBe(400);
+    }
+  });
+
   it("aborts the batch when the client disconnects: the worker tool's signal fires", async () => {
     const { runtime, url } = await startServer();
     const key = gateKeys();

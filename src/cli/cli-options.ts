@@ -26,6 +26,8 @@ export interface RuntimeCliOptions extends FleetCliOptions {
   /** `--coding-tools`: true alone, or the names given. */
   codingTools?: true | string[];
   bashTimeout?: number;
+  /** `--max-concurrency`: caps by tool name. */
+  maxConcurrency?: Record<string, number>;
 }
 
 /** The options of `run`, as commander hands them over. */
@@ -53,6 +55,25 @@ export function parseThreads(value: string): number {
 /** `--threads N`: a fixed pool of N worker threads. */
 export function threadsOption(): Option {
   return new Option("--threads <n>", "worker threads in the pool (default: the number of CPUs)").argParser(parseThreads);
+}
+
+/**
+ * Parses one `--max-concurrency TOOL=N` into the caps given so far (the
+ * runtime's `maxConcurrency`): a later one for the same tool wins. N is
+ * digits only, at least 1; whether TOOL is a tool, the runtime says.
+ */
+export function parseMaxConcurrency(value: string, previous: Record<string, number> | undefined): Record<string, number> {
+  const match = /^(.+)=(\d+)$/.exec(value);
+  const cap = match === null ? Number.NaN : Number(match[2]);
+  if (match === null || !Number.isSafeInteger(cap) || cap < 1) throw new InvalidArgumentError("Expected TOOL=N, with N an integer >= 1.");
+  return { ...previous, [match[1]!]: cap };
+}
+
+/** `--max-concurrency TOOL=N`, repeatable: most calls of a tool running at once (the runtime's `maxConcurrency`). */
+export function maxConcurrencyOption(): Option {
+  return new Option("--max-concurrency <tool=n>", "most calls of a tool running at once, e.g. bash=4; calls over it wait (repeatable)").argParser(
+    parseMaxConcurrency,
+  );
 }
 
 /** `--ndjson`: machine-readable output. */

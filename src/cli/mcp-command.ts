@@ -17,6 +17,7 @@ import {
   piOption,
   remoteOption,
   rootOption,
+  maxConcurrencyOption,
   threadsOption,
   toolsOption,
 } from "./cli-options.js";
@@ -52,6 +53,7 @@ export function addMcpCommand(program: Command): Command {
     .addOption(toolsOption())
     .addOption(hooksOption())
     .addOption(threadsOption())
+    .addOption(maxConcurrencyOption())
     .addOption(modeOption())
     .addOption(piOption())
     .addOption(rootOption())

@@ -17,6 +17,7 @@ import {
   piOption,
   remoteOption,
   rootOption,
+  maxConcurrencyOption,
   threadsOption,
   toolsOption,
   type RunCliOptions,
@@ -52,6 +53,7 @@ export function addRunCommand(program: Command): Command {
     .addOption(modeOption())
     .addOption(piOption())
     .addOption(threadsOption())
+    .addOption(maxConcurrencyOption())
     .addOption(ndjsonOption())
     .addOption(new Option("--full", "show each result whole in the view for people (default: its first 4 lines, each cut at 160 characters)"))
     .addOption(new Option("--fail-on-error", "exit with code 1 when any call ended in an error result (default: 0 once the batch ran)"))

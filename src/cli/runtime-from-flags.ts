@@ -2,7 +2,8 @@
  * The one way the commands (`run`, `serve`, `mcp`, `node`) turn their flags
  * into tools and a runtime: `--tools` modules or the built-in tools (confined
  * to `--root`, writing only with `--allow-write`), `--call-timeout`,
- * `--hooks`, `--threads`, `--mode`, `--pi`, `--fleet` and `--remote`.
+ * `--hooks`, `--threads`, `--mode`, `--pi`, `--max-concurrency`, `--fleet`
+ * and `--remote`.
  * Invalid values are usage errors (exit 2), with the runtime's message.
  *
  * @module
@@ -46,6 +47,8 @@ interface RuntimeFlags extends ToolFlags, FleetCliOptions {
   threads?: number | undefined;
   mode?: ToolExecutionMode | undefined;
   pi?: PiVersion | undefined;
+  /** `--max-concurrency`: caps by tool name. */
+  maxConcurrency?: Readonly<Record<string, number>> | undefined;
 }
 
 /** The tools the flags name. */
@@ -121,6 +124,7 @@ export async function runtimeFromFlags(flags: RuntimeFlags, pool: PoolOptions = 
       ...(flags.mode === undefined ? {} : { toolExecution: flags.mode }),
       ...(pi === undefined ? {} : { pi }),
       ...(fleet === undefined ? {} : { fleet }),
+      ...(flags.maxConcurrency === undefined ? {} : { maxConcurrency: flags.maxConcurrency }),
     }),
   );
 }

@@ -24,6 +24,7 @@ import {
   piOption,
   remoteOption,
   rootOption,
+  maxConcurrencyOption,
   threadsOption,
   toolsOption,
   type ConnectionCliOptions,
@@ -68,6 +69,8 @@ interface ServeRuntimeConfig {
   pi?: PiVersion;
   /** The runtime's pool options (`maxQueue`, `abortGraceMs`, …); `threads` overrides the thread counts. */
   pool?: PoolOptions;
+  /** Caps by tool name, as the runtime's `maxConcurrency`; `--max-concurrency` adds to them (and wins for its tools). */
+  maxConcurrency?: Record<string, number>;
 }
 
 /**
@@ -107,6 +110,7 @@ const configSchema = {
     // (`"pi": 1.6`, a number, is the likely slip).
     pi: {},
     pool: { type: "object" },
+    maxConcurrency: { type: "object" },
   },
 };
 
@@ -136,6 +140,7 @@ async function serve(options: ServeCliOptions): Promise<void> {
       threads: options.threads ?? config.threads,
       mode: options.mode ?? config.toolExecution,
       pi: options.pi ?? config.pi,
+      maxConcurrency: config.maxConcurrency === undefined ? options.maxConcurrency : { ...config.maxConcurrency, ...options.maxConcurrency },
       fleet: options.fleet,
       remote: options.remote,
     },
@@ -178,6 +183,7 @@ export function addServeCommand(program: Command): Command {
     .addOption(hooksOption())
     .addOption(new Option("--max-body <bytes>", "largest request body, in bytes (default: 1048576)").argParser(parseMaxBody))
     .addOption(threadsOption())
+    .addOption(maxConcurrencyOption())
     .addOption(modeOption())
     .addOption(piOption())
     .addOption(fleetOption())

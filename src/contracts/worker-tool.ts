@@ -58,6 +58,14 @@ export interface WorkerToolOptions<TArgs = any> {
   /** Overrides the runtime's `pool.maxResultBytes` for this tool. @default the runtime's */
   maxResultBytes?: number;
   /**
+   * Most calls of this tool executing at once, across every batch and session
+   * of the runtime (nested calls included). A call over it waits for a slot,
+   * first come first served, and never fails for it. An integer >= 1. The
+   * runtime's `maxConcurrency` option may set it for any tool by name.
+   * @default undefined (no cap)
+   */
+  maxConcurrency?: number;
+  /**
    * How many turns of its session's share one call uses when sessions take
    * turns on the pool: give a heavy tool a higher cost, so that a session
    * calling it waits longer between its calls than one calling light tools.
@@ -128,6 +136,8 @@ export interface WorkerTool<TArgs = any> {
   readonly timeoutMs?: number;
   readonly resourceLimits?: Readonly<WorkerResourceLimits>;
   readonly maxResultBytes?: number;
+  /** See {@link WorkerToolOptions.maxConcurrency}. */
+  readonly maxConcurrency?: number;
   /** Turns of its session's share a call uses (see {@link WorkerToolOptions.cost}). */
   readonly cost: number;
   readonly idempotent: boolean;
@@ -166,6 +176,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     timeoutMs,
     resourceLimits,
     maxResultBytes,
+    maxConcurrency,
     cost = 1,
     idempotent = false,
     context,
@@ -191,6 +202,9 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   }
   if (maxResultBytes !== undefined && !(Number.isInteger(maxResultBytes) && maxResultBytes >= 1)) {
     throw invalidTool(`Expected \`maxResultBytes\` of ${where} to be an integer >= 1`, maxResultBytes);
+  }
+  if (maxConcurrency !== undefined && !(Number.isInteger(maxConcurrency) && maxConcurrency >= 1)) {
+    throw invalidTool(`Expected \`maxConcurrency\` of ${where} to be an integer >= 1`, maxConcurrency);
   }
   if (!(Number.isInteger(cost) && cost >= 1 && cost <= 1_000)) {
     throw invalidTool(`Expected \`cost\` of ${where} to be an integer from 1 to 1000`, cost);
@@ -227,6 +241,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(resourceLimits === undefined ? {} : { resourceLimits: Object.freeze({ ...resourceLimits }) }),
     ...(maxResultBytes === undefined ? {} : { maxResultBytes }),
+    ...(maxConcurrency === undefined ? {} : { maxConcurrency }),
     cost,
     idempotent,
     ...(context === undefined ? {} : { context }),

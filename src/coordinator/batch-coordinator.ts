@@ -17,6 +17,7 @@ import { toCallDurations, type CallDurations } from "../tracing/call-durations.j
 import type { CallTiming } from "../contracts/call-timing.js";
 import type { ToolCallPool, WorkerCallOutcome } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
+import { claimOf, runInCapContext, type BatchCaps, type CapContext } from "./call-caps.js";
 import { Mailbox } from "./mailbox.js";
 import { UpdateDeliveries, type UpdateDeliveryOptions } from "./update-deliveries.js";
 import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./maybe-async.js";
@@ -52,6 +53,8 @@ export interface BatchScope extends PrepareScope {
   services: BatchServices;
   /** The batch's spans, when it is traced. */
   trace: BatchTrace | undefined;
+  /** The caps its calls count against; undefined when none can apply. */
+  caps: BatchCaps | undefined;
 }
 
 type PreparedCall = Extract<Preparation, { kind: "prepared" }>;
@@ -301,7 +304,33 @@ export class BatchCoordinator {
    * call on: the stages after it, in the same promise hop.
    */
   #execute<T>(prepared: PreparedCall, updates: UpdateDeliveries | undefined, next: (executed: ExecutedCall) => MaybePromise<T>): Promise<T> {
-    if (prepared.entry.kind !== "worker") return this.#executeInline(prepared, updates).then(next);
+    const caps = this.#scope.caps;
+    const claim = caps === undefined ? undefined : claimOf(caps, prepared.toolCall.name);
+    if (claim === undefined) return this.#executeNow(prepared, updates, undefined, next);
+    // A capped call holds its slots while it executes: from here (after its
+    // hooks, its start event already sent) until the tool settled, before
+    // afterToolCall. Waiting here changes no order pi promises: end events
+    // come in completion order, messages in the model's order.
+    const { gate } = caps!.runtime;
+    // Only an inline call's execute can make nested calls (a worker's runs on another thread).
+    const context: CapContext | undefined = prepared.entry.kind === "inline" ? { claim, caps: caps! } : undefined;
+    const leaveThen = (executed: ExecutedCall): MaybePromise<T> => {
+      gate.leave(claim);
+      return next(executed);
+    };
+    const entered = gate.enter(claim);
+    if (entered === undefined) return this.#executeNow(prepared, updates, context, leaveThen);
+    return entered.then(() => this.#executeNow(prepared, updates, context, leaveThen));
+  }
+
+  /** Stage 2 itself, once the call holds its slots (`capContext`, where any cap applies to it). */
+  #executeNow<T>(
+    prepared: PreparedCall,
+    updates: UpdateDeliveries | undefined,
+    capContext: CapContext | undefined,
+    next: (executed: ExecutedCall) => MaybePromise<T>,
+  ): Promise<T> {
+    if (prepared.entry.kind !== "worker") return this.#executeInline(prepared, updates, capContext).then(next);
     return this.#runOnPool(prepared, updates?.onUpdate ?? ignoreUpdate).then((outcome) => {
       const rules = this.#rules;
       if (rules.dropsLatePartials) updates?.close();
@@ -354,7 +383,7 @@ export class BatchCoordinator {
     );
   }
 
-  async #executeInline(prepared: PreparedCall, updates: UpdateDeliveries | undefined): Promise<ExecutedCall> {
+  async #executeInline(prepared: PreparedCall, updates: UpdateDeliveries | undefined, capContext: CapContext | undefined): Promise<ExecutedCall> {
     const { toolCall, args } = prepared;
     const tool = (prepared.entry as Extract<RegisteredTool, { kind: "inline" }>).tool;
     const callTrace = this.#callTraces?.get(prepared);
@@ -362,7 +391,9 @@ export class BatchCoordinator {
     const rules = this.#rules;
     const signal = this.#scope.signal;
     const onUpdate = updates?.onUpdate ?? ignoreUpdate;
-    const run = () => tool.execute(toolCall.id, args, signal, onUpdate);
+    const execute = () => tool.execute(toolCall.id, args, signal, onUpdate);
+    // A capped call's nested calls (`runtime.runToolCall` from inside) find it as their parent.
+    const run = capContext === undefined ? execute : () => runInCapContext(capContext, execute);
     const startedAt = now();
     let endedAt = startedAt;
     // The run ends as the tool settles, before its partials are awaited.

@@ -10,6 +10,7 @@ interface BatchInputOptions {
   emit?: unknown;
   signal?: unknown;
   sessionKey?: unknown;
+  maxConcurrency?: unknown;
 }
 
 /**
@@ -50,5 +51,9 @@ export function checkBatchInput(assistantMessage: unknown, options: BatchInputOp
       "TP_ERR_INVALID_BATCH",
       `Expected \`sessionKey\` to be a non-empty string of at most 256 characters, got ${describeValue(sessionKey)}`,
     );
+  }
+  const { maxConcurrency } = options;
+  if (maxConcurrency !== undefined && !(Number.isInteger(maxConcurrency) && (maxConcurrency as number) >= 1)) {
+    throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`maxConcurrency\` to be an integer >= 1, got ${describeValue(maxConcurrency)}`);
   }
 }

@@ -8,7 +8,9 @@
 import { rulesOf, type PiRules } from "../coordinator/pi-rules.js";
 import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "../coordinator/tool-registry.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "../options.js";
+import type { RuntimeCaps } from "../coordinator/call-caps.js";
 import { PoolRouter, type PoolRouterEvents } from "./pool-router.js";
+import { createRuntimeCaps } from "./runtime-caps.js";
 
 /** What a runtime is made of. */
 interface RuntimeParts {
@@ -18,6 +20,8 @@ interface RuntimeParts {
   rules: PiRules;
   registry: ReadonlyMap<string, RegisteredTool>;
   router: PoolRouter;
+  /** The caps of the tools and sessions, and the gate every capped call passes. */
+  caps: RuntimeCaps;
 }
 
 /**
@@ -29,6 +33,8 @@ export function composeRuntime(input: RuntimeOptions | undefined, events: PoolRo
   const options = resolveRuntimeOptions(input);
   const rules = rulesOf(options.pi);
   const registry = createToolRegistry(options.tools);
+  // Before the pools: a bad cap starts no thread.
+  const caps = createRuntimeCaps(options, registry);
   const router = new PoolRouter(options, registry, events);
   // After the pools: their threads boot while the schemas compile (the
   // first compile loads TypeBox), which shortens a new runtime's first batch.
@@ -38,5 +44,5 @@ export function composeRuntime(input: RuntimeOptions | undefined, events: PoolRo
     for (const pool of router.pools) pool.close({ force: true }).catch(() => {});
     throw error;
   }
-  return { options, rules, registry, router };
+  return { options, rules, registry, router, caps };
 }

@@ -17,6 +17,8 @@ export interface BatchRequestBody {
   toolExecution?: ToolExecutionMode;
   /** The agent session the batch belongs to (see `executeToolCalls`); the `X-Toolpool-Session` header may carry it instead. */
   sessionKey?: string;
+  /** Most calls of this batch running at once (see `executeToolCalls`'s `maxConcurrency`). */
+  maxConcurrency?: number;
 }
 
 /**
@@ -57,6 +59,7 @@ export const batchRequestSchema = {
     },
     toolExecution: { enum: ["parallel", "sequential"] },
     sessionKey: { type: "string", minLength: 1, maxLength: 256 },
+    maxConcurrency: { type: "integer", minimum: 1 },
   },
 } as const;
 

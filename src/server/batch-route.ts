@@ -37,7 +37,7 @@ async function runBatch(
   reply: FastifyReply,
   { runtime, options, batches, isDraining }: BatchRouteContext,
 ): Promise<FastifyReply | undefined> {
-  const { assistantMessage, context, toolExecution } = request.body;
+  const { assistantMessage, context, toolExecution, maxConcurrency } = request.body;
   if (toolExecution !== undefined && toolExecution !== runtime.options.toolExecution) {
     return sendError(
       reply,
@@ -81,6 +81,7 @@ async function runBatch(
       ...(context === undefined ? {} : { context }),
       signal: batch.signal,
       ...(sessionKey === undefined ? {} : { sessionKey }),
+      ...(maxConcurrency === undefined ? {} : { maxConcurrency }),
       ...(stream === undefined ? {} : { emit: (event: BatchEvent) => stream.send(event.type, framedEvent(event, options)) }),
     });
     batch.settle();

@@ -10,6 +10,7 @@ import {
   type BatchOutcome,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
+  type ExecuteOptions,
   type PiVersion,
   type Runtime,
   type RuntimeOptions,
@@ -71,7 +72,14 @@ export interface SharedRuntime {
 }
 
 /** A runtime of the scripted tools for many scenarios of one flavor and mode, with both hooks routed to the scenario. */
-export function createSharedRuntime(flavor: Flavor, mode: Mode, maxThreads = 4, pi: PiVersion = "0.73"): SharedRuntime {
+export function createSharedRuntime(
+  flavor: Flavor,
+  mode: Mode,
+  maxThreads = 4,
+  pi: PiVersion = "0.73",
+  /** Added to the runtime's options (caps, say). */
+  extraOptions: Partial<RuntimeOptions> = {},
+): SharedRuntime {
   const hooks: SharedRuntime["hooks"] = {};
   const runtime = createRuntime({
     pi,
@@ -80,6 +88,7 @@ export function createSharedRuntime(flavor: Flavor, mode: Mode, maxThreads = 4, 
     beforeToolCall: async (context) => hooks.beforeToolCall?.(context),
     afterToolCall: async (context) => hooks.afterToolCall?.(context),
     pool: { maxThreads, minThreads: 1 },
+    ...extraOptions,
   });
   return { runtime, hooks, maxThreads };
 }
@@ -124,6 +133,19 @@ function scriptedTool(flavor: Flavor, name: string, extra: Partial<AgentTool> = 
   };
 }
 
+/**
+ * Caps that a batch of `callCount` calls never reaches: each scripted tool's,
+ * the session's (runtime options) and the batch's (`batch`). A run with them
+ * must be pi's run, event for event.
+ */
+export function capsNeverReached(callCount: number): { runtime: Partial<RuntimeOptions>; batch: Pick<ExecuteOptions, "maxConcurrency"> } {
+  const cap = Math.max(1, callCount);
+  return {
+    runtime: { maxConcurrency: { work: cap, legacy: cap, serial: cap }, maxConcurrencyPerSession: cap },
+    batch: { maxConcurrency: cap },
+  };
+}
+
 /** The scripted tools: `work` (gates, failures, updates), `legacy` (prepareArguments), `serial` (sequential). */
 export function scriptedTools(flavor: Flavor): ToolDefinition[] {
   return [scriptedTool(flavor, "work"), scriptedTool(flavor, "legacy"), scriptedTool(flavor, "serial", { executionMode: "sequential" })];
@@ -161,6 +183,8 @@ export async function runScenario(
    * the oracle.
    */
   extraOptions: Partial<RuntimeOptions> = {},
+  /** Added to toolpool's `executeToolCalls` options (a batch's `maxConcurrency`). */
+  batchOptions: Pick<ExecuteOptions, "maxConcurrency"> = {},
 ): Promise<Trace> {
   const pi = extraOptions.pi ?? shared?.runtime.options.pi ?? "0.73";
   gates.reset();
@@ -299,6 +323,7 @@ export async function runScenario(
         context: { systemPrompt, messages: [...history, assistantMessage] },
         signal: controller.signal,
         emit,
+        ...batchOptions,
       });
     } finally {
       shared.hooks.beforeToolCall = undefined;
@@ -320,6 +345,7 @@ export async function runScenario(
         context: { systemPrompt, messages: [...history, assistantMessage] },
         signal: controller.signal,
         ...(isObserved ? { emit } : {}),
+        ...batchOptions,
       });
     } finally {
       batchDone.resolve();

@@ -73,3 +73,4 @@ export { PoolEventSource, type PoolCallEvent, type PoolThreadEvent } from "../..
 export type { WorkerCallRequest } from "../../src/contracts/pool-contract.js";
 export { updateTag, type WorkerReply, type WorkerTask } from "../../src/workers/protocol.js";
 export type { ThreadHost, ThreadHostEvents } from "../../src/workers/thread-host.js";
+export { CapClaim, CapGate } from "../../src/cap-gate.js";

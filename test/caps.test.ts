@@ -1,0 +1,279 @@
+import { createRuntime, workerTool, type AgentTool, type BatchEvent, type Runtime, type RuntimeOptions, type ToolCall } from "toolpool";
+import { afterEach, describe, expect, it } from "vitest";
+
+import { execute as probeExecute } from "./fixtures/tools/concurrency-probe.mjs";
+import { GateController } from "./support/gates.js";
+import { batch, type CallSpec, textOf, until } from "./support/helpers.js";
+
+const probeModule = new URL("./fixtures/tools/concurrency-probe.mjs", import.meta.url);
+const gateArgs = { type: "object", properties: { gate: { type: "string" } }, required: ["gate"] } as const;
+
+/** Shared counts of a probe: running now, most at once, started (see concurrency-probe.mjs). */
+function counts() {
+  const shared = new Int32Array(new SharedArrayBuffer(12));
+  return { shared, running: () => Atomics.load(shared, 0), most: () => Atomics.load(shared, 1), started: () => Atomics.load(shared, 2) };
+}
+
+/** A worker probe tool counting into `shared`. */
+function workerProbe(name: string, shared: Int32Array, maxConcurrency?: number) {
+  return workerTool({ name, description: "", parameters: gateArgs, module: probeModule, context: () => shared, maxConcurrency });
+}
+
+/** An inline probe tool counting into `shared`. */
+function inlineProbe(name: string, shared: Int32Array): AgentTool {
+  return { name, label: name, description: "", parameters: gateArgs, execute: (_id, args, signal) => probeExecute({ ...args, shared }, { signal }) };
+}
+
+const gates = new GateController();
+let runtime: Runtime | undefined;
+
+function start(options: RuntimeOptions): Runtime {
+  runtime = createRuntime({ pool: { maxThreads: 4 }, ...options });
+  return runtime;
+}
+
+afterEach(async () => {
+  await runtime?.close({ force: true });
+  runtime = undefined;
+  gates.reset();
+});
+
+/**
+ * Opens the gates of `keys`, whose calls arrive in that order, `held` of them
+ * waiting at once: each time the newest waiting one (so calls end out of the
+ * model's order), then waits for the next call to arrive. Returns the order opened.
+ */
+async function openInTurn(keys: string[], held: number): Promise<string[]> {
+  const opened: string[] = [];
+  const holding: string[] = [];
+  let next = 0;
+  while (next < Math.min(held, keys.length)) {
+    await gates.whenWaiting(keys[next]!);
+    holding.push(keys[next++]!);
+  }
+  while (holding.length > 0) {
+    const key = holding.pop()!;
+    gates.open(key);
+    opened.push(key);
+    if (next < keys.length) {
+      await gates.whenWaiting(keys[next]!);
+      holding.push(keys[next++]!);
+    }
+  }
+  return opened;
+}
+
+const keysOf = (prefix: string, count: number) => Array.from({ length: count }, (_, index) => `${prefix}${index}`);
+
+describe("caps", () => {
+  it("runs at most 2 of a worker tool with maxConcurrency: 2 in a batch of 8, in pi's order of events", async () => {
+    const probe = counts();
+    const rt = start({ tools: [workerProbe("probe", probe.shared, 2)] });
+    const keys = keysOf("w2-", 8);
+    const events: BatchEvent[] = [];
+    const outcome = rt.executeToolCalls(batch(...keys.map((key, index): CallSpec => [`c${index}`, "probe", { gate: key }])), {
+      emit: (event) => void events.push(event),
+    });
+    await gates.whenWaiting(keys[0]!);
+    await gates.whenWaiting(keys[1]!);
+    // The six others wait for a slot before the pool: it never saw them.
+    const stats = rt.poolStats!;
+    expect(stats.running + stats.queued).toBe(2);
+    const opened = await openInTurn(keys, 2);
+    const { messages } = await outcome;
+    expect(probe.most()).toBe(2);
+    expect(probe.started()).toBe(8);
+    // pi's order: every start in the model's order, ends in completion order, then the messages in the model's order.
+    const ids = (type: string) => events.filter((event) => event.type === type).map((event) => (event as { toolCallId: string }).toolCallId);
+    expect(events.slice(0, 8).map((event) => event.type)).toEqual(Array(8).fill("tool_execution_start"));
+    expect(ids("tool_execution_start")).toEqual(keys.map((_, index) => `c${index}`));
+    expect(ids("tool_execution_end")).toEqual(opened.map((key) => `c${keys.indexOf(key)}`));
+    expect(events.slice(16).map((event) => event.type)).toEqual(Array(8).fill(["message_start", "message_end"]).flat());
+    expect(messages.map((message) => message.toolCallId)).toEqual(keys.map((_, index) => `c${index}`));
+    expect(messages.map((message) => textOf(message))).toEqual(keys.map((key) => `ran ${key}`));
+  });
+
+  it("runs at most maxConcurrency calls of a batch at once, whatever their tools", async () => {
+    const probe = counts();
+    const rt = start({ tools: [workerProbe("a", probe.shared), workerProbe("b", probe.shared)] });
+    const keys = keysOf("b3-", 6);
+    const outcome = rt.executeToolCalls(batch(...keys.map((key, index): CallSpec => [`c${index}`, index % 2 ? "a" : "b", { gate: key }])), {
+      maxConcurrency: 3,
+    });
+    for (const key of keys.slice(0, 3)) await gates.whenWaiting(key);
+    expect(rt.poolStats!.running + rt.poolStats!.queued).toBe(3);
+    await openInTurn(keys, 3);
+    await outcome;
+    expect(probe.most()).toBe(3);
+    expect(probe.started()).toBe(6);
+  });
+
+  it("caps an inline tool named in the runtime's maxConcurrency", async () => {
+    const probe = counts();
+    const rt = start({ tools: [inlineProbe("inline", probe.shared)], maxConcurrency: { inline: 2 } });
+    const keys = keysOf("i2-", 5);
+    const outcome = rt.executeToolCalls(batch(...keys.map((key, index): CallSpec => [`c${index}`, "inline", { gate: key }])));
+    await gates.whenWaiting(keys[0]!);
+    await gates.whenWaiting(keys[1]!);
+    // An inline call counts the moment its execute runs: the others have not.
+    expect(probe.started()).toBe(2);
+    await openInTurn(keys, 2);
+    await outcome;
+    expect([probe.most(), probe.started()]).toEqual([2, 5]);
+  });
+
+  it("shares maxConcurrencyPerSession across the batches of one session, not with other sessions", async () => {
+    const probe = counts();
+    const other = counts();
+    const rt = start({ tools: [workerProbe("probe", probe.shared), inlineProbe("other", other.shared)], maxConcurrencyPerSession: 2 });
+    const first = rt.executeToolCalls(batch(["a0", "probe", { gate: "s-a0" }], ["a1", "probe", { gate: "s-a1" }]), { sessionKey: "one" });
+    const second = rt.executeToolCalls(batch(["b0", "probe", { gate: "s-b0" }], ["b1", "probe", { gate: "s-b1" }]), { sessionKey: "one" });
+    await gates.whenWaiting("s-a0");
+    await gates.whenWaiting("s-a1");
+    expect(rt.poolStats!.running + rt.poolStats!.queued).toBe(2);
+    // Another session is not held back by session "one"'s cap.
+    const elsewhere = rt.executeToolCalls(batch(["o0", "other", { gate: "s-o0" }], ["o1", "other", { gate: "s-o1" }]), { sessionKey: "two" });
+    await gates.whenWaiting("s-o0");
+    await gates.whenWaiting("s-o1");
+    gates.open("s-o0");
+    gates.open("s-o1");
+    await elsewhere;
+    await openInTurn(["s-a0", "s-a1", "s-b0", "s-b1"], 2);
+    await Promise.all([first, second]);
+    expect([probe.most(), probe.started(), other.most()]).toEqual([2, 4, 2]);
+  });
+
+  it("holds a batch without a sessionKey, its own session, to the lower of its batch cap and the session cap", async () => {
+    const probe = counts();
+    const rt = start({ tools: [inlineProbe("inline", probe.shared)], maxConcurrencyPerSession: 2 });
+    const keys = keysOf("own-", 4);
+    const outcome = rt.executeToolCalls(batch(...keys.map((key, index): CallSpec => [`c${index}`, "inline", { gate: key }])), { maxConcurrency: 3 });
+    await openInTurn(keys, 2);
+    await outcome;
+    expect([probe.most(), probe.started()]).toEqual([2, 4]);
+  });
+});
+
+/** The tool's outcome, or "deadlocked" when it has not settled within a bound far above what a busy machine needs. */
+function orDeadlock<T>(promise: Promise<T>, limitMs = 20_000): Promise<T | "deadlocked"> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<"deadlocked">((resolve) => (timer = setTimeout(() => resolve("deadlocked"), limitMs)));
+  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
+}
+
+const call = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({ type: "toolCall", id, name, arguments: args });
+
+describe("caps of nested calls", () => {
+  /** An inline tool that runs `children` through `runtime.runToolCall`, all at once, and says what they returned. */
+  function delegating(name: string, children: (args: Record<string, unknown>) => ToolCall[]): AgentTool {
+    return {
+      name,
+      label: name,
+      description: "",
+      parameters: { type: "object" },
+      execute: async (_id, args) => {
+        const outcomes = await Promise.all(children(args as Record<string, unknown>).map((child) => runtime!.runToolCall(child)));
+        return { content: [{ type: "text", text: outcomes.map((outcome) => textOf(outcome.result)).join(", ") }], details: {} };
+      },
+    };
+  }
+
+  it("never deadlocks a call against its parent: a child over a full cap its ancestor holds runs in the ancestor's slot", async () => {
+    const probe = counts();
+    start({
+      tools: [
+        // `outer` (cap 1) runs an `outer` child, which runs two worker probes (cap 1): each child needs a slot its parent holds.
+        delegating("outer", (args) => (args.depth === 1 ? [call("p0", "probe", { gate: "n-p0" })] : [call("inner", "outer", { depth: 1 })])),
+        workerProbe("probe", probe.shared, 1),
+      ],
+      maxConcurrency: { outer: 1 },
+      maxConcurrencyPerSession: 1,
+    });
+    const outcome = runtime!.executeToolCalls(batch(["c0", "outer"]), { maxConcurrency: 1 });
+    const opened = gates.whenWaiting("n-p0").then(() => gates.open("n-p0"));
+    const settled = await orDeadlock(outcome);
+    expect(settled).not.toBe("deadlocked");
+    await opened;
+    expect(textOf((settled as Awaited<typeof outcome>).messages[0])).toBe("ran n-p0");
+  });
+
+  it("counts a nested call against its parent's session: another batch of the session waits for it", async () => {
+    const probe = counts();
+    const later = counts();
+    start({
+      tools: [
+        delegating("parent", () => [call("child", "probe", { gate: "ns-child" })]),
+        inlineProbe("probe", probe.shared),
+        inlineProbe("later", later.shared),
+      ],
+      maxConcurrencyPerSession: 2,
+    });
+    const parentBatch = runtime!.executeToolCalls(batch(["p", "parent"]), { sessionKey: "s" });
+    // The parent holds one slot of the session, its child the other.
+    await gates.whenWaiting("ns-child");
+    let hasStarted = false;
+    const laterBatch = runtime!.executeToolCalls(batch(["l", "later", { gate: "ns-later" }]), {
+      sessionKey: "s",
+      emit: (event) => void (event.type === "tool_execution_start" && (hasStarted = true)),
+    });
+    await until(() => hasStarted, "the later batch's start event");
+    // Its call is prepared and waits for a slot: a few turns of the event loop change nothing.
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(later.started()).toBe(0);
+    gates.open("ns-child");
+    await gates.whenWaiting("ns-later");
+    expect(later.started()).toBe(1);
+    gates.open("ns-later");
+    await Promise.all([parentBatch, laterBatch]);
+    expect(probe.started()).toBe(1);
+  });
+
+  it("counts nested calls against their tool's cap across parents", async () => {
+    const probe = counts();
+    start({
+      tools: [delegating("parent", (args) => [call(`${args.id}`, "probe", { gate: `nt-${args.id}` })]), workerProbe("probe", probe.shared, 1)],
+    });
+    const outcome = runtime!.executeToolCalls(batch(["p0", "parent", { id: "a" }], ["p1", "parent", { id: "b" }]));
+    await gates.whenWaiting("nt-a");
+    expect(runtime!.poolStats!.running + runtime!.poolStats!.queued).toBe(1);
+    // Parent p0's child asks first: it gets the slot, p1's waits for it.
+    await openInTurn(["nt-a", "nt-b"], 1);
+    await outcome;
+    expect([probe.most(), probe.started()]).toEqual([1, 2]);
+  });
+});
+
+describe("caps that are refused", () => {
+  it.each([
+    [{ maxConcurrency: { probe: 0 } }, "`maxConcurrency.probe`"],
+    [{ maxConcurrency: { probe: 1.5 } }, "`maxConcurrency.probe`"],
+    [{ maxConcurrency: 3 }, "`maxConcurrency`"],
+    [{ maxConcurrency: { nope: 2 } }, "`maxConcurrency`"],
+    [{ maxConcurrencyPerSession: 0 }, "`maxConcurrencyPerSession`"],
+  ] as [RuntimeOptions, string][])("refuses %j at start, naming the option", (options, named) => {
+    const shared = counts().shared;
+    expect(() => createRuntime({ tools: [inlineProbe("probe", shared)], ...options })).toThrow(
+      expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message: expect.stringContaining(named) }),
+    );
+  });
+
+  it("refuses a worker tool's maxConcurrency that is not a positive integer", () => {
+    for (const maxConcurrency of [0, -1, 2.5, "2"]) {
+      expect(() => workerProbe("probe", counts().shared, maxConcurrency as number)).toThrow(
+        expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message: expect.stringContaining("`maxConcurrency`") }),
+      );
+    }
+  });
+
+  it("refuses a batch's maxConcurrency that is not a positive integer, at the call", async () => {
+    const rt = start({ tools: [inlineProbe("probe", counts().shared)] });
+    for (const maxConcurrency of [0, 1.5, "3", Number.NaN]) {
+      await expect(
+        rt.executeToolCalls(batch(["c0", "probe", { gate: "never" }]), { maxConcurrency: maxConcurrency as number }),
+      ).rejects.toMatchObject({
+        code: "TP_ERR_INVALID_BATCH",
+        message: expect.stringContaining("`maxConcurrency`"),
+      });
+    }
+  });
+});
