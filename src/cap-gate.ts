@@ -33,6 +33,8 @@ export class CapClaim {
   isHolding = false;
   /** Bit `i` set: it holds a slot of `keys[i]` of its own (clear: it runs in an ancestor's). */
   taken = 0;
+  /** What the claim's owner says of it while it waits (for `Runtime.capWaits()`); set only once it must wait. */
+  wait: unknown;
 
   constructor(keys: readonly unknown[], caps: readonly number[], parent?: CapClaim) {
     if (keys.length !== caps.length || keys.length > 30) throw new RangeError("a claim has one cap per key, at most 30 keys");
@@ -99,6 +101,11 @@ export class CapGate {
   /** Claims waiting for a slot now. */
   get waiting(): number {
     return this.#waiting.length;
+  }
+
+  /** The claims waiting for a slot now, in their order. */
+  waitingClaims(): CapClaim[] {
+    return this.#waiting.map((waiter) => waiter.claim);
   }
 
   /** Admits `claim`: `undefined` when it got its slots at once, else a promise that resolves when it does. */

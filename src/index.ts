@@ -9,6 +9,7 @@ export type { ExecuteOptions, RunToolCallOptions, RuntimeDiagnosis, ToolCallOutc
 export { workerTool, isWorkerTool } from "./contracts/worker-tool.js";
 export type { WorkerCallInfo, WorkerResourceLimits, WorkerTool, WorkerToolOptions } from "./contracts/worker-tool.js";
 export type { PoolCallDiagnosis, PoolDiagnosis, PoolStats } from "./contracts/pool-contract.js";
+export type { CapWait } from "./runtime.js";
 export type {
   PoolCallEndedEvent,
   PoolCallEvent,

@@ -22,7 +22,9 @@ import type { ResolvedRuntimeOptions, RuntimeOptions } from "./options.js";
 import { toAgentTool } from "./runtime/agent-tool-adapter.js";
 import { composeRuntime } from "./runtime/compose.js";
 import { batchMeta, EventBus } from "./runtime/event-bus.js";
-import type { RuntimeCaps } from "./coordinator/call-caps.js";
+import type { CapWait, RuntimeCaps } from "./coordinator/call-caps.js";
+
+export type { CapWait };
 import { batchCapsOf } from "./runtime/runtime-caps.js";
 import type { PoolRouter } from "./runtime/pool-router.js";
 import { createPoolEventRelay } from "./runtime/pool-event-relay.js";
@@ -171,6 +173,23 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    */
   get poolStats(): PoolStats | undefined {
     return this.#router.poolStats;
+  }
+
+  /**
+   * The calls waiting for a cap now (`maxConcurrency` of a tool or a batch,
+   * `maxConcurrencyPerSession`), first come first: their start event is out,
+   * their tool has not started, and no pool has seen them. Empty in a
+   * runtime without caps. For a live view or a metric; each call is a copy.
+   *
+   * @example
+   * ```ts
+   * for (const wait of runtime.capWaits()) console.log(wait.tool, wait.toolCallId, Date.now() - wait.since);
+   * ```
+   */
+  capWaits(): CapWait[] {
+    const waits: CapWait[] = [];
+    for (const claim of this.#caps.gate.waitingClaims()) if (claim.wait !== undefined) waits.push({ ...(claim.wait as CapWait) });
+    return waits;
   }
 
   /**

@@ -115,7 +115,9 @@ describe.skipIf(!hasChromium && !isCi)("live view (/ui) in Chromium", () => {
     await page.waitForFunction(() =>
       [...document.querySelectorAll('[data-thread][data-state="busy"]')].some((lane) => lane.textContent?.includes("gamma-held")),
     );
-    await page.waitForFunction(() => document.querySelector('[data-session="gamma"]')?.children[2]?.textContent === "1");
+    // Its row: name, waiting for a thread, waiting for a cap, running, …
+    await page.waitForFunction(() => document.querySelector('[data-session="gamma"]')?.children[3]?.textContent === "1");
+    expect(await page.locator('[data-session="gamma"] td').nth(2).textContent()).toBe("0");
     await Promise.all([
       postBatch(url, "alpha", [
         { id: "alpha-1", name: "work", arguments: { text: "one" } },

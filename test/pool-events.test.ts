@@ -135,6 +135,34 @@ describe("GET /v1/pool/events", () => {
     expect(server.diagnosePoolEvents()?.isAttached).toBe(false);
   });
 
+  it("shows a call waiting for a cap as such in its session, not as running or queued for a thread", async () => {
+    const runtime = createRuntime({ tools: [work, fault], pool: { maxThreads: 2, minThreads: 1 }, maxConcurrency: { work: 1 } });
+    const server = createServer(runtime, { host: "127.0.0.1", port: 0, token });
+    servers.push(server);
+    const url = await server.listen();
+    const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
+    const frames = readFrames(response);
+    await readUntil(frames, (frame) => frame.type === "snapshot");
+    const [first, second] = [`${randomUUID()}:first`, `${randomUUID()}:second`];
+    const done = runtime.executeToolCalls(
+      message([
+        { id: "first", name: "work", arguments: { gate: first } },
+        { id: "second", name: "work", arguments: { gate: second } },
+      ]),
+      { sessionKey: "capped" },
+    );
+    await gates.whenWaiting(first);
+    const snapshot = (await readUntil(
+      frames,
+      (frame) => frame.type === "snapshot" && frame.sessions.some((view) => view.capped > 0),
+    )) as PoolSnapshotFrame;
+    expect(snapshot.sessions).toEqual([{ session: "capped", waiting: 0, capped: 1, running: 1, longestWaitMs: expect.any(Number) }]);
+    gates.open(first);
+    await gates.whenWaiting(second);
+    gates.open(second);
+    expect((await done).messages.map((m) => m.isError)).toEqual([false, false]);
+  });
+
   it("streams each ended call with its session, thread and fault code, and the sessions under way", async () => {
     const { runtime, url } = await startServer();
     const response = await fetch(`${url}/v1/pool/events`, { headers: { authorization: `Bearer ${token}` } });
@@ -144,7 +172,7 @@ describe("GET /v1/pool/events", () => {
     const held = runtime.executeToolCalls(message([{ id: "held", name: "work", arguments: { gate } }]), { sessionKey: "gamma" });
     await gates.whenWaiting(gate);
     const busy = (await readUntil(frames, (frame) => frame.type === "snapshot" && frame.sessions.length > 0)) as PoolSnapshotFrame;
-    expect(busy.sessions).toEqual([{ session: "gamma", waiting: 0, running: 1, longestWaitMs: 0 }]);
+    expect(busy.sessions).toEqual([{ session: "gamma", waiting: 0, capped: 0, running: 1, longestWaitMs: 0 }]);
     expect(busy.threads.filter((thread) => thread.state === "busy")).toEqual([
       expect.objectContaining({ call: { tool: "work", toolCallId: "held", batchId: "b1", session: "gamma" } }),
     ]);

@@ -17,7 +17,7 @@ import { toCallDurations, type CallDurations } from "../tracing/call-durations.j
 import type { CallTiming } from "../contracts/call-timing.js";
 import type { ToolCallPool, WorkerCallOutcome } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
-import { claimOf, runInCapContext, type BatchCaps, type CapContext } from "./call-caps.js";
+import { claimOf, runInCapContext, type BatchCaps, type CapContext, type CapWait } from "./call-caps.js";
 import { Mailbox } from "./mailbox.js";
 import { UpdateDeliveries, type UpdateDeliveryOptions } from "./update-deliveries.js";
 import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./maybe-async.js";
@@ -320,6 +320,10 @@ export class BatchCoordinator {
     };
     const entered = gate.enter(claim);
     if (entered === undefined) return this.#executeNow(prepared, updates, context, leaveThen);
+    const { batchId, sessionKey } = this.#scope;
+    const wait: CapWait = { tool: prepared.toolCall.name, toolCallId: prepared.toolCall.id, batchId, since: Date.now() };
+    if (sessionKey !== undefined) wait.sessionKey = sessionKey;
+    claim.wait = wait;
     return entered.then(() => this.#executeNow(prepared, updates, context, leaveThen));
   }
 

@@ -50,6 +50,17 @@ export interface BatchCaps {
   readonly parent: CapClaim | undefined;
 }
 
+/** A call waiting for a cap, as `Runtime.capWaits()` lists it. */
+export interface CapWait {
+  tool: string;
+  toolCallId: string;
+  /** Its batch's id, as the batch's events carry it (a call of `runToolCall` has one of its own). */
+  batchId: string;
+  sessionKey?: string;
+  /** When it began to wait, Unix milliseconds. */
+  since: number;
+}
+
 /** What a capped call's execute runs in: found again by a nested call. */
 export interface CapContext {
   readonly claim: CapClaim;

@@ -107,6 +107,17 @@ export class ServerMetrics {
       },
     });
     new Gauge({
+      name: "toolpool_calls_waiting_for_cap",
+      help: "Calls waiting for a cap (maxConcurrency of a tool or a batch, maxConcurrencyPerSession), by tool: started, not yet run.",
+      labelNames: ["tool"] as const,
+      registers,
+      collect() {
+        this.reset();
+        if (runtime.isClosed) return;
+        for (const wait of runtime.capWaits()) this.inc({ tool: wait.tool });
+      },
+    });
+    new Gauge({
       name: "toolpool_batches_in_flight",
       help: "Batches the server is answering.",
       registers,

@@ -25,7 +25,7 @@
 /** @typedef {import("../server/live-view/pool-event-frames.js").PoolFaultView} PoolFaultView */
 /** @typedef {{ element: HTMLElement, wait: HTMLElement, record: PoolCallRecord }} Bar */
 /** @typedef {{ element: HTMLElement, state: HTMLElement, call: HTMLElement, track: HTMLElement, bars: Map<string, Bar> }} Lane */
-/** @typedef {{ label: string, waiting: number, running: number, longestWaitMs: number, ended: number, errors: number, lastSeen: number }} SessionRow */
+/** @typedef {{ label: string, waiting: number, capped: number, running: number, longestWaitMs: number, ended: number, errors: number, lastSeen: number }} SessionRow */
 
 const tokenKey = "toolpool-token";
 /** Milliseconds of history the timeline keeps; it shows the last `view.windowMs` of them. */
@@ -408,6 +408,7 @@ function noteSession(session, batchId, isError) {
   const entry = view.sessions.get(key) ?? {
     label: sessionLabel(session, batchId),
     waiting: 0,
+    capped: 0,
     running: 0,
     longestWaitMs: 0,
     ended: 0,
@@ -457,6 +458,7 @@ function layoutBars() {
 function drawSessions({ sessions, sessionsOmitted }) {
   for (const entry of view.sessions.values()) {
     entry.waiting = 0;
+    entry.capped = 0;
     entry.running = 0;
     entry.longestWaitMs = 0;
   }
@@ -467,14 +469,24 @@ function drawSessions({ sessions, sessionsOmitted }) {
       ended: 0,
       errors: 0,
       waiting: 0,
+      capped: 0,
       running: 0,
       longestWaitMs: 0,
       lastSeen: 0,
     };
-    Object.assign(entry, { waiting: session.waiting, running: session.running, longestWaitMs: session.longestWaitMs, lastSeen: Date.now() });
+    Object.assign(entry, {
+      waiting: session.waiting,
+      // A server from before caps sends no count.
+      capped: session.capped ?? 0,
+      running: session.running,
+      longestWaitMs: session.longestWaitMs,
+      lastSeen: Date.now(),
+    });
     view.sessions.set(key, entry);
   }
-  const ordered = [...view.sessions].sort(([, a], [, b]) => b.waiting - a.waiting || b.running - a.running || b.lastSeen - a.lastSeen);
+  const ordered = [...view.sessions].sort(
+    ([, a], [, b]) => b.waiting + b.capped - (a.waiting + a.capped) || b.running - a.running || b.lastSeen - a.lastSeen,
+  );
   for (const [key] of ordered.slice(sessionsKept)) view.sessions.delete(key);
   $tbody("sessions").replaceChildren(
     ...ordered.slice(0, sessionsKept).map(([key, entry]) => {
@@ -484,8 +496,9 @@ function drawSessions({ sessions, sessionsOmitted }) {
       row.append(
         el("td", "name", entry.label),
         el("td", "num", entry.waiting),
+        el("td", "num", entry.capped),
         el("td", "num", entry.running),
-        el("td", "num", entry.waiting > 0 ? ms(entry.longestWaitMs) : "–"),
+        el("td", "num", entry.waiting + entry.capped > 0 ? ms(entry.longestWaitMs) : "–"),
         el("td", "num", entry.ended),
         el("td", "num", entry.errors),
       );

@@ -89,9 +89,11 @@ export interface PoolSessionView {
   batchId?: string;
   /** Calls waiting for a thread. */
   waiting: number;
+  /** Calls waiting for a cap (`maxConcurrency`, `maxConcurrencyPerSession`): started, not yet handed to a pool or run. */
+  capped: number;
   /** Calls running (or in preparation). */
   running: number;
-  /** Milliseconds its longest-waiting call has been under way; 0 when none waits. */
+  /** Milliseconds its longest-waiting call (for a thread or a cap) has been under way; 0 when none waits. */
   longestWaitMs: number;
 }
 

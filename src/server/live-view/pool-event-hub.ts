@@ -321,21 +321,34 @@ export class PoolEventHub {
   /** Sessions with calls under way, most waiting first. */
   #sessionViews(waiting: Set<string>, now: number): PoolSessionView[] {
     const views = new Map<string, PoolSessionView>();
+    // Calls waiting for a cap have started (their start event is out) but reached no pool yet.
+    const capped = new Set<string>();
+    if (!this.#runtime.isClosed) for (const wait of this.#runtime.capWaits()) capped.add(callKey(wait.batchId, wait.toolCallId));
     for (const call of this.#liveCalls.values()) {
       const key = call.session === undefined ? `\0${call.batchId}` : call.session;
       let view = views.get(key);
       if (view === undefined) {
-        view = { ...(call.session === undefined ? { batchId: call.batchId } : { session: call.session }), waiting: 0, running: 0, longestWaitMs: 0 };
+        view = {
+          ...(call.session === undefined ? { batchId: call.batchId } : { session: call.session }),
+          waiting: 0,
+          capped: 0,
+          running: 0,
+          longestWaitMs: 0,
+        };
         views.set(key, view);
       }
-      if (waiting.has(callKey(call.batchId, call.toolCallId))) {
+      const id = callKey(call.batchId, call.toolCallId);
+      if (capped.has(id)) {
+        view.capped += 1;
+        view.longestWaitMs = Math.max(view.longestWaitMs, now - call.startedAt);
+      } else if (waiting.has(id)) {
         view.waiting += 1;
         view.longestWaitMs = Math.max(view.longestWaitMs, now - call.startedAt);
       } else {
         view.running += 1;
       }
     }
-    return [...views.values()].sort((a, b) => b.waiting - a.waiting || b.running - a.running);
+    return [...views.values()].sort((a, b) => b.waiting + b.capped - (a.waiting + a.capped) || b.running - a.running);
   }
 }
 
