@@ -35,6 +35,18 @@ export interface PoolCallEventBase {
   at: number;
 }
 
+/**
+ * What every event of call `seq` says of it, from its request; the runtime
+ * names the pool (`pool` is left empty here). For the pools that emit them.
+ */
+export function callEventBase(
+  seq: number,
+  request: { readonly batchId?: string; readonly sessionKey?: string; readonly toolCallId: string; readonly tool: { readonly name: string } },
+  at: number,
+): PoolCallEventBase {
+  return { pool: "", seq, batchId: request.batchId, sessionKey: request.sessionKey, toolCallId: request.toolCallId, tool: request.tool.name, at };
+}
+
 /** The call was handed to the pool and waits for a thread (it may start in the same turn). */
 export interface PoolCallQueuedEvent extends PoolCallEventBase {
   type: "queued";

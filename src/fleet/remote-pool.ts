@@ -20,7 +20,7 @@ import type { FleetStats, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCall
 import type { WorkerTool } from "../contracts/worker-tool.js";
 import type { ResolvedFleetOptions } from "../contracts/fleet-options.js";
 import type { CallTiming } from "../contracts/call-timing.js";
-import { PoolEventSource } from "../contracts/pool-events.js";
+import { callEventBase, PoolEventSource } from "../contracts/pool-events.js";
 import { AbortAnnouncer } from "./abort-announcer.js";
 import { CallWatchdog } from "./call-watchdog.js";
 import { CoordinatorClients, withTimeout } from "./coordinator-clients.js";
@@ -298,7 +298,7 @@ export class RemotePool implements ToolCallPool {
     group?.calls.add(call);
     const outstanding = (this.#outstanding.get(sessionKey) ?? 0) + 1;
     this.#outstanding.set(sessionKey, outstanding);
-    if (isObserved) this.events.emit({ type: "queued", ...eventBase(call, call.sentAt) });
+    if (isObserved) this.events.emit({ type: "queued", ...callEventBase(call.seq, call.request, call.sentAt) });
     // Bounded like any aborted call: its node may not answer.
     if (startsAborted) this.#startAbortBound(call);
     try {
@@ -482,7 +482,13 @@ export class RemotePool implements ToolCallPool {
       call.node = entry.node;
       if (this.events.isObserved) {
         const queueWaitMs = call.startedAt - call.sentAt;
-        this.events.emit({ type: "started", ...eventBase(call, call.startedAt), threadId: undefined, node: entry.node, queueWaitMs });
+        this.events.emit({
+          type: "started",
+          ...callEventBase(call.seq, call.request, call.startedAt),
+          threadId: undefined,
+          node: entry.node,
+          queueWaitMs,
+        });
       }
       return;
     }
@@ -568,7 +574,7 @@ export class RemotePool implements ToolCallPool {
     const code = outcome.kind === "error" ? outcome.code : undefined;
     this.events.emit({
       type: "ended",
-      ...eventBase(call, timing.endedAt),
+      ...callEventBase(call.seq, call.request, timing.endedAt),
       outcome: outcome.kind === "ok" ? "ok" : code === undefined ? "error" : "fault",
       code,
       threadId: undefined,
@@ -615,18 +621,4 @@ export class RemotePool implements ToolCallPool {
     }
     await this.#clients?.close(this.#replyKey, this.#options.redisTimeoutMs);
   }
-}
-
-/** What every event of `call` says of it; the runtime names the pool. */
-function eventBase(call: RemoteCall, at: number) {
-  const { request } = call;
-  return {
-    pool: "",
-    seq: call.seq,
-    batchId: request.batchId,
-    sessionKey: request.sessionKey,
-    toolCallId: request.toolCallId,
-    tool: request.tool.name,
-    at,
-  };
 }

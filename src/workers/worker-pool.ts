@@ -30,7 +30,7 @@ import type { CallTiming } from "../contracts/call-timing.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import { isSpreadRequest, isUpdateMessage, maxSeq, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
-import { PoolEventSource, type PoolThreadEntry } from "../contracts/pool-events.js";
+import { callEventBase, PoolEventSource, type PoolThreadEntry } from "../contracts/pool-events.js";
 
 /** Makes the threads under a pool: the Piscina host, or a fake one in the pool's unit tests. */
 type CreateThreadHost = (
@@ -240,7 +240,7 @@ export class WorkerPool implements ToolCallPool {
     this.#calls.set(seq, call);
     this.#queued += 1;
     if (request.signal !== undefined) this.#abortGroups.add(request.signal, call);
-    if (this.events.isObserved) this.events.emit({ type: "queued", ...eventBase(call, call.enqueuedAt) });
+    if (this.events.isObserved) this.events.emit({ type: "queued", ...callEventBase(call.seq, call.request, call.enqueuedAt) });
     return call;
   }
 
@@ -353,7 +353,12 @@ export class WorkerPool implements ToolCallPool {
     if (timeoutMs !== undefined) call.timeoutTimer = this.#clock.setTimeout(() => this.#terminate(call, "timeout"), timeoutMs);
     if (call.isAborted) this.#startGracePeriod(call);
     if (this.events.isObserved) {
-      this.events.emit({ type: "started", ...eventBase(call, call.startedAt), threadId, queueWaitMs: call.startedAt - call.enqueuedAt });
+      this.events.emit({
+        type: "started",
+        ...callEventBase(call.seq, call.request, call.startedAt),
+        threadId,
+        queueWaitMs: call.startedAt - call.enqueuedAt,
+      });
     }
     return true;
   }
@@ -388,7 +393,7 @@ export class WorkerPool implements ToolCallPool {
       const call = this.#calls.get(busySeq);
       if (call?.startedAt === undefined) return { pool: "", threadId };
       const queueWaitMs = call.startedAt - call.enqueuedAt;
-      return { pool: "", threadId, running: { type: "started", ...eventBase(call, call.startedAt), threadId, queueWaitMs } };
+      return { pool: "", threadId, running: { type: "started", ...callEventBase(call.seq, call.request, call.startedAt), threadId, queueWaitMs } };
     });
   }
 
@@ -636,7 +641,7 @@ export class WorkerPool implements ToolCallPool {
       const code = outcome.kind === "error" ? outcome.code : undefined;
       this.events.emit({
         type: "ended",
-        ...eventBase(call, timing.endedAt),
+        ...callEventBase(call.seq, call.request, timing.endedAt),
         outcome: outcome.kind === "ok" ? "ok" : code === undefined ? "error" : "fault",
         code,
         threadId: timing.threadId,
@@ -652,18 +657,4 @@ export class WorkerPool implements ToolCallPool {
     call.timeoutTimer = undefined;
     call.graceTimer = undefined;
   }
-}
-
-/** What every event of `call` says of it; the runtime names the pool. */
-function eventBase(call: PoolCall, at: number) {
-  const { request } = call;
-  return {
-    pool: "",
-    seq: call.seq,
-    batchId: request.batchId,
-    sessionKey: request.sessionKey,
-    toolCallId: request.toolCallId,
-    tool: request.tool.name,
-    at,
-  };
 }
