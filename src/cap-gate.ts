@@ -125,6 +125,11 @@ export class CapGate {
     return false;
   }
 
+  /** Gives `claim` its slots now if it fits and no claim waiting before it needs them; never queues it. */
+  enterNow(claim: CapClaim): boolean {
+    return this.#enterNow(claim);
+  }
+
   /** Gives `claim` its slots now if it fits and no claim waiting before it needs them. */
   #enterNow(claim: CapClaim): boolean {
     if (claim.isHolding) throw new Error("a claim enters once");

@@ -145,3 +145,25 @@ describe("a spread grep and a light session on a 2-thread pool", () => {
     expect(partRan, "the grep's part was running when the light call came").toBe(true);
   });
 });
+
+describe("a spread call's parts count against its caps", () => {
+  it("runs no more parts than its tool's cap leaves, and gives their slots back when they end", async () => {
+    const runtime = createRuntime({ tools, pool: { minThreads: 4, maxThreads: 4 }, maxConcurrency: { spread_parent: 2 } });
+    runtimes.push(runtime);
+    const { messages: warm } = await runtime.executeToolCalls(batch(...Array.from({ length: 4 }, (_, i): [string, string] => [`w${i}`, "noop"])));
+    expect(new Set(warm.map((m) => (m.details as { threadId: number }).threadId)).size).toBe(4);
+    for (const round of [1, 2]) {
+      const { messages } = await runtime.executeToolCalls(batch([`s${round}`, "spread_parent", { part: "echoPart", inputs: [1, 2, 3] }]), {
+        sessionKey: "alone",
+      });
+      const { outcomes } = messages[0]!.details as { outcomes: SpreadOutcome[] };
+      // Three idle threads, but the cap of 2 holds the call and one part: the same in the second round, the slots given back.
+      expect(outcomes.map((outcome) => (outcome.ok ? "ran" : outcome.error))).toEqual([
+        "ran",
+        "not run: a cap of the call is full",
+        "not run: a cap of the call is full",
+      ]);
+    }
+    expect(runtime.capWaits()).toEqual([]);
+  });
+});

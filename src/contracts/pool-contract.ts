@@ -31,6 +31,18 @@ export interface WorkerCallRequest {
   batchId?: string | undefined;
   /** W3C `traceparent` of the call's span, handed to the tool as `ctx.traceparent`. */
   traceparent?: string | undefined;
+  /** The caps the call's spread parts count against (`ctx.spread`); absent when none applies to it. */
+  partCaps?: PartCaps | undefined;
+}
+
+/** The caps a call holds a slot of (`maxConcurrency`, per session), as its spread parts count against them. */
+export interface PartCaps {
+  /**
+   * Takes one more slot of each of the call's caps, for a part, at once or
+   * not at all (a full cap, or a call waiting for it first): the function
+   * that gives them back, or `undefined`.
+   */
+  take(): (() => void) | undefined;
 }
 
 /**

@@ -15,7 +15,8 @@ import type { AfterToolCallHook, AgentToolResult, BatchOutcome, ToolCall, ToolEx
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
 import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
 import type { CallTiming } from "../contracts/call-timing.js";
-import type { ToolCallPool, WorkerCallOutcome } from "../contracts/pool-contract.js";
+import { CapClaim } from "../cap-gate.js";
+import type { PartCaps, ToolCallPool, WorkerCallOutcome } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 import { claimOf, runInCapContext, type BatchCaps, type CapContext, type CapWait } from "./call-caps.js";
 import { Mailbox } from "./mailbox.js";
@@ -312,8 +313,8 @@ export class BatchCoordinator {
     // afterToolCall. Waiting here changes no order pi promises: end events
     // come in completion order, messages in the model's order.
     const { gate } = caps!.runtime;
-    // Only an inline call's execute can make nested calls (a worker's runs on another thread).
-    const context: CapContext | undefined = prepared.entry.kind === "inline" ? { claim, caps: caps! } : undefined;
+    // An inline call's execute can make nested calls; a worker call's spread parts count against its caps.
+    const context: CapContext = { claim, caps: caps! };
     const leaveThen = (executed: ExecutedCall): MaybePromise<T> => {
       gate.leave(claim);
       return next(executed);
@@ -335,7 +336,7 @@ export class BatchCoordinator {
     next: (executed: ExecutedCall) => MaybePromise<T>,
   ): Promise<T> {
     if (prepared.entry.kind !== "worker") return this.#executeInline(prepared, updates, capContext).then(next);
-    return this.#runOnPool(prepared, updates?.onUpdate ?? ignoreUpdate).then((outcome) => {
+    return this.#runOnPool(prepared, updates?.onUpdate ?? ignoreUpdate, capContext).then((outcome) => {
       const rules = this.#rules;
       if (rules.dropsLatePartials) updates?.close();
       const { timing } = outcome;
@@ -350,10 +351,15 @@ export class BatchCoordinator {
   }
 
   /** Hands a prepared worker call to its pool. */
-  #runOnPool(prepared: PreparedCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<WorkerCallOutcome> {
+  #runOnPool(
+    prepared: PreparedCall,
+    onUpdate: (partialResult: AgentToolResult<unknown>) => void,
+    capContext: CapContext | undefined,
+  ): Promise<WorkerCallOutcome> {
     const { toolCall, args } = prepared;
     const tool = (prepared.entry as Extract<RegisteredTool, { kind: "worker" }>).tool;
     return this.#scope.services.poolFor(tool).run({
+      partCaps: capContext === undefined ? undefined : partCapsOf(capContext),
       tool,
       toolCallId: toolCall.id,
       args,
@@ -550,4 +556,15 @@ const workerDeliveries: UpdateDeliveryOptions = Object.freeze({});
 
 function isPrepared(entry: Preparation | FinalizedCall): entry is PreparedCall {
   return "kind" in entry && entry.kind === "prepared";
+}
+
+/** The caps a capped worker call's spread parts take slots of: the call's own keys, each part one more slot, never waiting. */
+function partCapsOf({ claim, caps }: CapContext): PartCaps {
+  const { gate } = caps.runtime;
+  return {
+    take() {
+      const part = new CapClaim(claim.keys, claim.caps);
+      return gate.enterNow(part) ? () => gate.leave(part) : undefined;
+    },
+  };
 }

@@ -452,12 +452,17 @@ export class WorkerPool implements ToolCallPool {
    */
   #runPart(parent: PoolCall, exportName: string, input: unknown): SpreadPart {
     const tool = this.#tools.partTool(parent.tool, exportName);
+    // A part of a capped call takes a slot of each of its caps, or does not run (a cap is full).
+    const partCaps = parent.request.partCaps;
+    const release = partCaps?.take();
+    if (partCaps !== undefined && release === undefined) throw new Error("a cap of the call is full");
     let call: PoolCall | undefined;
     const outcome = new Promise<WorkerCallOutcome>((resolve) => {
       const { toolCallId, batchId, sessionKey } = parent.request;
       call = this.#enqueue({ tool, toolCallId, args: input, batchId, sessionKey }, parent.session, resolve);
     });
     const part = call!;
+    if (release !== undefined) void outcome.then(release);
     // Counted under the session's cap (partSlots left room for it), released when it settles.
     this.#admission?.count(part.session);
     this.#submit(part);
