@@ -13,6 +13,7 @@
  */
 import type { ErrorCode } from "../errors.js";
 import type { CallTiming } from "./call-timing.js";
+import type { WorkerCallOutcome } from "./pool-contract.js";
 
 /** What every pool event says of its call. */
 export interface PoolCallEventBase {
@@ -45,6 +46,12 @@ export function callEventBase(
   at: number,
 ): PoolCallEventBase {
   return { pool: "", seq, batchId: request.batchId, sessionKey: request.sessionKey, toolCallId: request.toolCallId, tool: request.tool.name, at };
+}
+
+/** An `ended` event's `outcome` and `code`, from the call's outcome: an error with a code is a fault. */
+export function endedOutcomeOf(outcome: WorkerCallOutcome): Pick<PoolCallEndedEvent, "outcome" | "code"> {
+  if (outcome.kind === "ok") return { outcome: "ok", code: undefined };
+  return { outcome: outcome.code === undefined ? "error" : "fault", code: outcome.code };
 }
 
 /** The call was handed to the pool and waits for a thread (it may start in the same turn). */

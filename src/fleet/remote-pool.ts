@@ -20,7 +20,7 @@ import type { FleetStats, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCall
 import type { WorkerTool } from "../contracts/worker-tool.js";
 import type { ResolvedFleetOptions } from "../contracts/fleet-options.js";
 import type { CallTiming } from "../contracts/call-timing.js";
-import { callEventBase, PoolEventSource } from "../contracts/pool-events.js";
+import { callEventBase, endedOutcomeOf, PoolEventSource } from "../contracts/pool-events.js";
 import { AbortAnnouncer } from "./abort-announcer.js";
 import { CallWatchdog } from "./call-watchdog.js";
 import { CoordinatorClients, withTimeout } from "./coordinator-clients.js";
@@ -563,7 +563,6 @@ export class RemotePool implements ToolCallPool {
     this.#announcer.retry();
   }
 
-  /** Takes a call out of the books without resolving it (it is resubmitted). */
   /** The `ended` event of `call`, timed on this pool's clock (the node's own timing stays with the outcome). */
   #emitEnded(call: RemoteCall, outcome: WorkerCallOutcome): void {
     if (!this.events.isObserved) return;
@@ -571,18 +570,17 @@ export class RemotePool implements ToolCallPool {
     if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
     if (call.node !== undefined) timing.node = call.node;
     if (outcome.timing?.runMs !== undefined) timing.runMs = outcome.timing.runMs;
-    const code = outcome.kind === "error" ? outcome.code : undefined;
     this.events.emit({
       type: "ended",
       ...callEventBase(call.seq, call.request, timing.endedAt),
-      outcome: outcome.kind === "ok" ? "ok" : code === undefined ? "error" : "fault",
-      code,
+      ...endedOutcomeOf(outcome),
       threadId: undefined,
       ...(call.node === undefined ? {} : { node: call.node }),
       timing,
     });
   }
 
+  /** Takes a call out of the books without resolving it (it is resubmitted). */
   #forget(call: RemoteCall): void {
     call.isSettled = true;
     if (call.abortTimer !== undefined) this.#clock.clearTimeout(call.abortTimer);

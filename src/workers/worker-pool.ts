@@ -30,7 +30,7 @@ import type { CallTiming } from "../contracts/call-timing.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import { isSpreadRequest, isUpdateMessage, maxSeq, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
-import { callEventBase, PoolEventSource, type PoolThreadEntry } from "../contracts/pool-events.js";
+import { callEventBase, endedOutcomeOf, PoolEventSource, type PoolThreadEntry } from "../contracts/pool-events.js";
 
 /** Makes the threads under a pool: the Piscina host, or a fake one in the pool's unit tests. */
 type CreateThreadHost = (
@@ -643,12 +643,10 @@ export class WorkerPool implements ToolCallPool {
     // Every outcome reaching here is a fresh object of this call's.
     outcome.timing = timing;
     if (this.events.isObserved) {
-      const code = outcome.kind === "error" ? outcome.code : undefined;
       this.events.emit({
         type: "ended",
         ...callEventBase(call.seq, call.request, timing.endedAt),
-        outcome: outcome.kind === "ok" ? "ok" : code === undefined ? "error" : "fault",
-        code,
+        ...endedOutcomeOf(outcome),
         threadId: timing.threadId,
         timing,
       });
