@@ -41,9 +41,11 @@ afterEach(async () => {
 /**
  * Opens the gates of `keys`, whose calls arrive in that order, `held` of them
  * waiting at once: each time the newest waiting one (so calls end out of the
- * model's order), then waits for the next call to arrive. Returns the order opened.
+ * model's order), then waits for the next call to arrive; once none is left
+ * to arrive, for the opened call to end (`hasEnded`, where given), so that
+ * calls end in the order opened. Returns the order opened.
  */
-async function openInTurn(keys: string[], held: number): Promise<string[]> {
+async function openInTurn(keys: string[], held: number, hasEnded?: (key: string) => boolean): Promise<string[]> {
   const opened: string[] = [];
   const holding: string[] = [];
   let next = 0;
@@ -58,6 +60,8 @@ async function openInTurn(keys: string[], held: number): Promise<string[]> {
     if (next < keys.length) {
       await gates.whenWaiting(keys[next]!);
       holding.push(keys[next++]!);
+    } else if (hasEnded !== undefined && holding.length > 0) {
+      await until(() => hasEnded(key), `the call of ${key} ended`);
     }
   }
   return opened;
@@ -79,7 +83,8 @@ describe("caps", () => {
     // The six others wait for a slot before the pool: it never saw them.
     const stats = rt.poolStats!;
     expect(stats.running + stats.queued).toBe(2);
-    const opened = await openInTurn(keys, 2);
+    const ended = (key: string) => events.some((event) => event.type === "tool_execution_end" && event.toolCallId === `c${keys.indexOf(key)}`);
+    const opened = await openInTurn(keys, 2, ended);
     const { messages } = await outcome;
     expect(probe.most()).toBe(2);
     expect(probe.started()).toBe(8);
