@@ -15,10 +15,9 @@ import type { AfterToolCallHook, AgentToolResult, BatchOutcome, ToolCall, ToolEx
 import type { BatchTrace, CallExecution, CallTrace } from "../tracing/batch-trace.js";
 import { toCallDurations, type CallDurations } from "../tracing/call-durations.js";
 import type { CallTiming } from "../contracts/call-timing.js";
-import { CapClaim } from "../cap-gate.js";
-import type { PartCaps, ToolCallPool, WorkerCallOutcome } from "../contracts/pool-contract.js";
+import type { ToolCallPool, WorkerCallOutcome } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
-import { claimOf, runInCapContext, type BatchCaps, type CapContext, type CapWait } from "./call-caps.js";
+import { CapContext, claimOf, enterCapContext, leaveCapContext, type BatchCaps, type CapWait } from "./call-caps.js";
 import { Mailbox } from "./mailbox.js";
 import { UpdateDeliveries, type UpdateDeliveryOptions } from "./update-deliveries.js";
 import { afterStep, allThen, andThen, eachInOrder, type MaybePromise } from "./maybe-async.js";
@@ -314,7 +313,7 @@ export class BatchCoordinator {
     // come in completion order, messages in the model's order.
     const { gate } = caps!.runtime;
     // An inline call's execute can make nested calls; a worker call's spread parts count against its caps.
-    const context: CapContext = { claim, caps: caps! };
+    const context = new CapContext(claim, caps!);
     const leaveThen = (executed: ExecutedCall): MaybePromise<T> => {
       gate.leave(claim);
       return next(executed);
@@ -359,7 +358,7 @@ export class BatchCoordinator {
     const { toolCall, args } = prepared;
     const tool = (prepared.entry as Extract<RegisteredTool, { kind: "worker" }>).tool;
     return this.#scope.services.poolFor(tool).run({
-      partCaps: capContext === undefined ? undefined : partCapsOf(capContext),
+      partCaps: capContext,
       tool,
       toolCallId: toolCall.id,
       args,
@@ -403,12 +402,20 @@ export class BatchCoordinator {
     const onUpdate = updates?.onUpdate ?? ignoreUpdate;
     const execute = () => tool.execute(toolCall.id, args, signal, onUpdate);
     // A capped call's nested calls (`runtime.runToolCall` from inside) find it as their parent.
-    const run = capContext === undefined ? execute : () => runInCapContext(capContext, execute);
+    let isInCapContext = false;
+    const run =
+      capContext === undefined
+        ? execute
+        : () => {
+            isInCapContext = true;
+            return enterCapContext(capContext, execute);
+          };
     const startedAt = now();
     let endedAt = startedAt;
     // The run ends as the tool settles, before its partials are awaited.
     const ended = (): void => {
       endedAt = now();
+      if (isInCapContext) leaveCapContext();
       if (rules.dropsLatePartials) updates?.close();
     };
     // pi's own step: whatever execute returns is awaited as pi awaits it (a
@@ -556,15 +563,4 @@ const workerDeliveries: UpdateDeliveryOptions = Object.freeze({});
 
 function isPrepared(entry: Preparation | FinalizedCall): entry is PreparedCall {
   return "kind" in entry && entry.kind === "prepared";
-}
-
-/** The caps a capped worker call's spread parts take slots of: the call's own keys, each part one more slot, never waiting. */
-function partCapsOf({ claim, caps }: CapContext): PartCaps {
-  const { gate } = caps.runtime;
-  return {
-    take() {
-      const part = new CapClaim(claim.keys, claim.caps);
-      return gate.enterNow(part) ? () => gate.leave(part) : undefined;
-    },
-  };
 }

@@ -9,6 +9,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 
 import { CapClaim, CapKey, type CapGate } from "../cap-gate.js";
+import type { PartCaps } from "../contracts/pool-contract.js";
 
 /** A capped tool: the object is its key in the gate (a tool's name could equal a session's), holding its count. */
 export class ToolCap extends CapKey {
@@ -61,18 +62,51 @@ export interface CapWait {
   since: number;
 }
 
-/** What a capped call's execute runs in: found again by a nested call. */
-export interface CapContext {
+/**
+ * What a capped call's execute runs in: found again by a nested call. Also
+ * what its spread parts take their slots through (`ctx.spread`), so that a
+ * capped worker call costs no object more than this one.
+ */
+export class CapContext implements PartCaps {
   readonly claim: CapClaim;
   readonly caps: BatchCaps;
+
+  constructor(claim: CapClaim, caps: BatchCaps) {
+    this.claim = claim;
+    this.caps = caps;
+  }
+
+  /** One more slot of each of the call's caps, for a spread part: at once or not at all. */
+  take(): (() => void) | undefined {
+    const { gate } = this.caps.runtime;
+    const part = new CapClaim(this.claim.keys, this.claim.caps);
+    return gate.enterNow(part) ? () => gate.leave(part) : undefined;
+  }
 }
 
 /**
  * Set around a capped inline call's execute, so that a nested call finds its
- * parent without any API change. Never entered for a call no cap applies to:
- * on Node 20 an `AsyncLocalStorage` in use makes every promise cost more.
+ * parent without any API change. Never entered for a call no cap applies to.
  */
 const capContexts = new AsyncLocalStorage<CapContext>();
+
+/**
+ * Whether `AsyncLocalStorage` rides on async hooks here (Node 20 and 22;
+ * Node 24 and later keep the store in an async context frame instead).
+ * While such a storage is in use, every promise of the process, of any
+ * runtime, costs more (a hook runs as it is made), so it is switched off
+ * once no capped inline call has run for a while: see {@link leaveCapContext}.
+ */
+const isHookBased = Object.hasOwn(capContexts, "enabled");
+
+/** Capped inline executes running now, in every runtime of the process. */
+let openContexts = 0;
+/** Whether a capped inline execute began since the last idle check. */
+let hasEnteredSinceCheck = false;
+/** The idle check's timer, while the storage is in use (hook-based only). */
+let idleCheck: NodeJS.Timeout | undefined;
+/** How often the idle check looks; the storage goes off within twice this once capped inline calls stop. */
+const idleCheckMs = 100;
 
 /** The capped call whose execute is running now, where it belongs to `runtime`. */
 export function currentCapContext(runtime: RuntimeCaps): CapContext | undefined {
@@ -80,9 +114,46 @@ export function currentCapContext(runtime: RuntimeCaps): CapContext | undefined 
   return context?.caps.runtime === runtime ? context : undefined;
 }
 
-/** Runs `execute` as the execute of the call that holds `claim`: nested calls it makes are its children. */
-export function runInCapContext<T>(context: CapContext, execute: () => T): T {
+/**
+ * Runs `execute` as the execute of the call that holds `context.claim`:
+ * nested calls it makes are its children. The caller calls
+ * {@link leaveCapContext} once, when the execute has settled.
+ */
+export function enterCapContext<T>(context: CapContext, execute: () => T): T {
+  openContexts += 1;
+  hasEnteredSinceCheck = true;
+  if (isHookBased && idleCheck === undefined) {
+    idleCheck = setInterval(checkIdle, idleCheckMs);
+    idleCheck.unref();
+  }
   return capContexts.run(context, execute);
+}
+
+/** A capped inline execute entered with {@link enterCapContext} has settled. */
+export function leaveCapContext(): void {
+  openContexts -= 1;
+}
+
+/**
+ * Switches the hook-based storage off once no capped inline call runs or
+ * began since the last look: a process whose capped calls have stopped gets
+ * its promises' cost back. Not at each call's end: switching async hooks on
+ * and off costs more than a call. The next capped call switches it on again
+ * (`run` does).
+ */
+function checkIdle(): void {
+  if (openContexts > 0 || hasEnteredSinceCheck) {
+    hasEnteredSinceCheck = false;
+    return;
+  }
+  clearInterval(idleCheck);
+  idleCheck = undefined;
+  capContexts.disable();
+}
+
+/** Whether the storage nested calls are found through is switched on now (hook-based Node versions; for tests). */
+export function isCapContextStorageOn(): boolean {
+  return isHookBased ? (capContexts as unknown as { enabled: boolean }).enabled : true;
 }
 
 /**
