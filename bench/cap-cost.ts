@@ -4,17 +4,18 @@
  * never reached (the tool's, the session's and the batch's far above the
  * calls in flight), side by side in one process.
  *
- *   node dist-bench/cap-cost.js [--calls N] [--reps N] [--json]
+ *   node dist-bench/cap-cost.js [--calls N] [--reps N] [--chunk N] [--json]
  *
  * Worker tools (1 thread per runtime) and inline tools (a capped inline
  * call's execute runs inside an `AsyncLocalStorage` context, so that its
  * nested calls find it; on Node 20 and 22 that storage costs every promise
  * of the process while it is on, so each contender starts after a pause in
- * which it goes off), one at a time and 64 in flight. The contenders take
- * turns repetition by repetition; each repetition's capped time is divided
- * by the uncapped time of the same repetition (paired), and the median of
- * those ratios is the figure.
+ * which it goes off), one at a time and 64 in flight. Within a repetition
+ * the contenders take turns every `--chunk` calls (there, once, after the
+ * pause); each repetition's capped time is divided by the uncapped time of
+ * the same repetition (paired), and the median of those ratios is the figure.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { parseArgs } from "node:util";
 
 import { createRuntime, workerTool, type AgentTool, type ExecuteOptions, type Runtime, type RuntimeOptions } from "toolpool";
@@ -26,6 +27,8 @@ import { median, summarize, type Summary } from "./lib/stats.js";
 export interface CapCostRow {
   tool: "worker" | "inline";
   mode: "serial" | "inFlight";
+  /** Turns each contender took per repetition (1: the whole repetition at once). */
+  turns: number;
   uncapped: Summary;
   capped: Summary;
   /** Median over repetitions of capped ÷ uncapped µs per call, the two measured back to back. */
@@ -38,12 +41,18 @@ export interface CapCostResult {
   node: string;
   calls: number;
   reps: number;
+  /** Calls per turn where the contenders take turns within a repetition. */
+  chunk: number;
   rows: CapCostRow[];
 }
 
 const inFlight = 64;
+/** Calls a contender runs per turn, within a repetition. */
+const defaultChunk = 1_000;
 /** Longer than capped inline calls' context storage takes to go off once they stop (see src/coordinator/call-caps.ts). */
 const storageOffMs = 300;
+/** Whether `AsyncLocalStorage` rides on async hooks here (Node 20 and 22). */
+const isHookBasedStorage = Object.hasOwn(new AsyncLocalStorage(), "enabled");
 /** Never reached: above the calls in flight. */
 const neverReached = 10_000;
 
@@ -64,7 +73,7 @@ function runtimeOf(kind: CapCostRow["tool"], caps: Partial<RuntimeOptions>): Run
   return createRuntime({ tools: [kind === "inline" ? inline : worker], pool: { minThreads: 1, maxThreads: 1 }, ...caps });
 }
 
-async function measure(kind: CapCostRow["tool"], calls: number, reps: number): Promise<CapCostRow[]> {
+async function measure(kind: CapCostRow["tool"], calls: number, reps: number, chunk: number): Promise<CapCostRow[]> {
   const uncapped = runtimeOf(kind, {});
   const capped = runtimeOf(kind, { maxConcurrency: { noop: neverReached }, maxConcurrencyPerSession: neverReached });
   const batchOf = (index: number) => ({
@@ -80,39 +89,48 @@ async function measure(kind: CapCostRow["tool"], calls: number, reps: number): P
     { name: "capped", call: callOf(capped, { maxConcurrency: neverReached }) },
   ];
   const rows: CapCostRow[] = [];
+  // On Node 20 and 22, the storage that capped inline calls run in costs every promise of the
+  // process while it is on, and goes off within 200 ms of the last such call: the uncapped
+  // contender must not pay for it, nor the capped one start with it on. So there, inline
+  // contenders take turns once a repetition, after a pause; elsewhere every `chunk` calls,
+  // which cancels the machine's drift (other work, clock speed) within a repetition.
+  const needsPause = kind === "inline" && isHookBasedStorage;
+  const turns = needsPause ? 1 : Math.max(1, Math.round(calls / chunk));
+  const callsPerTurn = Math.max(1, Math.round(calls / turns));
   try {
     for (const mode of ["serial", "inFlight"] as const) {
       const samples = { uncapped: [] as number[], capped: [] as number[] };
       const ratios: number[] = [];
       const cpuRatios: number[] = [];
       for (let rep = -1; rep < reps; rep++) {
-        // Alternate which goes first, so that neither always runs on a warmer machine.
-        const order = rep % 2 === 0 ? contenders : [...contenders].reverse();
-        const us: Record<string, number> = {};
-        const cpuUs: Record<string, number> = {};
-        for (const contender of order) {
-          // On Node 20 and 22, the storage that capped inline calls run in costs every promise of the
-          // process while it is on, and goes off within 200 ms of the last such call: the uncapped
-          // contender must not pay for it, nor the capped one start with it on.
-          await new Promise((resolve) => setTimeout(resolve, storageOffMs));
-          const start = performance.now();
-          const cpuStart = process.cpuUsage();
-          if (mode === "serial") await runSerial(contender.call, calls);
-          else await runInFlight(contender.call, calls, inFlight);
-          const cpu = process.cpuUsage(cpuStart);
-          us[contender.name] = ((performance.now() - start) * 1000) / calls;
-          cpuUs[contender.name] = (cpu.user + cpu.system) / calls;
+        const ms: Record<string, number> = { uncapped: 0, capped: 0 };
+        const cpuUs: Record<string, number> = { uncapped: 0, capped: 0 };
+        for (let turn = 0; turn < turns; turn++) {
+          // Alternate which goes first, so that neither always runs on a warmer machine.
+          const order = (rep + turn) % 2 === 0 ? contenders : [...contenders].reverse();
+          for (const contender of order) {
+            if (needsPause) await new Promise((resolve) => setTimeout(resolve, storageOffMs));
+            const start = performance.now();
+            const cpuStart = process.cpuUsage();
+            if (mode === "serial") await runSerial(contender.call, callsPerTurn);
+            else await runInFlight(contender.call, callsPerTurn, inFlight);
+            const cpu = process.cpuUsage(cpuStart);
+            ms[contender.name]! += performance.now() - start;
+            cpuUs[contender.name]! += cpu.user + cpu.system;
+          }
         }
         // Repetition -1 warms both up.
         if (rep < 0) continue;
-        samples.uncapped.push(us.uncapped!);
-        samples.capped.push(us.capped!);
-        ratios.push(us.capped! / us.uncapped!);
+        const perCall = (total: number) => (total * 1000) / (turns * callsPerTurn);
+        samples.uncapped.push(perCall(ms.uncapped!));
+        samples.capped.push(perCall(ms.capped!));
+        ratios.push(ms.capped! / ms.uncapped!);
         cpuRatios.push(cpuUs.capped! / cpuUs.uncapped!);
       }
       rows.push({
         tool: kind,
         mode,
+        turns,
         uncapped: summarize(samples.uncapped),
         capped: summarize(samples.capped),
         ratio: median(ratios),
@@ -125,9 +143,9 @@ async function measure(kind: CapCostRow["tool"], calls: number, reps: number): P
   return rows;
 }
 
-export async function runCapCost(calls: number, reps: number): Promise<CapCostResult> {
-  const rows = [...(await measure("worker", calls, reps)), ...(await measure("inline", calls, reps))];
-  return { node: process.version, calls, reps, rows };
+export async function runCapCost(calls: number, reps: number, chunk = defaultChunk): Promise<CapCostResult> {
+  const rows = [...(await measure("worker", calls, reps, chunk)), ...(await measure("inline", calls, reps, chunk))];
+  return { node: process.version, calls, reps, chunk, rows };
 }
 
 /** Markdown lines of a result. */
@@ -136,15 +154,16 @@ export function renderCapCost(result: CapCostResult): string[] {
     `## What caps cost a call (Node ${result.node}, ${result.calls} calls × ${result.reps} reps)`,
     "",
     "A no-op batch of one through `executeToolCalls`: no cap, and caps never reached (tool, session and batch).",
+    `The contenders take turns every ${result.chunk} calls within a repetition, or once a repetition after a pause (turns: 1) where capped inline calls' context storage must go off first (Node 20 and 22).`,
     "",
-    "| tool | mode | µs per call, no cap | µs per call, caps never reached | ratio (paired median) | CPU-time ratio (paired median) |",
-    "|---|---|---:|---:|---:|---:|",
+    "| tool | mode | turns per rep | µs per call, no cap | µs per call, caps never reached | ratio (paired median) | CPU-time ratio (paired median) |",
+    "|---|---|---:|---:|---:|---:|---:|",
   ];
   for (const row of result.rows) {
     const mode = row.mode === "serial" ? "one at a time" : `${inFlight} in flight`;
     const format = (summary: Summary) => `${summary.median.toFixed(2)} [${summary.min.toFixed(2)}–${summary.max.toFixed(2)}]`;
     lines.push(
-      `| ${row.tool} | ${mode} | ${format(row.uncapped)} | ${format(row.capped)} | ${row.ratio.toFixed(3)}× | ${row.cpuRatio.toFixed(3)}× |`,
+      `| ${row.tool} | ${mode} | ${row.turns} | ${format(row.uncapped)} | ${format(row.capped)} | ${row.ratio.toFixed(3)}× | ${row.cpuRatio.toFixed(3)}× |`,
     );
   }
   lines.push("");
@@ -154,8 +173,13 @@ export function renderCapCost(result: CapCostResult): string[] {
 const isMain = import.meta.url === `file://${process.argv[1]}`;
 if (isMain) {
   const { values } = parseArgs({
-    options: { calls: { type: "string", default: "20000" }, reps: { type: "string", default: "9" }, json: { type: "boolean" } },
+    options: {
+      calls: { type: "string", default: "20000" },
+      reps: { type: "string", default: "9" },
+      chunk: { type: "string", default: String(defaultChunk) },
+      json: { type: "boolean" },
+    },
   });
-  const result = await runCapCost(Number(values.calls), Number(values.reps));
+  const result = await runCapCost(Number(values.calls), Number(values.reps), Number(values.chunk));
   console.log(values.json === true ? JSON.stringify(result) : renderCapCost(result).join("\n"));
 }

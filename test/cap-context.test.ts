@@ -3,14 +3,24 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { describe, expect, it } from "vitest";
 
 import { until } from "./support/helpers.js";
-import { CapClaim, CapContext, CapGate, currentCapContext, enterCapContext, isCapContextStorageOn, leaveCapContext } from "./support/internals.js";
+import {
+  CapClaim,
+  CapContext,
+  CapGate,
+  CapKey,
+  currentCapContext,
+  enterCapContext,
+  isCapContextStorageOn,
+  leaveCapContext,
+} from "./support/internals.js";
 
 /** Node 20 and 22 keep an `AsyncLocalStorage`'s store with async hooks, which cost every promise while on; later versions do not. */
 const isHookBased = Object.hasOwn(new AsyncLocalStorage(), "enabled");
 
 function contextOf(runtime: ReturnType<typeof runtimeCaps>): CapContext {
-  const claim = new CapClaim([runtime.gate], [1]);
-  return new CapContext(claim, { runtime, batchKey: claim, perBatch: 1, session: claim, poolSession: claim, parent: undefined });
+  const batchKey = new CapKey();
+  const claim = new CapClaim([batchKey], [1]);
+  return new CapContext(claim, { runtime, batchKey, perBatch: 1, session: batchKey, poolSession: batchKey, parent: undefined });
 }
 
 function runtimeCaps() {

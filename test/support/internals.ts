@@ -73,5 +73,5 @@ export { PoolEventSource, type PoolCallEvent, type PoolThreadEvent } from "../..
 export type { WorkerCallRequest } from "../../src/contracts/pool-contract.js";
 export { updateTag, type WorkerReply, type WorkerTask } from "../../src/workers/protocol.js";
 export type { ThreadHost, ThreadHostEvents } from "../../src/workers/thread-host.js";
-export { CapClaim, CapGate } from "../../src/cap-gate.js";
+export { CapClaim, CapGate, CapKey } from "../../src/cap-gate.js";
 export { CapContext, currentCapContext, enterCapContext, isCapContextStorageOn, leaveCapContext } from "../../src/coordinator/call-caps.js";
