@@ -129,6 +129,7 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       serialCalls: isQuick ? 500 : 2000,
       serialChunk: 100,
       inFlightCalls: isQuick ? 5000 : 10_000,
+      inFlightChunk: 1000,
       concurrency: 64,
       warmups: 1,
       reps: isQuick ? 5 : 10,

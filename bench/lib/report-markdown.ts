@@ -122,7 +122,7 @@ function renderDispatch(dispatch: DispatchOverheadResult): string[] {
       (pinned === undefined ? ` (No pinned run here: ${(dispatch.pinnedSerial as { skipped: string }).skipped}.)` : ""),
     "",
     `| contender | one at a time (N=${o.serialCalls}, chunks of ${o.serialChunk} interleaved), µs/call | ` +
-      `one at a time, p10 of chunks (fast placement), µs/call | one at a time, pinned to 1 CPU, µs/call | ${o.concurrency} in flight (N=${o.inFlightCalls}), µs/call |`,
+      `one at a time, p10 of chunks (fast placement), µs/call | one at a time, pinned to 1 CPU, µs/call | ${o.concurrency} in flight (N=${o.inFlightCalls}, chunks of ${o.inFlightChunk} interleaved), µs/call |`,
     "|---|---:|---:|---:|---:|",
   ];
   const names = [...new Set(dispatch.figures.map((f) => f.name))];

@@ -32,6 +32,14 @@ export interface DispatchOverheadOptions {
   serialChunk: number;
   /** Calls per repetition with `concurrency` outstanding. */
   inFlightCalls: number;
+  /**
+   * In-flight calls run in chunks of this size, the contenders taking turns
+   * chunk by chunk, for the same reason as `serialChunk`: the machine drifts
+   * (other work, clock speed, where the threads run) over a contender's
+   * whole repetition, and turns of a few tens of milliseconds expose every
+   * contender to the same drift.
+   */
+  inFlightChunk: number;
   concurrency: number;
   warmups: number;
   reps: number;
@@ -198,6 +206,29 @@ async function measureSerialInterleaved(
   return new Map([...totals].map(([name, total]) => [name, { usPerCall: (total.ms * 1000) / calls, chunks: total.chunks }]));
 }
 
+/**
+ * One repetition of the in-flight mode: `inFlightCalls` calls per
+ * contender, `concurrency` outstanding, in chunks, contenders taking turns.
+ * Returns µs per call of each contender over the repetition.
+ */
+async function measureInFlightInterleaved(
+  contenders: readonly Contender[],
+  options: DispatchOverheadOptions,
+  rep: number,
+): Promise<Map<string, number>> {
+  const totalMs = new Map(contenders.map((c) => [c.name, 0]));
+  const chunkCount = Math.max(1, Math.round(options.inFlightCalls / options.inFlightChunk));
+  const chunkCalls = Math.max(1, Math.round(options.inFlightCalls / chunkCount));
+  for (let chunk = 0; chunk < chunkCount; chunk++) {
+    for (const contender of rotate(contenders, rep + chunk)) {
+      const start = performance.now();
+      await runInFlight(contender.call, chunkCalls, options.concurrency);
+      totalMs.set(contender.name, totalMs.get(contender.name)! + performance.now() - start);
+    }
+  }
+  return new Map([...totalMs].map(([name, ms]) => [name, (ms * 1000) / (chunkCount * chunkCalls)]));
+}
+
 /** Runs `contender` once in `mode` and returns µs per call. */
 export async function measureDispatch(contender: Contender, mode: DispatchMode, options: DispatchOverheadOptions): Promise<number> {
   const count = mode === "serial" ? options.serialCalls : options.inFlightCalls;
@@ -300,10 +331,8 @@ export async function runDispatchOverheadSuite(options: DispatchOverheadOptions,
           chunkSamples.set(name, [...(chunkSamples.get(name) ?? []), ...chunks]);
         }
       }
-      for (const contender of rotate(setup.contenders, rep)) {
-        const us = await measureDispatch(contender, "inFlight", options);
-        if (!isWarmup) record(contender.name, "inFlight", us);
-      }
+      const inFlight = await measureInFlightInterleaved(setup.contenders, options, rep);
+      if (!isWarmup) for (const [name, us] of inFlight) record(name, "inFlight", us);
     } finally {
       await setup.close();
     }
