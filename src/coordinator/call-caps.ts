@@ -137,9 +137,9 @@ export function leaveCapContext(): void {
 /**
  * Switches the hook-based storage off once no capped inline call runs or
  * began since the last look: a process whose capped calls have stopped gets
- * its promises' cost back. Not at each call's end: switching async hooks on
- * and off costs more than a call. The next capped call switches it on again
- * (`run` does).
+ * its promises' cost back. Not at each call's end: switching the hook off
+ * and on again costs ~1 µs (Node 20), a third of a no-op inline call. The
+ * next capped call switches it on again (`run` does).
  */
 function checkIdle(): void {
   if (openContexts > 0 || hasEnteredSinceCheck) {
