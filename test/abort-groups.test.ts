@@ -39,3 +39,31 @@ describe("AbortGroups", () => {
     expect(groups.size).toBe(0);
   });
 });
+
+describe("AbortGroups, in order", () => {
+  it("tells the members of an aborted signal in the order they joined, whoever left between", () => {
+    const told: string[] = [];
+    const groups = new AbortGroups<string>((member) => told.push(member));
+    const controller = new AbortController();
+    for (const member of ["a", "b", "c"]) groups.add(controller.signal, member);
+    groups.delete(controller.signal, "a");
+    groups.add(controller.signal, "d");
+    controller.abort();
+    expect(told).toEqual(["b", "c", "d"]);
+    expect(groups.size).toBe(0);
+  });
+
+  it("keeps a lone member's signal until it leaves, and listens to nothing afterwards", () => {
+    const told: string[] = [];
+    const groups = new AbortGroups<string>((member) => told.push(member));
+    const controller = new AbortController();
+    groups.add(controller.signal, "only");
+    groups.delete(controller.signal, "someone else");
+    expect(groups.size).toBe(1);
+    groups.delete(controller.signal, "only");
+    expect(groups.size).toBe(0);
+    groups.add(controller.signal, "again");
+    controller.abort();
+    expect(told).toEqual(["again"]);
+  });
+});

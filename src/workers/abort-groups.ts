@@ -4,6 +4,13 @@
  * @module
  */
 
+/** The members of one signal and its listener: a lone member as `first`; once a second joins, all of them in `more`, in the order they came. */
+interface Group<T> {
+  first: T | undefined;
+  more: Set<T> | undefined;
+  readonly onAbort: () => void;
+}
+
 /**
  * The calls listening to each signal, with a single listener on it: the
  * calls of one batch share the batch's signal, and a listener per call would
@@ -11,9 +18,16 @@
  * with any batch of 11 worker calls, besides costing each call an
  * `addEventListener` and a `removeEventListener`. A signal's listener goes
  * once its last call has left.
+ *
+ * The groups are kept in a `WeakMap`, not a `Map`: a pool's map lives in
+ * V8's old generation, and a `Map` that adds and deletes an entry per batch
+ * leaves tables behind that keep signals, groups and calls alive through
+ * scavenges until the next full collection (see call-table.ts). A group of
+ * one member (a batch of one worker call) makes no set.
  */
 export class AbortGroups<T> {
-  readonly #groups = new Map<AbortSignal, { members: Set<T>; onAbort: () => void }>();
+  readonly #groups = new WeakMap<AbortSignal, Group<T>>();
+  #size = 0;
   readonly #onAbort: (member: T) => void;
 
   /** `onAbort` is told of each member of a signal that aborts. */
@@ -27,30 +41,47 @@ export class AbortGroups<T> {
       this.#onAbort(member);
       return;
     }
-    let group = this.#groups.get(signal);
+    const group = this.#groups.get(signal);
     if (group === undefined) {
-      const members = new Set<T>();
-      const onAbort = (): void => {
-        this.#groups.delete(signal);
-        for (const each of [...members]) this.#onAbort(each);
+      const created: Group<T> = {
+        first: member,
+        more: undefined,
+        onAbort: () => {
+          this.#forget(signal);
+          const members = created.more === undefined ? (created.first === undefined ? [] : [created.first]) : [...created.more];
+          for (const each of members) this.#onAbort(each);
+        },
       };
-      group = { members, onAbort };
-      this.#groups.set(signal, group);
-      signal.addEventListener("abort", onAbort, { once: true });
+      this.#groups.set(signal, created);
+      this.#size += 1;
+      signal.addEventListener("abort", created.onAbort, { once: true });
+      return;
     }
-    group.members.add(member);
+    if (group.more !== undefined) group.more.add(member);
+    else if (group.first === undefined) group.first = member;
+    else {
+      group.more = new Set([group.first, member]);
+      group.first = undefined;
+    }
   }
 
   /** `member` no longer listens to `signal`. */
   delete(signal: AbortSignal, member: T): void {
     const group = this.#groups.get(signal);
-    if (group === undefined || !group.members.delete(member) || group.members.size > 0) return;
-    this.#groups.delete(signal);
+    if (group === undefined) return;
+    if (group.first === member) group.first = undefined;
+    else if (group.more?.delete(member) !== true) return;
+    if (group.first !== undefined || (group.more !== undefined && group.more.size > 0)) return;
+    this.#forget(signal);
     signal.removeEventListener("abort", group.onAbort);
+  }
+
+  #forget(signal: AbortSignal): void {
+    if (this.#groups.delete(signal)) this.#size -= 1;
   }
 
   /** Signals listened to now (diagnosis and tests). */
   get size(): number {
-    return this.#groups.size;
+    return this.#size;
   }
 }

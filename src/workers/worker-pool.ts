@@ -17,6 +17,7 @@ import { outcomeTexts } from "../errors.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import { CallQueue } from "./call-queue.js";
+import { CallTable } from "./call-table.js";
 import { classifyFailure } from "./classify-failure.js";
 import { SessionAdmission } from "./session-admission.js";
 import { SpreadHost, type SpreadPart } from "./spread-host.js";
@@ -79,7 +80,8 @@ export class WorkerPool implements ToolCallPool {
   readonly #options: ResolvedPoolOptions;
   readonly #clock: Clock;
   readonly #host: ThreadHost<PoolCall>;
-  readonly #calls = new Map<number, PoolCall>();
+  /** Every call not yet settled, by sequence number (not a `Map`: see call-table.ts). */
+  readonly #calls = new CallTable<PoolCall>();
   readonly #queue: CallQueue<PoolCall>;
   /** The threads the host said ready and has not lost. */
   readonly #threads = new Map<number, PoolThread>();
@@ -189,7 +191,7 @@ export class WorkerPool implements ToolCallPool {
     if (current !== undefined) current.queued = this.#queue.size;
     return {
       ...host,
-      calls: [...this.#calls.values()].map((call) => ({
+      calls: this.#calls.inOrder().map((call) => ({
         tool: call.request.tool.name,
         toolCallId: call.request.toolCallId,
         state: call.phase === "waiting" ? "waiting" : "running",
@@ -237,7 +239,7 @@ export class WorkerPool implements ToolCallPool {
     const seq = this.#nextSeq();
     // FIFO is one line that every call joins; fair, a line per session.
     const call = createPoolCall(seq, request, this.#tools.toolOf(request.tool), session, this.#clock.now(), resolve);
-    this.#calls.set(seq, call);
+    this.#calls.add(call);
     this.#queued += 1;
     if (request.signal !== undefined) this.#abortGroups.add(request.signal, call);
     if (this.events.isObserved) this.events.emit({ type: "queued", ...callEventBase(call.seq, call.request, call.enqueuedAt) });
@@ -253,7 +255,7 @@ export class WorkerPool implements ToolCallPool {
   async close(options: { force?: boolean } = {}): Promise<void> {
     this.#isClosed = true;
     if (options.force) {
-      for (const call of [...this.#calls.values()]) {
+      for (const call of this.#calls.inOrder()) {
         this.#settle(call, {
           kind: "error",
           code: "TP_ERR_CLOSED",

@@ -59,6 +59,7 @@ export { Mailbox } from "../../src/coordinator/mailbox.js";
 export { type FlagValue, resolvePiExtensionOptions } from "../../src/pi-extension/extension-options.js";
 export type { AgentToolResult, WorkerToolContext } from "../../src/types.js";
 export { AbortGroups } from "../../src/workers/abort-groups.js";
+export { CallTable } from "../../src/workers/call-table.js";
 export { BusyWindow } from "../../src/workers/busy-window.js";
 export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-probes.js";
 export { inspectResult, transferThresholdBytes } from "../../src/workers/thread/inspect-result.js";

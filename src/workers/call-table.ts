@@ -1,0 +1,109 @@
+/**
+ * `CallTable`: the calls a pool has not settled yet, by sequence number.
+ *
+ * **Why not a `Map`.** A pool adds and deletes a call every few
+ * microseconds, and its map lives for the whole pool, in V8's old
+ * generation. A `Map` whose deleted entries fill its table is rehashed into
+ * a new table, allocated in the old generation too; the table it leaves
+ * keeps its entries until the next full collection. The scavenger reads the
+ * old generation's pointers into the young one from every such table, dead
+ * or not, so calls long settled stayed alive through two scavenges and were
+ * promoted, with their requests, promises and results. With 64 calls in
+ * flight that doubled the main thread's garbage-collection time (promoted
+ * bytes per scavenge 1.7 MB instead of 0.95; see docs/benchmarks.md).
+ *
+ * Here a call sits in a slot of a plain array, at its sequence number
+ * modulo the array's length, and its slot is cleared when it is deleted:
+ * nothing left behind points at it. A call whose slot is taken (a
+ * long-lived call as many numbers behind it as the array is long) goes to
+ * a small `Map` beside it. The array doubles when half full and halves when
+ * an eighth full (not below {@link minSlots}); the array it leaves is
+ * cleared first.
+ *
+ * @module
+ */
+
+/** What the table needs of a call. */
+export interface NumberedCall {
+  readonly seq: number;
+}
+
+/** The array's length to begin with, and its least. */
+const minSlots = 64;
+
+/** Sequence numbers are positive int32s that wrap (see `maxSeq`): live calls span less than half of that range. */
+const halfSeqRange = 0x4000_0000;
+
+export class CallTable<Call extends NumberedCall> {
+  #slots: (Call | undefined)[] = new Array<Call | undefined>(minSlots).fill(undefined);
+  #mask = minSlots - 1;
+  /** Calls whose slot another call holds. */
+  readonly #overflow = new Map<number, Call>();
+  #size = 0;
+
+  /** Calls in the table. */
+  get size(): number {
+    return this.#size;
+  }
+
+  get(seq: number): Call | undefined {
+    const call = this.#slots[seq & this.#mask];
+    if (call !== undefined && call.seq === seq) return call;
+    return this.#overflow.size === 0 ? undefined : this.#overflow.get(seq);
+  }
+
+  /** Adds `call`, whose number no call in the table has. */
+  add(call: Call): void {
+    if ((this.#size + 1) * 2 > this.#slots.length) this.#resize(this.#slots.length * 2);
+    this.#place(call);
+    this.#size += 1;
+  }
+
+  /** Removes the call numbered `seq`; whether it was there. */
+  delete(seq: number): boolean {
+    const index = seq & this.#mask;
+    const call = this.#slots[index];
+    if (call !== undefined && call.seq === seq) this.#slots[index] = undefined;
+    else if (!this.#overflow.delete(seq)) return false;
+    this.#size -= 1;
+    if (this.#slots.length > minSlots && this.#size * 8 < this.#slots.length) this.#resize(this.#slots.length / 2);
+    return true;
+  }
+
+  /** Every call, in no particular order (the cheap way, for sums and counts). */
+  *values(): IterableIterator<Call> {
+    for (const call of this.#slots) if (call !== undefined) yield call;
+    yield* this.#overflow.values();
+  }
+
+  /** Every call, in the order of their numbers (the order they were added), numbers that wrapped around last. */
+  inOrder(): Call[] {
+    const calls = [...this.values()];
+    let lowest = Number.POSITIVE_INFINITY;
+    let highest = Number.NEGATIVE_INFINITY;
+    for (const { seq } of calls) {
+      lowest = Math.min(lowest, seq);
+      highest = Math.max(highest, seq);
+    }
+    // Numbers far apart wrapped around: the low ones came after the high ones.
+    const hasWrapped = highest - lowest > halfSeqRange;
+    const rank = (seq: number) => (hasWrapped && seq < halfSeqRange ? seq + 2 * halfSeqRange : seq);
+    return calls.sort((a, b) => rank(a.seq) - rank(b.seq));
+  }
+
+  #place(call: Call): void {
+    const index = call.seq & this.#mask;
+    if (this.#slots[index] === undefined) this.#slots[index] = call;
+    else this.#overflow.set(call.seq, call);
+  }
+
+  #resize(length: number): void {
+    const calls = [...this.values()];
+    // The array left behind may sit in the old generation for a while: it must point at nothing.
+    this.#slots.fill(undefined);
+    this.#overflow.clear();
+    this.#slots = new Array<Call | undefined>(length).fill(undefined);
+    this.#mask = length - 1;
+    for (const call of calls) this.#place(call);
+  }
+}
