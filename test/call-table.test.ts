@@ -47,6 +47,24 @@ describe("CallTable", () => {
     expect([...table.values()].length).toBe(10);
   });
 
+  it("shrinks after a burst, and keeps its size while batches come and go", () => {
+    const table = new CallTable<{ seq: number }>();
+    for (let seq = 1; seq <= 10_000; seq++) table.add(call(seq));
+    expect(table.slots).toBeGreaterThanOrEqual(20_000);
+    for (let seq = 1; seq <= 9_990; seq++) table.delete(seq);
+    expect(table.slots).toBe(1_024);
+    let seq = 10_000;
+    const sizes: number[] = [];
+    for (let batch = 0; batch < 3; batch++) {
+      const added = Array.from({ length: 64 }, () => call(++seq));
+      for (const each of added) table.add(each);
+      for (const each of added) table.delete(each.seq);
+      sizes.push(table.slots);
+    }
+    expect(sizes).toEqual([1_024, 1_024, 1_024]);
+    expect(table.size).toBe(10);
+  });
+
   it("lists numbers that wrapped around after the ones before the wrap", () => {
     const table = new CallTable<{ seq: number }>();
     for (const seq of [0x7fff_fffe, 0x7fff_ffff, 1, 2]) table.add(call(seq));

@@ -16,8 +16,9 @@
  * modulo the array's length, and its slot is cleared when it is deleted:
  * nothing left behind points at it. A call whose slot is taken (a
  * long-lived call as many numbers behind it as the array is long) goes to
- * a small `Map` beside it. The array doubles when half full and halves when
- * an eighth full (not below {@link minSlots}); the array it leaves is
+ * a small `Map` beside it. The array doubles when half full, and halves
+ * when an eighth full down to {@link keptSlots}, so that batches coming and
+ * going do not make it grow and shrink each time; the array it leaves is
  * cleared first.
  *
  * @module
@@ -28,8 +29,11 @@ export interface NumberedCall {
   readonly seq: number;
 }
 
-/** The array's length to begin with, and its least. */
+/** The array's length to begin with. */
 const minSlots = 64;
+
+/** The array halves only while longer than this (8 KiB of slots). */
+const keptSlots = 1_024;
 
 /** Sequence numbers are positive int32s that wrap (see `maxSeq`): live calls span less than half of that range. */
 const halfSeqRange = 0x4000_0000;
@@ -44,6 +48,11 @@ export class CallTable<Call extends NumberedCall> {
   /** Calls in the table. */
   get size(): number {
     return this.#size;
+  }
+
+  /** The array's length now (for tests: memory follows the calls in flight). */
+  get slots(): number {
+    return this.#slots.length;
   }
 
   get(seq: number): Call | undefined {
@@ -66,7 +75,7 @@ export class CallTable<Call extends NumberedCall> {
     if (call !== undefined && call.seq === seq) this.#slots[index] = undefined;
     else if (!this.#overflow.delete(seq)) return false;
     this.#size -= 1;
-    if (this.#slots.length > minSlots && this.#size * 8 < this.#slots.length) this.#resize(this.#slots.length / 2);
+    if (this.#slots.length > keptSlots && this.#size * 8 < this.#slots.length) this.#resize(this.#slots.length / 2);
     return true;
   }
 
