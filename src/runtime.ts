@@ -23,8 +23,6 @@ import { toAgentTool } from "./runtime/agent-tool-adapter.js";
 import { composeRuntime } from "./runtime/compose.js";
 import { batchMeta, EventBus } from "./runtime/event-bus.js";
 import type { CapWait, RuntimeCaps } from "./coordinator/call-caps.js";
-
-export type { CapWait };
 import { batchCapsOf } from "./runtime/runtime-caps.js";
 import type { PoolRouter } from "./runtime/pool-router.js";
 import { createPoolEventRelay } from "./runtime/pool-event-relay.js";
@@ -33,6 +31,8 @@ import { BatchTrace } from "./tracing/batch-trace.js";
 import { PoolSpanEvents } from "./tracing/pool-span-events.js";
 import { isOtelRegistered, loadOtelApi, type OtelApi, type OtelTracer } from "./tracing/otel-api.js";
 import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback, AssistantMessage, BatchOutcome, ToolCall } from "./types.js";
+
+export type { CapWait };
 
 /** Options of one `executeToolCalls` call. */
 export interface ExecuteOptions {

@@ -338,15 +338,13 @@ export class PoolEventHub {
         views.set(key, view);
       }
       const id = callKey(call.batchId, call.toolCallId);
-      if (capped.has(id)) {
-        view.capped += 1;
-        view.longestWaitMs = Math.max(view.longestWaitMs, now - call.startedAt);
-      } else if (waiting.has(id)) {
-        view.waiting += 1;
-        view.longestWaitMs = Math.max(view.longestWaitMs, now - call.startedAt);
-      } else {
+      if (capped.has(id)) view.capped += 1;
+      else if (waiting.has(id)) view.waiting += 1;
+      else {
         view.running += 1;
+        continue;
       }
+      view.longestWaitMs = Math.max(view.longestWaitMs, now - call.startedAt);
     }
     return [...views.values()].sort((a, b) => b.waiting + b.capped - (a.waiting + a.capped) || b.running - a.running);
   }
