@@ -4,7 +4,7 @@
  *
  * Suites (each measures its contenders side by side, interleaved, repeated):
  *   cpu       1. CPU-bound batches (8 and 32 calls) and 3. event-loop delay meanwhile
- *   dispatch  2. per-call overhead of no-op calls, one at a time and 64 in flight
+ *   dispatch  2. per-call overhead of no-op calls, one at a time and 64 in flight; batches of 64, each contender in its own process
  *   large     4. 10 MB text and binary results: copy vs transfer
  *   harness   5. many agent sessions at once over a generated corpus
  *   scaling   6. suite 1's batch on pools of 1..2×cores threads
@@ -46,6 +46,7 @@ import {
   runPinnedSerialMeasurement,
   type DispatchOverheadOptions,
 } from "./suites/dispatch-overhead.js";
+import { estimateDispatchBatchesMs, runBatchChild, runDispatchBatchesSuite, type DispatchBatchesOptions } from "./suites/dispatch-batches.js";
 import { estimateBuiltinsMs, runBuiltinsSuite, type BuiltinsOptions } from "./suites/builtins.js";
 import { estimateFairnessMs, runFairnessSuite, type FairnessOptions } from "./suites/fairness.js";
 import { estimateFaultRecoveryMs, runFaultRecoverySuite, type FaultRecoveryOptions } from "./suites/fault-recovery.js";
@@ -94,6 +95,7 @@ interface RunPlan {
   cpu: Omit<CpuBatchOptions, "spin">;
   spinMs: number;
   dispatch: DispatchOverheadOptions;
+  dispatchBatches: DispatchBatchesOptions;
   large: LargeResultsOptions;
   harness: HarnessLoadOptions;
   scaling: Omit<ScalingOptions, "spin">;
@@ -133,6 +135,14 @@ function planRun(isQuick: boolean, cores: number, machineCores: number): RunPlan
       concurrency: 64,
       warmups: 1,
       reps: isQuick ? 5 : 10,
+    },
+    dispatchBatches: {
+      threads: cores,
+      batchCalls: 64,
+      chunkBatches: 16,
+      chunks: isQuick ? 10 : 30,
+      warmupBatches: 300,
+      reps: isQuick ? 5 : 9,
     },
     large: { warmups: isQuick ? 2 : 3, reps: isQuick ? 8 : 20 },
     harness: {
@@ -210,6 +220,8 @@ async function main(): Promise<void> {
         "profile-dispatch": { type: "string" },
         // Internal: the dispatch suite's child pinned to one CPU (see runPinnedSerialMeasurement).
         "pinned-serial": { type: "string" },
+        // Internal: one contender's process of the dispatch suite's batches (see runBatchChild).
+        "batch-child": { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -229,6 +241,12 @@ async function main(): Promise<void> {
   const isQuick = values.quick;
   const plan = planRun(isQuick, cores, machine.cores);
   const peers = await loadPeers();
+
+  const batchChild = values["batch-child"];
+  if (batchChild !== undefined) {
+    await runBatchChild(batchChild);
+    return;
+  }
 
   const pinnedSerial = values["pinned-serial"];
   if (pinnedSerial !== undefined) {
@@ -251,7 +269,7 @@ async function main(): Promise<void> {
   const calibrationMs = 16 * plan.spinMs;
   const estimates: Record<SuiteName, number> = {
     cpu: calibrationMs + estimateCpuBatchMs({ ...plan.cpu, spin: placeholderSpin(plan.spinMs) }, 3 + poolPeers),
-    dispatch: estimateDispatchMs(plan.dispatch, 4 + poolPeers),
+    dispatch: estimateDispatchMs(plan.dispatch, 4 + poolPeers) + estimateDispatchBatchesMs(plan.dispatchBatches),
     large: estimateLargeResultsMs(plan.large),
     harness: estimateHarnessLoadMs(plan.harness),
     scaling:
@@ -285,7 +303,10 @@ async function main(): Promise<void> {
   }
   try {
     if (suites.has("cpu")) report.cpuBatch = await runCpuBatchSuite({ ...plan.cpu, spin: spinFor(plan.spinMs) }, peers);
-    if (suites.has("dispatch")) report.dispatchOverhead = await runDispatchOverheadSuite(plan.dispatch, peers);
+    if (suites.has("dispatch")) {
+      report.dispatchOverhead = await runDispatchOverheadSuite(plan.dispatch, peers);
+      report.dispatchBatches = await runDispatchBatchesSuite(plan.dispatchBatches);
+    }
     if (suites.has("large")) report.largeResults = await runLargeResultsSuite(plan.large);
     if (suites.has("harness")) report.harnessLoad = await runHarnessLoadSuite(plan.harness);
     if (suites.has("scaling")) report.scaling = await runScalingSuite({ ...plan.scaling, spin: spinFor(plan.scalingCallMs) });

@@ -6,6 +6,7 @@ import type { BuiltinsResult } from "../suites/builtins.js";
 import { renderPi16Cost } from "../pi16-cost.js";
 import { cpuContenders, type BatchFigures, type CpuBatchResult } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
+import type { DispatchBatchesResult } from "../suites/dispatch-batches.js";
 import type { FairnessResult } from "../suites/fairness.js";
 import type { FaultRecoveryResult } from "../suites/fault-recovery.js";
 import type { FleetResult } from "../suites/fleet.js";
@@ -43,6 +44,7 @@ export function renderMarkdown(report: BenchReport): string {
   }
   if (report.cpuBatch !== undefined) lines.push(...renderCpuBatch(report.cpuBatch), ...renderResponsiveness(report.cpuBatch));
   if (report.dispatchOverhead !== undefined) lines.push(...renderDispatch(report.dispatchOverhead));
+  if (report.dispatchBatches !== undefined) lines.push(...renderDispatchBatches(report.dispatchBatches));
   if (report.fleet !== undefined) lines.push(...renderFleet(report.fleet));
   if (report.largeResults !== undefined) lines.push(...renderLargeResults(report.largeResults));
   if (report.harnessLoad !== undefined) lines.push(...renderHarnessLoad(report.harnessLoad));
@@ -171,6 +173,28 @@ function renderDispatch(dispatch: DispatchOverheadResult): string[] {
       return ratio === undefined ? "–" : `${ratio.ratioOfMedians.toFixed(2)}× (paired ${formatSummary(ratio.paired, 2)})`;
     };
     lines.push(`| ${name} | ${cell("serial")} | ${cell("inFlight")} |`);
+  }
+  lines.push("");
+  return lines;
+}
+
+function renderDispatchBatches(batches: DispatchBatchesResult): string[] {
+  const o = batches.options;
+  const lines = [
+    `### 2b. Batches of ${o.batchCalls} no-op calls, each contender in a process of its own, pools of ${o.threads} threads`,
+    "",
+    `${o.reps} reps of ${o.chunks} turns of ${o.chunkBatches} batches per contender, after ${o.warmupBatches} warm-up batches; the processes ` +
+      "live side by side and take turns, so each pays for its own garbage and runs its own compiled code while the machine's drift falls on all alike.",
+    "",
+    "| contender | µs/call | ratio to bare Piscina at its defaults | ratio to bare Piscina at toolpool's settings |",
+    "|---|---:|---:|---:|",
+  ];
+  for (const figure of batches.figures) {
+    const cell = (ratios: DispatchBatchesResult["ratiosToDefaults"]): string => {
+      const ratio = ratios.find((r) => r.contender === figure.name);
+      return ratio === undefined ? "–" : `${ratio.ratioOfMedians.toFixed(2)}× (paired ${formatSummary(ratio.paired, 2)})`;
+    };
+    lines.push(`| ${figure.name} | ${formatSummary(figure.summary, 1)} | ${cell(batches.ratiosToDefaults)} | ${cell(batches.ratiosToSettings)} |`);
   }
   lines.push("");
   return lines;

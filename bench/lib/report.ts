@@ -7,6 +7,7 @@ import type { Pi16SuiteResult } from "../suites/pi16.js";
 import type { CpuBatchResult } from "../suites/cpu-batch.js";
 import { cpuContenders } from "../suites/cpu-batch.js";
 import { dispatchContenders, type DispatchOverheadResult } from "../suites/dispatch-overhead.js";
+import { batchContenders, type DispatchBatchesResult } from "../suites/dispatch-batches.js";
 import type { FaultRecoveryResult } from "../suites/fault-recovery.js";
 import type { FairnessResult } from "../suites/fairness.js";
 import type { FleetResult } from "../suites/fleet.js";
@@ -27,6 +28,7 @@ export interface BenchReport {
   targets: TargetCheck[];
   cpuBatch?: CpuBatchResult | undefined;
   dispatchOverhead?: DispatchOverheadResult | undefined;
+  dispatchBatches?: DispatchBatchesResult | undefined;
   largeResults?: LargeResultsResult | undefined;
   harnessLoad?: HarnessLoadResult | undefined;
   scaling?: ScalingResult | undefined;
@@ -119,6 +121,16 @@ export function checkTargets(report: Omit<BenchReport, "targets">): TargetCheck[
         isMet: inFlight.ratioOfMedians < 1,
       });
     }
+  }
+  const batches = report.dispatchBatches;
+  const batchToDefaults = batches?.ratiosToDefaults.find((r) => r.contender === batchContenders.batch);
+  if (batches !== undefined && batchToDefaults !== undefined) {
+    const us = (name: string) => batches.figures.find((f) => f.name === name)!.summary.median;
+    checks.push({
+      target: `per call ≤ ${dispatchTargets.inFlight} × bare Piscina at its defaults, batches of ${batches.options.batchCalls} (executeToolCalls; each in its own process)`,
+      figure: `${batchToDefaults.ratioOfMedians.toFixed(2)}× (${us(batchContenders.batch).toFixed(1)} vs ${us(batchContenders.piscinaDefaults).toFixed(1)} µs; paired median ${batchToDefaults.paired.median.toFixed(2)}×)`,
+      isMet: batchToDefaults.ratioOfMedians <= dispatchTargets.inFlight,
+    });
   }
   const saturated = report.cpuBatch?.batches.at(-1);
   const toolpoolDelay = saturated?.contenders.find((c) => c.name === cpuContenders.toolpool);
