@@ -22,14 +22,25 @@ export class EventBus {
     this.#emitter = emitter;
   }
 
+  /**
+   * Whether the emitter has no listener of any event: a runtime nobody
+   * listens to, the common case, asked several times a call. eventemitter3
+   * counts the event names that have listeners (`_eventsCount`, kept by
+   * every way of adding and removing one); where it has no such count, the
+   * answer is no and each type is looked up.
+   */
+  #hasNone(): boolean {
+    return (this.#emitter as unknown as { _eventsCount?: unknown })._eventsCount === 0;
+  }
+
   /** Whether anyone listens to `type`: an event nobody hears is not made. */
   hasListeners(type: keyof RuntimeEvents): boolean {
-    return this.#emitter.listenerCount(type) > 0;
+    return !this.#hasNone() && this.#emitter.listenerCount(type) > 0;
   }
 
   /** Whether anyone listens to the events of a batch's calls and messages. */
   hasBatchListeners(): boolean {
-    return batchEventTypes.some((type) => this.#emitter.listenerCount(type) > 0);
+    return !this.#hasNone() && batchEventTypes.some((type) => this.#emitter.listenerCount(type) > 0);
   }
 
   /** Emits to the listeners of `type`; a throwing listener is reported, never propagated. */

@@ -56,6 +56,7 @@ export type { WorkerCallOutcome } from "../../dist/contracts/pool-contract.js";
 export { moveToHost } from "../../dist/workers/thread/move-to-host.js";
 export { WorkerPool } from "../../dist/workers/worker-pool.js";
 export { Mailbox } from "../../src/coordinator/mailbox.js";
+export { EventBus } from "../../src/runtime/event-bus.js";
 export { type FlagValue, resolvePiExtensionOptions } from "../../src/pi-extension/extension-options.js";
 export type { AgentToolResult, WorkerToolContext } from "../../src/types.js";
 export { AbortGroups } from "../../src/workers/abort-groups.js";
