@@ -12,7 +12,8 @@
  * contender pays for its own garbage and runs its own compiled code. The
  * processes live side by side and take turns chunk by chunk (the parent
  * asks one at a time; the others sleep meanwhile, their threads blocked),
- * so the machine's drift falls on every contender alike.
+ * so the machine's drift falls on every contender alike. Bare Piscina gets
+ * its worker file as a path, as toolpool gives Piscina its own.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -205,10 +206,10 @@ function createContender(key: ContenderKey, options: DispatchBatchesOptions): { 
     void probe.close();
     const piscina =
       key === "piscinaDefaults"
-        ? new Piscina({ filename: noopModule.href, minThreads: threads, maxThreads: threads })
+        ? new Piscina({ filename: fileURLToPath(noopModule), minThreads: threads, maxThreads: threads })
         : // The Piscina options toolpool's pool sets (src/workers/piscina-host.ts).
           new Piscina({
-            filename: noopModule.href,
+            filename: fileURLToPath(noopModule),
             minThreads: threads,
             maxThreads: threads,
             idleTimeout,
