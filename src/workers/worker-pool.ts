@@ -615,7 +615,6 @@ export class WorkerPool implements ToolCallPool {
     if (call.phase === "settled") return;
     const hasRun = call.phase !== "waiting";
     call.phase = "settled";
-    // A part of a spread call is not a call of the pool's users: not counted, not admitted.
     // A part of a spread call counts as a call of its own here, as it does in `running` and `diagnose()`.
     this.#completed += 1;
     if (this.#spread !== undefined) this.#spread.onCallEnded(call.seq);
