@@ -12,11 +12,16 @@
  * ```
  *
  * `--pi 1.6` runs the after build with pi 1.6's rules (the before build as it
- * is). `--tool inline` makes the no-op an inline tool (its execute on the
+ * is). `--batches` compares whole batches of 64 calls instead, each build in
+ * a process of its own beside bare Piscina at its defaults (the dispatch
+ * suite's batches, `suites/dispatch-batches.ts`, on pools of a thread per
+ * core unless `--threads` says otherwise); the after build is then this
+ * checkout's (`toolpool`). `--tool inline` makes the no-op an inline tool (its execute on the
  * main thread, as pi runs it) instead of a worker tool. Figures are µs of
  * main-thread wall time per call; the ratio is after / before, per
  * repetition (paired) and of the medians.
  */
+import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 import { resolve } from "node:path";
@@ -35,13 +40,14 @@ const { values } = parseArgs({
     calls: { type: "string", default: "20000" },
     "in-flight": { type: "string", default: "64" },
     reps: { type: "string", default: "7" },
-    threads: { type: "string", default: "1" },
+    threads: { type: "string" },
     tool: { type: "string", default: "worker" },
+    batches: { type: "boolean", default: false },
   },
 });
 if (values.before === undefined || values.after === undefined) {
   console.error(
-    "usage: compare-builds --before PATH/dist/index.js --after PATH/dist/index.js [--pi 1.6] [--tool worker|inline] [--calls N] [--in-flight N] [--reps N] [--threads N]",
+    "usage: compare-builds --before PATH/dist/index.js --after PATH/dist/index.js [--pi 1.6] [--tool worker|inline] [--calls N] [--in-flight N] [--reps N] [--threads N] [--batches]",
   );
   process.exit(2);
 }
@@ -52,10 +58,36 @@ if (values.tool !== "worker" && values.tool !== "inline") {
 const calls = Number(values.calls);
 const inFlight = Number(values["in-flight"]);
 const reps = Number(values.reps);
-const threads = Number(values.threads);
+// One thread by default; batches use a thread per core, as the dispatch suite does.
+const threads = values.threads === undefined ? (values.batches ? availableParallelism() : 1) : Number(values.threads);
 const noopModule = new URL("./tools/noop.js", import.meta.url);
 
 type Build = { name: string; runtime: Toolpool.Runtime };
+
+if (values.batches) {
+  const { runDispatchBatchesSuite } = await import("./suites/dispatch-batches.js");
+  const result = await runDispatchBatchesSuite({
+    threads,
+    batchCalls: 64,
+    chunkBatches: 16,
+    chunks: 30,
+    warmupBatches: 300,
+    reps,
+    builds: [{ name: "the build before", index: values.before }],
+  });
+  const figure = (start: string) => result.figures.find((f) => f.name.startsWith(start))!;
+  const after = figure("toolpool executeToolCalls (one batch");
+  const before = figure("toolpool executeToolCalls, the build before");
+  const bare = figure("bare Piscina 5, its defaults");
+  const paired = summarize(after.usPerCall.map((us, index) => us / before.usPerCall[index]!));
+  console.log(
+    `batches of 64, each build in a process of its own: before ${before.summary.median.toFixed(1)} µs/call, after ${after.summary.median.toFixed(1)} µs/call, ` +
+      `bare Piscina at its defaults ${bare.summary.median.toFixed(1)} µs/call; after ÷ before ${(after.summary.median / before.summary.median).toFixed(3)} ` +
+      `(paired median ${paired.median.toFixed(3)}, min ${paired.min.toFixed(3)}, max ${paired.max.toFixed(3)}); ` +
+      `÷ bare Piscina: after ${(after.summary.median / bare.summary.median).toFixed(3)}, before ${(before.summary.median / bare.summary.median).toFixed(3)}`,
+  );
+  process.exit(0);
+}
 
 const noopResult: Toolpool.AgentToolResult<unknown> = { content: [{ type: "text", text: "ok" }], details: {} };
 

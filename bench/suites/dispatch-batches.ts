@@ -16,10 +16,12 @@
  * its worker file as a path, as toolpool gives Piscina its own.
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { Piscina } from "piscina";
 import { createRuntime, workerTool, type AssistantMessage } from "toolpool";
+import type * as Toolpool from "toolpool";
 
 import { noopParameters } from "../lib/constants.js";
 import { advanceProgress, logStep } from "../lib/progress.js";
@@ -37,6 +39,12 @@ export interface DispatchBatchesOptions {
   /** Batches each contender runs before the first repetition. */
   warmupBatches: number;
   reps: number;
+  /**
+   * Other builds of toolpool (`dist/index.js` paths) to run a batch of on
+   * besides this one's, each as a contender of its own (`compare-builds
+   * --batches`): the name says which.
+   */
+  builds?: { name: string; index: string }[];
 }
 
 /** Contender names, used as keys in the JSON output. */
@@ -47,9 +55,19 @@ export const batchContenders = {
   agentTool: "toolpool agentTools()[0].execute (64 at once)",
 } as const;
 
-type ContenderKey = keyof typeof batchContenders;
+type ContenderKey = keyof typeof batchContenders | `build:${number}`;
 
-const contenderKeys = Object.keys(batchContenders) as ContenderKey[];
+const fixedKeys = Object.keys(batchContenders) as (keyof typeof batchContenders)[];
+
+/** The contenders of a run: the fixed ones, then one per other build. */
+function contenderKeysOf(options: DispatchBatchesOptions): ContenderKey[] {
+  return [...fixedKeys, ...(options.builds ?? []).map((_, index): ContenderKey => `build:${index}`)];
+}
+
+function nameOf(key: ContenderKey, options: DispatchBatchesOptions): string {
+  if (!key.startsWith("build:")) return batchContenders[key as keyof typeof batchContenders];
+  return `toolpool executeToolCalls, ${options.builds![Number(key.slice("build:".length))]!.name} (one batch of ${options.batchCalls} calls)`;
+}
 
 export interface DispatchBatchesResult {
   options: DispatchBatchesOptions;
@@ -67,11 +85,12 @@ type FromChild = { ready: true } | { ms: number } | { error: string };
 /** Expected duration, for the progress bar: ~40 µs per call and contender, ~1 s to start the processes. */
 export function estimateDispatchBatchesMs(options: DispatchBatchesOptions): number {
   const batches = options.warmupBatches + options.reps * options.chunks * options.chunkBatches;
-  return 1000 + contenderKeys.length * batches * options.batchCalls * 0.04;
+  return 1000 + contenderKeysOf(options).length * batches * options.batchCalls * 0.04;
 }
 
 export async function runDispatchBatchesSuite(options: DispatchBatchesOptions): Promise<DispatchBatchesResult> {
   logStep(`dispatch: batches of ${options.batchCalls}, each contender in a process of its own`);
+  const contenderKeys = contenderKeysOf(options);
   const children = contenderKeys.map((key) => new ContenderProcess(key, options));
   try {
     await Promise.all(children.map((child) => child.ready));
@@ -89,7 +108,7 @@ export async function runDispatchBatchesSuite(options: DispatchBatchesOptions): 
         `dispatch: batches of ${options.batchCalls}, rep ${rep + 1}/${options.reps} done`,
       );
     }
-    const figures = contenderKeys.map((key) => ({ name: batchContenders[key], usPerCall: perRep.get(key)!, summary: summarize(perRep.get(key)!) }));
+    const figures = contenderKeys.map((key) => ({ name: nameOf(key, options), usPerCall: perRep.get(key)!, summary: summarize(perRep.get(key)!) }));
     const ratiosTo = (baseline: ContenderKey) =>
       contenderKeys
         .filter((key) => key !== baseline)
@@ -97,7 +116,7 @@ export async function runDispatchBatchesSuite(options: DispatchBatchesOptions): 
           const ours = perRep.get(key)!;
           const bare = perRep.get(baseline)!;
           return {
-            contender: batchContenders[key],
+            contender: nameOf(key, options),
             ratioOfMedians: summarize(ours).median / summarize(bare).median,
             paired: summarize(ours.map((us, index) => us / bare[index]!)),
           };
@@ -120,6 +139,7 @@ class ContenderProcess {
 
   constructor(key: ContenderKey, options: DispatchBatchesOptions) {
     this.key = key;
+    const name = nameOf(key, options);
     this.#child = fork(benchMain, ["--batch-child", JSON.stringify({ key, options })], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
     this.ready = new Promise((resolve, reject) => {
       this.#pending = { resolve: () => resolve(), reject };
@@ -127,11 +147,11 @@ class ContenderProcess {
     this.#child.on("message", (message: FromChild) => {
       const pending = this.#pending;
       this.#pending = undefined;
-      if ("error" in message) pending?.reject(new Error(`${batchContenders[key]}: ${message.error}`));
+      if ("error" in message) pending?.reject(new Error(`${name}: ${message.error}`));
       else pending?.resolve("ms" in message ? message.ms : 0);
     });
     this.#child.on("exit", (code, signal) => {
-      this.#failure = new Error(`${batchContenders[key]}: its process ended (${signal ?? `exit ${code}`})`);
+      this.#failure = new Error(`${name}: its process ended (${signal ?? `exit ${code}`})`);
       this.#pending?.reject(this.#failure);
       this.#pending = undefined;
     });
@@ -162,7 +182,7 @@ class ContenderProcess {
  */
 export async function runBatchChild(argument: string): Promise<void> {
   const { key, options } = JSON.parse(argument) as { key: ContenderKey; options: DispatchBatchesOptions };
-  const contender = createContender(key, options);
+  const contender = await createContender(key, options);
   const send = (message: FromChild): void => void process.send!(message);
   const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
   let closing: Promise<void> | undefined;
@@ -195,7 +215,10 @@ export async function runBatchChild(argument: string): Promise<void> {
   await closed;
 }
 
-function createContender(key: ContenderKey, options: DispatchBatchesOptions): { runBatch: () => Promise<void>; close: () => Promise<void> } {
+async function createContender(
+  key: ContenderKey,
+  options: DispatchBatchesOptions,
+): Promise<{ runBatch: () => Promise<void>; close: () => Promise<void> }> {
   const noopModule = new URL("../tools/noop.js", import.meta.url);
   const { threads, batchCalls } = options;
   const emptyArgs = {};
@@ -226,8 +249,12 @@ function createContender(key: ContenderKey, options: DispatchBatchesOptions): { 
       close: () => piscina.close(),
     };
   }
-  const runtime = createRuntime({
-    tools: [workerTool({ name: "noop", description: "Returns a constant", parameters: noopParameters, module: noopModule })],
+  // Another build's batch: its own createRuntime and workerTool.
+  const build = key.startsWith("build:") ? options.builds![Number(key.slice("build:".length))]! : undefined;
+  const toolpool =
+    build === undefined ? { createRuntime, workerTool } : ((await import(pathToFileURL(resolve(build.index)).href)) as typeof Toolpool);
+  const runtime = toolpool.createRuntime({
+    tools: [toolpool.workerTool({ name: "noop", description: "Returns a constant", parameters: noopParameters, module: noopModule })],
     pool: { maxThreads: threads, minThreads: threads },
   });
   if (key === "agentTool") {
