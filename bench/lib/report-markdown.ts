@@ -161,8 +161,7 @@ function renderDispatch(dispatch: DispatchOverheadResult): string[] {
     "",
     "Bare Piscina at toolpool's settings: `concurrentTasksPerWorker: 1`, `stricterFIFO: true`, `recordTiming: false`, toolpool's " +
       "`idleTimeout`; toolpool's own task queue and load balancer count as its overhead. At its defaults: only the thread counts set " +
-      "(`recordTiming` on, Piscina's default). Every Piscina here, toolpool's own included, is given its worker file as a path: given a " +
-      "`file:` URL, Piscina turns it into a path again in every `run` (~0.7 µs a call).",
+      "(`recordTiming` on, Piscina's default).",
     "",
     `| ratio to bare Piscina at its defaults | one at a time | ${o.concurrency} in flight |`,
     "|---|---:|---:|",

@@ -11,7 +11,6 @@
  * (`monitorEventLoopDelay`, 1 ms resolution), the process's CPU time, and
  * each call's own start and end (stamped where it ran).
  */
-import { fileURLToPath } from "node:url";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
 import type { AgentTool as PiAgentTool } from "@mariozechner/pi-agent-core";
@@ -173,13 +172,7 @@ export function createPiscinaContender(
   iterations: number,
   name: string = cpuContenders.piscina,
 ): CpuContender & { close: () => Promise<void> } {
-  const piscina = new Piscina({
-    filename: fileURLToPath(spinModule),
-    minThreads: threads,
-    maxThreads: threads,
-    idleTimeout,
-    concurrentTasksPerWorker: 1,
-  });
+  const piscina = new Piscina({ filename: spinModule.href, minThreads: threads, maxThreads: threads, idleTimeout, concurrentTasksPerWorker: 1 });
   piscina.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
   return { ...createPoolContender(name, (task) => piscina.run(task), iterations), close: () => piscina.close() };
 }

@@ -12,8 +12,7 @@
  * contender pays for its own garbage and runs its own compiled code. The
  * processes live side by side and take turns chunk by chunk (the parent
  * asks one at a time; the others sleep meanwhile, their threads blocked),
- * so the machine's drift falls on every contender alike. Bare Piscina gets
- * its worker file as a path, as toolpool gives Piscina its own.
+ * so the machine's drift falls on every contender alike.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
@@ -229,10 +228,10 @@ async function createContender(
     void probe.close();
     const piscina =
       key === "piscinaDefaults"
-        ? new Piscina({ filename: fileURLToPath(noopModule), minThreads: threads, maxThreads: threads })
+        ? new Piscina({ filename: noopModule.href, minThreads: threads, maxThreads: threads })
         : // The Piscina options toolpool's pool sets (src/workers/piscina-host.ts).
           new Piscina({
-            filename: fileURLToPath(noopModule),
+            filename: noopModule.href,
             minThreads: threads,
             maxThreads: threads,
             idleTimeout,

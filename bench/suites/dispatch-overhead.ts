@@ -126,7 +126,7 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
   // The Piscina options toolpool's pool sets (src/workers/piscina-host.ts), besides
   // its own queue and balancer (which are toolpool's work, so measured as its overhead).
   const piscina = new Piscina({
-    filename: fileURLToPath(noopModule),
+    filename: noopModule.href,
     minThreads: threads,
     maxThreads: threads,
     idleTimeout: runtime.options.pool.idleTimeout,
@@ -135,7 +135,7 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
     recordTiming: false,
   });
   // Piscina at its defaults, sized alike (the thread counts are the one thing set).
-  const piscinaDefaults = new Piscina({ filename: fileURLToPath(noopModule), minThreads: threads, maxThreads: threads });
+  const piscinaDefaults = new Piscina({ filename: noopModule.href, minThreads: threads, maxThreads: threads });
   for (const pool of [piscina, piscinaDefaults]) pool.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
   const agentTool: AgentTool = runtime.agentTools()[0]!;
   const peerPools: (PeerPool & { name: string })[] = [];

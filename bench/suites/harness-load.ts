@@ -27,7 +27,6 @@
  * faster than C ÷ (CPU per call) nor than 1 ÷ (main thread per call): the
  * report gives both ceilings, the floor under what a pool can reach.
  */
-import { fileURLToPath } from "node:url";
 import { availableParallelism } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
@@ -142,7 +141,7 @@ export async function runHarnessLoadSuite(options: HarnessLoadOptions): Promise<
   const runtime = createRuntime({ tools, pool: { maxThreads: options.threads, minThreads: options.threads } });
   const fifoRuntime = createRuntime({ tools, pool: { maxThreads: options.threads, minThreads: options.threads, scheduling: "fifo" } });
   const piscina = new Piscina({
-    filename: fileURLToPath(new URL("../tools/builtin-dispatch.js", import.meta.url)),
+    filename: new URL("../tools/builtin-dispatch.js", import.meta.url).href,
     minThreads: options.threads,
     maxThreads: options.threads,
     idleTimeout: runtime.options.pool.idleTimeout,

@@ -6,7 +6,6 @@
  * last instruction (a timestamp taken in the worker right before it returns)
  * to the result in the caller's hands; the call time is the whole call.
  */
-import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
 import { createRuntime, workerTool, type AssistantMessage } from "toolpool";
 
@@ -68,7 +67,7 @@ export async function runLargeResultsSuite(options: LargeResultsOptions): Promis
     ],
     pool: { maxThreads: 1, minThreads: 1, maxResultBytes: 64 << 20 },
   });
-  const piscina = new Piscina({ filename: fileURLToPath(largeModule), minThreads: 1, maxThreads: 1, idleTimeout: runtime.options.pool.idleTimeout });
+  const piscina = new Piscina({ filename: largeModule.href, minThreads: 1, maxThreads: 1, idleTimeout: runtime.options.pool.idleTimeout });
   piscina.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
   const batchOf = (name: string): AssistantMessage => ({ role: "assistant", content: [{ type: "toolCall", id: "call", name, arguments: {} }] });
   const viaToolpool = async (name: string, size: (details: Record<string, unknown>, text: string) => number) => {

@@ -36,7 +36,6 @@
  *
  * @module
  */
-import { fileURLToPath } from "node:url";
 import type { Worker } from "node:worker_threads";
 
 import { Piscina, type TaskQueue } from "piscina";
@@ -76,12 +75,7 @@ interface SettleableTask {
   done(error: Error | null, result?: unknown): void;
 }
 
-/**
- * thread/worker-entry.ts as one CommonJS file (see scripts/bundle.mjs), as a
- * path: Piscina turns a `file:` URL into a path again in every `run`
- * (0.68 µs a call, on the main thread, measured), a path it takes as it is.
- */
-const workerEntryPath = fileURLToPath(new URL("./thread/worker-entry.cjs", import.meta.url));
+const workerEntryUrl = new URL("./thread/worker-entry.cjs", import.meta.url); // thread/worker-entry.ts as one CommonJS file: see scripts/bundle.mjs
 
 /** Milliseconds a terminated thread may take to exit before its Piscina instance is counted as short of a thread. */
 const exitWatchMs = 2_000;
@@ -353,7 +347,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     this.#started += 1;
     const options = this.#options;
     const piscina = new Piscina<WorkerTask, WorkerReply | OkPair>({
-      filename: workerEntryPath,
+      filename: workerEntryUrl.href,
       minThreads: options.minThreads,
       maxThreads: options.maxThreads,
       idleTimeout: options.idleTimeout,
