@@ -15,8 +15,8 @@
  * is). `--batches` compares whole batches of 64 calls instead, each build in
  * a process of its own beside bare Piscina at its defaults (the dispatch
  * suite's batches, `suites/dispatch-batches.ts`, on pools of a thread per
- * core unless `--threads` says otherwise); the after build is then this
- * checkout's (`toolpool`). `--tool inline` makes the no-op an inline tool (its execute on the
+ * core unless `--threads` says otherwise; `--calls` and `--in-flight` do not
+ * apply). `--tool inline` makes the no-op an inline tool (its execute on the
  * main thread, as pi runs it) instead of a worker tool. Figures are µs of
  * main-thread wall time per call; the ratio is after / before, per
  * repetition (paired) and of the medians.
@@ -65,6 +65,10 @@ const noopModule = new URL("./tools/noop.js", import.meta.url);
 type Build = { name: string; runtime: Toolpool.Runtime };
 
 if (values.batches) {
+  if (values.pi !== "0.73" || values.tool !== "worker") {
+    console.error("compare-builds: --batches runs worker tools with pi 0.73's rules; --pi and --tool do not apply");
+    process.exit(2);
+  }
   const { runDispatchBatchesSuite } = await import("./suites/dispatch-batches.js");
   const result = await runDispatchBatchesSuite({
     threads,
@@ -73,10 +77,13 @@ if (values.batches) {
     chunks: 30,
     warmupBatches: 300,
     reps,
-    builds: [{ name: "the build before", index: values.before }],
+    builds: [
+      { name: "the build before", index: values.before },
+      { name: "the build after", index: values.after },
+    ],
   });
   const figure = (start: string) => result.figures.find((f) => f.name.startsWith(start))!;
-  const after = figure("toolpool executeToolCalls (one batch");
+  const after = figure("toolpool executeToolCalls, the build after");
   const before = figure("toolpool executeToolCalls, the build before");
   const bare = figure("bare Piscina 5, its defaults");
   const paired = summarize(after.usPerCall.map((us, index) => us / before.usPerCall[index]!));

@@ -128,47 +128,75 @@ export async function runDispatchBatchesSuite(options: DispatchBatchesOptions): 
 
 const benchMain = fileURLToPath(new URL("../main.js", import.meta.url));
 
+/**
+ * How long a contender's process may take to start its pool, or to run the
+ * batches asked of it: far beyond any healthy run (16 batches of 64 no-op
+ * calls take tens of ms), so only a stuck process reaches it.
+ */
+const answerTimeoutMs = 120_000;
+
 /** One contender's process, asked to run a number of batches at a time. */
 class ContenderProcess {
   readonly key: ContenderKey;
   readonly ready: Promise<void>;
+  readonly #name: string;
   readonly #child: ChildProcess;
-  #pending: { resolve: (ms: number) => void; reject: (error: Error) => void } | undefined;
+  #pending: { resolve: (ms: number) => void; reject: (error: Error) => void; timer: NodeJS.Timeout } | undefined;
   #failure: Error | undefined;
 
   constructor(key: ContenderKey, options: DispatchBatchesOptions) {
     this.key = key;
-    const name = nameOf(key, options);
+    this.#name = nameOf(key, options);
     this.#child = fork(benchMain, ["--batch-child", JSON.stringify({ key, options })], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    this.ready = new Promise((resolve, reject) => {
-      this.#pending = { resolve: () => resolve(), reject };
-    });
+    this.ready = this.#await("start its pool").then(() => undefined);
     this.#child.on("message", (message: FromChild) => {
-      const pending = this.#pending;
-      this.#pending = undefined;
-      if ("error" in message) pending?.reject(new Error(`${name}: ${message.error}`));
-      else pending?.resolve("ms" in message ? message.ms : 0);
+      if ("error" in message) this.#settle(new Error(`${this.#name}: ${message.error}`));
+      else this.#settle("ms" in message ? message.ms : 0);
     });
-    this.#child.on("exit", (code, signal) => {
-      this.#failure = new Error(`${name}: its process ended (${signal ?? `exit ${code}`})`);
-      this.#pending?.reject(this.#failure);
-      this.#pending = undefined;
-    });
+    this.#child.on("error", (error) => this.#fail(new Error(`${this.#name}: ${error.message}`)));
+    this.#child.on("exit", (code, signal) => this.#fail(new Error(`${this.#name}: its process ended (${signal ?? `exit ${code}`})`)));
   }
 
   /** Runs `batches` batches; resolves with the ms they took. */
   run(batches: number): Promise<number> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    return new Promise((resolve, reject) => {
-      this.#pending = { resolve, reject };
-      this.#child.send({ run: batches } satisfies ToChild);
+    const answer = this.#await(`run ${batches} batches`);
+    this.#child.send({ run: batches } satisfies ToChild, (error) => {
+      if (error !== null) this.#fail(new Error(`${this.#name}: ${error.message}`));
     });
+    return answer;
+  }
+
+  /** The process's next answer, or a failure once it took longer than {@link answerTimeoutMs}. */
+  #await(what: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#fail(new Error(`${this.#name}: did not ${what} within ${answerTimeoutMs / 1000} s`));
+        this.#child.kill("SIGKILL");
+      }, answerTimeoutMs);
+      this.#pending = { resolve, reject, timer };
+    });
+  }
+
+  #settle(outcome: number | Error): void {
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    this.#pending = undefined;
+    clearTimeout(pending.timer);
+    if (outcome instanceof Error) pending.reject(outcome);
+    else pending.resolve(outcome);
+  }
+
+  #fail(error: Error): void {
+    this.#failure ??= error;
+    this.#settle(error);
   }
 
   async close(): Promise<void> {
     if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
-    this.#child.send({ close: true } satisfies ToChild);
+    if (this.#child.connected) this.#child.send({ close: true } satisfies ToChild, () => {});
+    else this.#child.kill("SIGKILL");
     const forced = setTimeout(() => this.#child.kill("SIGKILL"), 10_000);
     await exited;
     clearTimeout(forced);
@@ -182,7 +210,10 @@ class ContenderProcess {
 export async function runBatchChild(argument: string): Promise<void> {
   const { key, options } = JSON.parse(argument) as { key: ContenderKey; options: DispatchBatchesOptions };
   const contender = await createContender(key, options);
-  const send = (message: FromChild): void => void process.send!(message);
+  // Once the parent is gone there is nobody to answer.
+  const send = (message: FromChild): void => {
+    if (process.connected) process.send!(message, undefined, {}, () => {});
+  };
   const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
   let closing: Promise<void> | undefined;
   const closeOnce = (): Promise<void> => (closing ??= contender.close());
@@ -190,7 +221,7 @@ export async function runBatchChild(argument: string): Promise<void> {
     process.on("message", (message: ToChild) => {
       if ("close" in message) {
         void closeOnce().finally(() => {
-          process.disconnect();
+          if (process.connected) process.disconnect();
           resolve();
         });
         return;
