@@ -34,6 +34,12 @@ warnSkippedPi16("test/batch-random.test.ts");
  * next gate opens), so `afterToolCall` hooks never overlap in pi either:
  * toolpool's deliberate difference 1 (hooks one at a time) cannot show, and
  * no batch is excluded for it.
+ *
+ * Longer than the house's ~400 lines: one generator of batch plans (each
+ * call's kind and arguments, hook plans, pi 1.6's additions, the edge
+ * values, aborts) with the translation of a plan into a scenario and the
+ * runs that compare it; the arbitraries build on each other and on the
+ * plan types, and are used nowhere else.
  */
 const seed = Number(process.env.RANDOM_SEED ?? 20_261_202);
 const batchCount = Number(process.env.RANDOM_BATCHES ?? 500);

@@ -174,12 +174,17 @@ describe("layers", () => {
     expect(checkImport("workers/worker-pool.ts", "workers/call-queue.ts")).toBeUndefined();
   });
 
-  it("has no file over 500 lines without the reason at its top", () => {
+  it("has no file over 500 lines without the reason at its top, in the source, the tests, the benches and the scripts", () => {
     // The reason reads "Longer than the house's ~400 lines: …" in the file's first comment.
-    const unexplained = files.filter((file) => {
-      const text = readFileSync(`${srcRoot}${file}`, "utf8");
-      return text.split("\n").length > 500 && !text.slice(0, text.indexOf("*/")).includes("Longer than the house's");
-    });
+    const roots = ["src/", "test/", "bench/", "scripts/"].map((room) => fileURLToPath(new URL(`../${room}`, import.meta.url)));
+    const unexplained = roots.flatMap((root) =>
+      listSourceFiles(root)
+        .map((file) => `${root}${file}`)
+        .filter((path) => {
+          const text = readFileSync(path, "utf8");
+          return text.split("\n").length > 500 && !text.slice(0, text.indexOf("*/")).includes("Longer than the house's");
+        }),
+    );
     expect(unexplained).toEqual([]);
   });
 
