@@ -18,10 +18,10 @@ import { fork, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-import { Piscina } from "piscina";
 import { createRuntime, workerTool, type AssistantMessage } from "toolpool";
 import type * as Toolpool from "toolpool";
 
+import { createBarePiscina } from "../lib/bare-piscina.js";
 import { noopParameters } from "../lib/constants.js";
 import { advanceProgress, logStep } from "../lib/progress.js";
 import { rotate } from "../lib/run-loop.js";
@@ -257,19 +257,7 @@ async function createContender(
     const probe = createRuntime({ tools: [] });
     const { idleTimeout } = probe.options.pool;
     void probe.close();
-    const piscina =
-      key === "piscinaDefaults"
-        ? new Piscina({ filename: noopModule.href, minThreads: threads, maxThreads: threads })
-        : // The Piscina options toolpool's pool sets (src/workers/piscina-host.ts).
-          new Piscina({
-            filename: noopModule.href,
-            minThreads: threads,
-            maxThreads: threads,
-            idleTimeout,
-            concurrentTasksPerWorker: 1,
-            stricterFIFO: true,
-            recordTiming: false,
-          });
+    const piscina = createBarePiscina(key === "piscinaDefaults" ? "defaults" : "toolpool", noopModule, threads, idleTimeout);
     return {
       runBatch: async () => {
         const replies: Promise<unknown>[] = [];

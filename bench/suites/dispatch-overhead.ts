@@ -9,9 +9,10 @@ import { spawnSync } from "node:child_process";
 import { platform } from "node:os";
 import { fileURLToPath } from "node:url";
 
-import { Piscina } from "piscina";
+import type { Piscina } from "piscina";
 import { createRuntime, workerTool, type AgentTool, type Runtime } from "toolpool";
 
+import { createBarePiscina } from "../lib/bare-piscina.js";
 import { noopParameters, noopResult } from "../lib/constants.js";
 import { createTinypool, createWorkerpool, type PeerPool, type Peers } from "../lib/peers.js";
 import { advanceProgress, logStep } from "../lib/progress.js";
@@ -123,19 +124,8 @@ export function createDispatchSetup(threads: number, peers: Peers): DispatchSetu
     tools: [workerTool({ name: "noop", description: "Returns a constant", parameters: noopParameters, module: noopModule })],
     pool: { maxThreads: threads, minThreads: threads },
   });
-  // The Piscina options toolpool's pool sets (src/workers/piscina-host.ts), besides
-  // its own queue and balancer (which are toolpool's work, so measured as its overhead).
-  const piscina = new Piscina({
-    filename: noopModule.href,
-    minThreads: threads,
-    maxThreads: threads,
-    idleTimeout: runtime.options.pool.idleTimeout,
-    concurrentTasksPerWorker: 1,
-    stricterFIFO: true,
-    recordTiming: false,
-  });
-  // Piscina at its defaults, sized alike (the thread counts are the one thing set).
-  const piscinaDefaults = new Piscina({ filename: noopModule.href, minThreads: threads, maxThreads: threads });
+  const piscina = createBarePiscina("toolpool", noopModule, threads, runtime.options.pool.idleTimeout);
+  const piscinaDefaults = createBarePiscina("defaults", noopModule, threads, runtime.options.pool.idleTimeout);
   for (const pool of [piscina, piscinaDefaults]) pool.on("error", (error: unknown) => logStep(`bare Piscina error: ${String(error)}`));
   const agentTool: AgentTool = runtime.agentTools()[0]!;
   const peerPools: (PeerPool & { name: string })[] = [];
