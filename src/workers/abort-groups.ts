@@ -48,7 +48,8 @@ export class AbortGroups<T> {
         more: undefined,
         onAbort: () => {
           this.#forget(signal);
-          const members = created.more === undefined ? (created.first === undefined ? [] : [created.first]) : [...created.more];
+          // A group lives while it has a member: a lone one in `first`, else all of them in `more`.
+          const members = created.more === undefined ? [created.first!] : [...created.more];
           for (const each of members) this.#onAbort(each);
         },
       };
@@ -58,9 +59,8 @@ export class AbortGroups<T> {
       return;
     }
     if (group.more !== undefined) group.more.add(member);
-    else if (group.first === undefined) group.first = member;
     else {
-      group.more = new Set([group.first, member]);
+      group.more = new Set([group.first!, member]);
       group.first = undefined;
     }
   }
@@ -71,7 +71,8 @@ export class AbortGroups<T> {
     if (group === undefined) return;
     if (group.first === member) group.first = undefined;
     else if (group.more?.delete(member) !== true) return;
-    if (group.first !== undefined || (group.more !== undefined && group.more.size > 0)) return;
+    // Whoever left, `first` is empty now: the group lives on only while `more` has members.
+    if (group.more !== undefined && group.more.size > 0) return;
     this.#forget(signal);
     signal.removeEventListener("abort", group.onAbort);
   }
