@@ -2,10 +2,15 @@ import { describe, expect, it } from "vitest";
 
 import { AbortGroups } from "./support/internals.js";
 
+/** Groups of string members, and the members they told of an abort, in order. */
+function recordingGroups() {
+  const told: string[] = [];
+  return { told, groups: new AbortGroups<string>((member) => told.push(member)) };
+}
+
 describe("AbortGroups", () => {
   it("tells every member of an aborted signal, and only those", () => {
-    const told: string[] = [];
-    const groups = new AbortGroups<string>((member) => told.push(member));
+    const { told, groups } = recordingGroups();
     const first = new AbortController();
     const second = new AbortController();
     groups.add(first.signal, "a");
@@ -18,8 +23,7 @@ describe("AbortGroups", () => {
   });
 
   it("lets go of a signal once its last member has left", () => {
-    const told: string[] = [];
-    const groups = new AbortGroups<string>((member) => told.push(member));
+    const { told, groups } = recordingGroups();
     const controller = new AbortController();
     groups.add(controller.signal, "a");
     groups.add(controller.signal, "b");
@@ -32,8 +36,7 @@ describe("AbortGroups", () => {
   });
 
   it("tells a member of a signal aborted already at once", () => {
-    const told: string[] = [];
-    const groups = new AbortGroups<string>((member) => told.push(member));
+    const { told, groups } = recordingGroups();
     groups.add(AbortSignal.abort(), "late");
     expect(told).toEqual(["late"]);
     expect(groups.size).toBe(0);
@@ -42,8 +45,7 @@ describe("AbortGroups", () => {
 
 describe("AbortGroups, in order", () => {
   it("tells the members of an aborted signal in the order they joined, whoever left between", () => {
-    const told: string[] = [];
-    const groups = new AbortGroups<string>((member) => told.push(member));
+    const { told, groups } = recordingGroups();
     const controller = new AbortController();
     for (const member of ["a", "b", "c"]) groups.add(controller.signal, member);
     groups.delete(controller.signal, "a");
@@ -54,8 +56,7 @@ describe("AbortGroups, in order", () => {
   });
 
   it("keeps a lone member's signal until it leaves, and listens to nothing afterwards", () => {
-    const told: string[] = [];
-    const groups = new AbortGroups<string>((member) => told.push(member));
+    const { told, groups } = recordingGroups();
     const controller = new AbortController();
     groups.add(controller.signal, "only");
     groups.delete(controller.signal, "someone else");
