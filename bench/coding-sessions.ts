@@ -33,6 +33,7 @@ import { Worker } from "node:worker_threads";
 
 import type { AssistantMessage } from "../dist/index.js";
 import { codingTools, createRuntime, supportsPi16 } from "../dist/index.js";
+import { cpuNow } from "./lib/process-cpu.js";
 import { readThreadCpuMs } from "./lib/thread-cpu.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -184,14 +185,6 @@ async function runSession(tools: unknown[], script: Call[][], session: number): 
   };
   await runAgentLoop([{ role: "user", content: [{ type: "text", text: "go" }], timestamp: 0 }], context, config, sink, undefined, streamFn);
   return { calls, errors };
-}
-
-/** Seconds of CPU of this process's threads, and of its reaped children (from /proc/self/stat). */
-function cpuNow(): { process: number; children: number } {
-  const usage = process.cpuUsage();
-  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
-  const ticks = 100;
-  return { process: (usage.user + usage.system) / 1e6, children: (Number(fields[13]) + Number(fields[14])) / ticks };
 }
 
 interface ArmResult {

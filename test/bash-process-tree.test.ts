@@ -156,3 +156,40 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash with keep
     expect(leftovers()).toEqual([]);
   }, 120_000);
 });
+
+describe.skipIf(!supportsPi16() || process.platform !== "linux")("where bash's shell is started from (pi 1.6)", () => {
+  /**
+   * What the shell of a bash call sees of its parent (process number, command
+   * line, and the parent's own parent), with `TOOLPOOL_SPAWN_HELPER` as given
+   * while the runtime's threads start.
+   */
+  async function shellParent(helperSetting: string | undefined): Promise<{ pid: number; commandLine: string; parent: number }> {
+    mkdirSync(workspace, { recursive: true });
+    const before = process.env.TOOLPOOL_SPAWN_HELPER;
+    if (helperSetting === undefined) delete process.env.TOOLPOOL_SPAWN_HELPER;
+    else process.env.TOOLPOOL_SPAWN_HELPER = helperSetting;
+    const runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: ["bash"] }), pool: { maxThreads: 1, minThreads: 1 } });
+    try {
+      const command = "echo $PPID; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; cut -d ' ' -f 4 /proc/$PPID/stat";
+      const { messages } = await runtime.executeToolCalls(bash("parent", command));
+      const [pid, commandLine, parent] = textOf(messages[0]!).trim().split("\n");
+      return { pid: Number(pid), commandLine: commandLine!, parent: Number(parent) };
+    } finally {
+      await runtime.close();
+      if (before === undefined) delete process.env.TOOLPOOL_SPAWN_HELPER;
+      else process.env.TOOLPOOL_SPAWN_HELPER = before;
+    }
+  }
+
+  it("starts it from the pool thread's spawn helper, a child process of the pool's", async () => {
+    const parent = await shellParent(undefined);
+    expect(parent.pid).not.toBe(process.pid);
+    expect(parent.commandLine).toContain("spawn-helper.js");
+    expect(parent.parent).toBe(process.pid);
+  }, 120_000);
+
+  it("starts it from the thread itself with TOOLPOOL_SPAWN_HELPER=0", async () => {
+    const parent = await shellParent("0");
+    expect(parent.pid).toBe(process.pid);
+  }, 120_000);
+});

@@ -63,6 +63,7 @@ export { AbortGroups } from "../../src/workers/abort-groups.js";
 export { CallTable } from "../../src/workers/call-table.js";
 export { BusyWindow } from "../../src/workers/busy-window.js";
 export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-probes.js";
+export { RemoteChild, routedSpawn, SpawnHelper } from "../../dist/tools/coding/remote-spawn.js";
 export { inspectResult, transferThresholdBytes } from "../../src/workers/thread/inspect-result.js";
 export { rebaseBuiltinTool } from "../../dist/builtin-tools.js";
 export { installLine, isPackageMissing, optionalPackages } from "../../src/optional-packages.js";

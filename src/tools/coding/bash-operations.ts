@@ -72,6 +72,10 @@ export function createBashOperations(
         child.stdin?.on("error", () => {});
         child.stdin?.end(command);
       }
+      // The process number comes with the start (from the pool thread's spawn helper, a message later):
+      // the tree's group and the first number to read must be known before anything can end it.
+      const failed = await started(child);
+      if (failed !== undefined) throw failed;
       let ending: Promise<number> | undefined;
       // At the deadline, SIGTERM first and SIGKILL after the grace; on an abort (as pi does) and for
       // what is left once the shell has exited, SIGKILL at once.
@@ -123,4 +127,21 @@ function timeoutMsOf(timeout: number): number {
 /** `env` with the call's marker, after the markers of the calls this process itself runs in, if any. */
 function markedEnv(env: NodeJS.ProcessEnv, marker: string): NodeJS.ProcessEnv {
   return { ...env, [callMarkerName]: chainedMarker(marker, env[callMarkerName]) };
+}
+
+/** Resolves once `child` started (undefined), or with the error that kept it from starting. */
+function started(child: import("node:child_process").ChildProcess): Promise<Error | undefined> {
+  if (child.pid !== undefined) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const onSpawn = () => {
+      child.off("error", onError);
+      resolve(undefined);
+    };
+    const onError = (error: Error) => {
+      child.off("spawn", onSpawn);
+      resolve(error);
+    };
+    child.once("spawn", onSpawn);
+    child.once("error", onError);
+  });
 }

@@ -26,6 +26,7 @@ import { createBashOperations } from "./bash-operations.js";
 import { checkedEditOperations } from "./checked-file-operations.js";
 import { withPathLock } from "./path-locks.js";
 import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
+import { routedSpawn } from "./remote-spawn.js";
 import { rememberingProbes } from "./tool-probes.js";
 
 const settings = codingSettingsFromUrl(import.meta.url);
@@ -34,11 +35,17 @@ const settings = codingSettingsFromUrl(import.meta.url);
 // missing, unless offline. A pool never downloads binaries.
 process.env.PI_OFFLINE ??= "1";
 
+/** Marks the `spawn` this thread routes already (one module instance per tool and settings loads on each thread). */
+const routedMark = Symbol.for("toolpool.routedSpawn");
+/** Marks a thread whose priority was lowered already. */
+const loweredMark = Symbol.for("toolpool.threadPriorityLowered");
+
 /** How much lower than the main thread's a pool thread's priority is (nice levels). */
 const threadNiceness = 5;
 lowerThreadPriority();
 resizeImagesOnThisThread();
 rememberToolProbes();
+startChildrenThroughHelper();
 
 /**
  * pi's read resizes an image (Photon, WebAssembly) on a new worker thread of
@@ -69,6 +76,23 @@ function resizeImagesOnThisThread(): void {
 function rememberToolProbes(): void {
   childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());
   // pi imports { spawnSync } from "child_process": its binding follows the module object once synced.
+  syncBuiltinESMExports();
+}
+
+/**
+ * The child processes of this thread's tools (bash's shell, ripgrep, fd)
+ * are started by a spawn helper process (`spawn-helper.ts` says why), not
+ * forked from the pool's process: pi's `spawn` calls, and toolpool's own,
+ * go through {@link routedSpawn}. Once per thread, whichever coding tool
+ * loads first; `TOOLPOOL_SPAWN_HELPER=0` leaves `spawn` as it is.
+ */
+function startChildrenThroughHelper(): void {
+  if (process.platform === "win32" || process.env.TOOLPOOL_SPAWN_HELPER === "0") return;
+  const spawn = childProcess.spawn as typeof childProcess.spawn & { [routedMark]?: true };
+  if (spawn[routedMark]) return;
+  const routed = Object.assign(routedSpawn(spawn), { [routedMark]: true as const });
+  childProcess.spawn = routed;
+  // pi imports { spawn } from "child_process" (and toolpool's bash from "node:child_process"): their bindings follow once synced.
   syncBuiltinESMExports();
 }
 
@@ -103,6 +127,10 @@ async function optionsOfModule(cwd: string): Promise<Record<string, unknown>> {
  */
 function lowerThreadPriority(): void {
   if (process.platform !== "linux") return;
+  // Once per thread: each tool (and each codingTools call) is a module instance of its own on every thread.
+  const thread = globalThis as { [loweredMark]?: true };
+  if (thread[loweredMark]) return;
+  thread[loweredMark] = true;
   try {
     const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
     if (Number.isInteger(tid) && tid > 0) setPriority(tid, Math.min(19, getPriority(tid) + threadNiceness));

@@ -1,0 +1,429 @@
+/**
+ * Child processes of a pool thread started by its spawn helper
+ * (`spawn-helper.ts`, which says why) instead of by the thread itself.
+ *
+ * {@link routedSpawn} wraps Node's `spawn`: a call the helper can make
+ * (a command and its arguments, `cwd`, `env`, `detached`, `windowsHide`,
+ * and stdio entries that are each "pipe" or "ignore": what pi's bash, grep
+ * and find ask for) returns a {@link RemoteChild}, which behaves as Node's
+ * `ChildProcess` does for those calls: `pid` once started (and the `spawn`
+ * event), `stdout`/`stderr` streams, `stdin` when piped, `kill()`,
+ * `killed`, `exitCode`, `signalCode`, and the `error`, `exit` and `close`
+ * events in Node's order. Anything else goes to Node's `spawn` as it came.
+ *
+ * The helper starts with the thread's first child process (one fork of the
+ * pool's process per thread, not one per child). When it cannot start, or
+ * dies, the children it had not started yet are started by the thread
+ * itself, and those it had are killed (SIGKILL) and end as killed; after
+ * {@link maxHelperFailures} such failures the thread starts its children
+ * itself. `TOOLPOOL_SPAWN_HELPER=0` in the environment turns the helper off.
+ *
+ * @module
+ */
+import { type ChildProcess, fork, type SpawnOptions, type spawn as nodeSpawn } from "node:child_process";
+import { EventEmitter } from "node:events";
+
+
+import { PassThrough, Writable } from "node:stream";
+
+import { errorFields, type HelperReport, type HelperRequest, type HelperStdio, type SpawnErrorFields } from "./spawn-protocol.js";
+
+type Spawn = typeof nodeSpawn;
+
+/** How many times a thread's helper may fail before the thread starts its children itself. */
+export const maxHelperFailures = 3;
+
+const helperUrl = new URL("./spawn-helper.js", import.meta.url);
+
+const allowedOptions = new Set(["cwd", "env", "stdio", "detached", "windowsHide"]);
+
+/** The request for `spawn(file, args, options)` when the helper can make it; undefined when Node's `spawn` must. */
+function requestOf(file: unknown, args: unknown, options: unknown): Omit<Extract<HelperRequest, { kind: "spawn" }>, "id"> | undefined {
+  if (typeof file !== "string" || file === "" || file.includes("\0")) return undefined;
+  if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string" && !arg.includes("\0"))) return undefined;
+  const given = (options ?? {}) as SpawnOptions;
+  if (typeof given !== "object" || given === null) return undefined;
+  for (const key of Object.keys(given)) if (!allowedOptions.has(key) && (given as Record<string, unknown>)[key] !== undefined) return undefined;
+  if (given.cwd !== undefined && typeof given.cwd !== "string") return undefined;
+  if (given.env !== undefined && (typeof given.env !== "object" || given.env === null)) return undefined;
+  if (given.detached !== undefined && typeof given.detached !== "boolean") return undefined;
+  const stdio = stdioOf(given.stdio);
+  if (stdio === undefined) return undefined;
+  const env = given.env ?? process.env;
+  for (const [name, value] of Object.entries(env)) if (name.includes("\0") || (typeof value === "string" && value.includes("\0"))) return undefined;
+  return { kind: "spawn", file, args: [...args], cwd: given.cwd ?? process.cwd(), env: { ...env }, detached: given.detached ?? false, stdio };
+}
+
+function stdioOf(stdio: SpawnOptions["stdio"]): [HelperStdio, HelperStdio, HelperStdio] | undefined {
+  const entry = (value: unknown): HelperStdio | undefined =>
+    value === undefined || value === null || value === "pipe" ? "pipe" : value === "ignore" ? "ignore" : undefined;
+  if (stdio === undefined || typeof stdio === "string") {
+    const one = entry(stdio);
+    return one === undefined ? undefined : [one, one, one];
+  }
+  if (!Array.isArray(stdio) || stdio.length > 3) return undefined;
+  const all = [entry(stdio[0]), entry(stdio[1]), entry(stdio[2])];
+  return all.every((value) => value !== undefined) ? (all as [HelperStdio, HelperStdio, HelperStdio]) : undefined;
+}
+
+function spawnError(fields: SpawnErrorFields): Error {
+  const { message, ...rest } = fields;
+  return Object.assign(new Error(message), rest);
+}
+
+/**
+ * A child process that the spawn helper started (or, when the helper
+ * failed before it could, the thread itself): Node's `ChildProcess` as pi's
+ * tools use it. Its events come from {@link RemoteChild.receive}.
+ */
+export class RemoteChild extends EventEmitter {
+  pid: number | undefined = undefined;
+  exitCode: number | null = null;
+  signalCode: NodeJS.Signals | null = null;
+  killed = false;
+  readonly spawnfile: string;
+  readonly spawnargs: string[];
+  readonly stdin: Writable | null;
+  readonly stdout: PassThrough | null;
+  readonly stderr: PassThrough | null;
+  readonly stdio: [Writable | null, PassThrough | null, PassThrough | null];
+  readonly request: Extract<HelperRequest, { kind: "spawn" }>;
+  #send: (request: HelperRequest) => void;
+  #pendingSignals: (NodeJS.Signals | number)[] = [];
+  #native: ChildProcess | undefined;
+  #closeArgs: [number | null, NodeJS.Signals | null] | undefined;
+  #isClosed = false;
+  #isReleased = false;
+  #held: HelperReport[] | undefined;
+
+  constructor(request: Extract<HelperRequest, { kind: "spawn" }>, send: (request: HelperRequest) => void) {
+    super();
+    this.request = request;
+    this.#send = send;
+    this.spawnfile = request.file;
+    this.spawnargs = [request.file, ...request.args];
+    this.stdin = request.stdio[0] === "pipe" ? this.#stdinWriter() : null;
+    this.stdout = request.stdio[1] === "pipe" ? this.#outputStream() : null;
+    this.stderr = request.stdio[2] === "pipe" ? this.#outputStream() : null;
+    this.stdio = [this.stdin, this.stdout, this.stderr];
+  }
+
+  /** Whether the child has settled: its `close` event was emitted. */
+  get isClosed(): boolean {
+    return this.#isClosed;
+  }
+
+  /** Whether the child was started (a process number is known). */
+  get isStarted(): boolean {
+    return this.pid !== undefined;
+  }
+
+  /** Sends `signal` to the child, as Node's `kill` does; before the child has started, once it has. */
+  kill(signal: NodeJS.Signals | number = "SIGTERM"): boolean {
+    if (this.#native !== undefined) {
+      const sent = this.#native.kill(signal);
+      if (sent) this.killed = true;
+      return sent;
+    }
+    if (this.#isClosed || this.exitCode !== null || this.signalCode !== null) return false;
+    if (this.pid === undefined) {
+      this.#pendingSignals.push(signal);
+      this.killed = true;
+      return true;
+    }
+    try {
+      process.kill(this.pid, signal);
+      this.killed = true;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  ref(): void {}
+  unref(): void {}
+
+  /**
+   * Applies one report of the helper (or of the thread's own fallback
+   * child) to this child. What follows the start waits a turn of the event
+   * loop, as with Node's own children, whose exit never comes in the tick
+   * of their `spawn` event: a caller that awaits the start and then listens
+   * (toolpool's bash does) hears the rest, even when the helper's reports
+   * of a short command arrived together.
+   */
+  receive(report: HelperReport): void {
+    if (this.#held !== undefined) {
+      this.#held.push(report);
+      return;
+    }
+    this.#apply(report);
+    if (report.kind !== "spawned") return;
+    const held: HelperReport[] = [];
+    this.#held = held;
+    setImmediate(() => {
+      this.#held = undefined;
+      for (const next of held) this.receive(next);
+    });
+  }
+
+  #apply(report: HelperReport): void {
+    switch (report.kind) {
+      case "spawned": {
+        this.pid = report.pid;
+        const signals = this.#pendingSignals.splice(0);
+        for (const signal of signals) {
+          try {
+            process.kill(report.pid, signal);
+          } catch {}
+        }
+        this.emit("spawn");
+        return;
+      }
+      case "error":
+        this.emit("error", spawnError(report.error));
+        return;
+      case "data":
+        (report.stream === "stdout" ? this.stdout : this.stderr)?.write(report.data);
+        return;
+      case "end":
+        (report.stream === "stdout" ? this.stdout : this.stderr)?.end();
+        return;
+      case "exit":
+        this.exitCode = report.code;
+        this.signalCode = report.signal;
+        this.emit("exit", report.code, report.signal);
+        return;
+      case "close":
+        this.#closeArgs = [report.code, report.signal];
+        // A child that never started closes without an exit, its exit code Node's negative error number.
+        if (this.exitCode === null && this.signalCode === null) {
+          this.exitCode = report.code;
+          this.signalCode = report.signal;
+        }
+        // As Node does once the child is gone: output nobody reads is let flow, so that the streams close.
+        for (const stream of [this.stdout, this.stderr]) {
+          if (stream === null) continue;
+          stream.end();
+          if (!stream.readableFlowing && stream.listenerCount("data") === 0 && stream.listenerCount("readable") === 0) stream.resume();
+        }
+        this.#maybeClose();
+        return;
+    }
+  }
+
+  /**
+   * Ends a started child whose helper is gone: SIGKILL to it (and to its
+   * group when it has one), then its streams end and it closes as killed.
+   */
+  abandon(): void {
+    if (this.pid !== undefined && this.exitCode === null && this.signalCode === null) {
+      for (const target of this.request.detached ? [-this.pid, this.pid] : [this.pid]) {
+        try {
+          process.kill(target, "SIGKILL");
+        } catch {}
+      }
+      this.receive({ kind: "exit", id: this.request.id, code: null, signal: "SIGKILL" });
+    }
+    this.receive({ kind: "close", id: this.request.id, code: this.exitCode, signal: this.signalCode });
+  }
+
+  /** Starts the child with Node's own `spawn` (the helper failed before starting it) and relays its events. */
+  adopt(spawn: Spawn): void {
+    const { request } = this;
+    const id = request.id;
+    let native: ChildProcess;
+    try {
+      native = spawn(request.file, request.args, {
+        cwd: request.cwd,
+        env: request.env,
+        detached: request.detached,
+        stdio: request.stdio,
+        windowsHide: true,
+      });
+    } catch (error) {
+      this.receive({ kind: "error", id, error: { message: (error as Error).message } });
+      this.receive({ kind: "close", id, code: null, signal: null });
+      return;
+    }
+    this.#native = native;
+    this.#send = (message) => {
+      if (message.kind === "stdin") native.stdin?.write(message.data);
+      else if (message.kind === "stdin-end") native.stdin?.end();
+      else if (message.kind === "release") {
+        native.stdout?.destroy();
+        native.stderr?.destroy();
+      }
+    };
+    native.stdin?.on("error", () => {});
+    native.on("error", (error) => this.receive({ kind: "error", id, error: errorFields(error) }));
+    native.on("spawn", () => {
+      if (native.pid !== undefined) this.receive({ kind: "spawned", id, pid: native.pid });
+    });
+    for (const [stream, name] of [
+      [native.stdout, "stdout"],
+      [native.stderr, "stderr"],
+    ] as const) {
+      stream?.on("data", (data: Buffer) => this.receive({ kind: "data", id, stream: name, data }));
+      stream?.on("end", () => this.receive({ kind: "end", id, stream: name }));
+      stream?.on("error", () => {});
+    }
+    native.on("exit", (code, signal) => this.receive({ kind: "exit", id, code, signal }));
+    native.on("close", (code, signal) => this.receive({ kind: "close", id, code, signal }));
+    for (const signal of this.#pendingSignals.splice(0)) native.kill(signal);
+  }
+
+  #outputStream(): PassThrough {
+    const stream = new PassThrough();
+    stream.on("close", () => {
+      // Destroyed by its reader before the output ended: the helper stops reading it.
+      if (!stream.readableEnded && this.#closeArgs === undefined && !this.#isReleased) {
+        this.#isReleased = true;
+        this.#send({ kind: "release", id: this.request.id });
+      }
+      this.#maybeClose();
+    });
+    return stream;
+  }
+
+  #stdinWriter(): Writable {
+    return new Writable({
+      write: (chunk: Buffer, _encoding, callback) => {
+        this.#send({ kind: "stdin", id: this.request.id, data: chunk });
+        callback();
+      },
+      final: (callback) => {
+        this.#send({ kind: "stdin-end", id: this.request.id });
+        callback();
+      },
+    });
+  }
+
+  #maybeClose(): void {
+    if (this.#isClosed || this.#closeArgs === undefined) return;
+    if ((this.stdout !== null && !this.stdout.closed) || (this.stderr !== null && !this.stderr.closed)) return;
+    this.#isClosed = true;
+    this.emit("close", ...this.#closeArgs);
+  }
+}
+
+/**
+ * One thread's spawn helper: started with the first child, started again
+ * after it died, given up after {@link maxHelperFailures} failures.
+ */
+export class SpawnHelper {
+  readonly #spawn: Spawn;
+  readonly #helperUrl: URL;
+  #process: ChildProcess | undefined;
+  readonly #children = new Map<number, RemoteChild>();
+  #nextId = 1;
+  #failures = 0;
+
+  constructor(spawn: Spawn, helper: URL = helperUrl) {
+    this.#spawn = spawn;
+    this.#helperUrl = helper;
+  }
+
+  /** Whether children still go through a helper (false once it failed too often). */
+  get isEnabled(): boolean {
+    return this.#failures < maxHelperFailures;
+  }
+
+  /** The helper's process number, once started (for tests). */
+  get helperPid(): number | undefined {
+    return this.#process?.pid;
+  }
+
+  /** A child started through the helper, or undefined when the helper cannot make this call or is given up. */
+  spawn(file: unknown, args: unknown, options: unknown): RemoteChild | undefined {
+    if (!this.isEnabled) return undefined;
+    const request = requestOf(file, args, options);
+    if (request === undefined) return undefined;
+    const helper = this.#started();
+    const child = new RemoteChild({ ...request, id: this.#nextId++ }, (message) => this.#post(message));
+    this.#children.set(child.request.id, child);
+    child.once("close", () => {
+      this.#children.delete(child.request.id);
+      if (this.#children.size === 0) this.#setRef(false);
+    });
+    this.#setRef(true);
+    this.#post(child.request, helper);
+    return child;
+  }
+
+  #started(): ChildProcess {
+    if (this.#process !== undefined) return this.#process;
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    const helper = fork(this.#helperUrl, [], {
+      serialization: "advanced",
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+      execArgv: [],
+      env,
+    });
+    this.#process = helper;
+    helper.on("message", (report: HelperReport) => this.#children.get(report.id)?.receive(report));
+    let isGone = false;
+    const gone = () => {
+      if (isGone) return;
+      isGone = true;
+      this.#failures += 1;
+      if (this.#process === helper) this.#process = undefined;
+      const children = [...this.#children.values()];
+      this.#children.clear();
+      for (const child of children) {
+        if (child.isClosed) continue;
+        if (child.isStarted) child.abandon();
+        else child.adopt(this.#spawn);
+      }
+    };
+    // After the last report was read: the channel closes once the helper is gone.
+    helper.on("disconnect", gone);
+    helper.on("error", gone);
+    return helper;
+  }
+
+  #post(message: HelperRequest, helper = this.#process): void {
+    if (helper === undefined || !helper.connected) return;
+    try {
+      helper.send(message);
+    } catch {
+      // The channel closed meanwhile: the helper's exit hands its children over.
+    }
+  }
+
+  #setRef(isRef: boolean): void {
+    const helper = this.#process;
+    if (helper === undefined) return;
+    const channel = helper.channel as { ref?: () => void; unref?: () => void } | undefined;
+    if (isRef) {
+      helper.ref();
+      channel?.ref?.();
+    } else {
+      helper.unref();
+      channel?.unref?.();
+    }
+  }
+
+  /** Ends the helper (its started children are killed): for tests and for a thread that is done. */
+  close(): void {
+    this.#process?.kill("SIGKILL");
+  }
+}
+
+/**
+ * Node's `spawn`, with the calls the helper can make started by `helper`
+ * (see the module's description); every other call goes to `spawn`.
+ *
+ * @example
+ * ```ts
+ * childProcess.spawn = routedSpawn(childProcess.spawn);
+ * syncBuiltinESMExports();
+ * ```
+ */
+export function routedSpawn(spawn: Spawn, helper = new SpawnHelper(spawn)): Spawn {
+  const routed = (...call: unknown[]): unknown => {
+    const [file, args, options] = call;
+    return helper.spawn(file, args, options) ?? (spawn as (...rest: unknown[]) => unknown)(...call);
+  };
+  return routed as Spawn;
+}

@@ -1,0 +1,108 @@
+/**
+ * The spawn helper: a small process of its own that starts the child
+ * processes of a pool thread's coding tools (bash's shell, ripgrep, fd) on
+ * the thread's behalf, and relays their output and exit back over its IPC
+ * channel (`remote-spawn.ts` is the thread's side, with the protocol).
+ *
+ * Why: on Linux `fork` copies the page tables of the whole process that
+ * forks and holds its memory map locked meanwhile. Forked from a pool
+ * thread, every child process stalled the main thread and the other pool
+ * threads of a process with several V8 heaps (measured: the main thread's
+ * event-loop delay p99 went from 2 to 12–40 ms while two threads started
+ * processes, and each start cost the process 14–27 ms of CPU). Forked from
+ * this process, which holds almost nothing, a start costs little and
+ * nothing of the pool's process waits for it.
+ *
+ * Nothing here decides anything: it spawns what it is told, with the
+ * options it is given, and reports what happened. It exits when its
+ * channel closes (the thread ended), leaving its children to whoever marked
+ * them (bash calls' process trees are found by their marker).
+ *
+ * @module
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+
+import { errorFields, type HelperReport, type HelperRequest } from "./spawn-protocol.js";
+
+/** Past this many bytes of output sent and not yet written to the channel, children's output waits (resumed below a quarter of it). */
+const maxUnsentBytes = 1 << 20;
+
+const children = new Map<number, ChildProcess>();
+let unsentBytes = 0;
+let isPaused = false;
+
+function report(message: HelperReport, bytes = 0): void {
+  if (!process.connected) return;
+  unsentBytes += bytes;
+  process.send?.(message, undefined, undefined, () => {
+    unsentBytes -= bytes;
+    if (isPaused && unsentBytes < maxUnsentBytes / 4) setPaused(false);
+  });
+  if (!isPaused && unsentBytes > maxUnsentBytes) setPaused(true);
+}
+
+function setPaused(paused: boolean): void {
+  isPaused = paused;
+  for (const child of children.values()) {
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream === null || stream.destroyed) continue;
+      if (paused) stream.pause();
+      else stream.resume();
+    }
+  }
+}
+
+function start(request: Extract<HelperRequest, { kind: "spawn" }>): void {
+  const { id } = request;
+  let child: ChildProcess;
+  try {
+    child = spawn(request.file, request.args, {
+      cwd: request.cwd,
+      env: request.env,
+      detached: request.detached,
+      stdio: request.stdio,
+      windowsHide: true,
+    });
+  } catch (error) {
+    report({ kind: "error", id, error: errorFields(error as Error) });
+    return;
+  }
+  children.set(id, child);
+  child.on("error", (error) => report({ kind: "error", id, error: errorFields(error) }));
+  if (child.pid !== undefined) report({ kind: "spawned", id, pid: child.pid });
+  child.stdin?.on("error", () => {});
+  for (const [stream, name] of [
+    [child.stdout, "stdout"],
+    [child.stderr, "stderr"],
+  ] as const) {
+    if (stream === null) continue;
+    if (isPaused) stream.pause();
+    stream.on("data", (data: Buffer) => report({ kind: "data", id, stream: name, data }, data.length));
+    stream.on("end", () => report({ kind: "end", id, stream: name }));
+    stream.on("error", () => {});
+  }
+  child.on("exit", (code, signal) => report({ kind: "exit", id, code, signal }));
+  child.on("close", (code, signal) => {
+    children.delete(id);
+    report({ kind: "close", id, code, signal });
+  });
+}
+
+process.on("message", (request: HelperRequest) => {
+  if (request.kind === "spawn") {
+    start(request);
+    return;
+  }
+  const child = children.get(request.id);
+  if (child === undefined) return;
+  if (request.kind === "stdin") child.stdin?.write(request.data);
+  else if (request.kind === "stdin-end") child.stdin?.end();
+  else {
+    // The thread no longer reads this child's output (pi destroys the streams a while after the exit).
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+  }
+});
+
+// The thread that started this helper ended (or closed the channel): nothing is left to report to.
+process.on("disconnect", () => process.exit(0));

@@ -1,0 +1,61 @@
+/**
+ * The messages between a pool thread and its spawn helper (`spawn-helper.ts`,
+ * `remote-spawn.ts`), over the helper's IPC channel with Node's "advanced"
+ * serialization (output crosses as bytes). Each child process is named by
+ * the id the thread gave it.
+ *
+ * @module
+ */
+
+/** What a child's stdio entries may be through the helper: the rest stays with Node's own `spawn`. */
+export type HelperStdio = "pipe" | "ignore";
+
+/** Thread → helper. */
+export type HelperRequest =
+  | {
+      kind: "spawn";
+      id: number;
+      file: string;
+      args: string[];
+      cwd: string;
+      env: NodeJS.ProcessEnv;
+      detached: boolean;
+      stdio: [HelperStdio, HelperStdio, HelperStdio];
+    }
+  | { kind: "stdin"; id: number; data: Uint8Array }
+  | { kind: "stdin-end"; id: number }
+  /** The thread no longer reads the child's output: the helper stops reading it too. */
+  | { kind: "release"; id: number };
+
+/** The fields of a spawn error that Node sets (`spawn rg ENOENT`). */
+export interface SpawnErrorFields {
+  message: string;
+  errno?: number;
+  code?: string;
+  syscall?: string;
+  path?: string;
+  spawnargs?: string[];
+}
+
+/** Helper → thread, in the order the helper saw them. */
+export type HelperReport =
+  | { kind: "spawned"; id: number; pid: number }
+  | { kind: "error"; id: number; error: SpawnErrorFields }
+  | { kind: "data"; id: number; stream: "stdout" | "stderr"; data: Uint8Array }
+  | { kind: "end"; id: number; stream: "stdout" | "stderr" }
+  | { kind: "exit"; id: number; code: number | null; signal: NodeJS.Signals | null }
+  | { kind: "close"; id: number; code: number | null; signal: NodeJS.Signals | null };
+
+/** The fields of `error` that cross to the thread. */
+export function errorFields(
+  error: Error & { errno?: number; code?: string; syscall?: string; path?: string; spawnargs?: string[] },
+): SpawnErrorFields {
+  return {
+    message: error.message,
+    ...(error.errno === undefined ? {} : { errno: error.errno }),
+    ...(error.code === undefined ? {} : { code: error.code }),
+    ...(error.syscall === undefined ? {} : { syscall: error.syscall }),
+    ...(error.path === undefined ? {} : { path: error.path }),
+    ...(error.spawnargs === undefined ? {} : { spawnargs: error.spawnargs }),
+  };
+}

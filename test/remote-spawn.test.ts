@@ -1,0 +1,211 @@
+// The spawn helper (remote-spawn.ts, spawn-helper.ts): children started by a
+// process of its own behave as Node's own children do, for the calls pi's
+// bash, grep and find make; when the helper fails, no child is lost or hung.
+import { spawn as nodeSpawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+import { afterEach, describe, expect, it } from "vitest";
+
+import { until } from "./support/helpers.js";
+import { RemoteChild, routedSpawn, SpawnHelper } from "./support/internals.js";
+
+type AnyChild = ReturnType<typeof nodeSpawn> | RemoteChild;
+
+interface Observed {
+  events: string[];
+  stdout: string;
+  stderr: string;
+  exitCode: number | null;
+  signalCode: NodeJS.Signals | null;
+  killed: boolean;
+}
+
+/** Everything a caller can see of `child` until it closes, in order. */
+function observe(child: AnyChild, stdin?: string): Promise<Observed> {
+  const events: string[] = [];
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (data: Buffer) => (stdout += data));
+  child.stderr?.on("data", (data: Buffer) => (stderr += data));
+  child.on("spawn", () => events.push("spawn"));
+  child.on("error", (error: NodeJS.ErrnoException) => events.push(`error ${error.code} ${error.message}`));
+  child.on("exit", (code, signal) => events.push(`exit ${code} ${signal}`));
+  if (stdin !== undefined) child.stdin?.end(stdin);
+  return new Promise((resolve) =>
+    child.on("close", (code, signal) => {
+      events.push(`close ${code} ${signal}`);
+      resolve({ events, stdout, stderr, exitCode: child.exitCode, signalCode: child.signalCode, killed: child.killed });
+    }),
+  );
+}
+
+const helpers: SpawnHelper[] = [];
+afterEach(() => {
+  for (const helper of helpers.splice(0)) helper.close();
+});
+
+function newHelper(url?: URL): { helper: SpawnHelper; spawn: typeof nodeSpawn } {
+  const helper = url === undefined ? new SpawnHelper(nodeSpawn) : new SpawnHelper(nodeSpawn, url);
+  helpers.push(helper);
+  return { helper, spawn: routedSpawn(nodeSpawn, helper) };
+}
+
+/** The parent process number of `pid`, from /proc. */
+const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[1]);
+
+describe.skipIf(process.platform !== "linux")("spawn helper", () => {
+  it.each([
+    ["exit code, stdout and stderr", "sh", ["-c", "echo out; echo err >&2; exit 3"], {}, undefined],
+    ["a command that is not there", "toolpool-no-such-command", [], {}, undefined],
+    ["stdin piped in", "sh", ["-c", "cat; echo"], { stdio: ["pipe", "pipe", "pipe"] }, "line 1\nline 2"],
+    ["stdio ignored", "sh", ["-c", "echo unseen"], { stdio: "ignore" }, undefined],
+    ["a child killed by a signal", "sh", ["-c", "kill -9 $$"], {}, undefined],
+    [
+      "a working directory and an environment",
+      "sh",
+      ["-c", 'pwd; echo "$TOOLPOOL_PROBE"'],
+      { cwd: "/tmp", env: { TOOLPOOL_PROBE: "here", PATH: process.env.PATH } },
+      undefined,
+    ],
+    ["a process group of its own", "sh", ["-c", "ps -o pgid= -p $$ | tr -d ' '; echo $$"], { detached: true }, undefined],
+  ] as const)("gives what Node's spawn gives: %s", async (_name, file, args, options, stdin) => {
+    const { spawn } = newHelper();
+    const native = await observe(nodeSpawn(file, [...args], options as never), stdin);
+    const remote = await observe(spawn(file, [...args], options as never), stdin);
+    if (_name === "a process group of its own") {
+      // Each child leads a group of its own: the group is its own pid, whichever started it.
+      for (const seen of [native, remote]) {
+        const [group, pid] = seen.stdout.trim().split("\n");
+        expect(group).toBe(pid);
+      }
+      expect(remote.events).toEqual(native.events);
+      return;
+    }
+    expect(remote).toEqual(native);
+  });
+
+  it("starts its children from the helper, not from this process", async () => {
+    const { helper, spawn } = newHelper();
+    const seen = await observe(spawn("sh", ["-c", "echo $PPID"], {}));
+    expect(helper.helperPid).toBeDefined();
+    expect(Number(seen.stdout.trim())).toBe(helper.helperPid);
+    expect(parentOf(helper.helperPid!)).toBe(process.pid);
+  });
+
+  it("leaves to Node's spawn what it does not make (a shell, an IPC channel, a timeout)", () => {
+    const { helper, spawn } = newHelper();
+    for (const [args, options] of [
+      [["-c", "true"], { shell: true }],
+      [["-c", "true"], { stdio: ["pipe", "pipe", "pipe", "ipc"] }],
+      [["-c", "true"], { timeout: 1000 }],
+      [["-c", "true"], { stdio: ["inherit", "pipe", "pipe"] }],
+    ] as const) {
+      const child = spawn("sh", [...args], options as never);
+      expect(child.constructor.name).toBe("ChildProcess");
+      child.kill();
+    }
+    expect(helper.helperPid).toBeUndefined();
+  });
+
+  it("relays a large output whole, with the helper's flow control", async () => {
+    const { spawn } = newHelper();
+    const child = spawn("sh", ["-c", "head -c 6000000 /dev/zero | tr '\\0' x"], {});
+    let bytes = 0;
+    let chunks = 0;
+    child.stdout!.on("data", (data: Buffer) => {
+      bytes += data.length;
+      chunks += 1;
+      // A slow reader: the helper must hold the output back rather than lose it.
+      if (chunks % 50 === 0) {
+        child.stdout!.pause();
+        setTimeout(() => child.stdout!.resume(), 5);
+      }
+    });
+    const [code] = (await new Promise((resolve) => child.on("close", (...args) => resolve(args)))) as [number];
+    expect(code).toBe(0);
+    expect(bytes).toBe(6_000_000);
+  });
+
+  it("sends a signal asked for before the child started once it has", async () => {
+    const { spawn } = newHelper();
+    const child = spawn("sleep", ["30"], {});
+    expect(child.pid).toBeUndefined();
+    expect(child.kill("SIGTERM")).toBe(true);
+    const seen = await observe(child);
+    expect(seen.events.at(-1)).toBe("close null SIGTERM");
+    expect(seen.killed).toBe(true);
+  });
+
+  it("closes a child whose output a background process holds once its reader lets go (as pi's bash does)", async () => {
+    const { spawn } = newHelper();
+    const child = spawn("sh", ["-c", "sleep 30 & echo $!; echo up"], { detached: true });
+    let stdout = "";
+    child.stdout!.on("data", (data: Buffer) => (stdout += data));
+    await new Promise((resolve) => child.once("exit", resolve));
+    // The shell exited; `sleep` keeps the pipe open. pi's wait destroys the streams after a grace.
+    child.stdout!.destroy();
+    child.stderr!.destroy();
+    await new Promise((resolve) => child.once("close", resolve));
+    const sleeper = Number(stdout.split("\n")[0]);
+    process.kill(sleeper, "SIGKILL");
+    expect(stdout).toContain("up");
+  });
+
+  it("lets a caller that awaits the start hear the exit, even when every report came at once", async () => {
+    const child = new RemoteChild(
+      { kind: "spawn", id: 1, file: "sh", args: [], cwd: "/", env: {}, detached: false, stdio: ["ignore", "pipe", "pipe"] },
+      () => {},
+    );
+    const started = new Promise((resolve) => child.once("spawn", resolve));
+    child.receive({ kind: "spawned", id: 1, pid: 999_999_999 });
+    child.receive({ kind: "data", id: 1, stream: "stdout", data: Buffer.from("hi") });
+    child.receive({ kind: "end", id: 1, stream: "stdout" });
+    child.receive({ kind: "end", id: 1, stream: "stderr" });
+    child.receive({ kind: "exit", id: 1, code: 0, signal: null });
+    child.receive({ kind: "close", id: 1, code: 0, signal: null });
+    await started;
+    // Listening only now, after the start was awaited, as toolpool's bash does.
+    const seen = await observe(child);
+    expect(seen).toMatchObject({ events: ["exit 0 null", "close 0 null"], stdout: "hi", exitCode: 0 });
+  });
+
+  it("kills the children it had started when the helper dies, and starts again for the next child", async () => {
+    const { helper, spawn } = newHelper();
+    const child = spawn("sleep", ["30"], {});
+    await new Promise((resolve) => child.once("spawn", resolve));
+    const first = helper.helperPid!;
+    const closed = observe(child);
+    process.kill(first, "SIGKILL");
+    const seen = await closed;
+    expect(seen.events.slice(-2)).toEqual(["exit null SIGKILL", "close null SIGKILL"]);
+    // The sleeper was killed (a zombie at most, until whoever adopted it reaps it).
+    await until(
+      () => {
+        try {
+          return readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.startsWith("Z");
+        } catch {
+          return true;
+        }
+      },
+      () => `the orphaned sleep ${child.pid} ended`,
+    );
+    const next = await observe(spawn("echo", ["again"], {}));
+    expect(next.stdout).toBe("again\n");
+    expect(helper.helperPid).not.toBe(first);
+    expect(helper.isEnabled).toBe(true);
+  });
+
+  it("starts its children itself when the helper cannot start, and gives the helper up after three failures", async () => {
+    const { helper, spawn } = newHelper(new URL("./fixtures/coding/failing-helper.mjs", import.meta.url));
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const seen = await observe(spawn("sh", ["-c", "echo $PPID"], {}));
+      // The helper died before starting the child: the thread started it, as Node's spawn would.
+      expect(seen.events).toEqual(["spawn", "exit 0 null", "close 0 null"]);
+      expect(Number(seen.stdout.trim())).toBe(process.pid);
+    }
+    expect(helper.isEnabled).toBe(false);
+    const after = spawn("sh", ["-c", "true"], {});
+    expect(after.constructor.name).toBe("ChildProcess");
+    await new Promise((resolve) => after.once("close", resolve));
+  });
+});
