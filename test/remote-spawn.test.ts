@@ -121,7 +121,7 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
         setTimeout(() => child.stdout!.resume(), 5);
       }
     });
-    const [code] = (await new Promise((resolve) => child.on("close", (...args) => resolve(args)))) as [number];
+    const code = await new Promise<number | null>((resolve) => child.on("close", (exitCode: number | null) => resolve(exitCode)));
     expect(code).toBe(0);
     expect(bytes).toBe(6_000_000);
   });
