@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool";
@@ -191,5 +191,24 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux")("where bash's s
   it("starts it from the thread itself with TOOLPOOL_SPAWN_HELPER=0", async () => {
     const parent = await shellParent("0");
     expect(parent.pid).toBe(process.pid);
+  }, 120_000);
+});
+
+describe.skipIf(!supportsPi16() || process.platform !== "linux")("the priority of a pool thread's processes (pi 1.6)", () => {
+  it("is 5 nice levels below this process's, however many of pi's tools the thread loaded", async () => {
+    mkdirSync(workspace, { recursive: true });
+    const runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: ["bash", "ls", "grep"], ioThreads: 1 }) });
+    try {
+      // ls and grep load their own module instances on the one io thread before bash loads its.
+      for (const name of ["ls", "grep"]) {
+        const args = name === "ls" ? { path: "." } : { pattern: "nothing-here", path: "." };
+        const { messages } = await runtime.executeToolCalls({ role: "assistant", content: [{ type: "toolCall", id: name, name, arguments: args }] });
+        expect(messages[0]!.isError, textOf(messages[0]!)).toBeFalsy();
+      }
+      const { messages } = await runtime.executeToolCalls(bash("nice", "ps -o ni= -p $$"));
+      expect(Number(textOf(messages[0]!).trim())).toBe(Math.min(19, getPriority() + 5));
+    } finally {
+      await runtime.close();
+    }
   }, 120_000);
 });
