@@ -67,6 +67,13 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
       { cwd: "/tmp", env: { TOOLPOOL_PROBE: "here", PATH: process.env.PATH } },
       undefined,
     ],
+    [
+      "an environment value that is not a string",
+      "sh",
+      ["-c", 'echo "$TOOLPOOL_NUMBER"'],
+      { env: { TOOLPOOL_NUMBER: 5, PATH: process.env.PATH } },
+      undefined,
+    ],
     ["a process group of its own", "sh", ["-c", "ps -o pgid= -p $$ | tr -d ' '; echo $$"], { detached: true }, undefined],
   ] as const)("gives what Node's spawn gives: %s", async (_name, file, args, options, stdin) => {
     const { spawn } = newHelper();
@@ -207,5 +214,65 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     const after = spawn("sh", ["-c", "true"], {});
     expect(after.constructor.name).toBe("ChildProcess");
     await new Promise((resolve) => after.once("close", resolve));
+  });
+
+  it("keeps a child's real exit when the helper dies within the turn its reports wait", () => {
+    const child = new RemoteChild(
+      { kind: "spawn", id: 1, file: "sh", args: [], cwd: "/", env: {}, detached: false, stdio: ["ignore", "ignore", "ignore"] },
+      () => {},
+    );
+    const events: string[] = [];
+    child.on("spawn", () => events.push("spawn"));
+    child.on("exit", (code, signal) => events.push(`exit ${code} ${signal}`));
+    child.on("close", (code, signal) => events.push(`close ${code} ${signal}`));
+    child.receive({ kind: "spawned", id: 1, pid: 999_999_999 });
+    child.receive({ kind: "exit", id: 1, code: 3, signal: null });
+    // The helper died before the turn passed (and before it sent the close).
+    child.abandon("gone");
+    expect(events).toEqual(["spawn", "exit 3 null", "close 3 null"]);
+  });
+
+  it("fails a child whose start a helper that was reading requests never reported, rather than start it twice", async () => {
+    const { helper, spawn } = newHelper(new URL("./fixtures/coding/ready-then-exit-helper.mjs", import.meta.url));
+    const seen = await observe(spawn("sh", ["-c", "echo ran"], {}));
+    expect(seen.events).toEqual([expect.stringMatching(/^error TP_ERR_SPAWN_HELPER spawn sh: the spawn helper exited/), "close null null"]);
+    expect(seen.stdout).toBe("");
+    expect(helper.isEnabled).toBe(true);
+  });
+
+  it("replays a child's input to the child the thread starts itself", async () => {
+    const { spawn } = newHelper(new URL("./fixtures/coding/failing-helper.mjs", import.meta.url));
+    const seen = await observe(spawn("cat", [], { stdio: ["pipe", "pipe", "pipe"] }), "hello\n");
+    expect(seen).toMatchObject({ stdout: "hello\n", exitCode: 0 });
+  });
+
+  it("ends a child that Node's spawn refuses in the helper (an argument too long) with an error and a close", async () => {
+    const { spawn } = newHelper();
+    const long = "x".repeat(256 * 1024);
+    expect(() => nodeSpawn("echo", [long]).kill()).toThrow(/E2BIG/);
+    const seen = await observe(spawn("echo", [long], {}));
+    expect(seen.events).toEqual([expect.stringMatching(/^error E2BIG/), expect.stringMatching(/^close /)]);
+  });
+
+  it("runs the helper in a process group of its own, out of reach of a signal to this process's group", async () => {
+    const { helper, spawn } = newHelper();
+    await observe(spawn("true", [], {}));
+    const groupOf = (pid: number | string) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[2]);
+    expect(groupOf(helper.helperPid!)).toBe(helper.helperPid);
+    expect(groupOf("self")).not.toBe(helper.helperPid);
+  });
+
+  it("holds a child's output back in the helper while the thread's reader is full", async () => {
+    const { spawn } = newHelper();
+    const child = spawn("head", ["-c", "40000000", "/dev/zero"], {});
+    child.stdout!.pause();
+    // Long enough for the whole output to have crossed, had nothing held it back.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(child.stdout!.readableLength).toBeLessThan(4 << 20);
+    let bytes = 0;
+    child.stdout!.on("data", (data: Buffer) => (bytes += data.length));
+    child.stdout!.resume();
+    await new Promise((resolve) => child.once("close", resolve));
+    expect(bytes).toBe(40_000_000);
   });
 });

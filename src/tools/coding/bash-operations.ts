@@ -75,7 +75,11 @@ export function createBashOperations(
       // The process number comes with the start (from the pool thread's spawn helper, a message later):
       // the tree's group and the first number to read must be known before anything can end it.
       const failed = await started(child);
-      if (failed !== undefined) throw failed;
+      if (failed !== undefined) {
+        // A spawn helper that died may have started the shell without saying so: whatever carries the marker ends.
+        await endProcessTree({ marker, isWholeMarker: true }, 0);
+        throw failed;
+      }
       let ending: Promise<number> | undefined;
       // At the deadline, SIGTERM first and SIGKILL after the grace; on an abort (as pi does) and for
       // what is left once the shell has exited, SIGKILL at once.

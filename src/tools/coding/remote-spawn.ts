@@ -23,7 +23,6 @@
 import { type ChildProcess, fork, type SpawnOptions, type spawn as nodeSpawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 
-
 import { PassThrough, Writable } from "node:stream";
 
 import { errorFields, type HelperReport, type HelperRequest, type HelperStdio, type SpawnErrorFields } from "./spawn-protocol.js";
@@ -49,9 +48,15 @@ function requestOf(file: unknown, args: unknown, options: unknown): Omit<Extract
   if (given.detached !== undefined && typeof given.detached !== "boolean") return undefined;
   const stdio = stdioOf(given.stdio);
   if (stdio === undefined) return undefined;
-  const env = given.env ?? process.env;
-  for (const [name, value] of Object.entries(env)) if (name.includes("\0") || (typeof value === "string" && value.includes("\0"))) return undefined;
-  return { kind: "spawn", file, args: [...args], cwd: given.cwd ?? process.cwd(), env: { ...env }, detached: given.detached ?? false, stdio };
+  // As Node's spawn reads an environment: each value as a string, undefined ones left out.
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(given.env ?? process.env)) {
+    if (value === undefined) continue;
+    const text = `${value}`;
+    if (name.includes("\0") || text.includes("\0")) return undefined;
+    env[name] = text;
+  }
+  return { kind: "spawn", file, args: [...args], cwd: given.cwd ?? process.cwd(), env, detached: given.detached ?? false, stdio };
 }
 
 function stdioOf(stdio: SpawnOptions["stdio"]): [HelperStdio, HelperStdio, HelperStdio] | undefined {
@@ -71,10 +76,14 @@ function spawnError(fields: SpawnErrorFields): Error {
   return Object.assign(new Error(message), rest);
 }
 
+/** What a child was sent before its start was known: replayed to the thread's own child when the helper never started. */
+type EarlyRequest = Extract<HelperRequest, { kind: "stdin" | "stdin-end" | "kill" }>;
+
 /**
  * A child process that the spawn helper started (or, when the helper
- * failed before it could, the thread itself): Node's `ChildProcess` as pi's
- * tools use it. Its events come from {@link RemoteChild.receive}.
+ * died before it read any request, the thread itself): Node's
+ * `ChildProcess` as pi's tools use it. Its events come from
+ * {@link RemoteChild.receive}.
  */
 export class RemoteChild extends EventEmitter {
   pid: number | undefined = undefined;
@@ -89,11 +98,13 @@ export class RemoteChild extends EventEmitter {
   readonly stdio: [Writable | null, PassThrough | null, PassThrough | null];
   readonly request: Extract<HelperRequest, { kind: "spawn" }>;
   #send: (request: HelperRequest) => void;
-  #pendingSignals: (NodeJS.Signals | number)[] = [];
+  /** Until the start is known, what was sent besides the start itself. */
+  #early: EarlyRequest[] | undefined = [];
   #native: ChildProcess | undefined;
   #closeArgs: [number | null, NodeJS.Signals | null] | undefined;
   #isClosed = false;
   #isReleased = false;
+  #isHeldByReader = false;
   #held: HelperReport[] | undefined;
 
   constructor(request: Extract<HelperRequest, { kind: "spawn" }>, send: (request: HelperRequest) => void) {
@@ -108,9 +119,9 @@ export class RemoteChild extends EventEmitter {
     this.stdio = [this.stdin, this.stdout, this.stderr];
   }
 
-  /** Whether the child has settled: its `close` event was emitted. */
+  /** Whether the child has settled: its `close` was received. */
   get isClosed(): boolean {
-    return this.#isClosed;
+    return this.#closeArgs !== undefined;
   }
 
   /** Whether the child was started (a process number is known). */
@@ -118,26 +129,22 @@ export class RemoteChild extends EventEmitter {
     return this.pid !== undefined;
   }
 
-  /** Sends `signal` to the child, as Node's `kill` does; before the child has started, once it has. */
+  /**
+   * Sends `signal` to the child, as Node's `kill` does. Through the helper,
+   * which holds the child's handle, so the signal never reaches another
+   * process that was given the number of a child already reaped; before the
+   * child's start is known, the helper sends it once the child has started.
+   */
   kill(signal: NodeJS.Signals | number = "SIGTERM"): boolean {
     if (this.#native !== undefined) {
       const sent = this.#native.kill(signal);
       if (sent) this.killed = true;
       return sent;
     }
-    if (this.#isClosed || this.exitCode !== null || this.signalCode !== null) return false;
-    if (this.pid === undefined) {
-      this.#pendingSignals.push(signal);
-      this.killed = true;
-      return true;
-    }
-    try {
-      process.kill(this.pid, signal);
-      this.killed = true;
-      return true;
-    } catch {
-      return false;
-    }
+    if (this.isClosed || this.exitCode !== null || this.signalCode !== null) return false;
+    this.#request({ kind: "kill", id: this.request.id, signal });
+    this.killed = true;
+    return true;
   }
 
   ref(): void {}
@@ -160,31 +167,42 @@ export class RemoteChild extends EventEmitter {
     if (report.kind !== "spawned") return;
     const held: HelperReport[] = [];
     this.#held = held;
-    setImmediate(() => {
-      this.#held = undefined;
-      for (const next of held) this.receive(next);
-    });
+    setImmediate(() => this.#releaseHeld(held));
+  }
+
+  #releaseHeld(held: HelperReport[]): void {
+    if (this.#held !== held) return;
+    this.#held = undefined;
+    for (const next of held) this.receive(next);
   }
 
   #apply(report: HelperReport): void {
     switch (report.kind) {
-      case "spawned": {
+      case "ready":
+        return;
+      case "spawned":
         this.pid = report.pid;
-        const signals = this.#pendingSignals.splice(0);
-        for (const signal of signals) {
-          try {
-            process.kill(report.pid, signal);
-          } catch {}
-        }
+        this.#early = undefined;
         this.emit("spawn");
         return;
-      }
       case "error":
-        this.emit("error", spawnError(report.error));
+        // As Node's children do, but never a crash of the thread where nobody listens any more.
+        if (this.listenerCount("error") > 0) this.emit("error", spawnError(report.error));
         return;
-      case "data":
-        (report.stream === "stdout" ? this.stdout : this.stderr)?.write(report.data);
+      case "data": {
+        const stream = report.stream === "stdout" ? this.stdout : this.stderr;
+        if (stream === null || stream.destroyed) return;
+        // A reader that does not keep up holds the child's output back in the helper, not here.
+        if (!stream.write(report.data) && !this.#isHeldByReader && this.#native === undefined) {
+          this.#isHeldByReader = true;
+          this.#request({ kind: "pause", id: this.request.id });
+          stream.once("drain", () => {
+            this.#isHeldByReader = false;
+            if (!this.isClosed) this.#request({ kind: "resume", id: this.request.id });
+          });
+        }
         return;
+      }
       case "end":
         (report.stream === "stdout" ? this.stdout : this.stderr)?.end();
         return;
@@ -212,25 +230,44 @@ export class RemoteChild extends EventEmitter {
   }
 
   /**
-   * Ends a started child whose helper is gone: SIGKILL to it (and to its
-   * group when it has one), then its streams end and it closes as killed.
+   * Ends this child once its helper is gone. The reports held back for a
+   * turn are applied first (the child may have exited already). A child
+   * still running is killed (SIGKILL, with its group when it has one) and
+   * closes as killed. A child whose start was never reported by a helper
+   * that had begun reading requests may have started: it fails, rather than
+   * run twice.
    */
-  abandon(): void {
-    if (this.pid !== undefined && this.exitCode === null && this.signalCode === null) {
+  abandon(reason: string): void {
+    if (this.#held !== undefined) this.#releaseHeld(this.#held);
+    if (this.isClosed) return;
+    const { id } = this.request;
+    if (this.pid === undefined) {
+      this.#early = undefined;
+      this.receive({ kind: "error", id, error: { message: `spawn ${this.request.file}: ${reason}`, code: "TP_ERR_SPAWN_HELPER" } });
+      this.receive({ kind: "close", id, code: null, signal: null });
+      return;
+    }
+    if (this.exitCode === null && this.signalCode === null) {
       for (const target of this.request.detached ? [-this.pid, this.pid] : [this.pid]) {
         try {
           process.kill(target, "SIGKILL");
         } catch {}
       }
-      this.receive({ kind: "exit", id: this.request.id, code: null, signal: "SIGKILL" });
+      this.receive({ kind: "exit", id, code: null, signal: "SIGKILL" });
     }
-    this.receive({ kind: "close", id: this.request.id, code: this.exitCode, signal: this.signalCode });
+    this.receive({ kind: "close", id, code: this.exitCode, signal: this.signalCode });
   }
 
-  /** Starts the child with Node's own `spawn` (the helper failed before starting it) and relays its events. */
+  /**
+   * Starts the child with Node's own `spawn` (the helper died before it
+   * read any request) and relays its events; what was sent to the child
+   * meanwhile (its input, signals) goes to the new one.
+   */
   adopt(spawn: Spawn): void {
     const { request } = this;
     const id = request.id;
+    const early = this.#early ?? [];
+    this.#early = undefined;
     let native: ChildProcess;
     try {
       native = spawn(request.file, request.args, {
@@ -241,14 +278,16 @@ export class RemoteChild extends EventEmitter {
         windowsHide: true,
       });
     } catch (error) {
-      this.receive({ kind: "error", id, error: { message: (error as Error).message } });
-      this.receive({ kind: "close", id, code: null, signal: null });
+      const fields = errorFields(error as Error);
+      this.receive({ kind: "error", id, error: fields });
+      this.receive({ kind: "close", id, code: fields.errno ?? null, signal: null });
       return;
     }
     this.#native = native;
     this.#send = (message) => {
       if (message.kind === "stdin") native.stdin?.write(message.data);
       else if (message.kind === "stdin-end") native.stdin?.end();
+      else if (message.kind === "kill") native.kill(message.signal);
       else if (message.kind === "release") {
         native.stdout?.destroy();
         native.stderr?.destroy();
@@ -269,7 +308,21 @@ export class RemoteChild extends EventEmitter {
     }
     native.on("exit", (code, signal) => this.receive({ kind: "exit", id, code, signal }));
     native.on("close", (code, signal) => this.receive({ kind: "close", id, code, signal }));
-    for (const signal of this.#pendingSignals.splice(0)) native.kill(signal);
+    for (const message of early) this.#send(message);
+  }
+
+  /** Fails the child: its request could not be sent (the channel closed, or the request would not serialize). */
+  fail(error: Error): void {
+    if (this.isClosed) return;
+    const { id } = this.request;
+    this.#early = undefined;
+    this.receive({ kind: "error", id, error: errorFields(error) });
+    this.receive({ kind: "close", id, code: null, signal: null });
+  }
+
+  #request(message: EarlyRequest | Extract<HelperRequest, { kind: "pause" | "resume" }>): void {
+    if (this.#early !== undefined && message.kind !== "pause" && message.kind !== "resume") this.#early.push(message);
+    this.#send(message);
   }
 
   #outputStream(): PassThrough {
@@ -288,11 +341,11 @@ export class RemoteChild extends EventEmitter {
   #stdinWriter(): Writable {
     return new Writable({
       write: (chunk: Buffer, _encoding, callback) => {
-        this.#send({ kind: "stdin", id: this.request.id, data: chunk });
+        this.#request({ kind: "stdin", id: this.request.id, data: chunk });
         callback();
       },
       final: (callback) => {
-        this.#send({ kind: "stdin-end", id: this.request.id });
+        this.#request({ kind: "stdin-end", id: this.request.id });
         callback();
       },
     });
@@ -339,15 +392,18 @@ export class SpawnHelper {
     const request = requestOf(file, args, options);
     if (request === undefined) return undefined;
     const helper = this.#started();
-    const child = new RemoteChild({ ...request, id: this.#nextId++ }, (message) => this.#post(message));
+    const child = new RemoteChild({ ...request, id: this.#nextId++ }, (message) => this.#post(child, message, helper));
     this.#children.set(child.request.id, child);
-    child.once("close", () => {
-      this.#children.delete(child.request.id);
-      if (this.#children.size === 0) this.#setRef(false);
-    });
-    this.#setRef(true);
-    this.#post(child.request, helper);
+    child.once("close", () => this.#forget(child));
+    if (this.#children.size === 1) this.#setRef(helper, true);
+    this.#post(child, child.request, helper);
     return child;
+  }
+
+  #forget(child: RemoteChild): void {
+    if (this.#children.get(child.request.id) !== child) return;
+    this.#children.delete(child.request.id);
+    if (this.#children.size === 0 && this.#process !== undefined) this.#setRef(this.#process, false);
   }
 
   #started(): ChildProcess {
@@ -359,9 +415,15 @@ export class SpawnHelper {
       stdio: ["ignore", "ignore", "inherit", "ipc"],
       execArgv: [],
       env,
+      // A session and group of its own: a signal to the pool's group (Ctrl-C) leaves the calls it serves alone.
+      detached: true,
     });
     this.#process = helper;
-    helper.on("message", (report: HelperReport) => this.#children.get(report.id)?.receive(report));
+    let isReady = false;
+    helper.on("message", (report: HelperReport) => {
+      if (report.kind === "ready") isReady = true;
+      else this.#children.get(report.id)?.receive(report);
+    });
     let isGone = false;
     const gone = () => {
       if (isGone) return;
@@ -371,9 +433,9 @@ export class SpawnHelper {
       const children = [...this.#children.values()];
       this.#children.clear();
       for (const child of children) {
-        if (child.isClosed) continue;
-        if (child.isStarted) child.abandon();
-        else child.adopt(this.#spawn);
+        // A helper that never read a request started nothing: the thread starts its children itself.
+        if (!isReady && !child.isStarted) child.adopt(this.#spawn);
+        else child.abandon("the spawn helper exited before the child's start was reported");
       }
     };
     // After the last report was read: the channel closes once the helper is gone.
@@ -382,18 +444,17 @@ export class SpawnHelper {
     return helper;
   }
 
-  #post(message: HelperRequest, helper = this.#process): void {
-    if (helper === undefined || !helper.connected) return;
+  #post(child: RemoteChild, message: HelperRequest, helper: ChildProcess): void {
+    // The helper is gone (its children are handed over then) or a new one runs: this child was not its.
+    if (helper !== this.#process || !helper.connected) return;
     try {
       helper.send(message);
-    } catch {
-      // The channel closed meanwhile: the helper's exit hands its children over.
+    } catch (error) {
+      setImmediate(() => child.fail(error as Error));
     }
   }
 
-  #setRef(isRef: boolean): void {
-    const helper = this.#process;
-    if (helper === undefined) return;
+  #setRef(helper: ChildProcess, isRef: boolean): void {
     const channel = helper.channel as { ref?: () => void; unref?: () => void } | undefined;
     if (isRef) {
       helper.ref();

@@ -14,7 +14,9 @@
  * nothing of the pool's process waits for it.
  *
  * Nothing here decides anything: it spawns what it is told, with the
- * options it is given, and reports what happened. It exits when its
+ * options it is given, and reports what happened. It runs in a session and
+ * process group of its own, so that a signal to the pool's group (Ctrl-C at
+ * a terminal) does not end it and the calls it serves. It exits when its
  * channel closes (the thread ended), leaving its children to whoever marked
  * them (bash calls' process trees are found by their marker).
  *
@@ -28,6 +30,8 @@ import { errorFields, type HelperReport, type HelperRequest } from "./spawn-prot
 const maxUnsentBytes = 1 << 20;
 
 const children = new Map<number, ChildProcess>();
+/** Children whose output the thread asked to hold (its reader is full). */
+const heldIds = new Set<number>();
 let unsentBytes = 0;
 let isPaused = false;
 
@@ -36,19 +40,26 @@ function report(message: HelperReport, bytes = 0): void {
   unsentBytes += bytes;
   process.send?.(message, undefined, undefined, () => {
     unsentBytes -= bytes;
-    if (isPaused && unsentBytes < maxUnsentBytes / 4) setPaused(false);
+    if (isPaused && unsentBytes < maxUnsentBytes / 4) {
+      isPaused = false;
+      for (const id of children.keys()) setFlowing(id);
+    }
   });
-  if (!isPaused && unsentBytes > maxUnsentBytes) setPaused(true);
+  if (!isPaused && unsentBytes > maxUnsentBytes) {
+    isPaused = true;
+    for (const id of children.keys()) setFlowing(id);
+  }
 }
 
-function setPaused(paused: boolean): void {
-  isPaused = paused;
-  for (const child of children.values()) {
-    for (const stream of [child.stdout, child.stderr]) {
-      if (stream === null || stream.destroyed) continue;
-      if (paused) stream.pause();
-      else stream.resume();
-    }
+/** Reads child `id`'s pipes unless the channel is backed up or the thread asked to hold them. */
+function setFlowing(id: number): void {
+  const child = children.get(id);
+  if (child === undefined) return;
+  const isHeld = isPaused || heldIds.has(id);
+  for (const stream of [child.stdout, child.stderr]) {
+    if (stream === null || stream.destroyed) continue;
+    if (isHeld) stream.pause();
+    else stream.resume();
   }
 }
 
@@ -64,7 +75,10 @@ function start(request: Extract<HelperRequest, { kind: "spawn" }>): void {
       windowsHide: true,
     });
   } catch (error) {
-    report({ kind: "error", id, error: errorFields(error as Error) });
+    // Node's spawn threw (an argument list too long for the system, say): the child ends here.
+    const fields = errorFields(error as Error);
+    report({ kind: "error", id, error: fields });
+    report({ kind: "close", id, code: fields.errno ?? null, signal: null });
     return;
   }
   children.set(id, child);
@@ -76,14 +90,15 @@ function start(request: Extract<HelperRequest, { kind: "spawn" }>): void {
     [child.stderr, "stderr"],
   ] as const) {
     if (stream === null) continue;
-    if (isPaused) stream.pause();
     stream.on("data", (data: Buffer) => report({ kind: "data", id, stream: name, data }, data.length));
     stream.on("end", () => report({ kind: "end", id, stream: name }));
     stream.on("error", () => {});
   }
+  setFlowing(id);
   child.on("exit", (code, signal) => report({ kind: "exit", id, code, signal }));
   child.on("close", (code, signal) => {
     children.delete(id);
+    heldIds.delete(id);
     report({ kind: "close", id, code, signal });
   });
 }
@@ -95,14 +110,34 @@ process.on("message", (request: HelperRequest) => {
   }
   const child = children.get(request.id);
   if (child === undefined) return;
-  if (request.kind === "stdin") child.stdin?.write(request.data);
-  else if (request.kind === "stdin-end") child.stdin?.end();
-  else {
-    // The thread no longer reads this child's output (pi destroys the streams a while after the exit).
-    child.stdout?.destroy();
-    child.stderr?.destroy();
+  switch (request.kind) {
+    case "stdin":
+      child.stdin?.write(request.data);
+      return;
+    case "stdin-end":
+      child.stdin?.end();
+      return;
+    case "kill":
+      child.kill(request.signal);
+      return;
+    case "pause":
+      heldIds.add(request.id);
+      setFlowing(request.id);
+      return;
+    case "resume":
+      heldIds.delete(request.id);
+      setFlowing(request.id);
+      return;
+    case "release":
+      // The thread no longer reads this child's output (pi destroys the streams a while after the exit).
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      return;
   }
 });
 
 // The thread that started this helper ended (or closed the channel): nothing is left to report to.
 process.on("disconnect", () => process.exit(0));
+
+// Before any request is read: the thread knows from this that requests may have been acted on.
+report({ kind: "ready", id: 0 });
