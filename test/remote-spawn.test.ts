@@ -2,12 +2,14 @@
 // process of its own behave as Node's own children do, for the calls pi's
 // bash, grep and find make; when the helper fails, no child is lost or hung.
 import { spawn as nodeSpawn } from "node:child_process";
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import { Worker } from "node:worker_threads";
 
 import { afterEach, describe, expect, it } from "vitest";
 
 import { until } from "./support/helpers.js";
-import { RemoteChild, routedSpawn, SpawnHelper } from "./support/internals.js";
+import { builtCodingToolsUrl, RemoteChild, routedSpawn, SpawnHelper } from "./support/internals.js";
 
 type AnyChild = ReturnType<typeof nodeSpawn> | RemoteChild;
 
@@ -91,12 +93,13 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     expect(remote).toEqual(native);
   });
 
-  it("starts its children from the helper, not from this process", async () => {
+  it("starts its children from the helper, not from this process, and the helper is not this process's child", async () => {
     const { helper, spawn } = newHelper();
     const seen = await observe(spawn("sh", ["-c", "echo $PPID"], {}));
     expect(helper.helperPid).toBeDefined();
     expect(Number(seen.stdout.trim())).toBe(helper.helperPid);
-    expect(parentOf(helper.helperPid!)).toBe(process.pid);
+    // Started through a shell that exited: not this process's child, so never a zombie of this process.
+    expect(parentOf(helper.helperPid!)).not.toBe(process.pid);
   });
 
   it("leaves to Node's spawn what it does not make (a shell, an IPC channel, a timeout)", () => {
@@ -258,8 +261,7 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     const { helper, spawn } = newHelper();
     await observe(spawn("true", [], {}));
     const groupOf = (pid: number | string) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[2]);
-    expect(groupOf(helper.helperPid!)).toBe(helper.helperPid);
-    expect(groupOf("self")).not.toBe(helper.helperPid);
+    expect(groupOf(helper.helperPid!)).not.toBe(groupOf("self"));
   });
 
   it("holds a child's output back in the helper while the thread's reader is full", async () => {
@@ -274,5 +276,57 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     child.stdout!.resume();
     await new Promise((resolve) => child.once("close", resolve));
     expect(bytes).toBe(40_000_000);
+  });
+
+  it("holds back only the output whose reader is full: the other flows on", async () => {
+    const { spawn } = newHelper();
+    // stderr is never read here, and holds more than its stream's buffer; stdout is read.
+    const child = spawn("sh", ["-c", "head -c 200000 /dev/zero >&2; head -c 5000000 /dev/zero"], {});
+    let bytes = 0;
+    child.stdout!.on("data", (data: Buffer) => (bytes += data.length));
+    const code = await new Promise<number | null>((resolve) => child.on("close", (exitCode: number | null) => resolve(exitCode)));
+    expect(code).toBe(0);
+    expect(bytes).toBe(5_000_000);
+  });
+
+  it("refuses an unknown signal as Node's kill does, and the helper serves its other children on", async () => {
+    const { spawn } = newHelper();
+    const native = nodeSpawn("sleep", ["30"]);
+    const remote = spawn("sleep", ["30"], {});
+    const sibling = spawn("sh", ["-c", "sleep 0.3; echo alive"], {});
+    const siblingSeen = observe(sibling);
+    await new Promise((resolve) => remote.once("spawn", resolve));
+    const codeOf = (kill: () => unknown) => {
+      try {
+        kill();
+        return "no error";
+      } catch (error) {
+        return (error as NodeJS.ErrnoException).code;
+      }
+    };
+    expect(codeOf(() => remote.kill("SIGFOO" as NodeJS.Signals))).toBe(codeOf(() => native.kill("SIGFOO" as NodeJS.Signals)));
+    expect(codeOf(() => remote.kill("SIGFOO" as NodeJS.Signals))).toBe("ERR_UNKNOWN_SIGNAL");
+    expect(await siblingSeen).toMatchObject({ stdout: "alive\n", exitCode: 0 });
+    native.kill("SIGKILL");
+    remote.kill("SIGKILL");
+  });
+
+  it("ends the children in the helper's group (ripgrep, fd) when the thread that started them ends", async () => {
+    const worker = new Worker(new URL("./fixtures/coding/spawn-thread.mjs", import.meta.url), {
+      workerData: { remoteSpawnUrl: new URL("remote-spawn.js", builtCodingToolsUrl).href },
+    });
+    const [pid] = (await once(worker, "message")) as [number];
+    expect(readFileSync(`/proc/${pid}/cmdline`, "utf8")).toContain("sleep");
+    await worker.terminate();
+    await until(
+      () => {
+        try {
+          return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.startsWith("Z");
+        } catch {
+          return true;
+        }
+      },
+      () => `the sleep ${pid} of the terminated thread ended`,
+    );
   });
 });

@@ -20,12 +20,14 @@
  *
  * @module
  */
-import { type ChildProcess, fork, type SpawnOptions, type spawn as nodeSpawn } from "node:child_process";
+import type { ChildProcess, SpawnOptions, spawn as nodeSpawn } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { constants as osConstants } from "node:os";
 
 import { PassThrough, Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 
-import { errorFields, type HelperReport, type HelperRequest, type HelperStdio, type SpawnErrorFields } from "./spawn-protocol.js";
+import { errorFields, type HelperReport, type HelperRequest, type HelperStdio, type OutputName, type SpawnErrorFields } from "./spawn-protocol.js";
 
 type Spawn = typeof nodeSpawn;
 
@@ -76,6 +78,14 @@ function spawnError(fields: SpawnErrorFields): Error {
   return Object.assign(new Error(message), rest);
 }
 
+/** Throws for a signal Node's `kill` refuses (an unknown name, a number that is no signal's), with Node's code. */
+function checkSignal(signal: unknown): void {
+  const isKnown =
+    typeof signal === "string" ? Object.hasOwn(osConstants.signals, signal) : typeof signal === "number" && Number.isInteger(signal) && signal >= 0;
+  if (isKnown) return;
+  throw Object.assign(new TypeError(`Unknown signal: ${String(signal)}`), { code: "ERR_UNKNOWN_SIGNAL" });
+}
+
 /** What a child was sent before its start was known: replayed to the thread's own child when the helper never started. */
 type EarlyRequest = Extract<HelperRequest, { kind: "stdin" | "stdin-end" | "kill" }>;
 
@@ -103,8 +113,10 @@ export class RemoteChild extends EventEmitter {
   #native: ChildProcess | undefined;
   #closeArgs: [number | null, NodeJS.Signals | null] | undefined;
   #isClosed = false;
-  #isReleased = false;
-  #isHeldByReader = false;
+  /** The outputs the helper holds back because their reader here is full. */
+  readonly #heldOutputs = new Set<OutputName>();
+  /** Whether the request to start this child went out on the helper's channel. */
+  wasSent = false;
   #held: HelperReport[] | undefined;
 
   constructor(request: Extract<HelperRequest, { kind: "spawn" }>, send: (request: HelperRequest) => void) {
@@ -114,8 +126,8 @@ export class RemoteChild extends EventEmitter {
     this.spawnfile = request.file;
     this.spawnargs = [request.file, ...request.args];
     this.stdin = request.stdio[0] === "pipe" ? this.#stdinWriter() : null;
-    this.stdout = request.stdio[1] === "pipe" ? this.#outputStream() : null;
-    this.stderr = request.stdio[2] === "pipe" ? this.#outputStream() : null;
+    this.stdout = request.stdio[1] === "pipe" ? this.#outputStream("stdout") : null;
+    this.stderr = request.stdio[2] === "pipe" ? this.#outputStream("stderr") : null;
     this.stdio = [this.stdin, this.stdout, this.stderr];
   }
 
@@ -136,6 +148,7 @@ export class RemoteChild extends EventEmitter {
    * child's start is known, the helper sends it once the child has started.
    */
   kill(signal: NodeJS.Signals | number = "SIGTERM"): boolean {
+    checkSignal(signal);
     if (this.#native !== undefined) {
       const sent = this.#native.kill(signal);
       if (sent) this.killed = true;
@@ -192,13 +205,14 @@ export class RemoteChild extends EventEmitter {
       case "data": {
         const stream = report.stream === "stdout" ? this.stdout : this.stderr;
         if (stream === null || stream.destroyed) return;
-        // A reader that does not keep up holds the child's output back in the helper, not here.
-        if (!stream.write(report.data) && !this.#isHeldByReader && this.#native === undefined) {
-          this.#isHeldByReader = true;
-          this.#request({ kind: "pause", id: this.request.id });
+        // A reader that does not keep up holds this output back in the helper, not here; the other flows on.
+        if (!stream.write(report.data) && !this.#heldOutputs.has(report.stream) && this.#native === undefined) {
+          const name = report.stream;
+          this.#heldOutputs.add(name);
+          this.#request({ kind: "pause", id: this.request.id, stream: name });
           stream.once("drain", () => {
-            this.#isHeldByReader = false;
-            if (!this.isClosed) this.#request({ kind: "resume", id: this.request.id });
+            this.#heldOutputs.delete(name);
+            if (!this.isClosed) this.#request({ kind: "resume", id: this.request.id, stream: name });
           });
         }
         return;
@@ -288,10 +302,7 @@ export class RemoteChild extends EventEmitter {
       if (message.kind === "stdin") native.stdin?.write(message.data);
       else if (message.kind === "stdin-end") native.stdin?.end();
       else if (message.kind === "kill") native.kill(message.signal);
-      else if (message.kind === "release") {
-        native.stdout?.destroy();
-        native.stderr?.destroy();
-      }
+      else if (message.kind === "release") native[message.stream]?.destroy();
     };
     native.stdin?.on("error", () => {});
     native.on("error", (error) => this.receive({ kind: "error", id, error: errorFields(error) }));
@@ -325,14 +336,11 @@ export class RemoteChild extends EventEmitter {
     this.#send(message);
   }
 
-  #outputStream(): PassThrough {
+  #outputStream(name: OutputName): PassThrough {
     const stream = new PassThrough();
     stream.on("close", () => {
       // Destroyed by its reader before the output ended: the helper stops reading it.
-      if (!stream.readableEnded && this.#closeArgs === undefined && !this.#isReleased) {
-        this.#isReleased = true;
-        this.#send({ kind: "release", id: this.request.id });
-      }
+      if (!stream.readableEnded && this.#closeArgs === undefined) this.#send({ kind: "release", id: this.request.id, stream: name });
       this.#maybeClose();
     });
     return stream;
@@ -366,7 +374,8 @@ export class RemoteChild extends EventEmitter {
 export class SpawnHelper {
   readonly #spawn: Spawn;
   readonly #helperUrl: URL;
-  #process: ChildProcess | undefined;
+  #channel: ChildProcess | undefined;
+  #helperPid: number | undefined;
   readonly #children = new Map<number, RemoteChild>();
   #nextId = 1;
   #failures = 0;
@@ -376,14 +385,14 @@ export class SpawnHelper {
     this.#helperUrl = helper;
   }
 
-  /** Whether children still go through a helper (false once it failed too often). */
+  /** Whether children still go through a helper (false once it failed to start too often). */
   get isEnabled(): boolean {
     return this.#failures < maxHelperFailures;
   }
 
-  /** The helper's process number, once started (for tests). */
+  /** The helper's process number, once it said it is ready (for tests). */
   get helperPid(): number | undefined {
-    return this.#process?.pid;
+    return this.#helperPid;
   }
 
   /** A child started through the helper, or undefined when the helper cannot make this call or is given up. */
@@ -391,83 +400,104 @@ export class SpawnHelper {
     if (!this.isEnabled) return undefined;
     const request = requestOf(file, args, options);
     if (request === undefined) return undefined;
-    const helper = this.#started();
-    const child = new RemoteChild({ ...request, id: this.#nextId++ }, (message) => this.#post(child, message, helper));
+    const channel = this.#started();
+    const child = new RemoteChild({ ...request, id: this.#nextId++ }, (message) => this.#post(child, message, channel));
     this.#children.set(child.request.id, child);
     child.once("close", () => this.#forget(child));
-    if (this.#children.size === 1) this.#setRef(helper, true);
-    this.#post(child, child.request, helper);
+    if (this.#children.size === 1) this.#setRef(channel, true);
+    child.wasSent = this.#post(child, child.request, channel);
     return child;
   }
 
   #forget(child: RemoteChild): void {
     if (this.#children.get(child.request.id) !== child) return;
     this.#children.delete(child.request.id);
-    if (this.#children.size === 0 && this.#process !== undefined) this.#setRef(this.#process, false);
+    if (this.#children.size === 0 && this.#channel !== undefined) this.#setRef(this.#channel, false);
   }
 
+  /**
+   * The channel to the helper, started if need be: through a shell that
+   * starts the helper in the background and exits, so that the helper is
+   * not a child of this process (which could not reap it once this thread
+   * ended) and runs in a session and process group of its own (`detached`).
+   * The channel is the shell's IPC socket, which the helper inherits.
+   */
   #started(): ChildProcess {
-    if (this.#process !== undefined) return this.#process;
+    if (this.#channel !== undefined) return this.#channel;
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
-    const helper = fork(this.#helperUrl, [], {
-      serialization: "advanced",
+    const channel = this.#spawn("/bin/sh", ["-c", '"$0" "$@" &', process.execPath, fileURLToPath(this.#helperUrl)], {
       stdio: ["ignore", "ignore", "inherit", "ipc"],
-      execArgv: [],
-      env,
-      // A session and group of its own: a signal to the pool's group (Ctrl-C) leaves the calls it serves alone.
+      serialization: "advanced",
       detached: true,
+      env,
+      windowsHide: true,
     });
-    this.#process = helper;
+    this.#channel = channel;
     let isReady = false;
-    helper.on("message", (report: HelperReport) => {
-      if (report.kind === "ready") isReady = true;
-      else this.#children.get(report.id)?.receive(report);
+    channel.on("message", (report: HelperReport) => {
+      if (report.kind !== "ready") {
+        this.#children.get(report.id)?.receive(report);
+        return;
+      }
+      isReady = true;
+      this.#helperPid = report.pid;
+      this.#failures = 0;
     });
     let isGone = false;
     const gone = () => {
       if (isGone) return;
       isGone = true;
-      this.#failures += 1;
-      if (this.#process === helper) this.#process = undefined;
+      if (!isReady) this.#failures += 1;
+      if (this.#channel === channel) {
+        this.#channel = undefined;
+        this.#helperPid = undefined;
+      }
       const children = [...this.#children.values()];
       this.#children.clear();
       for (const child of children) {
-        // A helper that never read a request started nothing: the thread starts its children itself.
-        if (!isReady && !child.isStarted) child.adopt(this.#spawn);
+        // A helper that never read a request, or never got this one, did not start it: the thread does.
+        if (!child.isStarted && (!isReady || !child.wasSent)) child.adopt(this.#spawn);
         else child.abandon("the spawn helper exited before the child's start was reported");
       }
     };
-    // After the last report was read: the channel closes once the helper is gone.
-    helper.on("disconnect", gone);
-    helper.on("error", gone);
-    return helper;
+    // Once the last report was read: the channel closes when the helper is gone. (A write to a
+    // helper that died fails before its last reports are read; that error decides nothing.)
+    channel.on("disconnect", gone);
+    channel.on("error", () => {
+      if (channel.pid === undefined) gone();
+    });
+    return channel;
   }
 
-  #post(child: RemoteChild, message: HelperRequest, helper: ChildProcess): void {
+  /** Sends `message` on `channel`; false when it did not go out (the helper is gone, or it would not serialize). */
+  #post(child: RemoteChild, message: HelperRequest, channel: ChildProcess): boolean {
     // The helper is gone (its children are handed over then) or a new one runs: this child was not its.
-    if (helper !== this.#process || !helper.connected) return;
+    if (channel !== this.#channel || !channel.connected) return false;
     try {
-      helper.send(message);
+      channel.send(message);
+      return true;
     } catch (error) {
       setImmediate(() => child.fail(error as Error));
+      return false;
     }
   }
 
-  #setRef(helper: ChildProcess, isRef: boolean): void {
-    const channel = helper.channel as { ref?: () => void; unref?: () => void } | undefined;
-    if (isRef) {
-      helper.ref();
-      channel?.ref?.();
-    } else {
-      helper.unref();
-      channel?.unref?.();
-    }
+  #setRef(channel: ChildProcess, isRef: boolean): void {
+    const ipc = channel.channel as { ref?: () => void; unref?: () => void } | undefined;
+    if (isRef) ipc?.ref?.();
+    else ipc?.unref?.();
   }
 
-  /** Ends the helper (its started children are killed): for tests and for a thread that is done. */
+  /** Ends the helper (its started children are killed): for tests. */
   close(): void {
-    this.#process?.kill("SIGKILL");
+    const pid = this.#helperPid;
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
+    this.#channel?.disconnect();
   }
 }
 

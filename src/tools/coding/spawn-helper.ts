@@ -14,11 +14,14 @@
  * nothing of the pool's process waits for it.
  *
  * Nothing here decides anything: it spawns what it is told, with the
- * options it is given, and reports what happened. It runs in a session and
- * process group of its own, so that a signal to the pool's group (Ctrl-C at
- * a terminal) does not end it and the calls it serves. It exits when its
- * channel closes (the thread ended), leaving its children to whoever marked
- * them (bash calls' process trees are found by their marker).
+ * options it is given, and reports what happened. It is started through a
+ * shell that leaves it running and exits (`remote-spawn.ts`): so it is not a
+ * child of the pool's process, which could not reap it once the thread that
+ * started it ended, and it runs in a session and process group of its own,
+ * which a signal to the pool's group (Ctrl-C at a terminal) does not reach.
+ * It exits when its channel closes (the thread ended), with the children in
+ * its group (ripgrep, fd); bash's shells lead groups of their own and are
+ * ended by their marker.
  *
  * @module
  */
@@ -30,8 +33,8 @@ import { errorFields, type HelperReport, type HelperRequest } from "./spawn-prot
 const maxUnsentBytes = 1 << 20;
 
 const children = new Map<number, ChildProcess>();
-/** Children whose output the thread asked to hold (its reader is full). */
-const heldIds = new Set<number>();
+/** The outputs (`<id>:<stream>`) that the thread asked to hold: its reader is full. */
+const heldOutputs = new Set<string>();
 let unsentBytes = 0;
 let isPaused = false;
 
@@ -55,10 +58,12 @@ function report(message: HelperReport, bytes = 0): void {
 function setFlowing(id: number): void {
   const child = children.get(id);
   if (child === undefined) return;
-  const isHeld = isPaused || heldIds.has(id);
-  for (const stream of [child.stdout, child.stderr]) {
+  for (const [stream, name] of [
+    [child.stdout, "stdout"],
+    [child.stderr, "stderr"],
+  ] as const) {
     if (stream === null || stream.destroyed) continue;
-    if (isHeld) stream.pause();
+    if (isPaused || heldOutputs.has(`${id}:${name}`)) stream.pause();
     else stream.resume();
   }
 }
@@ -98,7 +103,8 @@ function start(request: Extract<HelperRequest, { kind: "spawn" }>): void {
   child.on("exit", (code, signal) => report({ kind: "exit", id, code, signal }));
   child.on("close", (code, signal) => {
     children.delete(id);
-    heldIds.delete(id);
+    heldOutputs.delete(`${id}:stdout`);
+    heldOutputs.delete(`${id}:stderr`);
     report({ kind: "close", id, code, signal });
   });
 }
@@ -118,26 +124,36 @@ process.on("message", (request: HelperRequest) => {
       child.stdin?.end();
       return;
     case "kill":
-      child.kill(request.signal);
+      try {
+        child.kill(request.signal);
+      } catch {
+        // The thread checks signals as Node's kill does; nothing it sends should end the helper.
+      }
       return;
     case "pause":
-      heldIds.add(request.id);
+      heldOutputs.add(`${request.id}:${request.stream}`);
       setFlowing(request.id);
       return;
     case "resume":
-      heldIds.delete(request.id);
+      heldOutputs.delete(`${request.id}:${request.stream}`);
       setFlowing(request.id);
       return;
     case "release":
-      // The thread no longer reads this child's output (pi destroys the streams a while after the exit).
-      child.stdout?.destroy();
-      child.stderr?.destroy();
+      // The thread no longer reads this output (pi destroys the streams a while after the exit).
+      child[request.stream]?.destroy();
       return;
   }
 });
 
-// The thread that started this helper ended (or closed the channel): nothing is left to report to.
-process.on("disconnect", () => process.exit(0));
+// The thread that started this helper ended (or closed the channel): nothing is left to report to. The
+// children that share the helper's process group (ripgrep, fd: all but bash's shells, which lead groups of
+// their own and are ended by their marker) have no reader left either, and end with it.
+process.on("disconnect", () => {
+  try {
+    process.kill(0, "SIGKILL");
+  } catch {}
+  process.exit(0);
+});
 
 // Before any request is read: the thread knows from this that requests may have been acted on.
-report({ kind: "ready", id: 0 });
+report({ kind: "ready", id: 0, pid: process.pid });

@@ -26,11 +26,14 @@ export type HelperRequest =
   | { kind: "stdin-end"; id: number }
   /** A signal for the child, sent by the helper, which holds the child's handle (no process number reused meanwhile). */
   | { kind: "kill"; id: number; signal: NodeJS.Signals | number }
-  /** The thread's reader of the child's output is full: the helper stops reading the child's pipes until `resume`. */
-  | { kind: "pause"; id: number }
-  | { kind: "resume"; id: number }
-  /** The thread no longer reads the child's output: the helper stops reading it too. */
-  | { kind: "release"; id: number };
+  /** The thread's reader of one of the child's outputs is full: the helper stops reading that pipe until `resume`. */
+  | { kind: "pause"; id: number; stream: OutputName }
+  | { kind: "resume"; id: number; stream: OutputName }
+  /** The thread no longer reads one of the child's outputs: the helper stops reading it too. */
+  | { kind: "release"; id: number; stream: OutputName };
+
+/** A child's outputs. */
+export type OutputName = "stdout" | "stderr";
 
 /** The fields of a spawn error that Node sets (`spawn rg ENOENT`). */
 export interface SpawnErrorFields {
@@ -45,7 +48,7 @@ export interface SpawnErrorFields {
 /** Helper → thread, in the order the helper saw them. */
 export type HelperReport =
   /** The helper's first report, before it reads any request: a helper that never sent it started nothing. */
-  | { kind: "ready"; id: 0 }
+  | { kind: "ready"; id: 0; pid: number }
   | { kind: "spawned"; id: number; pid: number }
   | { kind: "error"; id: number; error: SpawnErrorFields }
   | { kind: "data"; id: number; stream: "stdout" | "stderr"; data: Uint8Array }
