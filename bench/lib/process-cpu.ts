@@ -5,12 +5,17 @@
  * @module
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/** The spawn helper of this checkout's build, as its processes' command lines name it. */
+const helperPath = fileURLToPath(new URL("../../dist/tools/coding/spawn-helper.js", import.meta.url));
 
 /**
- * Seconds of CPU of this process's threads, and of its child processes: the
- * reaped ones (from /proc/self/stat), and the pool threads' spawn helpers,
- * which start the tools' child processes and are reaped only when their
- * thread ends (their own CPU and their reaped children's, from their stat).
+ * Seconds of CPU of this process's threads, and of the processes that run
+ * its tools: its reaped children (from /proc/self/stat), and the pool
+ * threads' spawn helpers, which start the tools' child processes (their own
+ * CPU and their reaped children's). A helper is no child of this process (it
+ * is started through a shell that exits): it is found by its command line.
  */
 export function cpuNow(): { process: number; children: number } {
   const usage = process.cpuUsage();
@@ -18,9 +23,8 @@ export function cpuNow(): { process: number; children: number } {
   const fieldsOf = (pid: string | number) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   const own = fieldsOf("self");
   let helperTicks = 0;
-  for (const pid of childPids()) {
+  for (const pid of helperPids()) {
     try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("spawn-helper.js")) continue;
       const fields = fieldsOf(pid);
       helperTicks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {}
@@ -28,12 +32,13 @@ export function cpuNow(): { process: number; children: number } {
   return { process: (usage.user + usage.system) / 1e6, children: (Number(own[13]) + Number(own[14]) + helperTicks) / ticks };
 }
 
-/** The process numbers of this process's children (every thread's), from /proc. */
-function childPids(): number[] {
+/** The process numbers of this checkout's spawn helpers, from /proc. */
+function helperPids(): number[] {
   const pids: number[] = [];
-  for (const task of readdirSync("/proc/self/task")) {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
     try {
-      for (const pid of readFileSync(`/proc/self/task/${task}/children`, "utf8").trim().split(" ")) if (pid !== "") pids.push(Number(pid));
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").includes(helperPath)) pids.push(Number(name));
     } catch {}
   }
   return pids;
