@@ -27,7 +27,15 @@ import { constants as osConstants } from "node:os";
 import { PassThrough, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
-import { errorFields, type HelperReport, type HelperRequest, type HelperStdio, type OutputName, type SpawnErrorFields } from "./spawn-protocol.js";
+import {
+  errorFields,
+  type HelperReport,
+  type HelperRequest,
+  type HelperStdio,
+  type OutputName,
+  type SpawnErrorFields,
+  startReported,
+} from "./spawn-protocol.js";
 
 type Spawn = typeof nodeSpawn;
 
@@ -279,24 +287,10 @@ export class RemoteChild extends EventEmitter {
    */
   adopt(spawn: Spawn): void {
     const { request } = this;
-    const id = request.id;
     const early = this.#early ?? [];
     this.#early = undefined;
-    let native: ChildProcess;
-    try {
-      native = spawn(request.file, request.args, {
-        cwd: request.cwd,
-        env: request.env,
-        detached: request.detached,
-        stdio: request.stdio,
-        windowsHide: true,
-      });
-    } catch (error) {
-      const fields = errorFields(error as Error);
-      this.receive({ kind: "error", id, error: fields });
-      this.receive({ kind: "close", id, code: fields.errno ?? null, signal: null });
-      return;
-    }
+    const native = startReported(spawn, request, (message) => this.receive(message));
+    if (native === undefined) return;
     this.#native = native;
     this.#send = (message) => {
       if (message.kind === "stdin") native.stdin?.write(message.data);
@@ -304,21 +298,6 @@ export class RemoteChild extends EventEmitter {
       else if (message.kind === "kill") native.kill(message.signal);
       else if (message.kind === "release") native[message.stream]?.destroy();
     };
-    native.stdin?.on("error", () => {});
-    native.on("error", (error) => this.receive({ kind: "error", id, error: errorFields(error) }));
-    native.on("spawn", () => {
-      if (native.pid !== undefined) this.receive({ kind: "spawned", id, pid: native.pid });
-    });
-    for (const [stream, name] of [
-      [native.stdout, "stdout"],
-      [native.stderr, "stderr"],
-    ] as const) {
-      stream?.on("data", (data: Buffer) => this.receive({ kind: "data", id, stream: name, data }));
-      stream?.on("end", () => this.receive({ kind: "end", id, stream: name }));
-      stream?.on("error", () => {});
-    }
-    native.on("exit", (code, signal) => this.receive({ kind: "exit", id, code, signal }));
-    native.on("close", (code, signal) => this.receive({ kind: "close", id, code, signal }));
     for (const message of early) this.#send(message);
   }
 

@@ -27,7 +27,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 
-import { errorFields, type HelperReport, type HelperRequest } from "./spawn-protocol.js";
+import { type HelperReport, type HelperRequest, type SpawnRequest, startReported } from "./spawn-protocol.js";
 
 /** Past this many bytes of output sent and not yet written to the channel, children's output waits (resumed below a quarter of it). */
 const maxUnsentBytes = 1 << 20;
@@ -68,45 +68,17 @@ function setFlowing(id: number): void {
   }
 }
 
-function start(request: Extract<HelperRequest, { kind: "spawn" }>): void {
+function start(request: SpawnRequest): void {
   const { id } = request;
-  let child: ChildProcess;
-  try {
-    child = spawn(request.file, request.args, {
-      cwd: request.cwd,
-      env: request.env,
-      detached: request.detached,
-      stdio: request.stdio,
-      windowsHide: true,
-    });
-  } catch (error) {
-    // Node's spawn threw (an argument list too long for the system, say): the child ends here.
-    const fields = errorFields(error as Error);
-    report({ kind: "error", id, error: fields });
-    report({ kind: "close", id, code: fields.errno ?? null, signal: null });
-    return;
-  }
+  const child = startReported(spawn, request, report);
+  if (child === undefined) return;
   children.set(id, child);
-  child.on("error", (error) => report({ kind: "error", id, error: errorFields(error) }));
-  if (child.pid !== undefined) report({ kind: "spawned", id, pid: child.pid });
-  child.stdin?.on("error", () => {});
-  for (const [stream, name] of [
-    [child.stdout, "stdout"],
-    [child.stderr, "stderr"],
-  ] as const) {
-    if (stream === null) continue;
-    stream.on("data", (data: Buffer) => report({ kind: "data", id, stream: name, data }, data.length));
-    stream.on("end", () => report({ kind: "end", id, stream: name }));
-    stream.on("error", () => {});
-  }
-  setFlowing(id);
-  child.on("exit", (code, signal) => report({ kind: "exit", id, code, signal }));
-  child.on("close", (code, signal) => {
+  child.on("close", () => {
     children.delete(id);
     heldOutputs.delete(`${id}:stdout`);
     heldOutputs.delete(`${id}:stderr`);
-    report({ kind: "close", id, code, signal });
   });
+  setFlowing(id);
 }
 
 process.on("message", (request: HelperRequest) => {

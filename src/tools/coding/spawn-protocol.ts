@@ -69,3 +69,53 @@ export function errorFields(
     ...(error.spawnargs === undefined ? {} : { spawnargs: error.spawnargs }),
   };
 }
+
+/** A request to start a child. */
+export type SpawnRequest = Extract<HelperRequest, { kind: "spawn" }>;
+
+/**
+ * Starts `request`'s child with `spawn` and reports what it does, in the
+ * order Node's `ChildProcess` tells it (`bytes`: the size of an output's
+ * chunk). When `spawn` throws (an argument list too long for the system,
+ * say), an error and a close are reported and nothing is returned. The
+ * helper reports to its thread this way, and a thread whose helper failed
+ * to its own `RemoteChild`.
+ */
+export function startReported(
+  spawn: typeof import("node:child_process").spawn,
+  request: SpawnRequest,
+  report: (message: HelperReport, bytes?: number) => void,
+): import("node:child_process").ChildProcess | undefined {
+  const { id } = request;
+  let child: import("node:child_process").ChildProcess;
+  try {
+    child = spawn(request.file, request.args, {
+      cwd: request.cwd,
+      env: request.env,
+      detached: request.detached,
+      stdio: request.stdio,
+      windowsHide: true,
+    });
+  } catch (error) {
+    const fields = errorFields(error as Error);
+    report({ kind: "error", id, error: fields });
+    report({ kind: "close", id, code: fields.errno ?? null, signal: null });
+    return undefined;
+  }
+  child.stdin?.on("error", () => {});
+  child.on("error", (error) => report({ kind: "error", id, error: errorFields(error) }));
+  child.on("spawn", () => {
+    if (child.pid !== undefined) report({ kind: "spawned", id, pid: child.pid });
+  });
+  for (const [stream, name] of [
+    [child.stdout, "stdout"],
+    [child.stderr, "stderr"],
+  ] as const) {
+    stream?.on("data", (data: Buffer) => report({ kind: "data", id, stream: name, data }, data.length));
+    stream?.on("end", () => report({ kind: "end", id, stream: name }));
+    stream?.on("error", () => {});
+  }
+  child.on("exit", (code, signal) => report({ kind: "exit", id, code, signal }));
+  child.on("close", (code, signal) => report({ kind: "close", id, code, signal }));
+  return child;
+}
