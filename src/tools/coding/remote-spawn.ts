@@ -12,18 +12,20 @@
  * events in Node's order. Anything else goes to Node's `spawn` as it came.
  *
  * The helper starts with the thread's first child process (one fork of the
- * pool's process per thread, not one per child). When it cannot start, or
- * dies, the children it had not started yet are started by the thread
- * itself, and those it had are killed (SIGKILL) and end as killed; after
- * {@link maxHelperFailures} such failures the thread starts its children
- * itself. `TOOLPOOL_SPAWN_HELPER=0` in the environment turns the helper off.
+ * pool's process per helper, not one per child), and again after it died.
+ * When it dies, the children it had started are killed (SIGKILL) and end as
+ * killed; a child whose start it never reported fails (it may have started:
+ * it is not started twice), unless the helper died before it read any
+ * request, in which case the thread starts the child itself. After
+ * {@link maxHelperFailures} helpers in a row that died before they were
+ * ready, the thread starts its children itself. `TOOLPOOL_SPAWN_HELPER=0`
+ * in the environment turns the helper off.
  *
  * @module
  */
 import type { ChildProcess, SpawnOptions, spawn as nodeSpawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { constants as osConstants } from "node:os";
-
 import { PassThrough, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
@@ -34,12 +36,13 @@ import {
   type HelperStdio,
   type OutputName,
   type SpawnErrorFields,
+  type SpawnRequest,
   startReported,
 } from "./spawn-protocol.js";
 
 type Spawn = typeof nodeSpawn;
 
-/** How many times a thread's helper may fail before the thread starts its children itself. */
+/** How many helpers in a row may die before they are ready until the thread starts its children itself. */
 export const maxHelperFailures = 3;
 
 const helperUrl = new URL("./spawn-helper.js", import.meta.url);
@@ -47,7 +50,7 @@ const helperUrl = new URL("./spawn-helper.js", import.meta.url);
 const allowedOptions = new Set(["cwd", "env", "stdio", "detached", "windowsHide"]);
 
 /** The request for `spawn(file, args, options)` when the helper can make it; undefined when Node's `spawn` must. */
-function requestOf(file: unknown, args: unknown, options: unknown): Omit<Extract<HelperRequest, { kind: "spawn" }>, "id"> | undefined {
+function requestOf(file: unknown, args: unknown, options: unknown): Omit<SpawnRequest, "id"> | undefined {
   if (typeof file !== "string" || file === "" || file.includes("\0")) return undefined;
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string" && !arg.includes("\0"))) return undefined;
   const given = (options ?? {}) as SpawnOptions;
@@ -114,7 +117,7 @@ export class RemoteChild extends EventEmitter {
   readonly stdout: PassThrough | null;
   readonly stderr: PassThrough | null;
   readonly stdio: [Writable | null, PassThrough | null, PassThrough | null];
-  readonly request: Extract<HelperRequest, { kind: "spawn" }>;
+  readonly request: SpawnRequest;
   #send: (request: HelperRequest) => void;
   /** Until the start is known, what was sent besides the start itself. */
   #early: EarlyRequest[] | undefined = [];
@@ -127,7 +130,7 @@ export class RemoteChild extends EventEmitter {
   wasSent = false;
   #held: HelperReport[] | undefined;
 
-  constructor(request: Extract<HelperRequest, { kind: "spawn" }>, send: (request: HelperRequest) => void) {
+  constructor(request: SpawnRequest, send: (request: HelperRequest) => void) {
     super();
     this.request = request;
     this.#send = send;
