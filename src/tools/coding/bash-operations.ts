@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
@@ -29,7 +29,7 @@ import { callMarkerName, chainedMarker, endProcessTree, threadMarkerPrefix } fro
 export interface PiShellUtils {
   getShellConfig(shellPath?: string): { shell: string; args: string[]; commandTransport?: "stdin" | "args" };
   getShellEnv(): NodeJS.ProcessEnv;
-  waitForChildProcess(child: import("node:child_process").ChildProcess): Promise<number | null>;
+  waitForChildProcess(child: ChildProcess): Promise<number | null>;
 }
 
 /** pi's `BashOperations`. */
@@ -134,7 +134,7 @@ function markedEnv(env: NodeJS.ProcessEnv, marker: string): NodeJS.ProcessEnv {
 }
 
 /** Resolves once `child` started (undefined), or with the error that kept it from starting. */
-function started(child: import("node:child_process").ChildProcess): Promise<Error | undefined> {
+function started(child: ChildProcess): Promise<Error | undefined> {
   if (child.pid !== undefined) return Promise.resolve(undefined);
   return new Promise((resolve) => {
     const onSpawn = () => {

@@ -62,7 +62,8 @@ export class RemoteChild extends EventEmitter {
   #early: EarlyRequest[] | undefined = [];
   #native: ChildProcess | undefined;
   #closeArgs: [number | null, NodeJS.Signals | null] | undefined;
-  #isClosed = false;
+  /** Whether `close` was emitted (after the close was received and both outputs closed). */
+  #isCloseEmitted = false;
   /** The outputs the helper holds back because their reader here is full. */
   readonly #heldOutputs = new Set<OutputName>();
   /** Whether the request to start this child went out on the helper's channel. */
@@ -281,9 +282,9 @@ export class RemoteChild extends EventEmitter {
   }
 
   #maybeClose(): void {
-    if (this.#isClosed || this.#closeArgs === undefined) return;
+    if (this.#isCloseEmitted || this.#closeArgs === undefined) return;
     if ((this.stdout !== null && !this.stdout.closed) || (this.stderr !== null && !this.stderr.closed)) return;
-    this.#isClosed = true;
+    this.#isCloseEmitted = true;
     this.emit("close", ...this.#closeArgs);
   }
 }

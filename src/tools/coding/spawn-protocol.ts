@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { ChildProcess, spawn as nodeSpawn } from "node:child_process";
 
 /** What a child's stdio entries may be through the helper: the rest stays with Node's own `spawn`. */
 export type HelperStdio = "pipe" | "ignore";
@@ -82,12 +83,12 @@ export type SpawnRequest = Extract<HelperRequest, { kind: "spawn" }>;
  * to its own `RemoteChild`.
  */
 export function startReported(
-  spawn: typeof import("node:child_process").spawn,
+  spawn: typeof nodeSpawn,
   request: SpawnRequest,
   report: (message: HelperReport, bytes?: number) => void,
-): import("node:child_process").ChildProcess | undefined {
+): ChildProcess | undefined {
   const { id } = request;
-  let child: import("node:child_process").ChildProcess;
+  let child: ChildProcess;
   try {
     child = spawn(request.file, request.args, {
       cwd: request.cwd,
