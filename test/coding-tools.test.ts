@@ -229,6 +229,20 @@ describe.skipIf(!supportsPi16())("codingTools results past the pool's default ca
       expect(outcome.isError).toBe(false);
       expect(JSON.stringify(outcome.result).length).toBeGreaterThan(1024 * 1024);
       expect(outcome.result.content.some((block) => block.type === "image")).toBe(true);
+      // pi's own read, in process: the same result, its base64 data one string at both places
+      // (it crosses the thread boundary once, see src/workers/thread/repeated-strings.ts).
+      const piRead = (await piTools(folder))[0];
+      const toolCall = { type: "toolCall", id: "img", name: "read", arguments: { path: "shot.png" } };
+      const pi = (await piRunToolCall(toolCall as never, {
+        tools: [piRead] as never,
+        context: { systemPrompt: "", messages: [], tools: [piRead] } as never,
+        assistantMessage: { role: "assistant", content: [toolCall], stopReason: "toolUse" } as never,
+      })) as { result: object; isError: boolean };
+      expect(pi.isError).toBe(false);
+      expect(comparable(outcome.result)).toEqual(comparable(pi.result));
+      const image = outcome.result.content.find((block) => block.type === "image") as { data: string };
+      expect(image.data.length).toBeGreaterThan(512 * 1024);
+      expect((outcome.result as { structuredContent?: { data?: unknown } }).structuredContent?.data === image.data).toBe(true);
     } finally {
       await runtime.close();
     }

@@ -6,7 +6,13 @@ describe("inspectResult", () => {
   it("bounds the size of strings cheaply, and measures it exactly only near the limit", () => {
     const result = { content: [{ type: "text", text: "héllo" }], details: { raw: new Uint8Array(10) } };
     // Under the limit by the upper bound (3 bytes a UTF-16 unit): no exact count needed.
-    expect(inspectResult(result, 100)).toEqual({ uncloneable: undefined, bytes: 3 * (4 + 5) + 10, isTooLarge: false, transferables: [] });
+    expect(inspectResult(result, 100)).toEqual({
+      uncloneable: undefined,
+      bytes: 3 * (4 + 5) + 10,
+      isTooLarge: false,
+      transferables: [],
+      longStrings: 0,
+    });
     // Near it: exact UTF-8 bytes ("é" takes two).
     expect(inspectResult(result, 20)).toMatchObject({ bytes: 4 + 6 + 10, isTooLarge: false });
     expect(inspectResult(result, 19)).toMatchObject({ bytes: 20, isTooLarge: true });

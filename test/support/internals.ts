@@ -66,6 +66,7 @@ export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-pr
 export { RemoteChild } from "../../dist/tools/coding/remote-child.js";
 export { routedSpawn, SpawnHelper } from "../../dist/tools/coding/remote-spawn.js";
 export { inspectResult, transferThresholdBytes } from "../../src/workers/thread/inspect-result.js";
+export { repeatMinChars, shareRepeatedStrings } from "../../src/workers/thread/repeated-strings.js";
 export { rebaseBuiltinTool } from "../../dist/builtin-tools.js";
 export { installLine, isPackageMissing, optionalPackages } from "../../src/optional-packages.js";
 // The pool's state machine from source, on a fake host (worker-pool-state.test.ts): no threads, no build.
@@ -75,7 +76,7 @@ export { workerTool as sourceWorkerTool } from "../../src/contracts/worker-tool.
 export type { PoolCall } from "../../src/workers/pool-call.js";
 export { PoolEventSource, type PoolCallEvent, type PoolThreadEvent } from "../../src/contracts/pool-events.js";
 export type { WorkerCallRequest } from "../../src/contracts/pool-contract.js";
-export { updateTag, type WorkerReply, type WorkerTask } from "../../src/workers/protocol.js";
+export { readWorkerReply, updateTag, type WorkerReply, type WorkerTask } from "../../src/workers/protocol.js";
 export type { ThreadHost, ThreadHostEvents } from "../../src/workers/thread-host.js";
 export { CapClaim, CapGate, CapKey } from "../../src/cap-gate.js";
 export { CapContext, currentCapContext, enterCapContext, isCapContextStorageOn, leaveCapContext } from "../../src/coordinator/call-caps.js";

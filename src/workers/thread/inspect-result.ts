@@ -3,6 +3,7 @@
  * boundary: a value that structured clone rejects would otherwise cost the
  * worker (Piscina loses it) and reach the host as a bare `{}`.
  */
+import { repeatMinChars } from "./repeated-strings.js";
 
 /** What {@link inspectResult} found. */
 interface ResultInspection {
@@ -17,6 +18,8 @@ interface ResultInspection {
   isTooLarge: boolean;
   /** Array buffers worth moving rather than copying, each once. */
   transferables: ArrayBuffer[];
+  /** Strings of `repeatMinChars` or more met on the walk: two or more may repeat (see `repeated-strings.ts`). */
+  longStrings: number;
 }
 
 /** Buffers from this size on are moved to the host instead of copied. */
@@ -68,7 +71,7 @@ const noTransferables: ArrayBuffer[] = Object.freeze([]) as unknown as ArrayBuff
  * per node.
  */
 class ResultWalker {
-  inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: noTransferables };
+  inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: noTransferables, longStrings: 0 };
   readonly #sizing: StringSizing;
   readonly #ancestors: object[] = [];
   /** A number is an index, a string a property name; "\0"-prefixed strings are shown as they are. */
@@ -80,7 +83,7 @@ class ResultWalker {
 
   /** One walk over `value`; its inspection is the caller's. */
   run(value: unknown): ResultInspection {
-    const inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: noTransferables };
+    const inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: noTransferables, longStrings: 0 };
     this.inspection = inspection;
     try {
       this.visit(value);
@@ -96,6 +99,7 @@ class ResultWalker {
     switch (typeof node) {
       case "string":
         this.inspection.bytes += this.#sizing === "exact" ? Buffer.byteLength(node, "utf8") : node.length * 3;
+        if (node.length >= repeatMinChars) this.inspection.longStrings += 1;
         return true;
       case "function":
         return this.#fail("a function");

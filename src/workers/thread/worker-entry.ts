@@ -24,6 +24,7 @@ import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../../ty
 import { importToolModule } from "./import-tool-module.js";
 import { inspectResult } from "./inspect-result.js";
 import { moveToHost } from "./move-to-host.js";
+import { shareRepeatedStrings } from "./repeated-strings.js";
 import { dropSpreadsOf, requestSpread } from "./spread-client.js";
 import {
   bootTag,
@@ -314,12 +315,17 @@ class CallRun {
       } else {
         reply = { kind: "ok", result: outcome.result, updates, runMs };
         transferables = inspection.transferables;
+        const shared = inspection.longStrings > 1 ? shareRepeatedStrings(outcome.result) : undefined;
+        if (shared !== undefined) reply = { ...reply, result: shared.result, repeats: shared.repeats };
       }
     }
     const resourcesAfter = process.getActiveResourcesInfo().length;
     if (resourcesAfter <= this.#resourcesBefore) {
       resourceBaseline = resourcesAfter;
-      return withTransferables(reply.kind === "ok" && updates === 0 ? ([reply.result, runMs] satisfies OkPair) : reply, transferables);
+      if (reply.kind === "ok" && updates === 0 && reply.repeats === undefined) {
+        return withTransferables([reply.result, runMs] satisfies OkPair, transferables);
+      }
+      return withTransferables(reply, transferables);
     }
     return leftoverWorkSettles(this.#resourcesBefore).then((settled) => {
       if (settled) resourceBaseline = undefined;

@@ -1,0 +1,138 @@
+import { serialize } from "node:v8";
+
+import { describe, expect, it } from "vitest";
+
+import { createRuntime, workerTool, type AssistantMessage } from "toolpool";
+import { readWorkerReply, repeatMinChars, shareRepeatedStrings, type WorkerReply } from "./support/internals.js";
+
+// @ts-expect-error: a plain .mjs fixture, typed loosely here
+import { repeatedResult } from "./fixtures/tools/repeated.mjs";
+
+type OkReply = Extract<WorkerReply, { kind: "ok" }>;
+
+const long = (char: string) => char.repeat(repeatMinChars);
+
+/** What the pool reads of a result that crossed the thread boundary: the worker's posting, cloned, read back. */
+function crossed(result: unknown): { reply: WorkerReply; posted: OkReply } {
+  const shared = shareRepeatedStrings(result);
+  const posted: OkReply =
+    shared === undefined ? { kind: "ok", result, updates: 0 } : { kind: "ok", result: shared.result, repeats: shared.repeats, updates: 0 };
+  return { reply: readWorkerReply(structuredClone(posted)), posted };
+}
+
+/** pi's read of an image: its base64 data in content and again in structuredContent. */
+function imageResult(data: string) {
+  return {
+    content: [
+      { type: "text", text: "Read image file [image/png]" },
+      { type: "image", data, mimeType: "image/png" },
+    ],
+    structuredContent: { type: "image", data, mimeType: "image/png", note: "Read image file [image/png]" },
+  };
+}
+
+describe("repeated long strings cross the thread boundary once", () => {
+  it("sends pi's image data once and puts it back at both places, one string", () => {
+    const data = long("A") + long("B");
+    const result = imageResult(data);
+    const before = structuredClone(result);
+    const { reply, posted } = crossed(result);
+    // What crosses holds the data once: about half of what the result as it is takes.
+    expect(serialize(posted).length).toBeLessThan(data.length * 1.1);
+    expect(serialize(result).length).toBeGreaterThan(data.length * 2);
+    expect(posted.repeats).toEqual([{ at: ["content", 1, "data"], copies: [["structuredContent", "data"]] }]);
+    // The tool's own objects are untouched.
+    expect(result).toEqual(before);
+    expect(result.structuredContent.data).toBe(data);
+    // The pool reads the whole result, one string at both places, as pi in process has it.
+    expect(reply.kind === "ok" && reply.result).toEqual(before);
+    const read = (reply as { result: ReturnType<typeof imageResult> }).result;
+    expect(read.structuredContent.data === read.content[1]!.data).toBe(true);
+    expect(reply).not.toHaveProperty("repeats");
+  });
+
+  it("leaves short strings, distinct strings and a result without repeats as they are", () => {
+    const short = "s".repeat(repeatMinChars - 1);
+    expect(shareRepeatedStrings({ a: short, b: short })).toBeUndefined();
+    expect(shareRepeatedStrings({ a: long("a"), b: long("b") })).toBeUndefined();
+    expect(shareRepeatedStrings({ a: long("a") })).toBeUndefined();
+    expect(shareRepeatedStrings(long("a"))).toBeUndefined();
+  });
+
+  it("keeps an object reached twice one object, and shares no string through it", () => {
+    const result = repeatedResult({ size: repeatMinChars, places: 3, shared: true }) as {
+      content: { text: string }[];
+      details: { copies: { text: string }[]; sameBlock: unknown };
+    };
+    const { reply, posted } = crossed(result);
+    // The block is reached twice; its string stays in it, and the two copies elsewhere are shared.
+    expect(posted.repeats).toEqual([
+      {
+        at: ["content", 0, "text"],
+        copies: [
+          ["details", "copies", 0, "text"],
+          ["details", "copies", 1, "text"],
+        ],
+      },
+    ]);
+    const read = (reply as { result: typeof result }).result;
+    expect(read).toEqual(result);
+    expect(read.details.sameBlock).toBe(read.content[0]);
+  });
+
+  it("shares strings only through plain objects and arrays, and keeps arrays' holes and extra keys", () => {
+    const text = long("m");
+    class Box {
+      constructor(readonly text: string) {}
+    }
+    const list: unknown[] = [text];
+    list[3] = "end";
+    (list as unknown as Record<string, unknown>).label = "extra";
+    const result = { first: text, box: new Box(text), map: new Map([["k", text]]), list };
+    const { reply, posted } = crossed(result);
+    expect(posted.repeats).toEqual([{ at: ["first"], copies: [["list", 0]] }]);
+    const read = (reply as { result: { list: unknown[]; box: unknown; map: Map<string, string> } }).result;
+    expect(read).toEqual(structuredClone(result));
+    expect(1 in read.list).toBe(false);
+    expect((read.list as unknown as Record<string, unknown>).label).toBe("extra");
+    expect(read.map.get("k")).toBe(text);
+  });
+
+  it("never writes through a key named __proto__", () => {
+    const text = long("p");
+    const result = JSON.parse(`{"a": "${text}", "__proto__": {"b": "${text}"}}`) as Record<string, unknown>;
+    const { reply, posted } = crossed(result);
+    expect(posted.repeats).toBeUndefined();
+    expect(Object.getPrototypeOf((reply as { result: object }).result)).toBe(Object.prototype);
+    expect((reply as { result: unknown }).result).toEqual(structuredClone(result));
+  });
+
+  it("gives a worker tool's result whole, through a real pool", async () => {
+    const tool = workerTool({
+      name: "repeated",
+      description: "",
+      parameters: { type: "object", properties: { size: { type: "number" }, places: { type: "number" }, shared: { type: "boolean" } } },
+      module: new URL("./fixtures/tools/repeated.mjs", import.meta.url),
+      exportName: "repeated",
+    });
+    const runtime = createRuntime({ tools: [tool], pool: { minThreads: 1, maxThreads: 1 } });
+    try {
+      const message: AssistantMessage = {
+        role: "assistant",
+        content: [
+          { type: "toolCall", id: "a", name: "repeated", arguments: { size: repeatMinChars * 4, places: 3, shared: false } },
+          { type: "toolCall", id: "b", name: "repeated", arguments: { size: repeatMinChars * 2, places: 2, shared: true } },
+        ],
+      };
+      const { messages } = await runtime.executeToolCalls(message);
+      expect(messages.map((entry) => entry.isError)).toEqual([false, false]);
+      const [a, b] = messages as unknown as { content: { text: string }[]; details: { copies: { text: string }[]; sameBlock?: unknown } }[];
+      expect(a!.content[0]!.text).toBe("x".repeat(repeatMinChars * 4));
+      expect(a!.details.copies.map((copy) => copy.text === a!.content[0]!.text)).toEqual([true, true]);
+      expect(b!.details.copies[0]!.text).toBe(b!.content[0]!.text);
+      expect(b!.details).toEqual({ copies: [{ text: "x".repeat(repeatMinChars * 2) }], sameBlock: b!.content[0] });
+    } finally {
+      await runtime.close();
+    }
+  });
+});
