@@ -33,7 +33,7 @@ import { Worker } from "node:worker_threads";
 
 import type { AssistantMessage } from "../dist/index.js";
 import { codingTools, createRuntime, supportsPi16 } from "../dist/index.js";
-import { cpuNow } from "./lib/process-cpu.js";
+import { cpuNow, cpuSince } from "./lib/process-cpu.js";
 import { readThreadCpuMs } from "./lib/thread-cpu.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -209,16 +209,16 @@ async function runArm(mix: Mix, toolsOf: () => unknown[], freshEdits: () => void
   const seconds = (performance.now() - started) / 1000;
   delay.disable();
   const mainS = ((readThreadCpuMs()?.get(process.pid) ?? 0) - mainStart) / 1000;
-  const cpu = cpuNow();
+  const cpu = cpuSince(cpuStart);
   const calls = outcomes.reduce((sum, outcome) => sum + outcome.calls, 0);
-  const processS = cpu.process - cpuStart.process;
+  const processS = cpu.process;
   return {
     callsPerSecond: calls / seconds,
     p99Ms: delay.percentile(99) / 1e6,
     maxMs: delay.max / 1e6,
     mainS,
     poolS: Math.max(0, processS - mainS),
-    childrenS: cpu.children - cpuStart.children,
+    childrenS: cpu.children,
     errors: outcomes.reduce((sum, outcome) => sum + outcome.errors, 0),
   };
 }
@@ -331,13 +331,13 @@ async function profileTools(
         }
         const wallMs = performance.now() - started;
         const mainMs = performance.eventLoopUtilization(elu).active;
-        const after = cpuNow();
-        const processMs = (after.process - cpu.process) * 1000;
+        const spent = cpuSince(cpu);
+        const processMs = spent.process * 1000;
         const result: CallProfile = {
           wallMs: wallMs / rounds,
           mainMs: mainMs / rounds,
           otherThreadsMs: Math.max(0, processMs - mainMs) / rounds,
-          childrenMs: ((after.children - cpu.children) * 1000) / rounds,
+          childrenMs: (spent.children * 1000) / rounds,
         };
         if (arm === "toolpool") {
           result.queueWaitMs = meta.queueWaitMs / rounds;
