@@ -19,11 +19,11 @@ import { createDeferred, type Deferred } from "./deferred.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 import type { EmitFunction, RuntimeEvents } from "./events.js";
 import type { ResolvedRuntimeOptions, RuntimeOptions } from "./options.js";
-import { toAgentTool } from "./runtime/agent-tool-adapter.js";
+import { toAgentTool, toCappedInlineTool, type CappedRun } from "./runtime/agent-tool-adapter.js";
 import { composeRuntime } from "./runtime/compose.js";
 import { batchMeta, EventBus } from "./runtime/event-bus.js";
-import type { CapWait, RuntimeCaps } from "./coordinator/call-caps.js";
-import { batchCapsOf } from "./runtime/runtime-caps.js";
+import { runCapped, type CapWait, type RuntimeCaps } from "./coordinator/call-caps.js";
+import { batchCapsOf, hasRuntimeCaps } from "./runtime/runtime-caps.js";
 import type { PoolRouter } from "./runtime/pool-router.js";
 import { createPoolEventRelay } from "./runtime/pool-event-relay.js";
 import type { PoolEventSource } from "./contracts/pool-events.js";
@@ -135,6 +135,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    */
   #tracing: { api: OtelApi; tracer: OtelTracer; poolSpans: PoolSpanEvents } | undefined;
   #agentTools: AgentTool[] | undefined;
+  /** What {@link agentTools} gives where the runtime has caps: the tools, their calls counted against them. */
+  #cappedAgentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
 
@@ -349,11 +351,33 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * pi `AgentTool`s for every tool of this runtime, so that a pi `Agent` can
    * use the pool directly: inline tools as they are, worker tools as tools
    * whose execute dispatches to the pool (a failure throws, with `code` set for
-   * toolpool's faults).
+   * toolpool's faults). Where the runtime has caps (`maxConcurrency`,
+   * `maxConcurrencyPerSession`), their calls count against them as a
+   * batch's calls do, each call a batch and a session of its own (its
+   * parent's, when a capped call's execute makes it); inline tools are then
+   * copies (their prototype kept) whose execute waits for its slots.
    */
   agentTools(): AgentTool[] {
-    return [...this.#frozenAgentTools()];
+    if (!hasRuntimeCaps(this.#caps)) return [...this.#frozenAgentTools()];
+    // Their calls count against the caps, as a batch's do.
+    this.#cappedAgentTools ??= [...this.#registry.values()].map((entry) =>
+      entry.kind === "inline"
+        ? toCappedInlineTool(entry.tool, this.#runCapped)
+        : toAgentTool(entry.tool, this.#router.poolFor(entry.tool), this.#runCapped),
+    );
+    return [...this.#cappedAgentTools];
   }
+
+  /**
+   * Runs one call made through {@link agentTools} under the runtime's caps:
+   * a batch of its own, a session of its own, or its parent's where a capped
+   * call's execute made it.
+   */
+  readonly #runCapped: CappedRun = (toolName, toolCallId, run) => {
+    const { caps } = batchCapsOf(this.#caps, this.#hasRunCapped, undefined, undefined, () => Symbol(toolCallId));
+    if (caps !== undefined) this.#hasRunCapped = true;
+    return runCapped(caps, toolName, toolCallId, run);
+  };
 
   /** One frozen list for every batch's `context.tools`: a hook cannot change another batch's tools. */
   #frozenAgentTools(): AgentTool[] {

@@ -1,4 +1,13 @@
-import { createRuntime, workerTool, type AgentTool, type BatchEvent, type Runtime, type RuntimeOptions, type ToolCall } from "toolpool";
+import {
+  createRuntime,
+  workerTool,
+  type AgentTool,
+  type AgentToolResult,
+  type BatchEvent,
+  type Runtime,
+  type RuntimeOptions,
+  type ToolCall,
+} from "toolpool";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { execute as probeExecute } from "./fixtures/tools/concurrency-probe.mjs";
@@ -245,6 +254,77 @@ describe("caps of nested calls", () => {
     await openInTurn(["nt-a", "nt-b"], 1);
     await outcome;
     expect([probe.most(), probe.started()]).toEqual([1, 2]);
+  });
+});
+
+describe("caps of calls through agentTools()", () => {
+  it("runs at most 2 of a capped worker tool called 6 times at once through its AgentTool, and lists the waiting ones", async () => {
+    const probe = counts();
+    const rt = start({ tools: [workerProbe("probe", probe.shared, 2)] });
+    const tool = rt.agentTools()[0]!;
+    const keys = keysOf("at-", 6);
+    const results = Promise.all(keys.map((key, index) => tool.execute(`a${index}`, { gate: key })));
+    await gates.whenWaiting(keys[0]!);
+    await gates.whenWaiting(keys[1]!);
+    // The other four wait for the cap, not for a thread (the pool has 4), and say so.
+    await until(() => rt.capWaits().length === 4, "four calls waiting for the cap");
+    expect(rt.capWaits().map((wait) => [wait.tool, wait.toolCallId, wait.batchId])).toEqual(
+      keys.slice(2).map((_, index) => ["probe", `a${index + 2}`, ""]),
+    );
+    expect(probe.started()).toBe(2);
+    await openInTurn(keys, 2);
+    expect((await results).map((result) => textOf(result))).toEqual(keys.map((key) => `ran ${key}`));
+    expect([probe.most(), probe.started()]).toEqual([2, 6]);
+  });
+
+  it("caps an inline tool's calls through its AgentTool, which keeps the tool's own prototype", async () => {
+    const probe = counts();
+    class Probe {
+      readonly name = "inline";
+      readonly label = "inline";
+      readonly description = "";
+      readonly parameters = gateArgs;
+      describe(): string {
+        return "a probe";
+      }
+      execute(_id: string, args: unknown, signal?: AbortSignal) {
+        return probeExecute({ ...(args as object), shared: probe.shared }, { signal });
+      }
+    }
+    const rt = start({ tools: [new Probe() as unknown as AgentTool], maxConcurrency: { inline: 1 } });
+    const tool = rt.agentTools()[0] as AgentTool & Probe;
+    expect(tool.describe()).toBe("a probe");
+    const keys = keysOf("ai-", 3);
+    const results = Promise.all(keys.map((key, index) => tool.execute(`i${index}`, { gate: key })));
+    await gates.whenWaiting(keys[0]!);
+    await openInTurn(keys, 1);
+    expect((await results).map((result) => textOf(result))).toEqual(keys.map((key) => `ran ${key}`));
+    expect([probe.most(), probe.started()]).toEqual([1, 3]);
+  });
+
+  it("never deadlocks an AgentTool's call against the nested calls it makes", async () => {
+    // `outer` (cap 1), called through its AgentTool, runs an `outer` child through runtime.runToolCall, which needs the slot its parent holds.
+    const outer: AgentTool = {
+      name: "outer",
+      label: "outer",
+      description: "",
+      parameters: { type: "object" },
+      execute: async (_id, args) => {
+        if ((args as { depth?: number }).depth === 1) return { content: [{ type: "text", text: "inner ran" }], details: {} };
+        const child = await runtime!.runToolCall({ type: "toolCall", id: "inner", name: "outer", arguments: { depth: 1 } });
+        return { content: [{ type: "text", text: `outer ran, ${textOf(child.result)}` }], details: {} };
+      },
+    };
+    const rt = start({ tools: [outer], maxConcurrency: { outer: 1 } });
+    const settled = await orDeadlock(rt.agentTools()[0]!.execute("c0", {}));
+    expect(settled).not.toBe("deadlocked");
+    expect(textOf(settled as AgentToolResult<unknown>)).toBe("outer ran, inner ran");
+  });
+
+  it("gives the runtime's own tools where no cap is set", () => {
+    const probe = counts();
+    const inline = inlineProbe("inline", probe.shared);
+    expect(start({ tools: [inline] }).agentTools()[0]).toBe(inline);
   });
 });
 

@@ -55,7 +55,11 @@ export interface BatchCaps {
 export interface CapWait {
   tool: string;
   toolCallId: string;
-  /** Its batch's id, as the batch's events carry it (a call of `runToolCall` has one of its own). */
+  /**
+   * Its batch's id, as the batch's events carry it (a call of `runToolCall`
+   * has one of its own); empty for a call made through `agentTools()`,
+   * which has no batch.
+   */
   batchId: string;
   sessionKey?: string;
   /** When it began to wait, Unix milliseconds. */
@@ -154,6 +158,36 @@ function checkIdle(): void {
 /** Whether the storage nested calls are found through is switched on now (hook-based Node versions; for tests). */
 export function isCapContextStorageOn(): boolean {
   return isHookBased ? (capContexts as unknown as { enabled: boolean }).enabled : true;
+}
+
+/**
+ * Runs one call made outside any batch (through `Runtime.agentTools()`, a
+ * pi `Agent` running the runtime's tools) under the caps that apply to it,
+ * as a batch's call runs: it waits for its slots, first come first served
+ * (in an ancestor's slot where it is a nested call and a cap is full), then
+ * `run` gets its context (for an inline execute's nested calls, a worker
+ * call's spread parts), and its slots are left once `run` settled. `caps`
+ * undefined, or no cap that applies: `run` at once, without a context.
+ */
+export async function runCapped<T>(
+  caps: BatchCaps | undefined,
+  toolName: string,
+  toolCallId: string,
+  run: (context: CapContext | undefined) => Promise<T>,
+): Promise<T> {
+  const claim = caps === undefined ? undefined : claimOf(caps, toolName);
+  if (claim === undefined) return run(undefined);
+  const { gate } = caps!.runtime;
+  const entered = gate.enter(claim);
+  if (entered !== undefined) {
+    claim.wait = { tool: toolName, toolCallId, batchId: "", since: Date.now() } satisfies CapWait;
+    await entered;
+  }
+  try {
+    return await run(new CapContext(claim, caps!));
+  } finally {
+    gate.leave(claim);
+  }
 }
 
 /**
