@@ -22,49 +22,61 @@ interface Occurrence {
   path: (string | number)[];
 }
 
-/** Whether `node` is cloned as the object it is, so that a copy of it crosses as it would. */
-function isPlainContainer(node: object): boolean {
-  if (Array.isArray(node)) return Object.getPrototypeOf(node) === Array.prototype;
-  const prototype = Object.getPrototypeOf(node) as unknown;
-  return prototype === Object.prototype || prototype === null;
+/** Objects structured clone copies whole, holding no object it could share with the rest of the result. */
+function isLeafObject(node: object): boolean {
+  return (
+    node instanceof Date ||
+    node instanceof RegExp ||
+    node instanceof ArrayBuffer ||
+    ArrayBuffer.isView(node) ||
+    node instanceof String ||
+    node instanceof Number ||
+    node instanceof Boolean ||
+    node instanceof BigInt
+  );
 }
 
+/** An array index as a property key names it: "0", "1", … */
+const indexKey = /^(?:0|[1-9]\d*)$/;
+
 /**
- * The long strings of `result` with their places, reached through plain
- * objects and arrays only, and how often each object is reached (an object
- * reached twice crosses once: no copy of it may be made).
+ * The long strings of `result` with their places, and how often each object
+ * is reached (an object reached twice crosses once: no copy of it may be
+ * made); undefined where the result holds anything but plain objects, plain
+ * arrays (index keys only) and leaves, or a property with a getter: there
+ * the walk could not see every object structured clone shares, or would not
+ * read what it reads.
  */
-function findLongStrings(result: unknown): { occurrences: Occurrence[]; reached: Map<object, number> } {
+function findLongStrings(result: unknown): { occurrences: Occurrence[]; reached: Map<object, number> } | undefined {
   const occurrences: Occurrence[] = [];
   const reached = new Map<object, number>();
   const path: (string | number)[] = [];
-  const visit = (node: unknown): void => {
+  const visit = (node: unknown): boolean => {
     if (typeof node === "string") {
       if (node.length >= repeatMinChars && occurrences.length < maxCandidates) occurrences.push({ value: node, path: [...path] });
-      return;
+      return true;
     }
-    if (typeof node !== "object" || node === null) return;
+    if (typeof node !== "object" || node === null) return true;
     const count = reached.get(node) ?? 0;
     reached.set(node, count + 1);
     // Reached before (or a cycle): its strings are listed already.
-    if (count > 0 || !isPlainContainer(node)) return;
-    if (Array.isArray(node)) {
-      for (let index = 0; index < node.length; index++) {
-        path.push(index);
-        visit(node[index]);
-        path.pop();
-      }
-      return;
-    }
-    for (const key in node) {
-      if (!Object.hasOwn(node, key)) continue;
-      path.push(key);
-      visit((node as Record<string, unknown>)[key]);
+    if (count > 0 || isLeafObject(node)) return true;
+    const isArray = Array.isArray(node);
+    const prototype = Object.getPrototypeOf(node) as unknown;
+    if (isArray ? prototype !== Array.prototype : prototype !== Object.prototype && prototype !== null) return false;
+    // Own enumerable keys, as structured clone takes them (an array's holes are none).
+    for (const key of Object.keys(node)) {
+      if (isArray && !indexKey.test(key)) return false;
+      const descriptor = Object.getOwnPropertyDescriptor(node, key)!;
+      if (!("value" in descriptor)) return false;
+      path.push(isArray ? Number(key) : key);
+      const isPlain = visit(descriptor.value);
       path.pop();
+      if (!isPlain) return false;
     }
+    return true;
   };
-  visit(result);
-  return { occurrences, reached };
+  return visit(result) ? { occurrences, reached } : undefined;
 }
 
 /** Whether a copy can be made of every object on the way to `path`'s place: each reached once, no `__proto__` key. */
@@ -77,15 +89,19 @@ function isCopyable(result: unknown, path: ResultPath, reached: Map<object, numb
   return true;
 }
 
-/** A shallow copy that crosses as `node` would: an array keeps its holes and extra properties. */
+/** A shallow copy that crosses as `node` would (an array keeps its holes; the walk let through no other key). */
 function shallowCopy(node: object): Record<string | number, unknown> {
   if (!Array.isArray(node)) return { ...node };
-  const copy: unknown[] = node.slice();
-  if (Object.keys(node).length !== node.length) {
-    for (const key of Object.keys(node))
-      if (!(key in copy)) (copy as unknown as Record<string, unknown>)[key] = (node as unknown as Record<string, unknown>)[key];
-  }
+  const copy = new Array<unknown>(node.length);
+  for (const key of Object.keys(node)) copy[Number(key)] = (node as unknown[])[Number(key)];
   return copy as unknown as Record<string | number, unknown>;
+}
+
+/** The value at `path` in `root`. */
+function valueAt(root: unknown, path: ResultPath): unknown {
+  let node = root;
+  for (const key of path) node = (node as Record<string | number, unknown>)[key];
+  return node;
 }
 
 /**
@@ -95,21 +111,27 @@ function shallowCopy(node: object): Record<string | number, unknown> {
  * the list of those places; undefined when no long string repeats.
  */
 export function shareRepeatedStrings(result: unknown): { result: unknown; repeats: RepeatedString[] } | undefined {
-  const { occurrences, reached } = findLongStrings(result);
-  if (occurrences.length < 2) return undefined;
+  const found = findLongStrings(result);
+  if (found === undefined || found.occurrences.length < 2) return undefined;
+  const { occurrences, reached } = found;
   const repeats: RepeatedString[] = [];
   const isTaken = new Array<boolean>(occurrences.length).fill(false);
   for (let first = 0; first < occurrences.length; first++) {
     if (isTaken[first]) continue;
-    const { value, path } = occurrences[first]!;
-    const copies: ResultPath[] = [];
+    const { value } = occurrences[first]!;
+    const same: ResultPath[] = [occurrences[first]!.path];
     for (let other = first + 1; other < occurrences.length; other++) {
       const candidate = occurrences[other]!;
       if (isTaken[other] || candidate.value.length !== value.length || candidate.value !== value) continue;
       isTaken[other] = true;
-      if (isCopyable(result, candidate.path, reached)) copies.push(candidate.path);
+      same.push(candidate.path);
     }
-    if (copies.length > 0) repeats.push({ at: path, copies });
+    if (same.length < 2) continue;
+    // The string stays whole at a place no copy can be made of, where there is one.
+    const copyable = same.filter((path) => isCopyable(result, path, reached));
+    const at = same.find((path) => !copyable.includes(path)) ?? copyable[0]!;
+    const copies = copyable.filter((path) => path !== at);
+    if (copies.length > 0) repeats.push({ at, copies });
   }
   if (repeats.length === 0) return undefined;
   const copyOf = new Map<object, Record<string | number, unknown>>();
@@ -136,5 +158,8 @@ export function shareRepeatedStrings(result: unknown): { result: unknown; repeat
       copy[path[path.length - 1]!] = "";
     }
   }
-  return { result: copied(result as object), repeats };
+  const posted = copied(result as object);
+  // Each string must still be whole where the pool will read it.
+  for (const { at } of repeats) if (typeof valueAt(posted, at) !== "string" || valueAt(posted, at) === "") return undefined;
+  return { result: posted, repeats };
 }
