@@ -230,7 +230,7 @@ describe.skipIf(!supportsPi16())("codingTools results past the pool's default ca
       expect(JSON.stringify(outcome.result).length).toBeGreaterThan(1024 * 1024);
       expect(outcome.result.content.some((block) => block.type === "image")).toBe(true);
       // pi's own read, in process: the same result, its base64 data one string at both places
-      // (it crosses the thread boundary once, see src/workers/thread/repeated-strings.ts).
+      // (it crosses the thread boundary once, see src/workers/repeated-strings.ts).
       const piRead = (await piTools(folder))[0];
       const toolCall = { type: "toolCall", id: "img", name: "read", arguments: { path: "shot.png" } };
       const pi = (await piRunToolCall(toolCall as never, {

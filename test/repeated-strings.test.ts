@@ -3,7 +3,7 @@ import { serialize } from "node:v8";
 import { describe, expect, it } from "vitest";
 
 import { createRuntime, workerTool, type AssistantMessage } from "toolpool";
-import { readWorkerReply, repeatMinChars, shareRepeatedStrings, type WorkerReply } from "./support/internals.js";
+import { decodeReply, encodeEnd, readWorkerReply, repeatMinChars, shareRepeatedStrings, type WorkerReply } from "./support/internals.js";
 
 // @ts-expect-error: a plain .mjs fixture, typed loosely here
 import { repeatedResult } from "./fixtures/tools/repeated.mjs";
@@ -155,6 +155,22 @@ describe("repeated long strings cross the thread boundary once", () => {
     expect(posted.repeats).toEqual([{ at: ["__proto__", "b"], copies: [["a"]] }]);
     expect(Object.getPrototypeOf((reply as { result: object }).result)).toBe(Object.prototype);
     expect(v8Equal((reply as { result: unknown }).result, structuredClone(result))).toBe(true);
+  });
+
+  it("sends a fleet node's result once with its repeated string, and the coordinator reads it whole", () => {
+    const data = long("F") + long("G");
+    const result = imageResult(data);
+    const fields = encodeEnd("job-1", { kind: "ok", result: result as never }, 12);
+    // The envelope holds the data once.
+    expect(fields[5].length).toBeLessThan(data.length * 1.1);
+    const reply = decodeReply(fields.map((field) => Buffer.from(field)));
+    expect(reply).toMatchObject({ jobId: "job-1", kind: "end", executionMs: 12 });
+    const read = (reply as unknown as { outcome: { result: ReturnType<typeof imageResult> } }).outcome.result;
+    expect(read).toEqual(result);
+    expect(read.structuredContent.data === read.content[1]!.data).toBe(true);
+    // An error outcome crosses as it is.
+    const failed = decodeReply(encodeEnd("job-2", { kind: "error", message: data }, 3).map((field) => Buffer.from(field)));
+    expect(failed).toMatchObject({ kind: "end", outcome: { kind: "error", message: data } });
   });
 
   it("gives a worker tool's result whole, through a real pool", async () => {

@@ -4,6 +4,7 @@ import type { RedisOptions } from "ioredis";
 
 import type { PiVersion } from "../options.js";
 import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
+import { restoreRepeats, shareRepeatedStrings, type RepeatedString } from "../workers/repeated-strings.js";
 import { fleetProtocolVersion } from "./toolset.js";
 
 /**
@@ -124,9 +125,16 @@ export function encodeUpdate(jobId: string, partial: unknown): [string, string, 
   return ["j", jobId, "k", "u", "d", serialize(partial)];
 }
 
-/** The fields of the end envelope of a call, ready for XADD. */
+/**
+ * The fields of the end envelope of a call, ready for XADD. A long string
+ * the result holds at several places is written once (`repeats`, see
+ * `workers/repeated-strings.ts`), as a worker's reply crosses threads.
+ */
 export function encodeEnd(jobId: string, outcome: WorkerCallOutcome, executionMs: number): [string, string, string, string, string, Buffer] {
-  return ["j", jobId, "k", "e", "d", serialize({ outcome, executionMs })];
+  const shared = outcome.kind === "ok" ? shareRepeatedStrings(outcome.result) : undefined;
+  const envelope =
+    shared === undefined ? { outcome, executionMs } : { outcome: { ...outcome, result: shared.result }, executionMs, repeats: shared.repeats };
+  return ["j", jobId, "k", "e", "d", serialize(envelope)];
 }
 
 /** Reads one reply stream entry's fields (as XREAD returns them, buffers); undefined for a malformed one. */
@@ -144,7 +152,8 @@ export function decodeReply(fields: Buffer[]): ReplyEntry | undefined {
   try {
     if (kind.equals(updateKind)) return { jobId, kind: "update", partial: deserialize(data) };
     if (kind.equals(startKind)) return { jobId, kind: "start", node: String((deserialize(data) as { node: unknown }).node) };
-    const { outcome, executionMs } = deserialize(data) as { outcome: WorkerCallOutcome; executionMs: number };
+    const { outcome, executionMs, repeats } = deserialize(data) as { outcome: WorkerCallOutcome; executionMs: number; repeats?: RepeatedString[] };
+    if (repeats !== undefined && outcome.kind === "ok") restoreRepeats(outcome.result, repeats);
     return { jobId, kind: "end", outcome, executionMs };
   } catch {
     return undefined;

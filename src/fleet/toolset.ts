@@ -5,8 +5,12 @@ import { fileURLToPath } from "node:url";
 import type { PiVersion } from "../options.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 
-/** The version of the coordinator–node protocol; part of every toolset hash. */
-export const fleetProtocolVersion = 3;
+/**
+ * The version of the coordinator–node protocol; part of every toolset hash,
+ * so that coordinators and nodes of two versions never share a queue. 4: an
+ * end envelope may carry `repeats`.
+ */
+export const fleetProtocolVersion = 4;
 
 /** The worker tools a coordinator sends to the fleet, or a node serves, with their fingerprints. */
 export interface Toolset {

@@ -18,6 +18,7 @@
  *   BroadcastChannel of the requesting thread's own.
  */
 import type { SpreadOutcome } from "../types.js";
+import { restoreRepeats, type RepeatedString } from "./repeated-strings.js";
 
 /**
  * A call as posted to a worker. The tool is named by its number in the pool;
@@ -77,22 +78,6 @@ export type WorkerReply = (
  */
 export type OkPair = [result: unknown, runMs: number];
 
-/** A place in a result: property names and array indexes from its root. */
-export type ResultPath = readonly (string | number)[];
-
-/**
- * A long string that occurs in a result more than once, sent once.
- * Structured clone writes a string out whole at each place it occurs (it
- * shares objects, not strings), and pi's read returns an image's base64 data
- * twice (in `content` and in `structuredContent`): the main thread would
- * make each copy anew. The result as posted holds the string at `at` and an
- * empty string at each of `copies`; {@link readWorkerReply} puts it back.
- */
-export interface RepeatedString {
-  at: ResultPath;
-  copies: ResultPath[];
-}
-
 /** The reply a worker posted, as the pool reads it: a result's repeated strings put back in place. */
 export function readWorkerReply(posted: WorkerReply | OkPair): WorkerReply {
   if (Array.isArray(posted)) return { kind: "ok", result: posted[0], updates: 0, runMs: posted[1] };
@@ -101,32 +86,6 @@ export function readWorkerReply(posted: WorkerReply | OkPair): WorkerReply {
     delete posted.repeats;
   }
   return posted;
-}
-
-/**
- * Puts each repeated string back at its copies' places. The result is the
- * pool's own copy, just deserialized, whose paths run through plain objects
- * and arrays only (the worker shares no string reached otherwise).
- */
-function restoreRepeats(result: unknown, repeats: readonly RepeatedString[]): void {
-  for (const { at, copies } of repeats) {
-    const value = valueAt(result, at, at.length);
-    if (typeof value !== "string") continue;
-    for (const path of copies) {
-      const parent = valueAt(result, path, path.length - 1);
-      if (typeof parent === "object" && parent !== null) (parent as Record<string | number, unknown>)[path[path.length - 1]!] = value;
-    }
-  }
-}
-
-/** The value at the first `length` steps of `path`; undefined where the path leads nowhere. */
-function valueAt(root: unknown, path: ResultPath, length: number): unknown {
-  let node = root;
-  for (let index = 0; index < length; index++) {
-    if (typeof node !== "object" || node === null) return undefined;
-    node = (node as Record<string | number, unknown>)[path[index]!];
-  }
-  return node;
 }
 
 /** A partial result posted by a worker through `parentPort`. */

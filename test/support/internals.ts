@@ -66,7 +66,8 @@ export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-pr
 export { RemoteChild } from "../../dist/tools/coding/remote-child.js";
 export { routedSpawn, SpawnHelper } from "../../dist/tools/coding/remote-spawn.js";
 export { inspectResult, transferThresholdBytes } from "../../src/workers/thread/inspect-result.js";
-export { repeatMinChars, shareRepeatedStrings } from "../../src/workers/thread/repeated-strings.js";
+export { repeatMinChars, shareRepeatedStrings } from "../../src/workers/repeated-strings.js";
+export { decodeReply, encodeEnd } from "../../src/fleet/fleet-protocol.js";
 export { rebaseBuiltinTool } from "../../dist/builtin-tools.js";
 export { installLine, isPackageMissing, optionalPackages } from "../../src/optional-packages.js";
 // The pool's state machine from source, on a fake host (worker-pool-state.test.ts): no threads, no build.

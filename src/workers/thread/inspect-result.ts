@@ -3,7 +3,7 @@
  * boundary: a value that structured clone rejects would otherwise cost the
  * worker (Piscina loses it) and reach the host as a bare `{}`.
  */
-import { repeatMinChars } from "./repeated-strings.js";
+import { repeatMinChars } from "../repeated-strings.js";
 
 /** What {@link inspectResult} found. */
 interface ResultInspection {

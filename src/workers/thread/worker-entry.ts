@@ -24,8 +24,8 @@ import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../../ty
 import { importToolModule } from "./import-tool-module.js";
 import { inspectResult } from "./inspect-result.js";
 import { moveToHost } from "./move-to-host.js";
-import { shareRepeatedStrings } from "./repeated-strings.js";
 import { dropSpreadsOf, requestSpread } from "./spread-client.js";
+import { shareRepeatedStrings } from "../repeated-strings.js";
 import {
   bootTag,
   flagSlotMask,

@@ -1,15 +1,29 @@
 /**
- * Sends a result's long repeated strings once. Structured clone writes a
- * string out whole at each place it occurs: it shares objects it meets twice,
- * never strings. pi's read returns an image's base64 data in `content` and
- * again in `structuredContent` (0.7–2 MB each for a screenshot), so the main
- * thread made every image twice, in the one turn that reads the reply. Here
- * the worker posts such a string once, with the places it also occupies (see
- * `RepeatedString` in the protocol), and the pool puts it back there.
+ * Sends a result's long repeated strings once. Structured clone (and
+ * `v8.serialize`) writes a string out whole at each place it occurs: it
+ * shares objects it meets twice, never strings. pi's read returns an
+ * image's base64 data in `content` and again in `structuredContent` (0.7–2
+ * MB each for a screenshot), so the main thread made every image twice, in
+ * the one turn that reads the reply. The sending side posts such a string
+ * once, with the places it also occupies ({@link shareRepeatedStrings}: a
+ * worker's reply, a fleet node's end envelope), and the receiving side puts
+ * it back there ({@link restoreRepeats}).
  *
  * @module
  */
-import type { RepeatedString, ResultPath } from "../protocol.js";
+
+/** A place in a result: property names and array indexes from its root. */
+export type ResultPath = readonly (string | number)[];
+
+/**
+ * A long string that occurs in a result more than once, sent once: the
+ * result as posted holds it at `at` and an empty string at each of
+ * `copies`; {@link restoreRepeats} puts it back there.
+ */
+export interface RepeatedString {
+  at: ResultPath;
+  copies: ResultPath[];
+}
 
 /** Strings shorter than this are sent as they are, repeats and all: copying them costs less than finding them. */
 export const repeatMinChars = 16 * 1024;
@@ -97,13 +111,6 @@ function shallowCopy(node: object): Record<string | number, unknown> {
   return copy as unknown as Record<string | number, unknown>;
 }
 
-/** The value at `path` in `root`. */
-function valueAt(root: unknown, path: ResultPath): unknown {
-  let node = root;
-  for (const key of path) node = (node as Record<string | number, unknown>)[key];
-  return node;
-}
-
 /**
  * `result` as it should cross, with each long string that occurs more than
  * once left at its first place and emptied at the others (in copies of the
@@ -160,6 +167,35 @@ export function shareRepeatedStrings(result: unknown): { result: unknown; repeat
   }
   const posted = copied(result as object);
   // Each string must still be whole where the pool will read it.
-  for (const { at } of repeats) if (typeof valueAt(posted, at) !== "string" || valueAt(posted, at) === "") return undefined;
+  for (const { at } of repeats) {
+    const value = pathValue(posted, at, at.length);
+    if (typeof value !== "string" || value === "") return undefined;
+  }
   return { result: posted, repeats };
+}
+
+/**
+ * Puts each repeated string back at its copies' places. The result is the
+ * pool's own copy, just deserialized, whose paths run through plain objects
+ * and arrays only (the worker shares no string reached otherwise).
+ */
+export function restoreRepeats(result: unknown, repeats: readonly RepeatedString[]): void {
+  for (const { at, copies } of repeats) {
+    const value = pathValue(result, at, at.length);
+    if (typeof value !== "string") continue;
+    for (const path of copies) {
+      const parent = pathValue(result, path, path.length - 1);
+      if (typeof parent === "object" && parent !== null) (parent as Record<string | number, unknown>)[path[path.length - 1]!] = value;
+    }
+  }
+}
+
+/** The value at the first `length` steps of `path`; undefined where the path leads nowhere. */
+function pathValue(root: unknown, path: ResultPath, length: number): unknown {
+  let node = root;
+  for (let index = 0; index < length; index++) {
+    if (typeof node !== "object" || node === null) return undefined;
+    node = (node as Record<string | number, unknown>)[path[index]!];
+  }
+  return node;
 }
