@@ -47,7 +47,7 @@ export function toAgentTool(tool: WorkerTool, pool: ToolCallPool, capped?: Cappe
  */
 export function toCappedInlineTool(tool: AgentTool, capped: CappedRun): AgentTool {
   const copy = Object.assign(Object.create(Object.getPrototypeOf(tool) as object | null) as AgentTool, tool);
-  copy.execute = (toolCallId, args, signal, onUpdate) =>
+  const execute: AgentTool["execute"] = (toolCallId, args, signal, onUpdate) =>
     capped(tool.name, toolCallId, (context) => {
       if (context === undefined) return Promise.resolve(tool.execute(toolCallId, args, signal, onUpdate));
       let result: ReturnType<AgentTool["execute"]>;
@@ -59,5 +59,7 @@ export function toCappedInlineTool(tool: AgentTool, capped: CappedRun): AgentToo
       }
       return Promise.resolve(result).finally(leaveCapContext);
     });
+  // Defined, not assigned: the tool's prototype may have an `execute` accessor.
+  Object.defineProperty(copy, "execute", { value: execute, enumerable: true, writable: true, configurable: true });
   return copy;
 }

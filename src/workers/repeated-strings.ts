@@ -113,12 +113,20 @@ function shallowCopy(node: object): Record<string | number, unknown> {
 
 /**
  * `result` as it should cross, with each long string that occurs more than
- * once left at its first place and emptied at the others (in copies of the
- * objects on the way there: the tool's own objects are never changed), and
- * the list of those places; undefined when no long string repeats.
+ * once left whole at one place (one no copy can be made of, where there is
+ * one) and emptied at the others (in copies of the objects on the way
+ * there: the tool's own objects are never changed), and the list of those
+ * places; undefined when no long string repeats, or where the result is
+ * not one this can walk (see `findLongStrings`; a proxy's trap that throws,
+ * a nesting too deep for the stack): it then crosses as it is.
  */
 export function shareRepeatedStrings(result: unknown): { result: unknown; repeats: RepeatedString[] } | undefined {
-  const found = findLongStrings(result);
+  let found: ReturnType<typeof findLongStrings>;
+  try {
+    found = findLongStrings(result);
+  } catch {
+    return undefined;
+  }
   if (found === undefined || found.occurrences.length < 2) return undefined;
   const { occurrences, reached } = found;
   const repeats: RepeatedString[] = [];
