@@ -118,7 +118,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #events = new EventBus(this);
   /** Stopped by `close({ force: true })`: inline calls still running are then no longer awaited. */
   readonly #forceStop = new ForceStop();
-  /** Batches under way, and what `close()` waits on until there are none. */
+  /** Batches under way (capped `agentTools()` calls too), and what `close()` waits on until there are none. */
   #runningBatches = 0;
   #idle: Deferred<void> | undefined;
   /** What every batch needs of the runtime; made once, not per batch. */
@@ -354,8 +354,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
    * toolpool's faults). Where the runtime has caps (`maxConcurrency`,
    * `maxConcurrencyPerSession`), their calls count against them as a
    * batch's calls do, each call a batch and a session of its own (its
-   * parent's, when a capped call's execute makes it); inline tools are then
-   * copies (their prototype kept) whose execute waits for its slots.
+   * parent's, when a capped call's execute makes it); inline tools then
+   * come back behind a proxy whose execute waits for its slots.
    */
   agentTools(): AgentTool[] {
     if (!hasRuntimeCaps(this.#caps)) return [...this.#frozenAgentTools()];
@@ -376,7 +376,23 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #runCapped: CappedRun = (toolName, toolCallId, run) => {
     const { caps } = batchCapsOf(this.#caps, this.#hasRunCapped, undefined, undefined, () => Symbol(toolCallId));
     if (caps !== undefined) this.#hasRunCapped = true;
-    return runCapped(caps, toolName, toolCallId, run);
+    // close() waits for it as for a batch (a call waiting for a cap must not find its pool closed); a close by force, no longer.
+    this.#runningBatches += 1;
+    let isCounted = true;
+    const settled = (): void => {
+      if (!isCounted) return;
+      isCounted = false;
+      this.#onBatchSettled();
+    };
+    let outcome: ReturnType<typeof run> | Promise<ReturnType<typeof run>>;
+    try {
+      outcome = runCapped(caps, toolName, toolCallId, run, this.#forceStop);
+    } catch (error) {
+      settled();
+      throw error;
+    }
+    this.#forceStop.race(Promise.resolve(outcome), undefined).then(settled, settled);
+    return outcome;
   };
 
   /** One frozen list for every batch's `context.tools`: a hook cannot change another batch's tools. */

@@ -277,29 +277,87 @@ describe("caps of calls through agentTools()", () => {
     expect([probe.most(), probe.started()]).toEqual([2, 6]);
   });
 
-  it("caps an inline tool's calls through its AgentTool, which keeps the tool's own prototype", async () => {
+  it("caps an inline tool's calls through its AgentTool, which reads through to the tool: private fields, getters, methods", async () => {
     const probe = counts();
     class Probe {
+      readonly #label = "a probe";
       readonly name = "inline";
-      readonly label = "inline";
       readonly description = "";
       readonly parameters = gateArgs;
-      describe(): string {
-        return "a probe";
+      get label(): string {
+        return this.#label;
+      }
+      prepareArguments(args: unknown): unknown {
+        return { ...(args as object), by: this.#label };
       }
       execute(_id: string, args: unknown, signal?: AbortSignal) {
         return probeExecute({ ...(args as object), shared: probe.shared }, { signal });
       }
     }
-    const rt = start({ tools: [new Probe() as unknown as AgentTool], maxConcurrency: { inline: 1 } });
-    const tool = rt.agentTools()[0] as AgentTool & Probe;
-    expect(tool.describe()).toBe("a probe");
+    const probeTool = new Probe();
+    Object.defineProperty(probeTool, "executionMode", { value: "sequential", enumerable: false });
+    const rt = start({ tools: [probeTool as unknown as AgentTool], maxConcurrency: { inline: 1 } });
+    const tool = rt.agentTools()[0]!;
+    expect([tool.label, tool.executionMode, tool.prepareArguments?.({ gate: "g" })]).toEqual(["a probe", "sequential", { gate: "g", by: "a probe" }]);
     const keys = keysOf("ai-", 3);
     const results = Promise.all(keys.map((key, index) => tool.execute(`i${index}`, { gate: key })));
     await gates.whenWaiting(keys[0]!);
     await openInTurn(keys, 1);
     expect((await results).map((result) => textOf(result))).toEqual(keys.map((key) => `ran ${key}`));
     expect([probe.most(), probe.started()]).toEqual([1, 3]);
+  });
+
+  it("gives back the tool's own promise when the call gets its slot at once, so pi awaits it in the turns it would", () => {
+    const own = Promise.resolve({ content: [{ type: "text" as const, text: "own" }], details: {} });
+    const tool: AgentTool = { name: "own", label: "own", description: "", parameters: { type: "object" }, execute: () => own };
+    const rt = start({ tools: [tool], maxConcurrency: { own: 1 } });
+    expect(rt.agentTools()[0]!.execute("o1", {})).toBe(own);
+  });
+
+  it("caps frozen tools and tools on a frozen prototype", async () => {
+    const ok = async () => ({ content: [{ type: "text" as const, text: "ok" }], details: {} });
+    const frozen = Object.freeze({ name: "frozen", label: "frozen", description: "", parameters: { type: "object" }, execute: ok });
+    const base = Object.freeze({ label: "based", description: "", parameters: { type: "object" }, execute: ok });
+    const based = Object.create(base, { name: { value: "based", enumerable: true }, execute: { value: ok, enumerable: true } }) as AgentTool;
+    const rt = start({ tools: [frozen, based], maxConcurrency: { frozen: 1, based: 1 } });
+    const [one, two] = rt.agentTools();
+    expect([one!.name, one!.label, two!.name, two!.label]).toEqual(["frozen", "frozen", "based", "based"]);
+    expect(textOf(await one!.execute("f1", {}))).toBe("ok");
+    expect(textOf(await two!.execute("b1", {}))).toBe("ok");
+  });
+
+  it("lets close() finish the calls waiting for a cap, and close({ force: true }) end the rest", async () => {
+    const probe = counts();
+    const hung: AgentTool = {
+      name: "hung",
+      label: "hung",
+      description: "",
+      parameters: { type: "object" },
+      execute: () => new Promise(() => {}),
+    };
+    const rt = start({ tools: [workerProbe("probe", probe.shared, 1), hung], maxConcurrency: { hung: 1 } });
+    const [probeTool, hungTool] = rt.agentTools();
+    // A graceful close waits for the worker call waiting behind the running one.
+    const first = probeTool!.execute("p1", { gate: "cl-1" });
+    const second = probeTool!.execute("p2", { gate: "cl-2" });
+    await gates.whenWaiting("cl-1");
+    expect(rt.capWaits().map((wait) => wait.toolCallId)).toEqual(["p2"]);
+    void hungTool!.execute("h1", {});
+    const waitingBehindHung = hungTool!.execute("h2", {});
+    const batchBehindHung = rt.executeToolCalls(batch(["b1", "hung"]));
+    const closed = rt.close();
+    gates.open("cl-1");
+    await gates.whenWaiting("cl-2");
+    gates.open("cl-2");
+    expect([textOf(await first), textOf(await second)]).toEqual(["ran cl-1", "ran cl-2"]);
+    // The hung call holds its slot: only a close by force ends what waits behind it.
+    const forced = orDeadlock(rt.close({ force: true }));
+    expect(await forced).not.toBe("deadlocked");
+    await closed;
+    await expect(waitingBehindHung).rejects.toMatchObject({ code: "TP_ERR_CLOSED" });
+    const { messages } = await batchBehindHung;
+    expect(messages[0]).toMatchObject({ isError: true });
+    expect(rt.capWaits()).toEqual([]);
   });
 
   it("never deadlocks an AgentTool's call against the nested calls it makes", async () => {

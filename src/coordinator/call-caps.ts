@@ -10,6 +10,9 @@ import { AsyncLocalStorage } from "node:async_hooks";
 
 import { CapClaim, CapKey, type CapGate } from "../cap-gate.js";
 import type { PartCaps } from "../contracts/pool-contract.js";
+import { ToolpoolError } from "../errors.js";
+import type { ForceStop } from "./force-stop.js";
+import { isPromiseLike } from "./maybe-async.js";
 
 /** A capped tool: the object is its key in the gate (a tool's name could equal a session's), holding its count. */
 export class ToolCap extends CapKey {
@@ -166,28 +169,52 @@ export function isCapContextStorageOn(): boolean {
  * as a batch's call runs: it waits for its slots, first come first served
  * (in an ancestor's slot where it is a nested call and a cap is full), then
  * `run` gets its context (for an inline execute's nested calls, a worker
- * call's spread parts), and its slots are left once `run` settled. `caps`
- * undefined, or no cap that applies: `run` at once, without a context.
+ * call's spread parts). `caps` undefined, or no cap that applies: `run` at
+ * once, without a context. Admitted at once, the call gives back what `run`
+ * returned, itself (pi awaits the tool's own promise, in the turns pi
+ * would). Its slots are left once that has settled, or once the runtime is
+ * closed by force, which no longer waits for it; a call still waiting then
+ * fails with `TP_ERR_CLOSED` when its turn comes, without running.
  */
-export async function runCapped<T>(
+export function runCapped<T>(
   caps: BatchCaps | undefined,
   toolName: string,
   toolCallId: string,
-  run: (context: CapContext | undefined) => Promise<T>,
-): Promise<T> {
+  run: (context: CapContext | undefined) => T,
+  forceStop: ForceStop,
+): T | Promise<T> {
   const claim = caps === undefined ? undefined : claimOf(caps, toolName);
   if (claim === undefined) return run(undefined);
   const { gate } = caps!.runtime;
   const entered = gate.enter(claim);
-  if (entered !== undefined) {
-    claim.wait = { tool: toolName, toolCallId, batchId: "", since: Date.now() } satisfies CapWait;
-    await entered;
-  }
+  if (entered === undefined) return runHolding(claim, caps!, run, forceStop);
+  claim.wait = { tool: toolName, toolCallId, batchId: "", since: Date.now() } satisfies CapWait;
+  return entered.then(() => {
+    if (forceStop.isStopped) {
+      gate.leave(claim);
+      throw new ToolpoolError("TP_ERR_CLOSED", `Tool "${toolName}" was not run: the runtime was closed by force while the call waited for a cap`);
+    }
+    return runHolding(claim, caps!, run, forceStop);
+  });
+}
+
+/** `run` in the call's context, its slots held until what it returned settles (or the runtime is closed by force). */
+function runHolding<T>(claim: CapClaim, caps: BatchCaps, run: (context: CapContext) => T, forceStop: ForceStop): T {
+  const { gate } = caps.runtime;
+  let result: T;
   try {
-    return await run(new CapContext(claim, caps!));
-  } finally {
+    result = run(new CapContext(claim, caps));
+  } catch (error) {
     gate.leave(claim);
+    throw error;
   }
+  if (!isPromiseLike(result)) {
+    gate.leave(claim);
+    return result;
+  }
+  const leave = (): void => gate.leave(claim);
+  forceStop.race(Promise.resolve(result), undefined).then(leave, leave);
+  return result;
 }
 
 /**

@@ -13,7 +13,7 @@
 export type MaybePromise<T> = T | PromiseLike<T>;
 
 /** Whether `value` is a thenable (a promise, or what a user callback returned in its place). */
-function isPromiseLike<T>(value: MaybePromise<T>): value is PromiseLike<T> {
+export function isPromiseLike<T>(value: MaybePromise<T>): value is PromiseLike<T> {
   return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
 }
 

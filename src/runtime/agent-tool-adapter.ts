@@ -7,6 +7,7 @@
 import type { ToolCallPool } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 import { enterCapContext, leaveCapContext, type CapContext } from "../coordinator/call-caps.js";
+import { isPromiseLike } from "../coordinator/maybe-async.js";
 import { ToolpoolError } from "../errors.js";
 import type { AgentTool, AgentToolResult } from "../types.js";
 
@@ -15,7 +16,7 @@ import type { AgentTool, AgentToolResult } from "../types.js";
  * `runCapped` in `coordinator/call-caps.ts`): `run` gets the call's cap
  * context once it holds its slots, undefined where no cap applies.
  */
-export type CappedRun = <T>(toolName: string, toolCallId: string, run: (context: CapContext | undefined) => Promise<T>) => Promise<T>;
+export type CappedRun = <T>(toolName: string, toolCallId: string, run: (context: CapContext | undefined) => T) => T | Promise<T>;
 
 /**
  * An `AgentTool` whose execute runs `tool` on `pool`. pi's tools fail by
@@ -40,16 +41,19 @@ export function toAgentTool(tool: WorkerTool, pool: ToolCallPool, capped?: Cappe
 }
 
 /**
- * An inline tool whose calls count against the runtime's caps: a copy of
- * `tool` (its prototype kept) whose execute waits for its slots and runs in
- * its cap context, so that the calls it makes through `runtime.runToolCall`
- * are its children.
+ * An inline tool whose calls count against the runtime's caps: `tool`
+ * behind a proxy whose execute waits for its slots and runs the tool's own
+ * in its cap context, so that the calls it makes through
+ * `runtime.runToolCall` are its children. Everything else reads through to
+ * the tool, its getters and methods with the tool itself as `this` (class
+ * tools with private fields work). A tool whose `execute` cannot change (a
+ * frozen tool: a proxy must give it back as it is) is copied instead, its
+ * properties' descriptors and prototype kept.
  */
 export function toCappedInlineTool(tool: AgentTool, capped: CappedRun): AgentTool {
-  const copy = Object.assign(Object.create(Object.getPrototypeOf(tool) as object | null) as AgentTool, tool);
   const execute: AgentTool["execute"] = (toolCallId, args, signal, onUpdate) =>
     capped(tool.name, toolCallId, (context) => {
-      if (context === undefined) return Promise.resolve(tool.execute(toolCallId, args, signal, onUpdate));
+      if (context === undefined) return tool.execute(toolCallId, args, signal, onUpdate);
       let result: ReturnType<AgentTool["execute"]>;
       try {
         result = enterCapContext(context, () => tool.execute(toolCallId, args, signal, onUpdate));
@@ -57,9 +61,34 @@ export function toCappedInlineTool(tool: AgentTool, capped: CappedRun): AgentToo
         leaveCapContext();
         throw error;
       }
-      return Promise.resolve(result).finally(leaveCapContext);
-    });
-  // Defined, not assigned: the tool's prototype may have an `execute` accessor.
-  Object.defineProperty(copy, "execute", { value: execute, enumerable: true, writable: true, configurable: true });
-  return copy;
+      // The tool's own promise goes back to the caller, which awaits it in the turns it would without caps.
+      if (isPromiseLike(result)) Promise.resolve(result).then(leaveCapContext, leaveCapContext);
+      else leaveCapContext();
+      return result;
+    }) as ReturnType<AgentTool["execute"]>;
+  if (isFixed(tool, "execute")) {
+    const descriptors = Object.getOwnPropertyDescriptors(tool);
+    descriptors.execute = { value: execute, enumerable: true, writable: true, configurable: true };
+    return Object.create(Object.getPrototypeOf(tool) as object | null, descriptors) as AgentTool;
+  }
+  const bound = new WeakMap<(...args: never[]) => unknown, unknown>();
+  return new Proxy(tool, {
+    get(target, key) {
+      if (key === "execute") return execute;
+      const value: unknown = Reflect.get(target, key, target);
+      if (typeof value !== "function" || isFixed(target, key)) return value;
+      let method = bound.get(value as (...args: never[]) => unknown);
+      if (method === undefined) {
+        method = (value as (...args: unknown[]) => unknown).bind(target);
+        bound.set(value as (...args: never[]) => unknown, method);
+      }
+      return method;
+    },
+  });
+}
+
+/** Whether `key` is an own property of `object` that a proxy must give back as it is (neither writable nor configurable). */
+function isFixed(object: object, key: PropertyKey): boolean {
+  const own = Object.getOwnPropertyDescriptor(object, key);
+  return own !== undefined && own.configurable === false && own.writable === false;
 }
