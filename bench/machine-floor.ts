@@ -39,6 +39,7 @@ import { createRequire } from "node:module";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 
@@ -91,8 +92,6 @@ const keptStrings = 16;
 function delayFiguresOf(histogram: ReturnType<typeof monitorEventLoopDelay>): DelayFigures {
   return { p50: histogram.percentile(50) / 1e6, p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6 };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The kernel's preemption model and tick rate, where `/proc/config.gz` or `/boot` says them. */
 function kernelConfig(): FloorResult["kernel"] {

@@ -205,13 +205,11 @@ export class RemoteChild extends EventEmitter {
   abandon(reason: string): void {
     if (this.#held !== undefined) this.#releaseHeld(this.#held);
     if (this.isClosed) return;
-    const { id } = this.request;
     if (this.pid === undefined) {
-      this.#early = undefined;
-      this.receive({ kind: "error", id, error: { message: `spawn ${this.request.file}: ${reason}` } });
-      this.receive({ kind: "close", id, code: null, signal: null });
+      this.fail(new Error(`spawn ${this.request.file}: ${reason}`));
       return;
     }
+    const { id } = this.request;
     if (this.exitCode === null && this.signalCode === null) {
       for (const target of this.request.detached ? [-this.pid, this.pid] : [this.pid]) {
         try {

@@ -52,8 +52,8 @@ export type HelperReport =
   | { kind: "ready"; id: 0; pid: number }
   | { kind: "spawned"; id: number; pid: number }
   | { kind: "error"; id: number; error: SpawnErrorFields }
-  | { kind: "data"; id: number; stream: "stdout" | "stderr"; data: Uint8Array }
-  | { kind: "end"; id: number; stream: "stdout" | "stderr" }
+  | { kind: "data"; id: number; stream: OutputName; data: Uint8Array }
+  | { kind: "end"; id: number; stream: OutputName }
   | { kind: "exit"; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { kind: "close"; id: number; code: number | null; signal: NodeJS.Signals | null };
 
