@@ -14,6 +14,9 @@
  * the contenders take turns every `--chunk` calls (there, once, after the
  * pause); each repetition's capped time is divided by the uncapped time of
  * the same repetition (paired), and the median of those ratios is the figure.
+ * For inline tools a third contender has no cap but runs its execute inside
+ * an `AsyncLocalStorage` context of the bench's own: what that mechanism,
+ * which nested calls need to find their parent, costs the call by itself.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { parseArgs } from "node:util";
@@ -35,6 +38,14 @@ export interface CapCostRow {
   ratio: number;
   /** The same for CPU time (every thread of the process, user and system): less shaken by other processes on a busy machine. */
   cpuRatio: number;
+  /**
+   * Inline only: no cap, but the tool's execute run inside an
+   * `AsyncLocalStorage` context of the bench's own, as a capped inline call's
+   * execute runs (its nested calls find their parent there): what that
+   * mechanism alone costs a call, beside the same uncapped contender.
+   */
+  storageOnly?: Summary;
+  storageRatio?: number;
 }
 
 export interface CapCostResult {
@@ -56,13 +67,18 @@ const isHookBasedStorage = Object.hasOwn(new AsyncLocalStorage(), "enabled");
 /** Never reached: above the calls in flight. */
 const neverReached = 10_000;
 
-function runtimeOf(kind: CapCostRow["tool"], caps: Partial<RuntimeOptions>): Runtime {
+/** The bench's own storage, for the contender that pays for it alone. */
+const benchStorage = new AsyncLocalStorage<object>();
+const benchContext = {};
+const noopExecute = async () => noopResult;
+
+function runtimeOf(kind: CapCostRow["tool"], caps: Partial<RuntimeOptions>, inStorage = false): Runtime {
   const inline: AgentTool = {
     name: "noop",
     label: "noop",
     description: "Returns a constant",
     parameters: noopParameters,
-    execute: async () => noopResult,
+    execute: inStorage ? () => benchStorage.run(benchContext, noopExecute) : noopExecute,
   };
   const worker = workerTool({
     name: "noop",
@@ -84,10 +100,12 @@ async function measure(kind: CapCostRow["tool"], calls: number, reps: number, ch
     const { messages } = await runtime.executeToolCalls(batchOf(index), options);
     if (messages[0]?.isError !== false) throw new Error(`a no-op call failed: ${JSON.stringify(messages[0])}`);
   };
-  const contenders = [
+  const storageOnly = kind === "inline" ? runtimeOf(kind, {}, true) : undefined;
+  const contenders: { name: "uncapped" | "capped" | "storageOnly"; call: (index: number) => Promise<void> }[] = [
     { name: "uncapped", call: callOf(uncapped, {}) },
     { name: "capped", call: callOf(capped, { maxConcurrency: neverReached }) },
   ];
+  if (storageOnly !== undefined) contenders.push({ name: "storageOnly", call: callOf(storageOnly, {}) });
   const rows: CapCostRow[] = [];
   // On Node 20 and 22, the storage that capped inline calls run in costs every promise of the
   // process while it is on, and goes off within 200 ms of the last such call: the uncapped
@@ -99,15 +117,17 @@ async function measure(kind: CapCostRow["tool"], calls: number, reps: number, ch
   const callsPerTurn = Math.max(1, Math.round(calls / turns));
   try {
     for (const mode of ["serial", "inFlight"] as const) {
-      const samples = { uncapped: [] as number[], capped: [] as number[] };
+      const samples = { uncapped: [] as number[], capped: [] as number[], storageOnly: [] as number[] };
       const ratios: number[] = [];
       const cpuRatios: number[] = [];
+      const storageRatios: number[] = [];
       for (let rep = -1; rep < reps; rep++) {
-        const ms: Record<string, number> = { uncapped: 0, capped: 0 };
-        const cpuUs: Record<string, number> = { uncapped: 0, capped: 0 };
+        const ms = { uncapped: 0, capped: 0, storageOnly: 0 };
+        const cpuUs = { uncapped: 0, capped: 0, storageOnly: 0 };
         for (let turn = 0; turn < turns; turn++) {
-          // Alternate which goes first, so that neither always runs on a warmer machine.
-          const order = (rep + turn) % 2 === 0 ? contenders : [...contenders].reverse();
+          // Rotate which goes first, so that none always runs on a warmer machine.
+          const first = (rep + turn) % contenders.length;
+          const order = [...contenders.slice(first), ...contenders.slice(0, first)];
           for (const contender of order) {
             if (needsPause) await new Promise((resolve) => setTimeout(resolve, storageOffMs));
             const start = performance.now();
@@ -115,17 +135,23 @@ async function measure(kind: CapCostRow["tool"], calls: number, reps: number, ch
             if (mode === "serial") await runSerial(contender.call, callsPerTurn);
             else await runInFlight(contender.call, callsPerTurn, inFlight);
             const cpu = process.cpuUsage(cpuStart);
-            ms[contender.name]! += performance.now() - start;
-            cpuUs[contender.name]! += cpu.user + cpu.system;
+            ms[contender.name] += performance.now() - start;
+            cpuUs[contender.name] += cpu.user + cpu.system;
+            // The bench's storage goes off at once after its turn (hook-based Node), where the runtime's waits for it to.
+            if (contender.name === "storageOnly" && isHookBasedStorage) benchStorage.disable();
           }
         }
         // Repetition -1 warms both up.
         if (rep < 0) continue;
         const perCall = (total: number) => (total * 1000) / (turns * callsPerTurn);
         samples.uncapped.push(perCall(ms.uncapped!));
-        samples.capped.push(perCall(ms.capped!));
-        ratios.push(ms.capped! / ms.uncapped!);
-        cpuRatios.push(cpuUs.capped! / cpuUs.uncapped!);
+        samples.capped.push(perCall(ms.capped));
+        ratios.push(ms.capped / ms.uncapped);
+        cpuRatios.push(cpuUs.capped / cpuUs.uncapped);
+        if (storageOnly !== undefined) {
+          samples.storageOnly.push(perCall(ms.storageOnly));
+          storageRatios.push(ms.storageOnly / ms.uncapped);
+        }
       }
       rows.push({
         tool: kind,
@@ -135,10 +161,11 @@ async function measure(kind: CapCostRow["tool"], calls: number, reps: number, ch
         capped: summarize(samples.capped),
         ratio: median(ratios),
         cpuRatio: median(cpuRatios),
+        ...(storageOnly === undefined ? {} : { storageOnly: summarize(samples.storageOnly), storageRatio: median(storageRatios) }),
       });
     }
   } finally {
-    await Promise.all([uncapped.close(), capped.close()]);
+    await Promise.all([uncapped.close(), capped.close(), storageOnly?.close()]);
   }
   return rows;
 }
@@ -156,14 +183,14 @@ export function renderCapCost(result: CapCostResult): string[] {
     "A no-op batch of one through `executeToolCalls`: no cap, and caps never reached (tool, session and batch).",
     `The contenders take turns every ${result.chunk} calls within a repetition, or once a repetition after a pause (turns: 1) where capped inline calls' context storage must go off first (Node 20 and 22).`,
     "",
-    "| tool | mode | turns per rep | µs per call, no cap | µs per call, caps never reached | ratio (paired median) | CPU-time ratio (paired median) |",
-    "|---|---|---:|---:|---:|---:|---:|",
+    "| tool | mode | turns per rep | µs per call, no cap | µs per call, caps never reached | ratio (paired median) | CPU-time ratio (paired median) | no cap, execute inside an `AsyncLocalStorage` context: µs per call, ratio |",
+    "|---|---|---:|---:|---:|---:|---:|---|",
   ];
   for (const row of result.rows) {
     const mode = row.mode === "serial" ? "one at a time" : `${inFlight} in flight`;
     const format = (summary: Summary) => `${summary.median.toFixed(2)} [${summary.min.toFixed(2)}–${summary.max.toFixed(2)}]`;
     lines.push(
-      `| ${row.tool} | ${mode} | ${row.turns} | ${format(row.uncapped)} | ${format(row.capped)} | ${row.ratio.toFixed(3)}× | ${row.cpuRatio.toFixed(3)}× |`,
+      `| ${row.tool} | ${mode} | ${row.turns} | ${format(row.uncapped)} | ${format(row.capped)} | ${row.ratio.toFixed(3)}× | ${row.cpuRatio.toFixed(3)}× | ${row.storageOnly === undefined ? "–" : `${format(row.storageOnly)}, ${row.storageRatio!.toFixed(3)}×`} |`,
     );
   }
   lines.push("");

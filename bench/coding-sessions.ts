@@ -16,8 +16,13 @@
  *           worker thread of its own already (Photon), in process as well
  *   io      child processes and I/O dominate: bash commands, ripgrep and fd
  *           over a real tree (a copy of installed packages), ls of a folder
- * Reports calls/s per arm and their ratio, the main thread's event-loop delay
- * (p99, max) while the sessions run, where the CPU time went (main thread,
+ * A third arm runs pi's tools on a bare Piscina of as many threads, with
+ * nothing of toolpool (bench/lib/bare-pi-tools-worker.ts): what moving pi's
+ * tools off the main thread gives on this machine before any of toolpool's
+ * work, so that toolpool ÷ bare threads is its efficiency against that ideal.
+ * Reports calls/s per arm and their ratios, the main thread's event-loop delay
+ * (p99, max) while the sessions run, beside that of an idle process running
+ * alongside each arm (the machine's floor under the arm's load), where the CPU time went (main thread,
  * pool threads, child processes), and what a thread that loads pi's tools
  * costs (start-up time, memory).
  *
@@ -29,12 +34,15 @@ import { join } from "node:path";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { Worker } from "node:worker_threads";
+
+import { Piscina } from "piscina";
 
 import type { AssistantMessage } from "../dist/index.js";
 import { codingTools, createRuntime, supportsPi16 } from "../dist/index.js";
+import { startIdleProbe } from "./lib/idle-probe.js";
 import { cpuNow, cpuSince } from "./lib/process-cpu.js";
 import { readThreadCpuMs } from "./lib/thread-cpu.js";
+import { threadCost } from "./lib/pi-thread-cost.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const modules = join(root, "node_modules");
@@ -138,6 +146,18 @@ async function piTools(cwd: string): Promise<unknown[]> {
   );
 }
 
+/** The arms, each run on its own: pi's tools in process, on a bare Piscina, on toolpool. */
+type Arm = "pi" | "bare" | "toolpool";
+const armNames: readonly Arm[] = ["pi", "bare", "toolpool"];
+
+/** pi's tools as the bare-threads arm runs them: pi's own definitions, each execute a task on `pool`. */
+function bareTools(piList: unknown[], pool: Piscina, cwd: string): unknown[] {
+  return (piList as { name: string }[]).map((tool) => ({
+    ...tool,
+    execute: (toolCallId: string, args: unknown) => pool.run({ cwd, toolCallId, name: tool.name, args }),
+  }));
+}
+
 /** One session: pi 1.6's agent loop, its model answering from the script. Returns the calls it ran and the errors among them. */
 async function runSession(tools: unknown[], script: Call[][], session: number): Promise<{ calls: number; errors: number }> {
   const { runAgentLoop } = (await import("@earendil-works/pi-agent-core")) as unknown as {
@@ -191,6 +211,8 @@ interface ArmResult {
   callsPerSecond: number;
   p99Ms: number;
   maxMs: number;
+  /** The loop delay p99 of an idle process beside the run: the machine's floor under its load. */
+  idleP99Ms: number;
   mainS: number;
   poolS: number;
   childrenS: number;
@@ -202,12 +224,14 @@ async function runArm(mix: Mix, toolsOf: () => unknown[], freshEdits: () => void
   freshEdits();
   const delay = monitorEventLoopDelay({ resolution: 1 });
   const mainStart = readThreadCpuMs()?.get(process.pid) ?? 0;
+  const idle = await startIdleProbe();
   const cpuStart = cpuNow();
   delay.enable();
   const started = performance.now();
   const outcomes = await Promise.all(Array.from({ length: sessions }, (_, session) => runSession(toolsOf(), scriptOf(mix, session), session)));
   const seconds = (performance.now() - started) / 1000;
   delay.disable();
+  const idleDelay = await idle.stop();
   const mainS = ((readThreadCpuMs()?.get(process.pid) ?? 0) - mainStart) / 1000;
   const cpu = cpuSince(cpuStart);
   const calls = outcomes.reduce((sum, outcome) => sum + outcome.calls, 0);
@@ -216,34 +240,12 @@ async function runArm(mix: Mix, toolsOf: () => unknown[], freshEdits: () => void
     callsPerSecond: calls / seconds,
     p99Ms: delay.percentile(99) / 1e6,
     maxMs: delay.max / 1e6,
+    idleP99Ms: idleDelay.p99Ms,
     mainS,
     poolS: Math.max(0, processS - mainS),
     childrenS: cpu.children,
     errors: outcomes.reduce((sum, outcome) => sum + outcome.errors, 0),
   };
-}
-
-/** What one thread that loads pi's tools costs: time to import them, and the process's RSS growth (thread and modules). */
-async function threadCost(): Promise<{ importMs: number; rssMb: number; bareRssMb: number; heapMb: number; bareHeapMb: number }> {
-  const probe = async (withTools: boolean) => {
-    global.gc?.();
-    const before = process.memoryUsage().rss;
-    const worker = new Worker(
-      `const { parentPort } = require("node:worker_threads");
-       const started = performance.now();
-       (${withTools} ? import(${JSON.stringify(new URL("../dist/tools/coding/pi-coding-agent.js", import.meta.url).href)}).then((m) => m.importPiWorkerModules()) : Promise.resolve())
-         .then(() => { const ms = performance.now() - started; globalThis.gc?.(); parentPort.postMessage({ ms, heap: process.memoryUsage().heapUsed }); });`,
-      { eval: true },
-    );
-    const { ms, heap } = await new Promise<{ ms: number; heap: number }>((resolve) => worker.once("message", resolve));
-    const rssMb = (process.memoryUsage().rss - before) / 1024 / 1024;
-    await worker.terminate();
-    return { importMs: ms, rssMb, heapMb: heap / 1024 / 1024 };
-  };
-  await probe(true); // the modules' first load from disk, outside the figures
-  const bare = await probe(false);
-  const loaded = await probe(true);
-  return { importMs: loaded.importMs, rssMb: loaded.rssMb, bareRssMb: bare.rssMb, heapMb: loaded.heapMb, bareHeapMb: bare.heapMb };
 }
 
 /** One kind of call, profiled alone. */
@@ -390,17 +392,27 @@ async function main(): Promise<void> {
     pool: { maxThreads: threads, minThreads: threads, maxResultBytes: 16 << 20 },
   });
   const pooled = runtime.agentTools();
+  const bare = new Piscina({
+    filename: new URL("./lib/bare-pi-tools-worker.js", import.meta.url).href,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: 60_000,
+  });
+  const toolsOfArm: Record<Arm, unknown[]> = { pi, bare: bareTools(pi, bare, tree), toolpool: pooled };
   const rows: string[] = [];
   const results: Record<string, unknown> = {};
   try {
     // Warm both arms (module loads, the pool's threads) outside the figures.
     await runArm("io", () => pi, freshEdits);
     await runArm("io", () => pooled, freshEdits);
+    await runArm("io", () => toolsOfArm.bare, freshEdits);
     for (const mix of mixes) {
-      const arms: Record<"pi" | "toolpool", ArmResult[]> = { pi: [], toolpool: [] };
+      const arms: Record<Arm, ArmResult[]> = { pi: [], bare: [], toolpool: [] };
       for (let rep = 0; rep < reps; rep++) {
-        for (const arm of rep % 2 === 0 ? (["pi", "toolpool"] as const) : (["toolpool", "pi"] as const)) {
-          arms[arm].push(await runArm(mix, () => (arm === "pi" ? pi : pooled), freshEdits));
+        // Each arm goes first in turn, so that none always follows the same one.
+        for (let turn = 0; turn < armNames.length; turn++) {
+          const arm = armNames[(rep + turn) % armNames.length]!;
+          arms[arm].push(await runArm(mix, () => toolsOfArm[arm], freshEdits));
           process.stderr.write(".");
         }
       }
@@ -408,18 +420,23 @@ async function main(): Promise<void> {
         callsPerSecond: median(list.map((result) => result.callsPerSecond)),
         p99Ms: median(list.map((result) => result.p99Ms)),
         maxMs: Math.max(...list.map((result) => result.maxMs)),
+        idleP99Ms: median(list.map((result) => result.idleP99Ms)),
         mainS: median(list.map((result) => result.mainS)),
         poolS: median(list.map((result) => result.poolS)),
         childrenS: median(list.map((result) => result.childrenS)),
         errors: list.reduce((sum, result) => sum + result.errors, 0),
       });
       const p = summary(arms.pi);
+      const b = summary(arms.bare);
       const t = summary(arms.toolpool);
       const ratio = t.callsPerSecond / p.callsPerSecond;
+      const bareRatio = b.callsPerSecond / p.callsPerSecond;
+      const efficiency = t.callsPerSecond / b.callsPerSecond;
       const target = mix === "io" ? 1.0 : 1.5;
-      results[mix] = { pi: p, toolpool: t, ratio, target };
+      results[mix] = { pi: p, bare: b, toolpool: t, ratio, bareRatio, efficiency, target };
+      const cpuOf = (arm: ReturnType<typeof summary>) => `${arm.mainS.toFixed(2)} / ${arm.poolS.toFixed(2)} / ${arm.childrenS.toFixed(2)}`;
       rows.push(
-        `| ${mix} | ${p.callsPerSecond.toFixed(1)} | ${t.callsPerSecond.toFixed(1)} | ${ratio.toFixed(2)}× (target ≥ ${target}×: ${ratio >= target ? "met" : "missed"}) | ${p.p99Ms.toFixed(1)} / ${p.maxMs.toFixed(0)} | ${t.p99Ms.toFixed(1)} / ${t.maxMs.toFixed(0)} (target p99 ≤ 5: ${t.p99Ms <= 5 ? "met" : "missed"}) | ${p.mainS.toFixed(2)} / ${p.poolS.toFixed(2)} / ${p.childrenS.toFixed(2)} | ${t.mainS.toFixed(2)} / ${t.poolS.toFixed(2)} / ${t.childrenS.toFixed(2)} | ${p.errors} / ${t.errors} |`,
+        `| ${mix} | ${p.callsPerSecond.toFixed(1)} | ${b.callsPerSecond.toFixed(1)} (${bareRatio.toFixed(2)}×) | ${t.callsPerSecond.toFixed(1)} | ${ratio.toFixed(2)}× (target ≥ ${target}×: ${ratio >= target ? "met" : "missed"}) | ${efficiency.toFixed(2)}× | ${p.p99Ms.toFixed(1)} / ${b.p99Ms.toFixed(1)} / ${t.p99Ms.toFixed(1)} (target ≤ 5: ${t.p99Ms <= 5 ? "met" : "missed"}) | ${p.idleP99Ms.toFixed(1)} / ${b.idleP99Ms.toFixed(1)} / ${t.idleP99Ms.toFixed(1)} | ${p.maxMs.toFixed(0)} / ${b.maxMs.toFixed(0)} / ${t.maxMs.toFixed(0)} | ${cpuOf(p)} | ${cpuOf(b)} | ${cpuOf(t)} | ${p.errors} / ${b.errors} / ${t.errors} |`,
       );
     }
     // No rounds, no profile: a table of 0 ÷ 0 would only print NaN.
@@ -433,9 +450,9 @@ async function main(): Promise<void> {
       `pi's coding tools, ${sessions} sessions at once × ${turns} batches of 4 calls (2 for images, ${findWorks ? 5 : 4} for io), ${reps} reps (medians), pool of ${threads} threads; ${cores} cores (${cpu}), load ${loadavg()[0]!.toFixed(1)}, Node ${process.versions.node}\n`,
     );
     console.log(
-      "| mix | pi in process (calls/s) | toolpool (calls/s) | toolpool ÷ pi | pi loop delay p99 / max (ms) | toolpool loop delay p99 / max (ms) | pi CPU s: main / other threads / children | toolpool CPU s: main / pool threads / children | error results pi / toolpool |",
+      "| mix | pi in process (calls/s) | bare threads (calls/s, ÷ pi) | toolpool (calls/s) | toolpool ÷ pi | toolpool ÷ bare threads | loop delay p99 (ms): pi / bare / toolpool | an idle process beside each: loop delay p99 (ms) | loop delay max (ms): pi / bare / toolpool | pi CPU s: main / other threads / children | bare threads CPU s | toolpool CPU s | error results pi / bare / toolpool |",
     );
-    console.log("|---|---|---|---|---|---|---|---|---|");
+    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (const row of rows) console.log(row);
     if (profiles === undefined) console.log("\nWhere one call's time goes: skipped (--profile-rounds 0).");
     else printProfiles(profiles);
@@ -449,6 +466,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await runtime.close();
+    await bare.destroy();
     rmSync(base, { recursive: true, force: true });
   }
 }
