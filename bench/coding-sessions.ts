@@ -20,11 +20,11 @@
  * nothing of toolpool (bench/lib/bare-pi-tools-worker.ts): what moving pi's
  * tools off the main thread gives on this machine before any of toolpool's
  * work, so that toolpool ÷ bare threads is its efficiency against that ideal.
- * Reports calls/s per arm and their ratios, the main thread's event-loop delay
- * (p99, max) while the sessions run, beside that of an idle process running
- * alongside each arm (the machine's floor under the arm's load), where the CPU time went (main thread,
- * pool threads, child processes), and what a thread that loads pi's tools
- * costs (start-up time, memory).
+ * Reports calls/s per arm and their ratios, the main thread's event-loop
+ * delay (p99, max) while the sessions run, beside that of an idle process
+ * running alongside each arm (the machine's floor under the arm's load),
+ * where the CPU time went (main thread, pool threads, child processes), and
+ * what a thread that loads pi's tools costs (start-up time, memory).
  *
  * @module
  */
@@ -231,9 +231,10 @@ async function runArm(mix: Mix, toolsOf: () => unknown[], freshEdits: () => void
   const outcomes = await Promise.all(Array.from({ length: sessions }, (_, session) => runSession(toolsOf(), scriptOf(mix, session), session)));
   const seconds = (performance.now() - started) / 1000;
   delay.disable();
-  const idleDelay = await idle.stop();
   const mainS = ((readThreadCpuMs()?.get(process.pid) ?? 0) - mainStart) / 1000;
+  // Before the idle process is reaped: its CPU is not the arm's.
   const cpu = cpuSince(cpuStart);
+  const idleDelay = await idle.stop();
   const calls = outcomes.reduce((sum, outcome) => sum + outcome.calls, 0);
   const processS = cpu.process;
   return {
@@ -402,7 +403,7 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   const results: Record<string, unknown> = {};
   try {
-    // Warm both arms (module loads, the pool's threads) outside the figures.
+    // Warm the arms (module loads, the pools' threads) outside the figures.
     await runArm("io", () => pi, freshEdits);
     await runArm("io", () => pooled, freshEdits);
     await runArm("io", () => toolsOfArm.bare, freshEdits);
