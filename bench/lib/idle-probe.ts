@@ -32,10 +32,20 @@ export async function startIdleProbe(): Promise<{ stop: () => Promise<IdleDelay>
   const child = spawn(process.execPath, ["-e", probeSource], { stdio: ["pipe", "pipe", "inherit"] });
   let output = "";
   child.stdout.setEncoding("utf8");
-  child.stdout.on("data", (chunk: string) => {
-    output += chunk;
+  await new Promise<void>((resolve, reject) => {
+    const onExit = (code: number | null, signal: string | null) =>
+      reject(new Error(`the idle probe ended before it measured (exit ${code ?? signal}): ${JSON.stringify(output)}`));
+    child.once("exit", onExit);
+    child.once("error", reject);
+    child.stdout.on("data", (chunk: string) => {
+      output += chunk;
+      if (output.includes("ready\n")) {
+        child.off("exit", onExit);
+        child.off("error", reject);
+        resolve();
+      }
+    });
   });
-  while (!output.includes("ready\n")) await once(child.stdout, "data");
   return {
     async stop() {
       const exited = once(child, "close");
