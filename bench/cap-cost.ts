@@ -141,10 +141,10 @@ async function measure(kind: CapCostRow["tool"], calls: number, reps: number, ch
             if (contender.name === "storageOnly" && isHookBasedStorage) benchStorage.disable();
           }
         }
-        // Repetition -1 warms both up.
+        // Repetition -1 warms them up.
         if (rep < 0) continue;
         const perCall = (total: number) => (total * 1000) / (turns * callsPerTurn);
-        samples.uncapped.push(perCall(ms.uncapped!));
+        samples.uncapped.push(perCall(ms.uncapped));
         samples.capped.push(perCall(ms.capped));
         ratios.push(ms.capped / ms.uncapped);
         cpuRatios.push(cpuUs.capped / cpuUs.uncapped);
