@@ -378,20 +378,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     if (caps !== undefined) this.#hasRunCapped = true;
     // close() waits for it as for a batch (a call waiting for a cap must not find its pool closed); a close by force, no longer.
     this.#runningBatches += 1;
-    let isCounted = true;
-    const settled = (): void => {
-      if (!isCounted) return;
-      isCounted = false;
-      this.#onBatchSettled();
-    };
     let outcome: ReturnType<typeof run> | Promise<ReturnType<typeof run>>;
     try {
       outcome = runCapped(caps, toolName, toolCallId, run, this.#forceStop);
     } catch (error) {
-      settled();
+      this.#onBatchSettled();
       throw error;
     }
-    this.#forceStop.race(Promise.resolve(outcome), undefined).then(settled, settled);
+    this.#forceStop.whenSettled(outcome, () => this.#onBatchSettled());
     return outcome;
   };
 

@@ -212,8 +212,7 @@ function runHolding<T>(claim: CapClaim, caps: BatchCaps, run: (context: CapConte
     gate.leave(claim);
     return result;
   }
-  const leave = (): void => gate.leave(claim);
-  forceStop.race(Promise.resolve(result), undefined).then(leave, leave);
+  forceStop.whenSettled(result, () => gate.leave(claim));
   return result;
 }
 

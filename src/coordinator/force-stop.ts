@@ -38,6 +38,26 @@ export class ForceStop {
     });
   }
 
+  /**
+   * Calls `callback` once: a turn after `value` settles (a value that is no
+   * promise counts as settled), or when the runtime is stopped by force,
+   * whichever comes first (a turn from now, if it is stopped already). What
+   * a call holds (a cap's slots, its count for `close()`) is given back
+   * then, as a runtime closed by force no longer waits for the call.
+   */
+  whenSettled(value: unknown, callback: () => void): void {
+    if (this.#isStopped) {
+      void Promise.resolve().then(callback);
+      return;
+    }
+    const done = (): void => {
+      if (!this.#waiting.delete(done)) return;
+      callback();
+    };
+    this.#waiting.add(done);
+    Promise.resolve(value).then(done, done);
+  }
+
   /** Stops every call waiting, and every later one at once. */
   stop(): void {
     if (this.#isStopped) return;
