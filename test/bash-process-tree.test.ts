@@ -1,13 +1,17 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdirSync, rmSync } from "node:fs";
 import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 
 import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
-import { sleepers } from "./support/processes.js";
+import { markedProcesses, sleepers } from "./support/processes.js";
 import { textOf, until } from "./support/helpers.js";
 
 warnSkippedPi16("test/bash-process-tree.test.ts");
@@ -211,4 +215,57 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux")("the priority o
       await runtime.close();
     }
   }, 120_000);
+});
+
+/** Whether `pid` runs (a zombie, exited and not yet reaped, does not). */
+function isRunning(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.startsWith("Z");
+  } catch {
+    return false;
+  }
+}
+
+describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash calls of a host that dies by a signal (pi 1.6)", () => {
+  const hostScript = fileURLToPath(new URL("./fixtures/coding/bash-host.mjs", import.meta.url));
+  for (const signal of ["SIGKILL", "SIGTERM"] as const) {
+    it(`end, setsid and double-forked processes included, once the host is killed with ${signal} (no handler)`, async () => {
+      mkdirSync(workspace, { recursive: true });
+      const host = spawn(process.execPath, [hostScript, workspace], { stdio: ["ignore", "pipe", "inherit"] });
+      const exited = once(host, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+      let pids: number[] = [];
+      try {
+        const line = (await Promise.race([once(createInterface({ input: host.stdout }), "line"), exited.then(() => [undefined])]))[0] as
+          | string
+          | undefined;
+        expect(line, "the host's report that its call started").toBeDefined();
+        const output = (JSON.parse(line!) as { output: string }).output;
+        const reported = ["setsid", "double"].map((name) => Number(new RegExp(`${name} (\\d+)`).exec(output)?.[1]));
+        // The plain sleep in the foreground starts a moment after the line that says so.
+        const prefix = `${host.pid}:`;
+        const sleeps = () => sleepers("120").filter((pid) => markedProcesses(prefix).includes(pid));
+        await until(
+          () => sleeps().length >= 3,
+          () => `the call's three sleeps (found ${sleeps().length})`,
+        );
+        pids = markedProcesses(prefix);
+        expect(pids).toEqual(expect.arrayContaining(reported));
+        host.kill(signal);
+        expect((await exited)[1]).toBe(signal);
+        await until(
+          () => !pids.some(isRunning),
+          () => `the host's processes ended (left: ${pids.filter(isRunning).join(", ")})`,
+          { limitMs: 20_000 },
+        ).catch(() => {});
+        expect(pids.filter(isRunning)).toEqual([]);
+      } finally {
+        host.kill("SIGKILL");
+        for (const pid of pids) {
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {}
+        }
+      }
+    }, 120_000);
+  }
 });

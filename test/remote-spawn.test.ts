@@ -4,11 +4,13 @@
 import { spawn as nodeSpawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 
 import { afterEach, describe, expect, it } from "vitest";
 
 import { until } from "./support/helpers.js";
+import { markedProcesses, sleepers } from "./support/processes.js";
 import { builtCodingToolsUrl, RemoteChild, routedSpawn, SpawnHelper } from "./support/internals.js";
 
 type AnyChild = ReturnType<typeof nodeSpawn> | RemoteChild;
@@ -315,7 +317,7 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     const worker = new Worker(new URL("./fixtures/coding/spawn-thread.mjs", import.meta.url), {
       workerData: { remoteSpawnUrl: new URL("remote-spawn.js", builtCodingToolsUrl).href },
     });
-    const [pid] = (await once(worker, "message")) as [number];
+    const [[pid]] = (await once(worker, "message")) as [[number, number]];
     expect(readFileSync(`/proc/${pid}/cmdline`, "utf8")).toContain("sleep");
     await worker.terminate();
     await until(
@@ -329,4 +331,65 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
       () => `the sleep ${pid} of the terminated thread ended`,
     );
   });
+
+  it.each(["SIGKILL", "SIGTERM"] as const)(
+    "ends every marked process of its host's bash calls once the host is killed with %s, setsid'd and double-forked ones included",
+    async (signal) => {
+      const host = nodeSpawn(
+        process.execPath,
+        [fileURLToPath(new URL("./fixtures/coding/spawn-host.mjs", import.meta.url)), new URL("remote-spawn.js", builtCodingToolsUrl).href],
+        { stdio: ["ignore", "pipe", "inherit"] },
+      );
+      const exited = once(host, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
+      const sleeps = () => sleepers("1000").filter((pid) => markedProcesses(`${host.pid}:`).includes(pid));
+      let pids: number[] = [];
+      try {
+        await once(host.stdout, "data");
+        await until(
+          () => sleeps().length >= 3,
+          () => `the shell's three sleeps (found ${sleeps().length})`,
+        );
+        pids = sleeps();
+        host.kill(signal);
+        expect((await exited)[1]).toBe(signal);
+        await until(
+          () => !pids.some(isRunning),
+          () => `the host's processes ended (left: ${pids.filter(isRunning).join(", ")})`,
+          { limitMs: 20_000 },
+        ).catch(() => {});
+        expect(pids.filter(isRunning)).toEqual([]);
+      } finally {
+        host.kill("SIGKILL");
+        for (const pid of pids) if (isRunning(pid)) process.kill(pid, "SIGKILL");
+      }
+    },
+    60_000,
+  );
+
+  it("leaves a marked group of its own running when only the thread that started it ends (its host runs on)", async () => {
+    const worker = new Worker(new URL("./fixtures/coding/spawn-thread.mjs", import.meta.url), {
+      workerData: { remoteSpawnUrl: new URL("remote-spawn.js", builtCodingToolsUrl).href, marker: `${process.pid}:0:1` },
+    });
+    const [[pid, helperPid]] = (await once(worker, "message")) as [[number, number]];
+    try {
+      await worker.terminate();
+      // The helper looks at its host for a while before it leaves: once it is gone, it has decided.
+      await until(
+        () => !isRunning(helperPid),
+        () => `the spawn helper ${helperPid} exited`,
+      );
+      expect(isRunning(pid)).toBe(true);
+    } finally {
+      process.kill(pid, "SIGKILL");
+    }
+  });
 });
+
+/** Whether `pid` runs (a zombie, exited and not yet reaped, does not). */
+function isRunning(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.startsWith("Z");
+  } catch {
+    return false;
+  }
+}

@@ -65,6 +65,7 @@ export { BusyWindow } from "../../src/workers/busy-window.js";
 export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-probes.js";
 export { RemoteChild } from "../../dist/tools/coding/remote-child.js";
 export { routedSpawn, SpawnHelper } from "../../dist/tools/coding/remote-spawn.js";
+export { hasHostEnded, isHostGone, watchHost } from "../../dist/tools/coding/host-watch.js";
 export { inspectResult, transferThresholdBytes } from "../../src/workers/thread/inspect-result.js";
 export { repeatMinChars, shareRepeatedStrings } from "../../src/workers/repeated-strings.js";
 export { decodeReply, encodeEnd } from "../../src/fleet/fleet-protocol.js";

@@ -18,9 +18,10 @@
  * which have groups of their own. Elsewhere than Linux there is no `/proc`
  * to read: the group alone is ended.
  *
- * Used on the worker thread that ran the call (deadline, abort) and on the
+ * Used on the worker thread that ran the call (deadline, abort), on the
  * main thread (a worker the pool terminated, the pool closing, the process
- * exiting), which share this module and nothing else.
+ * exiting), which share this module and nothing else, and in the threads'
+ * spawn helpers (their host died by a signal: `spawn-helper.ts`).
  *
  * @module
  */
@@ -254,6 +255,18 @@ export function enableProcessSweeps(): void {
 export function sweepThreadProcesses(threadId: number): Promise<void> {
   if (!isSweeping) return Promise.resolve();
   return endProcessTree({ marker: threadMarkerPrefix(process.pid, threadId), isWholeMarker: false }, 0).then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
+/**
+ * Ends the processes of every bash call that process `pid` ran, on any of
+ * its threads, SIGKILL at once: for a spawn helper whose host died by a
+ * signal, and so never ran its own sweep at exit. Never rejects.
+ */
+export function endProcessesOf(pid: number): Promise<void> {
+  return endProcessTree({ marker: processMarkerPrefix(pid), isWholeMarker: false }, 0).then(
     () => undefined,
     () => undefined,
   );

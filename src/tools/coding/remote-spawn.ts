@@ -132,7 +132,8 @@ export class SpawnHelper {
     if (this.#channel !== undefined) return this.#channel;
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
-    const channel = this.#spawn("/bin/sh", ["-c", '"$0" "$@" &', process.execPath, fileURLToPath(this.#helperUrl)], {
+    // The helper is told its host (this process), whose death it watches for (`spawn-helper.ts`).
+    const channel = this.#spawn("/bin/sh", ["-c", '"$0" "$@" &', process.execPath, fileURLToPath(this.#helperUrl), String(process.pid)], {
       stdio: ["ignore", "ignore", "inherit", "ipc"],
       serialization: "advanced",
       detached: true,

@@ -21,18 +21,40 @@
  * which a signal to the pool's group (Ctrl-C at a terminal) does not reach.
  * It exits when its channel closes (the thread ended), with the children in
  * its group (ripgrep, fd); bash's shells lead groups of their own and are
- * ended by their marker.
+ * ended by their marker, by the host's own sweeps.
+ *
+ * Those sweeps run in the host, which a signal without a handler (SIGKILL,
+ * or Node's default SIGTERM) ends before any of them can run. So the helper
+ * watches its host (its process number comes as the first argument): when
+ * the channel closes, or a poll finds the host gone (should the channel
+ * outlive it), and the host has ended rather than only its thread, the
+ * helper ends every process of every bash call of the host, whatever thread
+ * ran it, found by the marker as the host's sweeps find them (setsid'd and
+ * double-forked ones included), and the groups of the shells it started.
  *
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
 
+import { hasHostEnded, isHostGone, watchHost } from "./host-watch.js";
+import { endProcessesOf } from "./process-tree.js";
 import { type HelperReport, type HelperRequest, type SpawnRequest, startReported } from "./spawn-protocol.js";
 
 /** Past this many bytes of output sent and not yet written to the channel, children's output waits (resumed below a quarter of it). */
 const maxUnsentBytes = 1 << 20;
 
+/** How long after its channel closed the host may take to be seen ended; past it, only the thread ended. */
+const hostEndBoundMs = 1_000;
+/** How often the host is looked at while the channel is open: a backstop should the channel outlive the host. */
+const hostPollMs = 1_000;
+
+const hostPid = Number(process.argv[2]);
+/** The process whose pool thread started this helper; undefined when not given (a helper started by hand). */
+const host = Number.isSafeInteger(hostPid) && hostPid > 0 ? watchHost(hostPid) : undefined;
+
 const children = new Map<number, ChildProcess>();
+/** The children started in a process group of their own (bash's shells). */
+const groupLeaders = new Set<number>();
 /** The outputs (`<id>:<stream>`) that the thread asked to hold: its reader is full. */
 const heldOutputs = new Set<string>();
 let unsentBytes = 0;
@@ -73,8 +95,10 @@ function start(request: SpawnRequest): void {
   const child = startReported(spawn, request, report);
   if (child === undefined) return;
   children.set(id, child);
+  if (request.detached) groupLeaders.add(id);
   child.on("close", () => {
     children.delete(id);
+    groupLeaders.delete(id);
     heldOutputs.delete(`${id}:stdout`);
     heldOutputs.delete(`${id}:stderr`);
   });
@@ -117,15 +141,46 @@ process.on("message", (request: HelperRequest) => {
   }
 });
 
-// The thread that started this helper ended (or closed the channel): nothing is left to report to. The
-// children that share the helper's process group (ripgrep, fd: all but bash's shells, which lead groups of
-// their own and are ended by their marker) have no reader left either, and end with it.
-process.on("disconnect", () => {
+function signal(pid: number, name: NodeJS.Signals): void {
   try {
-    process.kill(0, "SIGKILL");
-  } catch {}
+    process.kill(pid, name);
+  } catch {
+    // Gone already.
+  }
+}
+
+let isLeaving = false;
+
+/**
+ * The thread that started this helper ended, or its whole host did
+ * (`isGone`: the host is known to have ended): nothing is left to report to. The children
+ * that share the helper's process group (ripgrep, fd: all but bash's
+ * shells) have no reader left either, and end with it. When the host ended,
+ * so do the processes of its bash calls, which its own sweeps would have
+ * ended had it exited rather than been killed.
+ */
+async function leave(isGone: boolean): Promise<void> {
+  if (isLeaving) return;
+  isLeaving = true;
+  for (const [id, child] of children) if (!groupLeaders.has(id) && child.pid !== undefined) signal(child.pid, "SIGKILL");
+  if (host !== undefined && (isGone || (await hasHostEnded(host, hostEndBoundMs)))) {
+    // A shell's group holds its members that dropped the marker (`env -i`); the marker finds the rest.
+    for (const id of groupLeaders) {
+      const pid = children.get(id)?.pid;
+      if (pid !== undefined) signal(-pid, "SIGKILL");
+    }
+    await endProcessesOf(host.pid);
+  }
+  signal(0, "SIGKILL");
   process.exit(0);
-});
+}
+
+process.on("disconnect", () => void leave(false));
+if (host !== undefined) {
+  setInterval(() => {
+    if (isHostGone(host)) void leave(true);
+  }, hostPollMs).unref();
+}
 
 // Before any request is read: the thread knows from this that requests may have been acted on.
 report({ kind: "ready", id: 0, pid: process.pid });
