@@ -1,5 +1,6 @@
 import { once } from "node:events";
-import { connect, type Socket } from "node:net";
+import { createServer as createHttpServer, type Server, type ServerResponse } from "node:http";
+import { type AddressInfo, connect, type Socket } from "node:net";
 
 import { afterEach, describe, expect, it } from "vitest";
 
@@ -7,6 +8,7 @@ import { createRuntime, createServer, type ToolpoolServer } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
 import { batch, type CallSpec, until } from "./support/helpers.js";
+import { StallGuardedWriter } from "./support/internals.js";
 import { work } from "./support/pool-event-tools.js";
 
 // A real server on a loopback port, raw sockets that stop reading, and the
@@ -15,11 +17,27 @@ import { work } from "./support/pool-event-tools.js";
 const token = "stalled-response-token";
 const servers: ToolpoolServer[] = [];
 const sockets: Socket[] = [];
+const httpServers: Server[] = [];
 
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();
   await Promise.all(servers.splice(0).map((server) => server.close({ graceMs: 0 })));
+  for (const server of httpServers.splice(0)) {
+    server.closeAllConnections();
+    server.close();
+  }
 });
+
+/** Writes `chunk` to `response` until some of it waits in the server: the kernel's buffers for the socket are full. */
+async function fillUntilWaiting(writer: StallGuardedWriter, response: ServerResponse): Promise<void> {
+  const chunk = "x".repeat(65_536);
+  for (let writes = 0; response.writableLength === 0 && writes < 10_000; writes++) {
+    writer.write(chunk);
+    // A turn of the event loop: the socket takes what it can of the write.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  expect(response.writableLength).toBeGreaterThan(0);
+}
 
 /** Opens a watcher of the pool's events that reads its answer's first bytes, then nothing. */
 async function openSilentWatcher(port: number): Promise<void> {
@@ -85,4 +103,45 @@ describe("StallGuardedWriter", () => {
     reading.abort();
     await page.body?.cancel().catch(() => {});
   }, 300_000);
+
+  it("restarts its clock each time the socket takes a write: a client that reads again keeps its connection, one that stops is reset", async () => {
+    const clock = new FakeClock();
+    let opened: ((value: { writer: StallGuardedWriter; response: ServerResponse }) => void) | undefined;
+    const isOpen = new Promise<{ writer: StallGuardedWriter; response: ServerResponse }>((resolve) => (opened = resolve));
+    const server = createHttpServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/plain" });
+      const writer = new StallGuardedWriter(response, 1000, clock);
+      writer.write("open\n");
+      opened!({ writer, response });
+    });
+    httpServers.push(server);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const socket = connect((server.address() as AddressInfo).port, "127.0.0.1");
+    sockets.push(socket);
+    socket.on("error", () => {});
+    await once(socket, "connect");
+    socket.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    const { writer, response } = await isOpen;
+    await once(socket, "data");
+    socket.pause();
+
+    await fillUntilWaiting(writer, response);
+    expect(writer.isWaiting).toBe(true);
+    // The client reads everything: the socket takes what waited, and the clock stops.
+    socket.on("data", () => {});
+    socket.resume();
+    await until(() => response.writableLength === 0 && !writer.isWaiting, "the socket took every write");
+    clock.advance(1000);
+    expect(response.destroyed).toBe(false);
+
+    // It stops reading again: once a write waits for a whole bound, the connection is reset.
+    socket.pause();
+    await fillUntilWaiting(writer, response);
+    clock.advance(999);
+    expect(response.destroyed).toBe(false);
+    clock.advance(1);
+    await until(() => response.destroyed, "the stalled response destroyed");
+    expect(writer.isWaiting).toBe(false);
+  });
 });
