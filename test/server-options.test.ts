@@ -26,6 +26,7 @@ describe("resolveServerOptions", () => {
       headersTimeoutMs: 5000,
       updateArgs: true,
       stalledWatcherMs: 30_000,
+      maxWatchers: 32,
       maxEventLoopDelayMs: 1000,
       maxHeapUsedBytes: 0,
       maxRssBytes: 0,

@@ -129,7 +129,7 @@ export class ToolpoolServer {
       isDraining: () => this.#isDraining,
     });
     addInfoRoutes(this.#app, { runtime, metrics: this.#metrics });
-    this.#poolEvents = this.#options.ui ? new PoolEventHub(runtime, this.#options.stalledWatcherMs) : undefined;
+    this.#poolEvents = this.#options.ui ? new PoolEventHub(runtime, this.#options) : undefined;
     if (this.#poolEvents !== undefined) addLiveViewRoutes(this.#app, this.#poolEvents, this.#options.retryAfterSeconds);
     this.#addPressureCheck();
   }

@@ -123,14 +123,23 @@ export interface ServerOptions {
    */
   ui?: boolean;
   /**
-   * Milliseconds a watcher of `GET /v1/pool/events` may leave its stream
-   * full (reading nothing: its socket's buffer past its high-water mark, the
-   * kernel's buffers full) before its connection is reset, which gives its
-   * place (one of 32) back and frees what the kernel queued for it. Counted
-   * on the runtime's clock from the write that found the stream full.
+   * Milliseconds a watcher of `GET /v1/pool/events` may leave what the
+   * server wrote to it waiting, its socket taking none of it (the watcher
+   * reading nothing, the kernel's buffers for it full), before its
+   * connection is reset, which gives its place (one of `maxWatchers`) back
+   * and frees what the kernel queued for it. However little waits: the
+   * clock starts, on the runtime's clock, with the first write the socket
+   * leaves waiting, and restarts each time it takes one.
    * @default 30000
    */
   stalledWatcherMs?: number;
+  /**
+   * Most watchers of `GET /v1/pool/events` at once; one more is answered
+   * 503 `TP_ERR_OVERLOADED` with `Retry-After`. Each holds at most a few
+   * MiB (see docs/http-api.md, "Live view").
+   * @default 32
+   */
+  maxWatchers?: number;
   /**
    * Mean event-loop delay (ms, sampled every second) past which requests get
    * 503 `TP_ERR_OVERLOADED` with `Retry-After` (`GET /healthz` excepted);
@@ -170,6 +179,7 @@ export interface ResolvedServerOptions {
   readonly updateArgs: boolean;
   readonly ui: boolean;
   readonly stalledWatcherMs: number;
+  readonly maxWatchers: number;
   readonly maxEventLoopDelayMs: number;
   readonly maxHeapUsedBytes: number;
   readonly maxRssBytes: number;
@@ -196,6 +206,7 @@ export const serverOptionsSchema = {
     updateArgs: { type: "boolean", default: true },
     ui: { type: "boolean", default: true },
     stalledWatcherMs: { type: "integer", minimum: 1, maximum: maxTimerMs, default: 30_000 },
+    maxWatchers: { type: "integer", minimum: 1, default: 32 },
     maxEventLoopDelayMs: { type: "integer", minimum: 0, default: 1000 },
     maxHeapUsedBytes: { type: "integer", minimum: 0, default: 0 },
     maxRssBytes: { type: "integer", minimum: 0, default: 0 },
@@ -246,6 +257,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
     updateArgs: resolved.updateArgs,
     ui: resolved.ui,
     stalledWatcherMs: resolved.stalledWatcherMs,
+    maxWatchers: resolved.maxWatchers,
     maxEventLoopDelayMs: resolved.maxEventLoopDelayMs,
     maxHeapUsedBytes: resolved.maxHeapUsedBytes,
     maxRssBytes: resolved.maxRssBytes,

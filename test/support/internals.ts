@@ -26,6 +26,7 @@ export { resolveRuntimeOptions } from "../../dist/options.js";
 export { checkBrowserGuard } from "../../dist/http/browser-guard.js";
 export { addressKey } from "../../dist/http/connection-guard.js";
 export { LINGER_MAX_BYTES } from "../../dist/http/lingering-close.js";
+export { StallGuardedWriter } from "../../dist/http/stalled-response.js";
 export { resolveServerOptions } from "../../dist/server/server-options.js";
 export { createDiffTool, DIFF_MAX_EDIT_LENGTH, diffSpec } from "../../dist/tools/diff.js";
 export { createGrepTool, createProgressThrottle, globToRegExp, grepSpec } from "../../dist/tools/grep/grep.js";

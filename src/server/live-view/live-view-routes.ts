@@ -10,7 +10,7 @@ import { readFile } from "node:fs/promises";
 import type { FastifyInstance, FastifyReply } from "fastify";
 
 import { sendError } from "../../http/http-errors.js";
-import { maxPoolEventWatchers, type PoolEventHub } from "./pool-event-hub.js";
+import type { PoolEventHub } from "./pool-event-hub.js";
 
 /** The page's files, as `npm run build` copies them from `src/ui/` into `dist/ui/`. */
 const assets = {
@@ -52,9 +52,9 @@ export function addLiveViewRoutes(app: FastifyInstance, hub: PoolEventHub, retry
   }
   // No HEAD route: a stream answered to HEAD would write nothing yet hold a watcher's place.
   app.get("/v1/pool/events", { exposeHeadRoute: false }, (_request, reply) => {
-    if (hub.watcherCount >= maxPoolEventWatchers) {
+    if (hub.watcherCount >= hub.maxWatchers) {
       reply.header("retry-after", String(retryAfterSeconds));
-      return sendError(reply, 503, "TP_ERR_OVERLOADED", `The pool's event stream has ${maxPoolEventWatchers} watchers, its most; retry later`);
+      return sendError(reply, 503, "TP_ERR_OVERLOADED", `The pool's event stream has ${hub.maxWatchers} watchers, its most; retry later`);
     }
     reply.hijack();
     reply.raw.writeHead(200, {

@@ -9,7 +9,7 @@ import type { ServerResponse } from "node:http";
 import type { Clock } from "../../clock.js";
 import { toJsonText } from "../../http/json-text.js";
 import type { PoolCallRecord } from "./pool-event-frames.js";
-import { whenDrained } from "../../http/stalled-response.js";
+import { StallGuardedWriter } from "../../http/stalled-response.js";
 
 /** Most ended calls held for one watcher between two flushes. */
 export const maxPendingCalls = 256;
@@ -39,6 +39,8 @@ export interface PoolEventClientState {
   largestFlushBytes: number;
   /** Whether writing waits for the socket to drain. */
   isBlocked: boolean;
+  /** Whether the stall clock runs: something written waits for the socket to take it. */
+  isWaiting: boolean;
 }
 
 /**
@@ -48,14 +50,14 @@ export interface PoolEventClientState {
  * writes on the hub's tick, and at once when 64 calls wait. Once
  * a write finds the socket's buffer past its high-water mark, nothing more
  * is written until it drains: a stalled reader costs the server at most
- * one flush in the socket's buffer plus what this object holds. One that
- * does not drain within `stalledMs` is reset (see `whenDrained`), so that
- * it gives its place back, and the kernel the bytes it queued for it.
+ * one flush in the socket's buffer plus what this object holds. A watcher
+ * whose socket takes nothing of what waits for it, however little, for
+ * `stalledMs` is reset (see `StallGuardedWriter`), so that it gives its
+ * place back, and the kernel the bytes it queued for it.
  */
 export class PoolEventClient {
   readonly #response: ServerResponse;
-  readonly #stalledMs: number;
-  readonly #clock: Clock;
+  readonly #writer: StallGuardedWriter;
   #pending: PoolCallRecord[] = [];
   #dropped = 0;
   #droppedTotal = 0;
@@ -68,14 +70,13 @@ export class PoolEventClient {
   };
 
   /**
-   * @param stalledMs Milliseconds the response may stay full (its client
-   * reading nothing) before its connection is reset.
+   * @param stalledMs Milliseconds the socket may take nothing of what
+   * waits for it (its client reading nothing) before its connection is reset.
    * @param clock Times `stalledMs`.
    */
   constructor(response: ServerResponse, stalledMs: number, clock: Clock) {
     this.#response = response;
-    this.#stalledMs = stalledMs;
-    this.#clock = clock;
+    this.#writer = new StallGuardedWriter(response, stalledMs, clock);
   }
 
   /** Queues an ended call; past the bound, the oldest one queued is dropped. */
@@ -110,20 +111,21 @@ export class PoolEventClient {
     }
     if (text === "") return;
     this.#largestFlushBytes = Math.max(this.#largestFlushBytes, Buffer.byteLength(text));
-    if (!response.write(text)) {
+    if (!this.#writer.write(text)) {
       this.#isBlocked = true;
-      void whenDrained(response, this.#stalledMs, this.#clock).then(this.#onDrain);
+      // A response that closes instead never drains; the hub lets go of it on `close`.
+      response.once("drain", this.#onDrain);
     }
   }
 
   /** Writes one frame at once (the stream's first). */
   writeFrame(type: string, data: unknown): void {
-    this.#response.write(`event: ${type}\ndata: ${toJsonText(data)}\n\n`);
+    this.#writer.write(`event: ${type}\ndata: ${toJsonText(data)}\n\n`);
   }
 
   /** Ends the stream (a stalled one is still reset once its bound is up). */
   end(): void {
-    if (!this.#response.writableEnded) this.#response.end();
+    this.#writer.end();
   }
 
   /** What the watcher holds now. */
@@ -137,6 +139,7 @@ export class PoolEventClient {
       highWaterMark: this.#response.writableHighWaterMark,
       largestFlushBytes: this.#largestFlushBytes,
       isBlocked: this.#isBlocked,
+      isWaiting: this.#writer.isWaiting,
     };
   }
 }

@@ -32,9 +32,6 @@ const poolEventsIntervalMs = 250;
 /** Milliseconds after which a snapshot goes out even if nothing changed: the stream's heartbeat. */
 const snapshotHeartbeatMs = 5000;
 
-/** Most watchers at once; one more is answered 503. */
-export const maxPoolEventWatchers = 32;
-
 /** Retired threads kept in snapshots. */
 const retiredThreadsKept = 16;
 
@@ -85,8 +82,9 @@ export interface PoolEventsDiagnosis {
  */
 export class PoolEventHub {
   readonly #runtime: Runtime;
-  /** Milliseconds a watcher's stream may stay full before its connection is reset. */
+  /** Milliseconds a watcher's socket may take nothing of what waits for it before its connection is reset. */
   readonly #stalledWatcherMs: number;
+  readonly #maxWatchers: number;
   readonly #toolNames: string[];
   readonly #clients = new Set<PoolEventClient>();
   #timer: NodeJS.Timeout | undefined;
@@ -169,10 +167,16 @@ export class PoolEventHub {
     });
   };
 
-  /** @param stalledWatcherMs Milliseconds a watcher's stream may stay full (the watcher reading nothing) before its connection is reset, on the runtime's clock. */
-  constructor(runtime: Runtime, stalledWatcherMs: number) {
+  /**
+   * @param limits.stalledWatcherMs Milliseconds a watcher's socket may take
+   * nothing of what waits for it (the watcher reading nothing) before its
+   * connection is reset, on the runtime's clock.
+   * @param limits.maxWatchers Most watchers at once.
+   */
+  constructor(runtime: Runtime, limits: { stalledWatcherMs: number; maxWatchers: number }) {
     this.#runtime = runtime;
-    this.#stalledWatcherMs = stalledWatcherMs;
+    this.#stalledWatcherMs = limits.stalledWatcherMs;
+    this.#maxWatchers = limits.maxWatchers;
     this.#toolNames = runtime.agentTools().map((tool) => tool.name);
     this.#tallies = new PoolTallies(this.#toolNames);
   }
@@ -180,6 +184,11 @@ export class PoolEventHub {
   /** How many watch now. */
   get watcherCount(): number {
     return this.#clients.size;
+  }
+
+  /** Most watchers at once; one more is answered 503. */
+  get maxWatchers(): number {
+    return this.#maxWatchers;
   }
 
   /** Starts streaming to `response` (its headers already sent); it stops when the response closes. */
