@@ -21,7 +21,10 @@ export class CapKey {
  * claim made inside another claim's run (a nested call) names it as
  * `parent`: where a key is full and an ancestor holds it, the child runs in
  * the ancestor's slot instead of waiting for one (the ancestor waits on the
- * child anyway, so waiting would deadlock).
+ * child anyway, so waiting would deadlock). An ancestor lends each slot to
+ * one descendant at a time: the others wait for that slot (or a free one),
+ * so a call's children fan out no further than its caps, and run one after
+ * another at worst.
  */
 export class CapClaim {
   /** What it counts against: any values, compared by identity (`Map` keys). */
@@ -33,6 +36,10 @@ export class CapClaim {
   isHolding = false;
   /** Bit `i` set: it holds a slot of `keys[i]` of its own (clear: it runs in an ancestor's). */
   taken = 0;
+  /** Bit `i` set: its slot of `keys[i]` (its own or one it runs in) is lent to a descendant now. */
+  lent = 0;
+  /** The ancestor whose slot of `keys[i]` it runs in, where bit `i` of `taken` is clear; undefined while it borrows none. */
+  lenders: (CapClaim | undefined)[] | undefined;
   /** What the claim's owner says of it while it waits (for `Runtime.capWaits()`); set only once it must wait. */
   wait: unknown;
 
@@ -43,12 +50,18 @@ export class CapClaim {
     this.parent = parent;
   }
 
-  /** Whether this claim or one of its ancestors runs holding `key` now. */
-  holds(key: unknown): boolean {
-    for (let claim: CapClaim | undefined = this; claim !== undefined; claim = claim.parent) {
-      if (claim.isHolding && claim.keys.includes(key)) return true;
+  /**
+   * The nearest ancestor that runs holding `key` now and has not lent that
+   * slot to another descendant: the one whose slot of `key` this claim may
+   * run in. Undefined when there is none.
+   */
+  lenderOf(key: unknown): CapClaim | undefined {
+    for (let claim = this.parent; claim !== undefined; claim = claim.parent) {
+      if (!claim.isHolding) continue;
+      const index = claim.keys.indexOf(key);
+      if (index !== -1 && (claim.lent & (1 << index)) === 0) return claim;
     }
-    return false;
+    return undefined;
   }
 }
 
@@ -63,9 +76,11 @@ interface Waiter {
  * claim reserves all of its keys, so no later claim takes a place it needs
  * (it cannot starve). A nested claim (one with a `parent`) is the exception:
  * it passes waiting claims, whose turn its ancestor already had, and runs in
- * an ancestor's slot where its key is full.
+ * an ancestor's slot where its key is full, if no other descendant runs in
+ * that slot now; it waits for it otherwise, and the slot passes to the
+ * waiting descendants in their order as each gives it back.
  *
- * It allocates nothing for a claim admitted at once; the caller leaves it
+ * It allocates nothing for a claim admitted at once in slots of its own; the caller leaves it
  * (`leave`) once the call ran, which admits the claims its slots free.
  *
  * @example
@@ -154,6 +169,15 @@ export class CapGate {
       else if (--this.#held.get(key)!.held === 0) this.#idleKeys++;
     }
     claim.taken = 0;
+    const { lenders } = claim;
+    if (lenders !== undefined) {
+      // The slots it ran in go back to their lenders, for their next descendant (admitted below).
+      for (let index = 0; index < lenders.length; index++) {
+        const lender = lenders[index];
+        if (lender !== undefined) lender.lent &= ~(1 << lender.keys.indexOf(keys[index]));
+      }
+      claim.lenders = undefined;
+    }
     if (this.#idleKeys > 64 && this.#idleKeys * 2 > this.#held.size) this.#sweep();
     if (this.#waiting.length > 0) this.#admitWaiting();
   }
@@ -194,18 +218,28 @@ export class CapGate {
     this.#idleKeys = 0;
   }
 
-  /** Takes a slot of each key of `claim` (or runs it in an ancestor's), all or none. */
+  /** Takes a slot of each key of `claim` (or runs it in an ancestor's, one descendant per slot), all or none. */
   #take(claim: CapClaim, reserved: Set<unknown> | undefined): boolean {
-    const { keys, caps, parent } = claim;
+    const { keys, caps } = claim;
     let taken = 0;
+    let lenders: (CapClaim | undefined)[] | undefined;
     for (let index = 0; index < keys.length; index++) {
       const key = keys[index];
-      if (this.held(key) < caps[index]! && reserved?.has(key) !== true) taken |= 1 << index;
-      else if (parent?.holds(key) !== true) return false;
+      if (this.held(key) < caps[index]! && reserved?.has(key) !== true) {
+        taken |= 1 << index;
+        continue;
+      }
+      const lender = claim.lenderOf(key);
+      if (lender === undefined) return false;
+      (lenders ??= new Array<CapClaim | undefined>(keys.length))[index] = lender;
     }
     for (let index = 0; index < keys.length; index++) {
-      if ((taken & (1 << index)) === 0) continue;
       const key = keys[index];
+      if ((taken & (1 << index)) === 0) {
+        const lender = lenders![index]!;
+        lender.lent |= 1 << lender.keys.indexOf(key);
+        continue;
+      }
       if (key instanceof CapKey) {
         key.held++;
         continue;
@@ -215,6 +249,7 @@ export class CapGate {
       else if (count.held++ === 0) this.#idleKeys--;
     }
     claim.taken = taken;
+    claim.lenders = lenders;
     claim.isHolding = true;
     return true;
   }

@@ -73,6 +73,65 @@ describe("CapGate", () => {
     expect(gate.held(tool)).toBe(1);
   });
 
+  it("lends an ancestor's slot to one descendant at a time, passing it to the next waiting one as each gives it back", async () => {
+    const gate = new CapGate();
+    const session = {};
+    const parent = new CapClaim([session], [2]);
+    expect(gate.enter(parent)).toBeUndefined();
+    const children = Array.from({ length: 4 }, () => new CapClaim([session], [2], parent));
+    const admitted: number[] = [];
+    children.forEach((child, index) => {
+      const entered = gate.enter(child);
+      if (entered === undefined) admitted.push(index);
+      else void entered.then(() => admitted.push(index));
+    });
+    await settle();
+    // One child in the free slot, one in the parent's: no more than the cap run at once.
+    expect(admitted).toEqual([0, 1]);
+    expect(gate.held(session)).toBe(2);
+    expect(gate.waiting).toBe(2);
+    // The child in the parent's slot gives it back: the next child gets it.
+    gate.leave(children[1]!);
+    await settle();
+    expect(admitted).toEqual([0, 1, 2]);
+    // A grandchild runs in the slot its parent runs in, one at a time as well.
+    const grandchildren = [0, 1].map(() => new CapClaim([session], [2], children[2]));
+    expect(gate.enter(grandchildren[0]!)).toBeUndefined();
+    let isSecondGrandchildIn = false;
+    void gate.enter(grandchildren[1]!)?.then(() => (isSecondGrandchildIn = true));
+    await settle();
+    expect(isSecondGrandchildIn).toBe(false);
+    gate.leave(grandchildren[0]!);
+    await settle();
+    expect(isSecondGrandchildIn).toBe(true);
+    gate.leave(grandchildren[1]!);
+    gate.leave(children[2]!);
+    await settle();
+    expect(admitted).toEqual([0, 1, 2, 3]);
+    gate.leave(children[3]!);
+    gate.leave(children[0]!);
+    gate.leave(parent);
+    expect([gate.held(session), gate.waiting]).toEqual([0, 0]);
+  });
+
+  it("lets a waiting descendant be withdrawn, and passes the slot on to the one behind it", async () => {
+    const gate = new CapGate();
+    const tool = {};
+    const parent = new CapClaim([tool], [1]);
+    gate.enter(parent);
+    const [first, withdrawn, behind] = [0, 1, 2].map(() => new CapClaim([tool], [1], parent));
+    expect(gate.enter(first!)).toBeUndefined();
+    const admits: string[] = [];
+    expect(gate.tryEnter(withdrawn!, () => admits.push("withdrawn"))).toBe(false);
+    expect(gate.tryEnter(behind!, () => admits.push("behind"))).toBe(false);
+    expect(gate.waitingClaims()).toEqual([withdrawn, behind]);
+    expect(gate.withdraw(withdrawn!)).toBe(true);
+    expect(admits).toEqual([]);
+    gate.leave(first!);
+    expect(admits).toEqual(["behind"]);
+    expect(gate.held(tool)).toBe(1);
+  });
+
   it("lets a nested claim pass claims that wait on a slot its ancestor holds", () => {
     const gate = new CapGate();
     const [session, tool] = [{}, {}];

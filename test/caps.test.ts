@@ -1,37 +1,10 @@
-import {
-  createRuntime,
-  workerTool,
-  type AgentTool,
-  type AgentToolResult,
-  type BatchEvent,
-  type Runtime,
-  type RuntimeOptions,
-  type ToolCall,
-} from "toolpool";
+import { createRuntime, type AgentTool, type AgentToolResult, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { execute as probeExecute } from "./fixtures/tools/concurrency-probe.mjs";
+import { counts, gateArgs, inlineProbe, orDeadlock, workerProbe } from "./support/cap-probes.js";
 import { GateController } from "./support/gates.js";
 import { batch, type CallSpec, textOf, until } from "./support/helpers.js";
-
-const probeModule = new URL("./fixtures/tools/concurrency-probe.mjs", import.meta.url);
-const gateArgs = { type: "object", properties: { gate: { type: "string" } }, required: ["gate"] } as const;
-
-/** Shared counts of a probe: running now, most at once, started (see concurrency-probe.mjs). */
-function counts() {
-  const shared = new Int32Array(new SharedArrayBuffer(12));
-  return { shared, running: () => Atomics.load(shared, 0), most: () => Atomics.load(shared, 1), started: () => Atomics.load(shared, 2) };
-}
-
-/** A worker probe tool counting into `shared`. */
-function workerProbe(name: string, shared: Int32Array, maxConcurrency?: number) {
-  return workerTool({ name, description: "", parameters: gateArgs, module: probeModule, context: () => shared, maxConcurrency });
-}
-
-/** An inline probe tool counting into `shared`. */
-function inlineProbe(name: string, shared: Int32Array): AgentTool {
-  return { name, label: name, description: "", parameters: gateArgs, execute: (_id, args, signal) => probeExecute({ ...args, shared }, { signal }) };
-}
 
 const gates = new GateController();
 let runtime: Runtime | undefined;
@@ -165,95 +138,6 @@ describe("caps", () => {
     await openInTurn(keys, 2);
     await outcome;
     expect([probe.most(), probe.started()]).toEqual([2, 4]);
-  });
-});
-
-/** The tool's outcome, or "deadlocked" when it has not settled within a bound far above what a busy machine needs. */
-function orDeadlock<T>(promise: Promise<T>, limitMs = 20_000): Promise<T | "deadlocked"> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<"deadlocked">((resolve) => (timer = setTimeout(() => resolve("deadlocked"), limitMs)));
-  return Promise.race([promise, bound]).finally(() => clearTimeout(timer));
-}
-
-const call = (id: string, name: string, args: Record<string, unknown> = {}): ToolCall => ({ type: "toolCall", id, name, arguments: args });
-
-describe("caps of nested calls", () => {
-  /** An inline tool that runs `children` through `runtime.runToolCall`, all at once, and says what they returned. */
-  function delegating(name: string, children: (args: Record<string, unknown>) => ToolCall[]): AgentTool {
-    return {
-      name,
-      label: name,
-      description: "",
-      parameters: { type: "object" },
-      execute: async (_id, args) => {
-        const outcomes = await Promise.all(children(args as Record<string, unknown>).map((child) => runtime!.runToolCall(child)));
-        return { content: [{ type: "text", text: outcomes.map((outcome) => textOf(outcome.result)).join(", ") }], details: {} };
-      },
-    };
-  }
-
-  it("never deadlocks a call against its parent: a child over a full cap its ancestor holds runs in the ancestor's slot", async () => {
-    const probe = counts();
-    start({
-      tools: [
-        // `outer` (cap 1) runs an `outer` child, which runs two worker probes (cap 1): each child needs a slot its parent holds.
-        delegating("outer", (args) => (args.depth === 1 ? [call("p0", "probe", { gate: "n-p0" })] : [call("inner", "outer", { depth: 1 })])),
-        workerProbe("probe", probe.shared, 1),
-      ],
-      maxConcurrency: { outer: 1 },
-      maxConcurrencyPerSession: 1,
-    });
-    const outcome = runtime!.executeToolCalls(batch(["c0", "outer"]), { maxConcurrency: 1 });
-    const opened = gates.whenWaiting("n-p0").then(() => gates.open("n-p0"));
-    const settled = await orDeadlock(outcome);
-    expect(settled).not.toBe("deadlocked");
-    await opened;
-    expect(textOf((settled as Awaited<typeof outcome>).messages[0])).toBe("ran n-p0");
-  });
-
-  it("counts a nested call against its parent's session: another batch of the session waits for it", async () => {
-    const probe = counts();
-    const later = counts();
-    start({
-      tools: [
-        delegating("parent", () => [call("child", "probe", { gate: "ns-child" })]),
-        inlineProbe("probe", probe.shared),
-        inlineProbe("later", later.shared),
-      ],
-      maxConcurrencyPerSession: 2,
-    });
-    const parentBatch = runtime!.executeToolCalls(batch(["p", "parent"]), { sessionKey: "s" });
-    // The parent holds one slot of the session, its child the other.
-    await gates.whenWaiting("ns-child");
-    let hasStarted = false;
-    const laterBatch = runtime!.executeToolCalls(batch(["l", "later", { gate: "ns-later" }]), {
-      sessionKey: "s",
-      emit: (event) => void (event.type === "tool_execution_start" && (hasStarted = true)),
-    });
-    await until(() => hasStarted, "the later batch's start event");
-    // Its call is prepared and waits for a slot: a few turns of the event loop change nothing.
-    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
-    expect(later.started()).toBe(0);
-    gates.open("ns-child");
-    await gates.whenWaiting("ns-later");
-    expect(later.started()).toBe(1);
-    gates.open("ns-later");
-    await Promise.all([parentBatch, laterBatch]);
-    expect(probe.started()).toBe(1);
-  });
-
-  it("counts nested calls against their tool's cap across parents", async () => {
-    const probe = counts();
-    start({
-      tools: [delegating("parent", (args) => [call(`${args.id}`, "probe", { gate: `nt-${args.id}` })]), workerProbe("probe", probe.shared, 1)],
-    });
-    const outcome = runtime!.executeToolCalls(batch(["p0", "parent", { id: "a" }], ["p1", "parent", { id: "b" }]));
-    await gates.whenWaiting("nt-a");
-    expect(runtime!.poolStats!.running + runtime!.poolStats!.queued).toBe(1);
-    // Parent p0's child asks first: it gets the slot, p1's waits for it.
-    await openInTurn(["nt-a", "nt-b"], 1);
-    await outcome;
-    expect([probe.most(), probe.started()]).toEqual([1, 2]);
   });
 });
 

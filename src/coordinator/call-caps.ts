@@ -167,7 +167,8 @@ export function isCapContextStorageOn(): boolean {
  * Runs one call made outside any batch (through `Runtime.agentTools()`, a
  * pi `Agent` running the runtime's tools) under the caps that apply to it,
  * as a batch's call runs: it waits for its slots, first come first served
- * (in an ancestor's slot where it is a nested call and a cap is full), then
+ * (in an ancestor's slot where it is a nested call and a cap is full, if no
+ * other descendant runs in that slot now), then
  * `run` gets its context (for an inline execute's nested calls, a worker
  * call's spread parts). `caps` undefined, or no cap that applies: `run` at
  * once, without a context. Admitted at once, the call gives back what `run`

@@ -40,6 +40,11 @@ export class GateController {
     return new Promise((resolve) => this.#watchers.set(key, resolve));
   }
 
+  /** Whether the call holding `key` waits at its gate now (seen waiting, not opened since). */
+  isWaiting(key: string): boolean {
+    return this.#waiting.has(key);
+  }
+
   open(key: string): void {
     this.#waiting.delete(key);
     this.#watchers.delete(key);
