@@ -21,6 +21,7 @@ import {
   type CodingToolName,
   type PiSessionInfo,
 } from "./tools/coding/coding-settings.js";
+import { declareToolNeeds, piMismatchOf, type ToolNeeds } from "./contracts/tool-needs.js";
 import { piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
 import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
@@ -175,7 +176,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   // bash calls' processes end with a thread the pool terminates, and with the process.
   if (names.includes("bash")) enableProcessSweeps();
   const workerModule = new URL("./tools/coding/coding-tool-worker.js", import.meta.url);
-  return names.map((name) => {
+  const tools = names.map((name) => {
     const ownOptions = (piOptions as Record<string, Record<string, unknown> | undefined>)[name] ?? {};
     // The definition pi's factory makes: it does not depend on the folder.
     const definition = pi.tools.createTool(name, process.cwd(), { [name]: ownOptions });
@@ -202,6 +203,25 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
       ...(ioTools.has(name) ? { pool: { name: "toolpool:coding-io", maxThreads: ioThreads } } : {}),
     });
   });
+  declareToolNeeds(tools, codingToolNeeds);
+  return tools;
+}
+
+/** What every set of coding tools needs of its runtime. */
+const codingToolNeeds: ToolNeeds = {
+  pi: {
+    version: "1.6",
+    why: "pi's coding tools give pi 1.6's results (a failed bash command is `isError: true`), which pi 0.73's rules do not read",
+  },
+};
+
+/**
+ * Why coding tools cannot run under `pi`, or undefined when they can: the
+ * command line asks before it builds them, `createRuntime` on every runtime
+ * given them; both say it in these words.
+ */
+export function codingToolsPiMismatch(pi: "0.73" | "1.6"): string | undefined {
+  return piMismatchOf(codingToolNeeds, pi);
 }
 
 /**
