@@ -20,7 +20,7 @@
  * @module
  */
 import { lstat, readlink } from "node:fs/promises";
-import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
+import { dirname, isAbsolute, parse, relative, resolve, sep } from "node:path";
 
 import { quotePathAlways } from "../quote-path.js";
 import type { CodingToolName } from "./coding-settings.js";
@@ -79,7 +79,7 @@ export async function assertConfined(
  */
 export async function followLinks(path: string): Promise<string> {
   let pending = components(path);
-  let current = "/";
+  let current = parse(path).root;
   let hops = 0;
   while (pending.length > 0) {
     const name = pending.shift() as string;
@@ -105,7 +105,7 @@ export async function followLinks(path: string): Promise<string> {
     hops += 1;
     if (hops > maxLinkHops) throw Object.assign(new Error(`Too many symbolic links: ${path}`), { code: "ELOOP" });
     const target = await readlink(next);
-    if (isAbsolute(target)) current = "/";
+    if (isAbsolute(target)) current = parse(resolve(target)).root;
     pending = [...components(target), ...pending];
   }
   return current;
