@@ -21,6 +21,8 @@ import {
   type CodingToolName,
   type PiSessionInfo,
 } from "./tools/coding/coding-settings.js";
+import { BashOutputFolder } from "./tools/coding/bash-output-files.js";
+import { declareToolNeeds, piMismatchOf, type ToolNeeds } from "./contracts/tool-needs.js";
 import { piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
 import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
@@ -66,6 +68,18 @@ export interface CodingToolsOptions {
      * @default false
      */
     keepBackground?: boolean;
+    /**
+     * The total size, in bytes, of the full-output files that bash calls
+     * leave (pi saves a call's whole output to a file when it passes 50 KB
+     * or 2,000 lines, and names the file in the result). They are kept in a
+     * folder of the runtime's own, one subfolder per session, which a
+     * confined `read` of the same set may read (its own session's only),
+     * and removed when the runtime closes. After each call that left a
+     * file, the oldest files of the runtime are removed until the total is
+     * within this size; the file of the call that just ended is always kept.
+     * @default 268435456 (256 MiB)
+     */
+    outputFilesMaxBytes?: number;
   };
   /**
    * Threads of the pool that bash, grep, find and ls share (named
@@ -175,7 +189,8 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   // bash calls' processes end with a thread the pool terminates, and with the process.
   if (names.includes("bash")) enableProcessSweeps();
   const workerModule = new URL("./tools/coding/coding-tool-worker.js", import.meta.url);
-  return names.map((name) => {
+  const outputFolder = names.includes("bash") ? new BashOutputFolder() : undefined;
+  const tools = names.map((name) => {
     const ownOptions = (piOptions as Record<string, Record<string, unknown> | undefined>)[name] ?? {};
     // The definition pi's factory makes: it does not depend on the folder.
     const definition = pi.tools.createTool(name, process.cwd(), { [name]: ownOptions });
@@ -196,13 +211,40 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
         ...(piEntry === undefined ? {} : { piEntry }),
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
-      context: ({ sessionKey }) => contextWithSession(contextOf(sessionKey), piSession?.(sessionKey)),
+      context: ({ sessionKey }) =>
+        contextWithSession(
+          contextOf(sessionKey),
+          piSession?.(sessionKey),
+          hasOutputFiles.has(name) ? outputFolder?.sessionFolder(sessionKey) : undefined,
+        ),
       // pi's read returns an image as base64 (a 1,500 × 1,700 screenshot: 1.4 MB), past the pool's default 1 MiB.
       maxResultBytes: codingMaxResultBytes,
       ...(ioTools.has(name) ? { pool: { name: "toolpool:coding-io", maxThreads: ioThreads } } : {}),
     });
   });
+  declareToolNeeds(tools, outputFolder === undefined ? codingToolNeeds : { ...codingToolNeeds, openForRuntime: outputFolder.openForRuntime });
+  return tools;
 }
+
+/** What every set of coding tools needs of its runtime. */
+const codingToolNeeds: ToolNeeds = {
+  pi: {
+    version: "1.6",
+    why: "pi's coding tools give pi 1.6's results (a failed bash command is `isError: true`), which pi 0.73's rules do not read",
+  },
+};
+
+/**
+ * Why coding tools cannot run under `pi`, or undefined when they can: the
+ * command line asks before it builds them, `createRuntime` on every runtime
+ * given them; both say it in these words.
+ */
+export function codingToolsPiMismatch(pi: "0.73" | "1.6"): string | undefined {
+  return piMismatchOf(codingToolNeeds, pi);
+}
+
+/** The tools whose calls learn the session's folder of bash's output files: bash writes there, read may read there. */
+const hasOutputFiles: ReadonlySet<CodingToolName> = new Set(["bash", "read"]);
 
 /**
  * How long past a bash call's latest deadline and grace its worker is
@@ -216,6 +258,7 @@ function resolveBashDeadlines(bash: CodingToolsOptions["bash"]): {
   maxTimeoutMs: number;
   graceMs: number;
   keepBackground: boolean;
+  outputFilesMaxBytes: number;
 } {
   if (bash !== undefined && (typeof bash !== "object" || bash === null)) throw invalidOption("bash", "an object", bash);
   const timeoutMs = bash?.timeoutMs ?? 120_000;
@@ -227,7 +270,10 @@ function resolveBashDeadlines(bash: CodingToolsOptions["bash"]): {
   if (!(Number.isInteger(graceMs) && graceMs >= 0 && graceMs <= 60_000)) throw invalidOption("bash.graceMs", "an integer from 0 to 60000", graceMs);
   const keepBackground = bash?.keepBackground ?? false;
   if (typeof keepBackground !== "boolean") throw invalidOption("bash.keepBackground", "a boolean", keepBackground);
-  return { timeoutMs, maxTimeoutMs, graceMs, keepBackground };
+  const outputFilesMaxBytes = bash?.outputFilesMaxBytes ?? 256 * 1024 * 1024;
+  if (!(Number.isSafeInteger(outputFilesMaxBytes) && outputFilesMaxBytes >= 0))
+    throw invalidOption("bash.outputFilesMaxBytes", "an integer >= 0", outputFilesMaxBytes);
+  return { timeoutMs, maxTimeoutMs, graceMs, keepBackground, outputFilesMaxBytes };
 }
 
 function isTimer(value: unknown): value is number {
@@ -263,9 +309,10 @@ function moduleUrlOf(module: string | URL): string {
   return module.startsWith("file:") ? new URL(module).href : pathToFileURL(resolve(module)).href;
 }
 
-/** A call's context with the pi session it runs for, if any. */
-function contextWithSession(context: CodingCallContext, piSession: PiSessionInfo | undefined): CodingCallContext {
-  return piSession === undefined ? context : { ...context, piSession };
+/** A call's context with the pi session it runs for and its folder of bash's output files, if any. */
+function contextWithSession(context: CodingCallContext, piSession: PiSessionInfo | undefined, outputFolder: string | undefined): CodingCallContext {
+  if (piSession === undefined && outputFolder === undefined) return context;
+  return { ...context, ...(piSession === undefined ? {} : { piSession }), ...(outputFolder === undefined ? {} : { outputFolder }) };
 }
 
 /** The function that gives each call its {@link CodingCallContext}. */

@@ -139,6 +139,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
   #cappedAgentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
+  /** What the tools' sets opened for this runtime, released once it has closed. */
+  readonly #releases: (() => Promise<void>)[];
 
   constructor(options?: RuntimeOptions) {
     super();
@@ -151,6 +153,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.#registry = parts.registry;
     this.#router = parts.router;
     this.#caps = parts.caps;
+    this.#releases = parts.releases;
     this.poolEvents = createPoolEventRelay(parts.router.eventPools);
   }
 
@@ -413,6 +416,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       if (options.force) await Promise.all(pools.map((pool) => pool.close({ force: true })));
       if (this.#runningBatches > 0) await (this.#idle ??= createDeferred()).promise;
       await Promise.all(pools.map((pool) => pool.close()));
+      await Promise.all(this.#releases.splice(0).map((release) => release()));
     })();
     this.#closing ??= closing;
     return options.force ? closing : this.#closing;

@@ -37,7 +37,8 @@ function comparable(result: { content?: unknown; details?: unknown; isError?: un
     isError: result.isError,
     structuredContent: result.structuredContent,
   });
-  return JSON.parse(text.replace(/\/tmp\/pi-bash-[0-9a-f]+\.log/g, "/tmp/pi-bash-RANDOM.log"), (key, value) =>
+  // pi puts the file in the temp folder, toolpool in the runtime's folder of them (src/tools/coding/bash-output-files.ts).
+  return JSON.parse(text.replace(/\/[^\s"\]]*\/pi-bash-[0-9a-f]+\.log/g, "FOLDER/pi-bash-RANDOM.log"), (key, value) =>
     key === "wall_time_seconds" ? 0 : value,
   );
 }
@@ -188,6 +189,24 @@ describe.skipIf(!supportsPi16())("codingTools workspaces and confine (pi 1.6)", 
       expect(thrown, JSON.stringify(options)).toBeInstanceOf(ToolpoolError);
       expect((thrown as ToolpoolError).code).toBe("TP_ERR_INVALID_OPTION");
       expect((thrown as Error).message).toMatch(message);
+    }
+  });
+
+  it("refuses to run on pi 0.73's rules, the default included, with TP_ERR_INVALID_OPTION saying why", () => {
+    const tools = codingTools({ workspace: root, tools: ["bash"] });
+    for (const options of [{ tools }, { tools, pi: "0.73" as const }]) {
+      let thrown: unknown;
+      try {
+        createRuntime(options).close();
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(ToolpoolError);
+      expect((thrown as ToolpoolError).code).toBe("TP_ERR_INVALID_OPTION");
+      expect((thrown as Error).message).toBe(
+        "pi's coding tools give pi 1.6's results (a failed bash command is `isError: true`), which pi 0.73's rules do not read: " +
+          'they need `pi: "1.6"`, and this runtime\'s pi is "0.73"',
+      );
     }
   });
 

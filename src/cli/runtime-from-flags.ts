@@ -20,6 +20,7 @@ import {
   type ToolExecutionMode,
 } from "../index.js";
 import { rebaseBuiltinTool } from "../builtin-tools.js";
+import { codingToolsPiMismatch } from "../coding-tools.js";
 import { withCallTimeout } from "./call-timeout.js";
 import { type FleetCliOptions, fleetFromCli } from "./cli-options.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
@@ -110,8 +111,9 @@ function withWorkspaceFlags(tools: ToolDefinition[], flags: ToolFlags, isOnlyUse
  * config's), which `--threads` overrides for the thread counts.
  */
 export async function runtimeFromFlags(flags: RuntimeFlags, pool: PoolOptions = {}): Promise<Runtime> {
-  // pi's coding tools give pi 1.6's results (`isError` among them): their batches follow pi 1.6.
-  if (flags.codingTools !== undefined && flags.pi === "0.73") throw new UsageError("--coding-tools runs pi 1.6's tools: it needs --pi 1.6");
+  // Asked before the tools are built, in createRuntime's words: a usage error even where they cannot be built.
+  const mismatch = flags.codingTools === undefined || flags.pi === undefined ? undefined : codingToolsPiMismatch(flags.pi);
+  if (mismatch !== undefined) throw new UsageError(`--coding-tools: ${mismatch} (--pi ${flags.pi})`);
   const tools = await toolsFromFlags(flags);
   const hooks = flags.hooks === undefined ? {} : await loadHooksModule(flags.hooks);
   const fleet = fleetFromCli(flags);

@@ -9,6 +9,8 @@ import { rulesOf, type PiRules } from "../coordinator/pi-rules.js";
 import { compileToolSchemas, createToolRegistry, type RegisteredTool } from "../coordinator/tool-registry.js";
 import { resolveRuntimeOptions, type ResolvedRuntimeOptions, type RuntimeOptions } from "../options.js";
 import type { RuntimeCaps } from "../coordinator/call-caps.js";
+import { piMismatchOf, toolNeedsOf, type ToolNeeds } from "../contracts/tool-needs.js";
+import { ToolpoolError } from "../errors.js";
 import { PoolRouter, type PoolRouterEvents } from "./pool-router.js";
 import { createRuntimeCaps } from "./runtime-caps.js";
 
@@ -22,6 +24,8 @@ interface RuntimeParts {
   router: PoolRouter;
   /** The caps of the tools and sessions, and the gate every capped call passes. */
   caps: RuntimeCaps;
+  /** What to call once the runtime has closed: the releases of what its tools' sets opened for it (see `contracts/tool-needs.ts`). */
+  releases: (() => Promise<void>)[];
 }
 
 /**
@@ -33,6 +37,11 @@ export function composeRuntime(input: RuntimeOptions | undefined, events: PoolRo
   const options = resolveRuntimeOptions(input);
   const rules = rulesOf(options.pi);
   const registry = createToolRegistry(options.tools);
+  const needs = needsOf(options.tools);
+  for (const need of needs) {
+    const mismatch = piMismatchOf(need, options.pi);
+    if (mismatch !== undefined) throw new ToolpoolError("TP_ERR_INVALID_OPTION", mismatch);
+  }
   // Before the pools: a bad cap starts no thread.
   const caps = createRuntimeCaps(options, registry);
   const router = new PoolRouter(options, registry, events);
@@ -44,5 +53,17 @@ export function composeRuntime(input: RuntimeOptions | undefined, events: PoolRo
     for (const pool of router.pools) pool.close({ force: true }).catch(() => {});
     throw error;
   }
-  return { options, rules, registry, router, caps };
+  // Last: nothing below can fail, so nothing opened needs closing on a throw.
+  const releases = [...new Set(needs.map((need) => need.openForRuntime))].flatMap((open) => (open === undefined ? [] : [open()]));
+  return { options, rules, registry, router, caps, releases };
+}
+
+/** The distinct needs declared for `tools`. */
+function needsOf(tools: readonly object[]): ToolNeeds[] {
+  const needs = new Set<ToolNeeds>();
+  for (const tool of tools) {
+    const need = toolNeedsOf(tool);
+    if (need !== undefined) needs.add(need);
+  }
+  return [...needs];
 }

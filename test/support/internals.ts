@@ -64,6 +64,7 @@ export { AbortGroups } from "../../src/workers/abort-groups.js";
 export { CallTable } from "../../src/workers/call-table.js";
 export { BusyWindow } from "../../src/workers/busy-window.js";
 export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-probes.js";
+export { followLinks } from "../../src/tools/coding/confinement.js";
 export { RemoteChild } from "../../dist/tools/coding/remote-child.js";
 export { routedSpawn, SpawnHelper } from "../../dist/tools/coding/remote-spawn.js";
 export { hasHostEnded, isHostGone, watchHost } from "../../dist/tools/coding/host-watch.js";

@@ -27,6 +27,8 @@ interface BashDeadlineSettings {
   readonly graceMs: number;
   /** Whether background processes outlive the call that started them, as in pi. */
   readonly keepBackground: boolean;
+  /** The total size the runtime's full-output files are held within (`bash-output-files.ts`). */
+  readonly outputFilesMaxBytes: number;
 }
 
 /** What a coding tool's module instance was made for. */
@@ -68,6 +70,12 @@ export interface CodingCallContext {
   readonly root: string;
   /** The pi session the call runs for, when the runtime serves one (bash exports it to the command as pi does). */
   readonly piSession?: PiSessionInfo;
+  /**
+   * The session's folder of bash's full-output files (`bash-output-files.ts`),
+   * for bash (which writes them there) and read (which, confined, may read
+   * them); absent for the other tools.
+   */
+  readonly outputFolder?: string;
 }
 
 const settingsParam = "settings";

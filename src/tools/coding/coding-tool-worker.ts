@@ -9,7 +9,9 @@
  * `confine`; bash deadlines that end the call's whole process tree
  * (`bash-deadline.ts`); and edits and writes of one path serialized across
  * every thread, with edits refused when the file changed on disk after they
- * read it (`path-locks.ts`, `checked-file-operations.ts`).
+ * read it (`path-locks.ts`, `checked-file-operations.ts`); and bash's
+ * full-output files kept in the runtime's folder of them, bounded, where a
+ * confined read of the same session may read them (`bash-output-files.ts`).
  *
  * @module
  */
@@ -21,8 +23,9 @@ import workerThreads from "node:worker_threads";
 
 import type { AgentToolResult, WorkerToolContext } from "../../types.js";
 import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
-import { assertConfined } from "./confinement.js";
+import { assertConfined, followLinks } from "./confinement.js";
 import { createBashOperations } from "./bash-operations.js";
+import { withBashOutputFolder } from "./bash-output-files.js";
 import { checkedEditOperations } from "./checked-file-operations.js";
 import { withPathLock } from "./path-locks.js";
 import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
@@ -142,7 +145,11 @@ export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): P
   const pi = await importPiWorkerModules(settings.piEntry);
   const context = ctx.context as CodingCallContext | undefined;
   if (context === undefined) throw new Error(`The ${settings.tool} tool was called without its workspace: run it through codingTools()`);
-  if (settings.confine) await assertConfined(settings.tool, args, context.cwd, context.root, pi.paths);
+  if (settings.confine) {
+    // A confined read may read its own session's bash output files, which the results name.
+    const alsoAllowed = settings.tool === "read" && context.outputFolder !== undefined ? [await followLinks(context.outputFolder)] : [];
+    await assertConfined(settings.tool, args, context.cwd, context.root, pi.paths, alsoAllowed);
+  }
   const options = { ...settings.piOptions, ...(await optionsOfModule(context.cwd)) };
   if (settings.tool === "bash") return runBash(pi, args, ctx, context, options);
   if (settings.tool === "edit" || settings.tool === "write") {
@@ -187,7 +194,11 @@ async function runBash(
   });
   const tool = pi.tools.createTool("bash", context.cwd, { bash: { ...options, operations } });
   try {
-    return (await tool.execute(ctx.toolCallId, callArgs, ctx.signal, ctx.onUpdate, sessionContextOf(context))) as AgentToolResult<unknown>;
+    return await withBashOutputFolder(
+      context.outputFolder,
+      settings.bash.outputFilesMaxBytes,
+      () => tool.execute(ctx.toolCallId, callArgs, ctx.signal, ctx.onUpdate, sessionContextOf(context)) as Promise<AgentToolResult<unknown>>,
+    );
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (deadline === "own" || isOwnInvalid || !/Command timed out after [\d.]+ seconds/.test(message)) throw error;
