@@ -94,11 +94,26 @@ describe("resolveRuntimeOptions", () => {
     [[{ ...echo, name: "" }], "Expected `tools[0].name` to be a non-empty string"],
     [[echo, { ...echo }], 'Two tools are named "echo"'],
     [[{ ...echo, execute: 1 }], 'Expected `tools[0].execute` of tool "echo" to be a function'],
-    [[{ ...echo, parameters: { type: "nonsense" } }], 'The parameters schema of tool "echo" does not compile'],
   ])("rejects invalid tools with TP_ERR_INVALID_TOOL (%#)", (tools, message) => {
     const error = creationError({ tools });
     expect(error.code).toBe("TP_ERR_INVALID_TOOL");
     expect(error.message).toContain(message);
+  });
+
+  it("refuses no tool for its schema's content: pi meets each schema per call", async () => {
+    const runtime = createRuntime({
+      tools: [
+        { ...echo, name: "nonsense", parameters: { type: "nonsense" } },
+        {
+          ...echo,
+          name: "tuple",
+          parameters: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", items: [{ type: "string" }] },
+        },
+        { ...echo, name: "pattern", parameters: { type: "object", properties: { a: { type: "string", pattern: "(" } } } },
+      ],
+    });
+    expect(runtime.agentTools().map((tool) => tool.name)).toEqual(["nonsense", "tuple", "pattern"]);
+    await runtime.close();
   });
 });
 

@@ -38,11 +38,7 @@ export function composeRuntime(input: RuntimeOptions | undefined, events: PoolRo
   const router = new PoolRouter(options, registry, events);
   // After the pools: their threads boot while the schemas compile (the
   // first compile loads TypeBox), which shortens a new runtime's first batch.
-  try {
-    compileToolSchemas(registry, rules.compileSchema);
-  } catch (error) {
-    for (const pool of router.pools) pool.close({ force: true }).catch(() => {});
-    throw error;
-  }
+  // A schema never refuses the runtime (compileToolSchemas never throws).
+  compileToolSchemas(registry, rules.compileSchema);
   return { options, rules, registry, router, caps };
 }
