@@ -16,8 +16,12 @@ const { builtinToolsOptionsSchema } = await import(new URL("builtin-tools.js", d
 const { fleetOptionsSchema } = await import(new URL("contracts/fleet-options.js", dist).href);
 const { serverOptionsSchema } = await import(new URL("server/server-options.js", dist).href);
 
-/** Options data: defaults applied, first error only, strict schemas. */
-const optionsAjv = { useDefaults: true, allErrors: false, strict: true };
+/**
+ * Options data: defaults applied, first error only, strict schemas; verbose,
+ * so that an unknown option's error carries the schema that lists the known
+ * ones (option-checks.ts names the closest).
+ */
+const optionsAjv = { useDefaults: true, allErrors: false, strict: true, verbose: true };
 
 const validators = [
   { name: "runtime-options", ajv: optionsAjv, schema: dataOptionsSchema },
