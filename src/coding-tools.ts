@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { pathToFileURL } from "node:url";
 
 import { describeValue, ToolpoolError } from "./errors.js";
-import { invalidOption, maxTimerMs } from "./option-checks.js";
+import { invalidOption, maxTimerMs, refuseUnknownOptions } from "./option-checks.js";
 import {
   codingToolNames,
   toCodingModuleUrl,
@@ -128,6 +128,26 @@ export interface CodingToolsOptions {
   piSession?: (sessionKey: string | undefined) => PiSessionInfo | undefined;
 }
 
+/** Every option of {@link CodingToolsOptions}, and of its `bash`: a name not here is refused (typed, so that a new option is listed). */
+const codingToolsOptionNames = Object.keys({
+  workspace: true,
+  tools: true,
+  confine: true,
+  bash: true,
+  ioThreads: true,
+  timeoutMs: true,
+  piOptions: true,
+  piOptionsModule: true,
+  piPackage: true,
+  piSession: true,
+} satisfies Record<keyof CodingToolsOptions, true>);
+const bashOptionNames = Object.keys({
+  timeoutMs: true,
+  maxTimeoutMs: true,
+  graceMs: true,
+  keepBackground: true,
+} satisfies Record<keyof NonNullable<CodingToolsOptions["bash"]>, true>);
+
 /** The result cap of pi's coding tools: an image read returns the (resized) image as base64, over a megabyte. */
 const codingMaxResultBytes = 16 * 1024 * 1024;
 
@@ -151,6 +171,7 @@ const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "l
  */
 export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
+  refuseUnknownOptions(options, codingToolsOptionNames);
   const names = options.tools ?? defaultTools;
   if (!Array.isArray(names) || names.length === 0)
     throw invalidOption("tools", `a non-empty array of names out of ${codingToolNames.join(", ")}`, names);
@@ -261,6 +282,7 @@ function resolveBashDeadlines(bash: CodingToolsOptions["bash"]): {
   outputFilesMaxBytes: number;
 } {
   if (bash !== undefined && (typeof bash !== "object" || bash === null)) throw invalidOption("bash", "an object", bash);
+  if (bash !== undefined) refuseUnknownOptions(bash, bashOptionNames, "bash");
   const timeoutMs = bash?.timeoutMs ?? 120_000;
   const maxTimeoutMs = bash?.maxTimeoutMs ?? Math.max(600_000, timeoutMs);
   const graceMs = bash?.graceMs ?? 2_000;

@@ -1,6 +1,5 @@
 /**
- * toolpool's own JSON Schema validators (its option schemas and the JSON
- * Schema draft-07 meta-schema), compiled by ajv at build time
+ * toolpool's own JSON Schema validators (its option schemas), compiled by ajv at build time
  * (scripts/compile-validators.mjs writes them to dist/validators/ as
  * standalone CommonJS) and loaded on first use.
  *
@@ -24,13 +23,7 @@ interface CompiledValidator {
 }
 
 /** The validators the build compiles, by file name in dist/validators/. */
-type CompiledValidatorName =
-  | "runtime-options"
-  | "resource-limits"
-  | "builtin-tools-options"
-  | "fleet-options"
-  | "server-options"
-  | "json-schema-draft-07";
+type CompiledValidatorName = "runtime-options" | "resource-limits" | "builtin-tools-options" | "fleet-options" | "server-options";
 
 const require = createRequire(import.meta.url);
 

@@ -1,7 +1,8 @@
 /**
  * The one home of option checks' parts shared by every options module (the
  * runtime's, the fleet's, the server's, the built-in tools', MCP's): the
- * largest timer Node honours, and the `TP_ERR_INVALID_OPTION` errors.
+ * largest timer Node honours, the `TP_ERR_INVALID_OPTION` errors, and the
+ * refusal of an option that does not exist.
  * A leaf: it imports no options module, so none of them import each other
  * for these.
  *
@@ -9,6 +10,7 @@
  */
 import type { ErrorObject } from "ajv";
 
+import { closestName } from "./closest-name.js";
 import { describeValue, ToolpoolError } from "./errors.js";
 
 /** Node fires a timer set past this many milliseconds after 1 ms instead. */
@@ -26,8 +28,9 @@ export function invalidOptionFromSchema(error: ErrorObject, original: Record<str
   const path = segments.join(".");
   if (error.keyword === "additionalProperties") {
     const extra = (error.params as { additionalProperty: string }).additionalProperty;
-    const name = path ? `${path}.${extra}` : extra;
-    return new ToolpoolError("TP_ERR_INVALID_OPTION", `Unknown ${kind} \`${name}\``);
+    // The validators are compiled `verbose`: the error carries the object schema that lists the known names.
+    const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+    return unknownOption(path, extra, known, kind);
   }
   const expected =
     error.keyword === "enum"
@@ -57,4 +60,32 @@ function describeSchemaExpectation(error: ErrorObject): string {
 /** The `TP_ERR_INVALID_OPTION` error: ``Expected `name` to be EXPECTED, got `value` (type)``. */
 export function invalidOption(name: string, expected: string, received: unknown): ToolpoolError {
   return new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be ${expected}, got ${describeValue(received)}`);
+}
+
+/**
+ * Throws `TP_ERR_INVALID_OPTION` for the first own key of `options` that is
+ * not one of `known`, naming it (under `path`, dotted) and the closest known
+ * name: a misspelt option is never ignored in silence.
+ *
+ * @example
+ * refuseUnknownOptions({ workspace: "/w", confnie: true }, ["workspace", "confine"]);
+ * // throws: Unknown option `confnie`; did you mean `confine`?
+ */
+export function refuseUnknownOptions(options: object, known: readonly string[], path = "", kind = "option"): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw unknownOption(path, key, known, kind);
+  }
+}
+
+/** ``Unknown option `path.name`; did you mean `path.closest`?``, or the known names (of `path`) when none is close. */
+export function unknownOption(path: string, name: string, known: readonly string[], kind = "option"): ToolpoolError {
+  const at = (key: string) => (path ? `${path}.${key}` : key);
+  const closest = closestName(name, known);
+  const hint =
+    closest !== undefined
+      ? `; did you mean \`${at(closest)}\`?`
+      : known.length > 0
+        ? `; known ${kind}s${path ? ` of \`${path}\`` : ""}: ${known.map((key) => `\`${key}\``).join(", ")}`
+        : "";
+  return new ToolpoolError("TP_ERR_INVALID_OPTION", `Unknown ${kind} \`${at(name)}\`${hint}`);
 }

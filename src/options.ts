@@ -6,7 +6,7 @@ import { systemClock, type Clock } from "./clock.js";
 import { compiledValidator } from "./compiled-validators.js";
 import { ToolpoolError } from "./errors.js";
 import { resolveFleetOptions, type FleetOptions, type ResolvedFleetOptions } from "./contracts/fleet-options.js";
-import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "./option-checks.js";
+import { invalidOption, invalidOptionFromSchema, maxTimerMs, refuseUnknownOptions } from "./option-checks.js";
 import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMode } from "./types.js";
 import { findTooSmallResourceLimit } from "./contracts/minimum-resource-limits.js";
 import type { WorkerResourceLimits, WorkerTool } from "./contracts/worker-tool.js";
@@ -241,6 +241,21 @@ export const dataOptionsSchema = {
   },
 } as const;
 
+/** Every option of {@link RuntimeOptions}, by name: a name not here is refused (typed, so that a new option is listed). */
+const runtimeOptionNames = Object.keys({
+  tools: true,
+  pi: true,
+  toolExecution: true,
+  beforeToolCall: true,
+  afterToolCall: true,
+  pool: true,
+  clock: true,
+  tracing: true,
+  fleet: true,
+  maxConcurrency: true,
+  maxConcurrencyPerSession: true,
+} satisfies Record<keyof RuntimeOptions, true>);
+
 /**
  * Validates `createRuntime`'s options once, applies defaults and freezes the
  * result. Never mutates the caller's object. Throws `TP_ERR_INVALID_OPTION`
@@ -251,6 +266,7 @@ export function resolveRuntimeOptions(options: RuntimeOptions | undefined): Reso
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw invalidOption("options", "an object", options);
   }
+  refuseUnknownOptions(options, runtimeOptionNames);
   const {
     tools = [],
     beforeToolCall,

@@ -178,6 +178,8 @@ describe.skipIf(!supportsPi16())("codingTools workspaces and confine (pi 1.6)", 
       [{ workspace: root, bash: { timeoutMs: 5000, maxTimeoutMs: 1000 } }, /`bash.timeoutMs` to be at most bash.maxTimeoutMs \(1000\)/],
       [{ workspace: root, piOptions: { bash: { spawnHook: () => ({}) } } }, /`piOptions.bash.spawnHook` to be plain data/],
       [{ workspace: { root } }, /`workspace` to be a folder, a function/],
+      [{ workspace: root, confnie: true }, /^Unknown option `confnie`; did you mean `confine`\?$/],
+      [{ workspace: root, bash: { timeOutMs: 5000 } }, /^Unknown option `bash.timeOutMs`; did you mean `bash.timeoutMs`\?$/],
     ];
     for (const [options, message] of attempts) {
       let thrown: unknown;

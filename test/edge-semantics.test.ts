@@ -203,12 +203,40 @@ for (const pi of piVersions) {
         expect(await runToolpool(pi, [piTool], calls)).toEqual(expected);
       });
 
-      it("still refuses a schema malformed under its own draft, naming the tool and the fault", () => {
-        const parameters = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", prefixItems: 3 };
-        expect(() => createRuntime({ pi, tools: [inlineTool("broken", () => undefined, parameters)] })).toThrow(
-          /The parameters schema of tool "broken" does not compile: data\/prefixItems must be array/,
-        );
-      });
+      // Malformed under the draft they name, yet pi registers each tool and
+      // runs its calls: validated as pi's library reads them, or (a pattern
+      // no RegExp takes) each call pi's error result with the compile error.
+      const malformedSchemas: [string, JsonSchema][] = [
+        [
+          "2020-12 with a tuple `items` array",
+          {
+            $schema: "https://json-schema.org/draft/2020-12/schema",
+            type: "object",
+            properties: { items: { type: "array", items: [{ type: "string" }, { type: "number" }] } },
+          },
+        ],
+        ["draft-07 with `prefixItems`", { type: "object", properties: { items: { type: "array", prefixItems: [{ type: "string" }] } } }],
+        [
+          "a keyword of the wrong type",
+          { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", prefixItems: 3, required: "items" },
+        ],
+        ["a pattern that does not compile", { type: "object", properties: { items: { type: "string", pattern: "(" } } }],
+      ];
+      for (const [what, schema] of malformedSchemas) {
+        it(`runs each call of a schema malformed under its draft (${what}) as pi does, inline and in a worker`, async () => {
+          const calls: CallSpec[] = [
+            { name: "work", arguments: { items: ["a", "1"] } },
+            { name: "work", arguments: { items: ["a", "b"] } },
+            { name: "work", arguments: {} },
+          ];
+          // Sequential: the end events of calls on threads come in completion order.
+          const options = { toolExecution: "sequential" } as const;
+          const expected = await runPi(pi, [inlineTool("work", (args) => edge.echoArguments(args), schema)], calls, options);
+          expect((expected as Trace).messages).toHaveLength(3);
+          expect(await runToolpool(pi, [inlineTool("work", (args) => edge.echoArguments(args), schema)], calls, options)).toEqual(expected);
+          expect(await runToolpool(pi, [edgeWorkerTool("work", "echoArguments", schema)], calls, options)).toEqual(expected);
+        });
+      }
     });
 
     describe("execute returning a plain value (no promise)", () => {

@@ -34,7 +34,11 @@ describe("fleet options", () => {
     [{ redis: "http://x" }, 'Expected `fleet.redis` to be a redis:// or rediss:// URL, got `"http://x"` (string)'],
     [{ redis: "redis://x", remote: "some" }, 'Expected `fleet.remote` to be "all" or a list of distinct worker tool names, got `"some"` (string)'],
     [{ redis: "redis://x", lockDurationMs: 10 }, "Expected `fleet.lockDurationMs` to be a number >= 100, got `10` (number)"],
-    [{ redis: "redis://x", surprise: 1 }, "Unknown option `fleet.surprise`"],
+    [
+      { redis: "redis://x", surprise: 1 },
+      "Unknown option `fleet.surprise`; known options of `fleet`: `redis`, `remote`, `lockDurationMs`, `stalledIntervalMs`, `maxOutstanding`, `redisTimeoutMs`, `noNodeGraceMs`, `abortSlackMs`, `nodeLossRetries`, `prefix`",
+    ],
+    [{ redis: "redis://x", prefx: "q" }, "Unknown option `fleet.prefx`; did you mean `fleet.prefix`?"],
     [{ redis: "redis://x", remote: ["nope"] }, 'Expected `fleet.remote` to name worker tools of the runtime, got "nope"'],
   ])("rejects %j with TP_ERR_INVALID_OPTION", (fleet, message) => {
     expect(() => createRuntime({ tools: [tool], fleet: fleet as never })).toThrow(

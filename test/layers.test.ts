@@ -12,7 +12,17 @@ import { describe, expect, it } from "vitest";
 
 /** The rooms of src/, each a list of folders (ending in "/") and files; a file belongs to the room of its longest match. */
 const roomPaths = {
-  base: ["errors.ts", "types.ts", "clock.ts", "deferred.ts", "cap-gate.ts", "option-checks.ts", "compiled-validators.ts", "optional-packages.ts"],
+  base: [
+    "errors.ts",
+    "types.ts",
+    "clock.ts",
+    "deferred.ts",
+    "cap-gate.ts",
+    "option-checks.ts",
+    "closest-name.ts",
+    "compiled-validators.ts",
+    "optional-packages.ts",
+  ],
   tools: ["tools/"],
   contracts: ["contracts/"],
   options: ["options.ts"],

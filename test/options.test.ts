@@ -53,7 +53,19 @@ describe("resolveRuntimeOptions", () => {
     [{ pool: { maxThreads: 1.5 } }, "Expected `pool.maxThreads` to be an integer, got `1.5` (number)"],
     [{ pool: { maxThreads: 2, minThreads: 3 } }, "Expected `pool.minThreads` to be an integer <= pool.maxThreads (2), got `3` (number)"],
     [{ toolExecution: "fast" }, 'Expected `toolExecution` to be one of "parallel", "sequential", got `"fast"` (string)'],
-    [{ pool: { threads: 4 } }, "Unknown option `pool.threads`"],
+    [{ pool: { threads: 4 } }, "Unknown option `pool.threads`; did you mean `pool.maxThreads`?"],
+    [{ tools: [], pol: {} }, "Unknown option `pol`; did you mean `pool`?"],
+    [{ toolExecutoin: "parallel" }, "Unknown option `toolExecutoin`; did you mean `toolExecution`?"],
+    [{ pool: { maxThread: 2 } }, "Unknown option `pool.maxThread`; did you mean `pool.maxThreads`?"],
+    [
+      { pool: { resourceLimits: { stackSize: 4 } } },
+      "Unknown option `pool.resourceLimits.stackSize`; did you mean `pool.resourceLimits.stackSizeMb`?",
+    ],
+    [{ fleet: { redis: "redis://localhost", remot: "all" } }, "Unknown option `fleet.remot`; did you mean `fleet.remote`?"],
+    [
+      { verbose: true },
+      "Unknown option `verbose`; known options: `tools`, `pi`, `toolExecution`, `beforeToolCall`, `afterToolCall`, `pool`, `clock`, `tracing`, `fleet`, `maxConcurrency`, `maxConcurrencyPerSession`",
+    ],
     [{ pool: { minThreads: 0 } }, "Expected `pool.minThreads` to be a number >= 1, got `0` (number)"],
     [{ pool: { abortGraceMs: 2 ** 31 } }, "Expected `pool.abortGraceMs` to be a number <= 2147483647, got `2147483648` (number)"],
     [{ pool: { env: { A: 1 } } }, "Expected `pool.env.A` to be a string, got `1` (number)"],
@@ -94,11 +106,26 @@ describe("resolveRuntimeOptions", () => {
     [[{ ...echo, name: "" }], "Expected `tools[0].name` to be a non-empty string"],
     [[echo, { ...echo }], 'Two tools are named "echo"'],
     [[{ ...echo, execute: 1 }], 'Expected `tools[0].execute` of tool "echo" to be a function'],
-    [[{ ...echo, parameters: { type: "nonsense" } }], 'The parameters schema of tool "echo" does not compile'],
   ])("rejects invalid tools with TP_ERR_INVALID_TOOL (%#)", (tools, message) => {
     const error = creationError({ tools });
     expect(error.code).toBe("TP_ERR_INVALID_TOOL");
     expect(error.message).toContain(message);
+  });
+
+  it("refuses no tool for its schema's content: pi meets each schema per call", async () => {
+    const runtime = createRuntime({
+      tools: [
+        { ...echo, name: "nonsense", parameters: { type: "nonsense" } },
+        {
+          ...echo,
+          name: "tuple",
+          parameters: { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", items: [{ type: "string" }] },
+        },
+        { ...echo, name: "pattern", parameters: { type: "object", properties: { a: { type: "string", pattern: "(" } } } },
+      ],
+    });
+    expect(runtime.agentTools().map((tool) => tool.name)).toEqual(["nonsense", "tuple", "pattern"]);
+    await runtime.close();
   });
 });
 

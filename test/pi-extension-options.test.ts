@@ -92,6 +92,8 @@ describe("resolvePiExtensionOptions", () => {
     [{}, { toolpool: { bashTimeoutMs: "5s" } }, "Expected the `toolpool.bashTimeoutMs` setting to be an integer"],
     [{}, { toolpool: { confine: "yes" } }, 'Expected the `toolpool.confine` setting to be a boolean, got `"yes"` (string)'],
     [{}, { toolpool: { keepBackground: 1 } }, "Expected the `toolpool.keepBackground` setting to be a boolean, got `1` (number)"],
+    [{}, { toolpool: { confnie: true } }, "Unknown setting `toolpool.confnie`; did you mean `toolpool.confine`?"],
+    [{ "toolpool-confine": true }, { toolpool: { thread: 4 } }, "Unknown setting `toolpool.thread`; did you mean `toolpool.threads`?"],
   ] as const)("names what is wrong: %j %j", (flagValues, settings, message) => {
     expect(() => resolvePiExtensionOptions(flags(flagValues), settings)).toThrow(
       expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message: expect.stringContaining(message) }),

@@ -146,6 +146,19 @@ describe("toolpool serve", () => {
     expect(stderr).toBe('toolpool: Expected `pi` to be one of "0.73", "1.6", got `1.6` (number)\n');
   });
 
+  it("refuses a config file's unknown setting, top-level or nested, naming it and the closest known one, before listening", async () => {
+    const misspelt = await serveUntilExit(["--port", "0", "--config", `${FIXTURES}/misspelt-config.json`]);
+    expect(misspelt.code).toBe(2);
+    expect(misspelt.stdout).toBe("");
+    expect(misspelt.stderr).toMatch(
+      /^toolpool: invalid config file .*misspelt-config\.json: unknown setting "toolExecutoin"; did you mean "toolExecution"\?\n$/,
+    );
+    const nested = await serveUntilExit(["--port", "0", "--config", `${FIXTURES}/misspelt-pool-config.json`]);
+    expect(nested.code).toBe(2);
+    expect(nested.stdout).toBe("");
+    expect(nested.stderr).toBe("toolpool: Unknown option `pool.maxQueu`; did you mean `pool.maxQueue`?\n");
+  });
+
   it.skipIf(supportsPi16())("on a Node older than 22.19, refuses a config file asking for 1.6 with exit 2, naming the Node it needs", async () => {
     const { code, stdout, stderr } = await serveUntilExit(["--port", "0", "--config", `${FIXTURES}/pi16-config.json`]);
     expect(code).toBe(2);

@@ -70,4 +70,9 @@ describe("resolveServerOptions", () => {
       /^Expected `allowedOrigins` to be an? array/,
     );
   });
+
+  it("refuses an unknown option, naming it and the closest known one", () => {
+    expect(messageOf(() => resolveServerOptions({ maxBody: 5 } as never))).toBe("Unknown server option `maxBody`; did you mean `maxBodyBytes`?");
+    expect(messageOf(() => resolveServerOptions({ tokne: "t" } as never))).toBe("Unknown server option `tokne`; did you mean `token`?");
+  });
 });

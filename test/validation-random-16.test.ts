@@ -8,7 +8,8 @@ import { supportsPi16 } from "toolpool";
 import { isIdentityOnValid16, isPlainData } from "./support/internals.js";
 import { freeSchema, smallJson } from "./support/arbitrary-json-schemas.js";
 import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
-import { checkToolSchema, schemaDraft, withDraft } from "./support/schema-drafts.js";
+import { schemaDraft, withDraft } from "./support/schema-drafts.js";
+import { malform, malformedAt } from "./support/malformed-schemas.js";
 import { compileArgumentValidator16, validateWithPi16, validateWithToolpool16 } from "./support/validation-oracle-16.js";
 import { countOutcome, expectEveryOutcomeReached, printValue } from "./support/validation-outcome.js";
 import { expectBoundedErrorLines, hasErrorLinesPastBound } from "./support/error-lines.js";
@@ -16,7 +17,8 @@ import { expectBoundedErrorLines, hasErrorLinesPastBound } from "./support/error
 /**
  * The randomized validation differential for pi 1.6: generated tool schemas
  * (plain JSON and TypeBox-built, with the shapes pi-schema's coercion and
- * JSON Schema 2020-12 reach: see arbitrary-schemas.ts) × generated arguments
+ * JSON Schema 2020-12 reach: see arbitrary-schemas.ts; some plain ones
+ * malformed under the draft they name: see malformed-schemas.ts) × generated arguments
  * (and now and then an `argumentsError`), each through pi-ai 1.6.0's
  * `validateToolArguments` and toolpool's: the validated arguments or the
  * full error text must be the same. Where the fast path may apply, the
@@ -44,6 +46,7 @@ const generatedCase = fc.boolean().chain((isPlain) =>
     fc.record({
       isPlain: fc.constant(isPlain),
       draft: schemaDraft,
+      malformed: malformedAt,
       node: fc.constant(node),
       calls: fc.array(fc.tuple(argumentsFor(node, "1.6"), argumentsError), { minLength: argumentsPerSchema, maxLength: argumentsPerSchema }),
     }),
@@ -73,6 +76,8 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
       typebox: 0,
       /** Plain schemas naming a draft in `$schema`. */
       drafted: 0,
+      /** Plain schemas malformed under their draft (malformed-schemas.ts). */
+      malformed: 0,
       valid: 0,
       coerced: 0,
       errors: 0,
@@ -86,10 +91,9 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
       fastValid: 0,
     };
     fc.assert(
-      fc.property(generatedCase, ({ isPlain, draft, node, calls }) => {
-        const schema = isPlain ? withDraft(toPlainSchema(node), draft) : toTypeBoxSchema(node);
-        // What createRuntime checks first: every schema pi validates with, whatever draft it names, is accepted.
-        expect(() => checkToolSchema(schema as Record<string, unknown>)).not.toThrow();
+      fc.property(generatedCase, ({ isPlain, draft, malformed, node, calls }) => {
+        const plain = isPlain ? withDraft(toPlainSchema(node), draft) : undefined;
+        const schema = plain === undefined ? toTypeBoxSchema(node) : malformed === undefined ? plain : malform(plain, malformed);
         const context = { schema: JSON.stringify(schema) };
         for (const [args, error] of calls) {
           if (echoLength(args) >= echoLimit) {
@@ -112,12 +116,14 @@ describe.skipIf(!supportsPi16())("validateToolArguments16, randomized against pi
           countOutcome(tally, pi, args);
           tally[isPlain ? "plain" : "typebox"]++;
           if (isPlain && draft !== undefined) tally.drafted++;
+          if (plain !== undefined && malformed !== undefined) tally.malformed++;
         }
       }),
       { seed, numRuns: Math.ceil(caseCount / argumentsPerSchema) },
     );
     console.info(`pi 1.6 validation differential (seed ${seed}):`, tally);
     expectEveryOutcomeReached(tally, caseCount);
+    expect(tally.malformed).toBeGreaterThan(tally.plain * 0.1);
     expect(tally.argumentsErrors).toBeGreaterThan(tally.cases * 0.005);
     expect(tally.fastSchemas).toBeGreaterThan(tally.cases * 0.2);
     expect(tally.fastSchemas).toBeLessThan(tally.cases * 0.9);
@@ -168,7 +174,13 @@ describe.skipIf(!supportsPi16())("validateToolArguments16 on free-form schemas, 
  * pi-schema's coercion returns that copy as it is.
  */
 function isFastCase(schema: object, args: unknown): boolean {
-  const validator = compileArgumentValidator16(schema as Record<string, unknown>);
+  let validator: ReturnType<typeof compileArgumentValidator16>;
+  try {
+    validator = compileArgumentValidator16(schema as Record<string, unknown>);
+  } catch {
+    // A schema pi-schema cannot compile: each call is its compile error, no fast path.
+    return false;
+  }
   let copy: unknown;
   try {
     copy = structuredClone(args);

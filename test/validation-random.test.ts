@@ -4,14 +4,16 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
 import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
-import { checkToolSchema, schemaDraft, withDraft } from "./support/schema-drafts.js";
+import { schemaDraft, withDraft } from "./support/schema-drafts.js";
+import { malform, malformedAt } from "./support/malformed-schemas.js";
 import { validateWithPi, validateWithToolpool } from "./support/validation-oracle.js";
 import { countOutcome, expectEveryOutcomeReached } from "./support/validation-outcome.js";
 import { expectBoundedErrorLines, hasErrorLinesPastBound } from "./support/error-lines.js";
 
 /**
- * The randomized validation differential: generated tool schemas (plain JSON
- * and TypeBox-built) × generated arguments, each through pi-ai 0.73.1's
+ * The randomized validation differential: generated tool schemas (plain JSON,
+ * some malformed under the draft they name: see malformed-schemas.ts, and
+ * TypeBox-built) × generated arguments, each through pi-ai 0.73.1's
  * `validateToolArguments` and toolpool's (the copying path and the lean path
  * of an unobserved worker call): the validated arguments or the full error
  * text must be the same. `RANDOM_SEED` and `RANDOM_VALIDATION_CASES` change the
@@ -30,6 +32,7 @@ const generatedCase = fc.boolean().chain((isPlain) =>
     fc.record({
       isPlain: fc.constant(isPlain),
       draft: schemaDraft,
+      malformed: malformedAt,
       node: fc.constant(node),
       argumentLists: fc.array(argumentsFor(node), { minLength: argumentsPerSchema, maxLength: argumentsPerSchema }),
     }),
@@ -39,12 +42,23 @@ const generatedCase = fc.boolean().chain((isPlain) =>
 describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
   // About 4 s alone on 2 cores; the limit is for a machine busy with other suites.
   it(`gives pi's outcome for ${caseCount} generated schema × arguments cases (seed ${seed})`, { timeout: 300_000 }, () => {
-    const tally = { cases: 0, plain: 0, typebox: 0, drafted: 0, valid: 0, coerced: 0, errors: 0, thrown: 0, echoSkipped: 0, linesBounded: 0 };
+    const tally = {
+      cases: 0,
+      plain: 0,
+      typebox: 0,
+      drafted: 0,
+      malformed: 0,
+      valid: 0,
+      coerced: 0,
+      errors: 0,
+      thrown: 0,
+      echoSkipped: 0,
+      linesBounded: 0,
+    };
     fc.assert(
-      fc.property(generatedCase, ({ isPlain, draft, node, argumentLists }) => {
-        const schema = isPlain ? withDraft(toPlainSchema(node), draft) : toTypeBoxSchema(node);
-        // What createRuntime checks first: every schema pi validates with, whatever draft it names, is accepted.
-        expect(() => checkToolSchema(schema as Record<string, unknown>)).not.toThrow();
+      fc.property(generatedCase, ({ isPlain, draft, malformed, node, argumentLists }) => {
+        const plain = isPlain ? withDraft(toPlainSchema(node), draft) : undefined;
+        const schema = plain === undefined ? toTypeBoxSchema(node) : malformed === undefined ? plain : malform(plain, malformed);
         for (const args of argumentLists) {
           if ((JSON.stringify(args, null, 2)?.length ?? 0) >= echoLimit) {
             tally.echoSkipped++;
@@ -63,11 +77,13 @@ describe("validateToolArguments, randomized against pi-ai 0.73.1", () => {
           countOutcome(tally, pi, args);
           tally[isPlain ? "plain" : "typebox"]++;
           if (isPlain && draft !== undefined) tally.drafted++;
+          if (plain !== undefined && malformed !== undefined) tally.malformed++;
         }
       }),
       { seed, numRuns: Math.ceil(caseCount / argumentsPerSchema) },
     );
     console.info(`validation differential (seed ${seed}):`, tally);
     expectEveryOutcomeReached(tally, caseCount);
+    expect(tally.malformed).toBeGreaterThan(tally.plain * 0.1);
   });
 });

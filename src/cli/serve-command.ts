@@ -30,6 +30,7 @@ import {
   type ConnectionCliOptions,
   type RuntimeCliOptions,
 } from "./cli-options.js";
+import { closestName } from "../closest-name.js";
 import { describeThrown } from "../errors.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { inputErrors, UsageError } from "./usage-error.js";
@@ -242,6 +243,12 @@ async function resolveServerCliOptions(options: ServeCliOptions, config: ServeCo
   return Object.fromEntries(Object.entries(picked).filter(([, value]) => value !== undefined)) as ServerOptions;
 }
 
+/** A config file's unknown setting, named with the closest known one. */
+function unknownSetting(name: string): string {
+  const closest = closestName(name, Object.keys(configSchema.properties));
+  return `unknown setting "${name}"${closest === undefined ? "" : `; did you mean "${closest}"?`}`;
+}
+
 /** Reads and checks a `--config` file; its module paths become absolute. */
 async function loadServeConfig(path: string): Promise<ServeConfig> {
   let json: unknown;
@@ -256,7 +263,7 @@ async function loadServeConfig(path: string): Promise<ServeConfig> {
   if (!validateConfig(json)) {
     const problems = (validateConfig.errors as ErrorObject[]).map((error) =>
       error.keyword === "additionalProperties"
-        ? `unknown setting "${(error.params as { additionalProperty: string }).additionalProperty}"`
+        ? unknownSetting((error.params as { additionalProperty: string }).additionalProperty)
         : `${error.instancePath.slice(1) || "the file"} ${error.message ?? "is invalid"}`,
     );
     throw new UsageError(`invalid config file ${path}: ${problems.join("; ")}`);

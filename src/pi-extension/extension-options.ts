@@ -13,6 +13,7 @@
 import { availableParallelism } from "node:os";
 
 import { describeValue, ToolpoolError } from "../errors.js";
+import { refuseUnknownOptions } from "../option-checks.js";
 
 /** The extension's options, resolved. */
 interface PiExtensionOptions {
@@ -73,6 +74,9 @@ const maxThreads = 256;
 /** The longest deadline, in milliseconds (Node's timers hold at most 2^31 - 1). */
 const maxDeadlineMs = 2_147_483_647;
 
+/** The keys of the `toolpool` setting, each read below: any other is refused, naming the closest. */
+const extensionSettingNames = ["threads", "ioThreads", "bashTimeoutMs", "bashMaxTimeoutMs", "confine", "keepBackground"] as const;
+
 /**
  * The extension's options: each flag over the `toolpool` key of pi's
  * settings, over the defaults. Throws `TP_ERR_INVALID_OPTION` naming the
@@ -83,6 +87,7 @@ export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => Fla
   const own = piSettings.toolpool;
   if (own !== undefined && !isRecord(own)) throw invalid("the `toolpool` setting", "an object", own);
   const toolpool = own ?? {};
+  refuseUnknownOptions(toolpool, extensionSettingNames, "toolpool", "setting");
 
   const threads =
     integerFlag(flag("toolpool-threads"), "--toolpool-threads", 1, maxThreads) ??

@@ -47,12 +47,8 @@ export function composeRuntime(input: RuntimeOptions | undefined, events: PoolRo
   const router = new PoolRouter(options, registry, events);
   // After the pools: their threads boot while the schemas compile (the
   // first compile loads TypeBox), which shortens a new runtime's first batch.
-  try {
-    compileToolSchemas(registry, rules.compileSchema);
-  } catch (error) {
-    for (const pool of router.pools) pool.close({ force: true }).catch(() => {});
-    throw error;
-  }
+  // A schema never refuses the runtime (compileToolSchemas never throws).
+  compileToolSchemas(registry, rules.compileSchema);
   // Last: nothing below can fail, so nothing opened needs closing on a throw.
   const releases = [...new Set(needs.map((need) => need.openForRuntime))].flatMap((open) => (open === undefined ? [] : [open()]));
   return { options, rules, registry, router, caps, releases };

@@ -12,11 +12,11 @@ export const builtIndexUrl = new URL("../../dist/index.js", import.meta.url);
 /** The built coding tools' folder: tests import their modules at run time, as a worker thread does. */
 export const builtCodingToolsUrl = new URL("../../dist/tools/coding/", import.meta.url);
 
+export { closestName } from "../../dist/closest-name.js";
 export { systemClock } from "../../dist/clock.js";
 export { maxErrorLinesBytes } from "../../dist/coordinator/validation/error-lines.js";
 export { isIdentityOnValid16, isPlainData } from "../../dist/coordinator/validation/pi-1.6/identity-on-valid-16.js";
 export { formatReceivedArguments, maxReceivedArgumentsBytes, truncationMark } from "../../dist/coordinator/validation/received-arguments.js";
-export { compileToolSchemas } from "../../dist/coordinator/tool-registry.js";
 export { compileArgumentValidator16, validateToolArguments16 } from "../../dist/coordinator/validation/pi-1.6/validate-arguments-16.js";
 export { validateToolArguments } from "../../dist/coordinator/validation/pi-0.73/validate-arguments.js";
 export { formatValidationPath16 } from "../../dist/coordinator/validation/pi-1.6/validation-message-16.js";

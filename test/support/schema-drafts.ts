@@ -1,7 +1,5 @@
 import fc from "fast-check";
 
-import { compileToolSchemas } from "./internals.js";
-
 /**
  * `$schema` addresses tool schemas carry in the wild (MCP servers,
  * zod-to-json-schema, hand-written ones): every draft with and without the
@@ -30,10 +28,4 @@ export const schemaDraft: fc.Arbitrary<string | undefined> = fc.oneof(
 /** The schema naming `draft` as its `$schema` (first, as generators write it), or as it is. */
 export function withDraft(schema: Record<string, unknown>, draft: string | undefined): Record<string, unknown> {
   return draft === undefined ? schema : { $schema: draft, ...schema };
-}
-
-/** Throws what `createRuntime` would throw for a tool with this schema (its meta-schema check), before any validation. */
-export function checkToolSchema(schema: Record<string, unknown>): void {
-  const registry = new Map([["generated", { kind: "inline", tool: { name: "generated", parameters: schema } }]]);
-  compileToolSchemas(registry as never, () => {});
 }

@@ -30,6 +30,21 @@ export function compileArgumentValidator(schema: JsonSchema): Validator {
   return validator;
 }
 
+/**
+ * The schema's validator; for a schema TypeBox cannot compile, throws what
+ * pi's validation throws first: pi clones and converts the arguments before
+ * it compiles, so an error of `Value.Convert` on that schema comes first,
+ * else the compile error. pi keeps no failed compile: each call meets it.
+ */
+function compileOrFailAsPi(schema: JsonSchema, rawArguments: unknown): Validator {
+  try {
+    return compileArgumentValidator(schema);
+  } catch (compileError) {
+    loadTypebox().Value.Convert(schema as never, structuredClone(rawArguments));
+    throw compileError;
+  }
+}
+
 /** The union step's check of one member: its own cached validator, nothing when it does not compile. */
 const checkSubSchema: SubSchemaCheck = (schema, value) => {
   let validator: Validator;
@@ -53,7 +68,7 @@ const identityOnValid = new WeakMap<object, boolean>();
  * "NAME":`, one line per TypeBox error, then the arguments received.
  */
 export function validateToolArguments(toolName: string, schema: JsonSchema, rawArguments: unknown, mayReturnInput = false): unknown {
-  const validator = compileArgumentValidator(schema);
+  const validator = compileOrFailAsPi(schema, rawArguments);
   // Most calls are valid as sent: on most schemas pi's pipeline then returns
   // a plain copy of them, which a check and a copy give for less.
   if (isIdentityOnValid(schema) && validator.Check(rawArguments)) return mayReturnInput ? rawArguments : structuredClone(rawArguments);
