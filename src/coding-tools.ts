@@ -146,6 +146,7 @@ const bashOptionNames = Object.keys({
   maxTimeoutMs: true,
   graceMs: true,
   keepBackground: true,
+  outputFilesMaxBytes: true,
 } satisfies Record<keyof NonNullable<CodingToolsOptions["bash"]>, true>);
 
 /** The result cap of pi's coding tools: an image read returns the (resized) image as base64, over a megabyte. */
