@@ -76,6 +76,16 @@ export interface CodingToolsOptions {
    */
   ioThreads?: number;
   /**
+   * Most threads of `toolpool:coding-io` one session (a batch's `sessionKey`)
+   * holds at once: its other bash, grep, find and ls calls wait while other
+   * sessions' calls take the free threads, so that one session's long bash
+   * calls cannot keep every other session's waiting. `toolpool serve` and
+   * `toolpool mcp` set half of `ioThreads` (`--coding-threads-per-session`);
+   * a runtime of one session wants every thread, hence no cap here.
+   * @default undefined (the runtime's `pool.maxRunningPerSession`: no cap unless it sets one)
+   */
+  ioThreadsPerSession?: number;
+  /**
    * A time limit for calls of the other tools (read, edit, …), in
    * milliseconds: past it the worker is terminated (`TP_ERR_TIMEOUT`).
    * @default undefined (none)
@@ -147,8 +157,11 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const confine = options.confine ?? false;
   if (typeof confine !== "boolean") throw invalidOption("confine", "a boolean", confine);
   const bash = resolveBashDeadlines(options.bash);
-  const ioThreads = options.ioThreads ?? Math.min(64, Math.max(4, 2 * availableParallelism()));
+  const ioThreads = options.ioThreads ?? defaultIoThreads();
   if (!(Number.isInteger(ioThreads) && ioThreads >= 1 && ioThreads <= 1024)) throw invalidOption("ioThreads", "an integer from 1 to 1024", ioThreads);
+  const ioThreadsPerSession = options.ioThreadsPerSession;
+  if (ioThreadsPerSession !== undefined && !(Number.isInteger(ioThreadsPerSession) && ioThreadsPerSession >= 1 && ioThreadsPerSession <= 1024))
+    throw invalidOption("ioThreadsPerSession", "an integer from 1 to 1024", ioThreadsPerSession);
   if (options.timeoutMs !== undefined && !isTimer(options.timeoutMs))
     throw invalidOption("timeoutMs", `an integer from 1 to ${maxTimerMs}`, options.timeoutMs);
   const piOptions = plainData(options.piOptions ?? {}, "piOptions");
@@ -199,9 +212,22 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
       context: ({ sessionKey }) => contextWithSession(contextOf(sessionKey), piSession?.(sessionKey)),
       // pi's read returns an image as base64 (a 1,500 × 1,700 screenshot: 1.4 MB), past the pool's default 1 MiB.
       maxResultBytes: codingMaxResultBytes,
-      ...(ioTools.has(name) ? { pool: { name: "toolpool:coding-io", maxThreads: ioThreads } } : {}),
+      ...(ioTools.has(name)
+        ? {
+            pool: {
+              name: "toolpool:coding-io",
+              maxThreads: ioThreads,
+              ...(ioThreadsPerSession === undefined ? {} : { maxRunningPerSession: ioThreadsPerSession }),
+            },
+          }
+        : {}),
     });
   });
+}
+
+/** `ioThreads`' default: twice the machine's cores, at least 4 and at most 64. */
+export function defaultIoThreads(): number {
+  return Math.min(64, Math.max(4, 2 * availableParallelism()));
 }
 
 /**
