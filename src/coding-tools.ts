@@ -90,6 +90,16 @@ export interface CodingToolsOptions {
    */
   ioThreads?: number;
   /**
+   * Most threads of `toolpool:coding-io` one session (a batch's `sessionKey`)
+   * holds at once: its other bash, grep, find and ls calls wait while other
+   * sessions' calls take the free threads, so that one session's long bash
+   * calls cannot keep every other session's waiting. `toolpool serve` and
+   * `toolpool mcp` set half of `ioThreads` (`--coding-threads-per-session`);
+   * a runtime of one session wants every thread, hence no cap here.
+   * @default undefined (the runtime's `pool.maxRunningPerSession`: no cap unless it sets one)
+   */
+  ioThreadsPerSession?: number;
+  /**
    * A time limit for calls of the other tools (read, edit, …), in
    * milliseconds: past it the worker is terminated (`TP_ERR_TIMEOUT`).
    * @default undefined (none)
@@ -135,6 +145,7 @@ const codingToolsOptionNames = Object.keys({
   confine: true,
   bash: true,
   ioThreads: true,
+  ioThreadsPerSession: true,
   timeoutMs: true,
   piOptions: true,
   piOptionsModule: true,
@@ -183,8 +194,11 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const confine = options.confine ?? false;
   if (typeof confine !== "boolean") throw invalidOption("confine", "a boolean", confine);
   const bash = resolveBashDeadlines(options.bash);
-  const ioThreads = options.ioThreads ?? Math.min(64, Math.max(4, 2 * availableParallelism()));
+  const ioThreads = options.ioThreads ?? defaultIoThreads();
   if (!(Number.isInteger(ioThreads) && ioThreads >= 1 && ioThreads <= 1024)) throw invalidOption("ioThreads", "an integer from 1 to 1024", ioThreads);
+  const ioThreadsPerSession = options.ioThreadsPerSession;
+  if (ioThreadsPerSession !== undefined && !(Number.isInteger(ioThreadsPerSession) && ioThreadsPerSession >= 1 && ioThreadsPerSession <= 1024))
+    throw invalidOption("ioThreadsPerSession", "an integer from 1 to 1024", ioThreadsPerSession);
   if (options.timeoutMs !== undefined && !isTimer(options.timeoutMs))
     throw invalidOption("timeoutMs", `an integer from 1 to ${maxTimerMs}`, options.timeoutMs);
   const piOptions = plainData(options.piOptions ?? {}, "piOptions");
@@ -241,7 +255,15 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
         ),
       // pi's read returns an image as base64 (a 1,500 × 1,700 screenshot: 1.4 MB), past the pool's default 1 MiB.
       maxResultBytes: codingMaxResultBytes,
-      ...(ioTools.has(name) ? { pool: { name: "toolpool:coding-io", maxThreads: ioThreads } } : {}),
+      ...(ioTools.has(name)
+        ? {
+            pool: {
+              name: "toolpool:coding-io",
+              maxThreads: ioThreads,
+              ...(ioThreadsPerSession === undefined ? {} : { maxRunningPerSession: ioThreadsPerSession }),
+            },
+          }
+        : {}),
     });
   });
   declareToolNeeds(tools, outputFolder === undefined ? codingToolNeeds : { ...codingToolNeeds, openForRuntime: outputFolder.openForRuntime });
@@ -267,6 +289,11 @@ export function codingToolsPiMismatch(pi: "0.73" | "1.6"): string | undefined {
 
 /** The tools whose calls learn the session's folder of bash's output files: bash writes there, read may read there. */
 const hasOutputFiles: ReadonlySet<CodingToolName> = new Set(["bash", "read"]);
+
+/** `ioThreads`' default: twice the machine's cores, at least 4 and at most 64. */
+export function defaultIoThreads(): number {
+  return Math.min(64, Math.max(4, 2 * availableParallelism()));
+}
 
 /**
  * How long past a bash call's latest deadline and grace its worker is

@@ -38,13 +38,14 @@ describe.skipIf(!supportsPi16())("serve and mcp --coding-tools (pi 1.6)", () => 
   it("serve: each session's calls run in a folder of its own under --root, confined to it", async () => {
     const root = join(base, "serve");
     mkdirSync(root, { recursive: true });
-    const served = await spawnServe(["--coding-tools", "--root", root, "--threads", "2"], {}, children);
+    const served = await spawnServe(["--coding-tools", "--root", root, "--threads", "2", "--token", "t0k"], {}, children);
     const post = async (session: string | undefined, command: string) => {
       const response = await fetch(`${served.url}/v1/batches`, {
         method: "POST",
         headers: {
           "content-type": "application/json",
           accept: "application/json",
+          authorization: "Bearer t0k",
           ...(session === undefined ? {} : { "x-toolpool-session": session }),
         },
         body: JSON.stringify({ assistantMessage: batch(command) }),
@@ -72,7 +73,7 @@ describe.skipIf(!supportsPi16())("serve and mcp --coding-tools (pi 1.6)", () => 
   it("mcp --http: each MCP session in a folder of its own", async () => {
     const root = join(base, "mcp");
     mkdirSync(root, { recursive: true });
-    const child = spawn(process.execPath, [CLI, "mcp", "--http", "127.0.0.1:0", "--coding-tools", "read,bash,ls", "--root", root], {
+    const child = spawn(process.execPath, [CLI, "mcp", "--http", "127.0.0.1:0", "--coding-tools", "read,bash,ls", "--root", root, "--token", "t0k"], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, TOOLPOOL_TOKEN: "" },
@@ -85,7 +86,7 @@ describe.skipIf(!supportsPi16())("serve and mcp --coding-tools (pi 1.6)", () => 
     const texts: string[] = [];
     for (const name of ["first", "second"]) {
       const client = new Client({ name, version: "1.0.0" });
-      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: "Bearer t0k" } } }));
       const listed = await client.listTools();
       expect(listed.tools.map((tool) => tool.name).sort()).toEqual(["bash", "ls", "read"]);
       const result = (await client.callTool({ name: "bash", arguments: { command: `pwd; echo ${name} > mine.txt` } })) as {

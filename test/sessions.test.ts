@@ -101,6 +101,34 @@ describe("sessions", () => {
     expect(outcome.messages.map((message) => message.isError)).toEqual([false, false, false]);
   });
 
+  it("caps the threads one session holds of a named pool (its maxRunningPerSession), and of that pool only", async () => {
+    gates = new GateController();
+    const pooled = workerTool({
+      name: "pooled",
+      description: "reports its start order",
+      parameters: anyArgs,
+      module: turns,
+      pool: { name: "io", maxThreads: 2, maxRunningPerSession: 1 },
+    });
+    const runtime = open({ tools: [turnTool, pooled], pool: { maxThreads: 2 } });
+    // The shared pool has no cap: session A holds both its threads.
+    const shared = runtime.executeToolCalls(batch(["s1", "turn", { gate: "s1" }], ["s2", "turn", { gate: "s2" }]), { sessionKey: "A" });
+    await gates.whenWaiting("s1");
+    await gates.whenWaiting("s2");
+    const a = runtime.executeToolCalls(batch(["a1", "pooled", { gate: "a1" }], ["a2", "pooled"], ["a3", "pooled"]), { sessionKey: "A" });
+    await gates.whenWaiting("a1");
+    // A thread of "io" is free, but session A holds its one.
+    await untilStats(runtime, (stats) => stats.running === 3 && stats.queued === 2);
+    const b = await runtime.executeToolCalls(batch(["b1", "pooled"]), { sessionKey: "B" });
+    expect(b.messages[0]!.isError).toBe(false);
+    expect(runtime.poolStats).toMatchObject({ running: 3, queued: 2 });
+    gates.open("a1");
+    gates.open("s1");
+    gates.open("s2");
+    const outcomes = await Promise.all([a, shared]);
+    expect(outcomes.flatMap((outcome) => outcome.messages.map((message) => message.isError))).toEqual([false, false, false, false, false]);
+  });
+
   it("keeps the cap on a warm pool, where Piscina places calls without queueing them, and keeps a session's order", async () => {
     gates = new GateController();
     const runtime = open({ tools: [turnTool], pool: { maxThreads: 2, maxRunningPerSession: 1 } });

@@ -92,9 +92,14 @@ describe("workerTool({ pool }): tools that share a pool of their own", () => {
 
   it("refuses a pool without a name, a bad size, or beside resourceLimits (TP_ERR_INVALID_TOOL)", () => {
     const base = { name: "x", description: "", parameters: { type: "object" }, module: barrier };
-    expect(() => workerTool({ ...base, pool: { name: "" } })).toThrow(/`pool` of worker tool "x" to be \{ name, maxThreads\? \}/);
+    expect(() => workerTool({ ...base, pool: { name: "" } })).toThrow(
+      /`pool` of worker tool "x" to be \{ name, maxThreads\?, maxRunningPerSession\? \}/,
+    );
     expect(() => workerTool({ ...base, pool: { name: "io", maxThreads: 0 } })).toThrow(
       /`pool.maxThreads` of worker tool "x" to be an integer from 1 to 1024/,
+    );
+    expect(() => workerTool({ ...base, pool: { name: "io", maxRunningPerSession: 1.5 } })).toThrow(
+      /`pool.maxRunningPerSession` of worker tool "x" to be an integer from 1 to 1024/,
     );
     expect(() => workerTool({ ...base, pool: { name: "io" }, resourceLimits: { maxOldGenerationSizeMb: 64 } })).toThrow(
       /either `resourceLimits` or `pool`/,

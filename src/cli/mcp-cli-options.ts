@@ -6,6 +6,7 @@
  * @module
  */
 import type { ConnectionCliOptions, RuntimeCliOptions } from "./cli-options.js";
+import type { CodingServeCliOptions } from "./coding-tools-serving.js";
 import type { McpLimitCliOptions } from "./mcp-limit-options.js";
 
 /** Where `--http` listens. */
@@ -15,7 +16,7 @@ export interface HttpAddress {
 }
 
 /** The options of `mcp`, as commander hands them over. */
-export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions, RuntimeCliOptions {
+export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions, RuntimeCliOptions, CodingServeCliOptions {
   http?: HttpAddress;
   token?: string;
   tokenFile?: string;

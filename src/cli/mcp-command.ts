@@ -21,6 +21,7 @@ import {
   threadsOption,
   toolsOption,
 } from "./cli-options.js";
+import { codingThreadsPerSessionOption, unsafeNoTokenOption } from "./coding-tools-serving.js";
 import type { HttpAddress, McpCliOptions } from "./mcp-cli-options.js";
 import { mcpLimitOptions } from "./mcp-limit-options.js";
 import { importOptional } from "../optional-packages.js";
@@ -60,6 +61,8 @@ export function addMcpCommand(program: Command): Command {
     .addOption(allowWriteOption())
     .addOption(codingToolsOption())
     .addOption(bashTimeoutOption())
+    .addOption(codingThreadsPerSessionOption())
+    .addOption(unsafeNoTokenOption())
     .addOption(fleetOption())
     .addOption(remoteOption());
   for (const option of mcpLimitOptions()) command.addOption(option);

@@ -40,6 +40,8 @@ interface ToolFlags {
   codingTools?: true | string[] | undefined;
   /** `--bash-timeout`: the coding tools' bash deadline of a call that gives none. */
   bashTimeout?: number | undefined;
+  /** The coding tools' `ioThreadsPerSession` (servers: `--coding-threads-per-session` or its default). */
+  codingThreadsPerSession?: number | undefined;
 }
 
 /** The flags a runtime is made from. */
@@ -67,6 +69,7 @@ export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]
         ...(flags.codingTools === true ? {} : { tools: flags.codingTools as CodingToolName[] }),
         ...(flags.bashTimeout === undefined ? {} : { bash: { timeoutMs: flags.bashTimeout, maxTimeoutMs: Math.max(flags.bashTimeout, 600_000) } }),
         ...(flags.callTimeout === undefined ? {} : { timeoutMs: flags.callTimeout }),
+        ...(flags.codingThreadsPerSession === undefined ? {} : { ioThreadsPerSession: flags.codingThreadsPerSession }),
       }),
     );
     return [...modules, ...coding];

@@ -14,6 +14,15 @@ import { createServer, type PiVersion, type PoolOptions, type ServerOptions, typ
 import { isLoopbackHost, serverOptionsSchema } from "../server/server-options.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import {
+  codingThreadsPerSession,
+  codingThreadsPerSessionOption,
+  describeGeneratedToken,
+  requireCodingRoot,
+  resolveServedToken,
+  unsafeNoTokenOption,
+  type CodingServeCliOptions,
+} from "./coding-tools-serving.js";
+import {
   allowWriteOption,
   bashTimeoutOption,
   codingToolsOption,
@@ -38,7 +47,7 @@ import { inputErrors, UsageError } from "./usage-error.js";
 /** The environment variable that may hold the bearer token. */
 
 /** The options of `serve`, as commander hands them over. */
-interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions {
+interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions, CodingServeCliOptions {
   host?: string;
   port?: number;
   token?: string;
@@ -126,16 +135,19 @@ async function serve(options: ServeCliOptions): Promise<void> {
   const config = options.config === undefined ? {} : await loadServeConfig(options.config);
   // Read first and then removed from the environment, so that no worker
   // thread (they copy the environment when they start) ever sees the token.
-  const serverOptions = await resolveServerCliOptions(options, config);
+  const { serverOptions, isTokenGenerated } = await resolveServerCliOptions(options, config);
   delete process.env[TOKEN_ENV];
+  const root = options.root ?? config.root;
+  requireCodingRoot(options.codingTools, root);
   // The command line wins over the config file.
   const runtime = await runtimeFromFlags(
     {
       tools: options.tools.length > 0 ? options.tools : (config.tools ?? []),
-      root: options.root ?? config.root,
+      root,
       allowWrite: options.allowWrite ?? config.allowWrite,
       codingTools: options.codingTools,
       bashTimeout: options.bashTimeout,
+      codingThreadsPerSession: codingThreadsPerSession(options),
       callTimeout: options.callTimeout ?? config.callTimeoutMs,
       hooks: options.hooks ?? config.hooks,
       threads: options.threads ?? config.threads,
@@ -160,6 +172,7 @@ async function serve(options: ServeCliOptions): Promise<void> {
   try {
     const url = await server.listen();
     process.stdout.write(`listening on ${url}\n`);
+    if (isTokenGenerated) process.stderr.write(describeGeneratedToken("toolpool serve", serverOptions.token!, url, options.codingTools));
     const signal = await signals.first;
     process.stderr.write(`toolpool serve: ${signal}: answering new requests 503, in-flight batches have ${server.options.shutdownGraceMs} ms\n`);
   } finally {
@@ -193,6 +206,8 @@ export function addServeCommand(program: Command): Command {
     .addOption(allowWriteOption())
     .addOption(codingToolsOption())
     .addOption(bashTimeoutOption())
+    .addOption(codingThreadsPerSessionOption())
+    .addOption(unsafeNoTokenOption())
     .addOption(
       new Option("--call-timeout <ms>", "time limit of every worker tool without one of its own (default: 30000 for the built-ins)").argParser(
         parseCallTimeout,
@@ -214,19 +229,25 @@ export function addServeCommand(program: Command): Command {
  * `createServer`'s options. The token comes from `--token`, `--token-file`,
  * `$TOOLPOOL_TOKEN`, the file's `token` or `tokenFile`, in that order; a
  * token no client can send (whitespace, anything beyond visible ASCII) could
- * never authenticate, so it is refused.
+ * never authenticate, so it is refused. With coding tools that run commands
+ * or write, a loopback server without one gets a generated token (see
+ * `resolveServedToken`), `isTokenGenerated` then saying to show it.
  */
-async function resolveServerCliOptions(options: ServeCliOptions, config: ServeConfig): Promise<ServerOptions> {
-  const token = await readBearerToken({
+async function resolveServerCliOptions(
+  options: ServeCliOptions,
+  config: ServeConfig,
+): Promise<{ serverOptions: ServerOptions; isTokenGenerated: boolean }> {
+  const given = await readBearerToken({
     token: options.token,
     tokenFile: options.tokenFile,
     configToken: config.token,
     configTokenFile: config.tokenFile,
   });
   const host = options.host ?? config.host;
-  if (host !== undefined && token === undefined && !isLoopbackHost(host)) {
+  if (host !== undefined && given === undefined && !isLoopbackHost(host)) {
     throw new UsageError(`--host ${host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
   }
+  const { token, isGenerated } = resolveServedToken(given, options);
   // The flags that override a server option of the file.
   const fromFlags: ServerOptions = {
     host,
@@ -240,7 +261,8 @@ async function resolveServerCliOptions(options: ServeCliOptions, config: ServeCo
     ui: options.ui,
   };
   const picked = Object.fromEntries(serverOptionNames.map((name) => [name, name === "token" ? token : (fromFlags[name] ?? config[name])]));
-  return Object.fromEntries(Object.entries(picked).filter(([, value]) => value !== undefined)) as ServerOptions;
+  const serverOptions = Object.fromEntries(Object.entries(picked).filter(([, value]) => value !== undefined)) as ServerOptions;
+  return { serverOptions, isTokenGenerated: isGenerated };
 }
 
 /** A config file's unknown setting, named with the closest known one. */

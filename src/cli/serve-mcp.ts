@@ -23,6 +23,7 @@ import { callGateOptions, checkHttpOnlyLimits, defaultDrainTimeoutMs, sessionLim
 import type { McpCliOptions } from "./mcp-cli-options.js";
 import { readPackageVersion } from "./package-version.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
+import { codingThreadsPerSession, describeGeneratedToken, resolveServedToken } from "./coding-tools-serving.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
@@ -34,13 +35,17 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
   checkHttpOnlyLimits(options, options.http !== undefined);
   const isBuiltin = options.tools.length === 0;
   const allowWrite = options.allowWrite === true;
-  const token = await readBearerToken({ token: options.token, tokenFile: options.tokenFile });
+  const given = await readBearerToken({ token: options.token, tokenFile: options.tokenFile });
   // Read, then removed: no worker thread (they copy the environment) ever sees it.
   delete process.env[TOKEN_ENV];
-  if (options.http !== undefined && token === undefined && !isLoopbackHost(options.http.host)) {
+  if (options.http !== undefined && given === undefined && !isLoopbackHost(options.http.host)) {
     throw new UsageError(`--http ${options.http.host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
   }
-  const runtime: Runtime = await runtimeFromFlags(options);
+  if (options.http === undefined && options.unsafeNoToken === true)
+    throw new UsageError("--unsafe-no-token needs --http: on stdio there is no token");
+  // On stdio the client is the process that started this one: no token to require.
+  const { token, isGenerated } = options.http === undefined ? { token: given, isGenerated: false } : resolveServedToken(given, options);
+  const runtime: Runtime = await runtimeFromFlags({ ...options, codingThreadsPerSession: codingThreadsPerSession(options) });
   const log = (line: string) => void process.stderr.write(`toolpool mcp: ${line}\n`);
   const serverOptions: McpServerOptions = {
     version: readPackageVersion(),
@@ -52,7 +57,7 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
   };
   try {
     if (options.http === undefined) await serveStdio(runtime, serverOptions, options.drainTimeout ?? defaultDrainTimeoutMs);
-    else await serveHttp(runtime, serverOptions, options, token);
+    else await serveHttp(runtime, serverOptions, options, token, isGenerated);
   } finally {
     // The client is gone or the server stopped: results are owed to nobody.
     await runtime.close({ force: true });
@@ -88,7 +93,13 @@ async function serveStdio(runtime: Runtime, serverOptions: McpServerOptions, dra
   await new Promise<void>((resolve) => process.stdout.write("", () => resolve()));
 }
 
-async function serveHttp(runtime: Runtime, serverOptions: McpServerOptions, options: McpCliOptions, token: string | undefined): Promise<void> {
+async function serveHttp(
+  runtime: Runtime,
+  serverOptions: McpServerOptions,
+  options: McpCliOptions,
+  token: string | undefined,
+  isTokenGenerated: boolean,
+): Promise<void> {
   const http = new McpHttpServer(() => createMcpServer(runtime, serverOptions), {
     host: options.http!.host,
     port: options.http!.port,
@@ -107,6 +118,7 @@ async function serveHttp(runtime: Runtime, serverOptions: McpServerOptions, opti
   });
   const url = await http.listen();
   process.stdout.write(`listening on ${url}\n`);
+  if (isTokenGenerated) process.stderr.write(describeGeneratedToken("toolpool mcp", token!, url, options.codingTools));
   await stopped;
   await http.close();
 }

@@ -110,6 +110,15 @@ interface WorkerToolPool {
   readonly name: string;
   /** Its threads. @default the runtime's `pool.maxThreads` */
   readonly maxThreads?: number;
+  /**
+   * Most threads of this pool one session holds at once, as the runtime's
+   * `pool.maxRunningPerSession` does for its shared pool: a session's other
+   * calls of this pool wait while other sessions' calls take its free
+   * threads. Like `maxThreads`, the first definition naming the pool that
+   * gives one sets it.
+   * @default the runtime's `pool.maxRunningPerSession`
+   */
+  readonly maxRunningPerSession?: number;
 }
 
 /** What a worker tool's {@link WorkerToolOptions.context} function learns of a call. */
@@ -221,10 +230,13 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (context !== undefined && typeof context !== "function") throw invalidTool(`Expected \`context\` of ${where} to be a function`, context);
   if (pool !== undefined) {
     if (typeof pool !== "object" || pool === null || typeof pool.name !== "string" || pool.name === "") {
-      throw invalidTool(`Expected \`pool\` of ${where} to be { name, maxThreads? } with a non-empty name`, pool);
+      throw invalidTool(`Expected \`pool\` of ${where} to be { name, maxThreads?, maxRunningPerSession? } with a non-empty name`, pool);
     }
-    if (pool.maxThreads !== undefined && !(Number.isInteger(pool.maxThreads) && pool.maxThreads >= 1 && pool.maxThreads <= 1024)) {
-      throw invalidTool(`Expected \`pool.maxThreads\` of ${where} to be an integer from 1 to 1024`, pool.maxThreads);
+    for (const key of ["maxThreads", "maxRunningPerSession"] as const) {
+      const value = pool[key];
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= 1024)) {
+        throw invalidTool(`Expected \`pool.${key}\` of ${where} to be an integer from 1 to 1024`, value);
+      }
     }
     if (resourceLimits !== undefined) throw invalidTool(`Expected ${where} to have either \`resourceLimits\` or \`pool\`, not both`, pool);
   }
@@ -247,7 +259,13 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     ...(context === undefined ? {} : { context }),
     ...(pool === undefined
       ? {}
-      : { pool: Object.freeze({ name: pool.name, ...(pool.maxThreads === undefined ? {} : { maxThreads: pool.maxThreads }) }) }),
+      : {
+          pool: Object.freeze({
+            name: pool.name,
+            ...(pool.maxThreads === undefined ? {} : { maxThreads: pool.maxThreads }),
+            ...(pool.maxRunningPerSession === undefined ? {} : { maxRunningPerSession: pool.maxRunningPerSession }),
+          }),
+        }),
   };
   return Object.freeze(tool);
 }

@@ -51,11 +51,20 @@ export class PoolRouter {
       if (this.#remoteTools.has(tool)) continue;
       const { resourceLimits, pool } = tool;
       if (pool !== undefined) {
-        // A named pool: tools that name it share it; its size is the first definition's that gives one.
+        // A named pool: tools that name it share it; its size and per-session
+        // cap are those of the first definition that gives each.
         const key = `pool:${pool.name}`;
         if (!this.#pools.has(key)) {
-          const threads = pool.maxThreads ?? options.pool.maxThreads;
-          const poolOptions = Object.freeze({ ...options.pool, maxThreads: threads, minThreads: Math.min(options.pool.minThreads, threads) });
+          const sharing = workerTools.filter((other) => other.pool?.name === pool.name && !this.#remoteTools.has(other));
+          const threads = sharing.find((other) => other.pool?.maxThreads !== undefined)?.pool?.maxThreads ?? options.pool.maxThreads;
+          const perSession =
+            sharing.find((other) => other.pool?.maxRunningPerSession !== undefined)?.pool?.maxRunningPerSession ?? options.pool.maxRunningPerSession;
+          const poolOptions = Object.freeze({
+            ...options.pool,
+            maxThreads: threads,
+            minThreads: Math.min(options.pool.minThreads, threads),
+            maxRunningPerSession: perSession,
+          });
           this.#pools.set(key, new WorkerPool(poolOptions, options.clock, events.onPoolError));
         }
         this.#namedPools.set(tool, key);

@@ -14,6 +14,7 @@ export const builtCodingToolsUrl = new URL("../../dist/tools/coding/", import.me
 
 export { closestName } from "../../dist/closest-name.js";
 export { systemClock } from "../../dist/clock.js";
+export { defaultIoThreads } from "../../dist/coding-tools.js";
 export { maxErrorLinesBytes } from "../../dist/coordinator/validation/error-lines.js";
 export { isIdentityOnValid16, isPlainData } from "../../dist/coordinator/validation/pi-1.6/identity-on-valid-16.js";
 export { formatReceivedArguments, maxReceivedArgumentsBytes, truncationMark } from "../../dist/coordinator/validation/received-arguments.js";
