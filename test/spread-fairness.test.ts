@@ -198,25 +198,43 @@ describe("a grep whose pattern backtracks for ever, and a light session on a 2-t
     await runtime.executeToolCalls(batch(["w", "grep", { pattern: "^b" }]), { sessionKey: "heavy" });
     const ended = (id: string, tool: (name: string) => boolean) =>
       events.find((event) => event.type === "ended" && event.toolCallId === id && tool(event.tool));
+    /** Two calls of two sessions at once ran on two threads: both threads are up and idle (a terminated one has been replaced). */
+    let warmRound = 0;
+    const twoThreadsIdle = async (): Promise<boolean> => {
+      const ids = [`a${warmRound}`, `b${warmRound}`];
+      warmRound += 1;
+      await Promise.all(ids.map((id) => runtime.executeToolCalls(batch([id, "hash", { path: "small.txt" }]), { sessionKey: id })));
+      const threads = new Set(
+        ids
+          .map((id) => events.find((event) => event.type === "started" && event.toolCallId === id))
+          .map((event) => event?.type === "started" && event.threadId),
+      );
+      return threads.size === 2;
+    };
     let preempted = 0;
-    // A part may yet give its thread back by itself (asked before it reached a file): then the scenario is run again, at most three times.
-    for (let attempt = 0; attempt < 3 && preempted === 0; attempt++) {
+    // A part may yet give its thread back by itself (asked before it reached a file): then the scenario is run again, at most five times.
+    for (let attempt = 0; attempt < 5 && preempted === 0; attempt++) {
+      // Threads terminated by the last attempt are replaced: the grep's part needs an idle one.
+      await until(twoThreadsIdle, "two idle threads");
       const controller = new AbortController();
       const grep = runtime.executeToolCalls(batch([`g${attempt}`, "grep", { pattern: "^(a|a)+$" }]), {
         sessionKey: "heavy",
         signal: controller.signal,
       });
-      await until(() => running(runtime).length === 2, "the grep's part running");
-      const light = await runtime.executeToolCalls(batch([`l${attempt}`, "hash", { path: "small.txt" }]), { sessionKey: "light" });
-      expect(light.messages[0]!.isError).toBe(false);
-      expect(
-        ended(`g${attempt}`, (name) => name === "grep"),
-        "the grep call ended before the light call",
-      ).toBeUndefined();
-      const part = ended(`g${attempt}`, (name) => name !== "grep");
-      if (part?.type === "ended" && part.code === "TP_ERR_ABORTED") preempted += 1;
-      // The grep's own thread is stuck in a file too; the batch's abort ends it with a clear error.
-      controller.abort();
+      try {
+        await until(() => running(runtime).length === 2, "the grep's part running");
+        const light = await runtime.executeToolCalls(batch([`l${attempt}`, "hash", { path: "small.txt" }]), { sessionKey: "light" });
+        expect(light.messages[0]!.isError).toBe(false);
+        expect(
+          ended(`g${attempt}`, (name) => name === "grep"),
+          "the grep call ended before the light call",
+        ).toBeUndefined();
+        const part = ended(`g${attempt}`, (name) => name !== "grep");
+        if (part?.type === "ended" && part.code === "TP_ERR_ABORTED") preempted += 1;
+      } finally {
+        // The grep's own thread is stuck in a file too; the batch's abort ends it with a clear error.
+        controller.abort();
+      }
       const { messages } = await grep;
       expect(messages[0]!.isError).toBe(true);
       expect(JSON.stringify(messages[0]!.content)).toMatch(/did not stop within \d+ ms of the abort/);
