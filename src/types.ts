@@ -175,9 +175,12 @@ export interface WorkerToolContext<TDetails = unknown> {
    * call runs as a part of a spread call ({@link spread}) and calls of
    * another session wait for a thread. A part that leaves work its caller
    * can do should then return what it has at its next step (grep's parts
-   * stop between chunks of files). One read of shared memory: cheap to poll
-   * in a loop. Never true for a call that is not a part. Present in worker
-   * tools run by a toolpool pool; absent elsewhere.
+   * stop before their next file). A part that has not returned within the
+   * pool's `abortGraceMs` of being asked, while such a call still waits, is
+   * preempted: its thread is terminated, and its outcome is a
+   * `TP_ERR_ABORTED` error. One read of shared memory: cheap to poll in a
+   * loop. Never true for a call that is not a part. Present in worker tools
+   * run by a toolpool pool; absent elsewhere.
    */
   shouldYield?(): boolean;
 }

@@ -146,6 +146,104 @@ describe("a spread grep and a light session on a 2-thread pool", () => {
   });
 });
 
+describe("a part that never gives its thread back", () => {
+  it("is preempted when a call of another session waits: that call runs on the thread that replaces it, and the spread call learns why its part failed", {
+    timeout: 120_000,
+  }, async () => {
+    // A long time limit, the spread call's only end besides its part's preemption: the light call must not wait for it.
+    const bounded = [
+      workerTool({
+        name: "spread_parent",
+        description: "s",
+        parameters: { type: "object" },
+        module: spreadModule,
+        exportName: "spreadParent",
+        timeoutMs: 60_000,
+      }),
+      tool("noop", "noop"),
+    ];
+    const { runtime, events } = await warmRuntime(2, bounded);
+    // The part loops without ever asking whether to yield, as a regular expression that backtracks for ever does.
+    const spread = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "spinPart", inputs: [0] }]), { sessionKey: "spreader" });
+    await until(() => running(runtime).length === 2, "the call and its part running");
+    const light = await runtime.executeToolCalls(batch(["l", "noop"]), { sessionKey: "light" });
+    expect(light.messages[0]!.isError).toBe(false);
+    const { messages } = await spread;
+    const { outcomes } = messages[0]!.details as { outcomes: SpreadOutcome[] };
+    expect(outcomes).toEqual([
+      { ok: false, ran: true, error: expect.stringMatching(/^TP_ERR_ABORTED: .*did not give its thread back within \d+ ms/) },
+    ]);
+    // The light call ran on the thread that replaced the part's, not on the call's after its time limit.
+    expect(messages[0]!.isError).toBe(false);
+    expect(indexOf(events, "started", "l")).toBeGreaterThan(indexOf(events, "ended", "s", "spread_parent (part: spinPart)"));
+  });
+});
+
+describe("a grep whose pattern backtracks for ever, and a light session on a 2-thread pool", () => {
+  let root: string;
+  beforeAll(() => {
+    // 300 files, each a line on which /^(a|a)+$/ backtracks 2^40 times: no file is ever searched to its end.
+    root = realpathSync(mkdtempSync(join(tmpdir(), "toolpool-spread-stuck-")));
+    for (let f = 0; f < 300; f++) writeFileSync(join(root, `f${String(f).padStart(3, "0")}.txt`), `${"a".repeat(40)}b\n`);
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it("preempts the grep's stuck part: the light call ends while the grep still runs, and the grep ends with a clear error", {
+    timeout: 300_000,
+  }, async () => {
+    // A long time limit, the grep's only end without an abort: the light call must not wait for it.
+    const { runtime, events } = await warmRuntime(2, builtinTools(["grep", "hash"], { root, timeoutMs: 60_000 }));
+    writeFileSync(join(root, "small.txt"), "small\n");
+    // Both threads load grep (a part runs on the second): its next part starts searching as soon as it is posted.
+    await runtime.executeToolCalls(batch(["w", "grep", { pattern: "^b" }]), { sessionKey: "heavy" });
+    const ended = (id: string, tool: (name: string) => boolean) =>
+      events.find((event) => event.type === "ended" && event.toolCallId === id && tool(event.tool));
+    /** Two calls of two sessions at once ran on two threads: both threads are up and idle (a terminated one has been replaced). */
+    let warmRound = 0;
+    const twoThreadsIdle = async (): Promise<boolean> => {
+      const ids = [`a${warmRound}`, `b${warmRound}`];
+      warmRound += 1;
+      await Promise.all(ids.map((id) => runtime.executeToolCalls(batch([id, "hash", { path: "small.txt" }]), { sessionKey: id })));
+      const threads = new Set(
+        ids
+          .map((id) => events.find((event) => event.type === "started" && event.toolCallId === id))
+          .map((event) => event?.type === "started" && event.threadId),
+      );
+      return threads.size === 2;
+    };
+    let preempted = 0;
+    // A part may yet give its thread back by itself (asked before it reached a file): then the scenario is run again, at most five times.
+    for (let attempt = 0; attempt < 5 && preempted === 0; attempt++) {
+      // Threads terminated by the last attempt are replaced: the grep's part needs an idle one.
+      await until(twoThreadsIdle, "two idle threads");
+      const controller = new AbortController();
+      const grep = runtime.executeToolCalls(batch([`g${attempt}`, "grep", { pattern: "^(a|a)+$" }]), {
+        sessionKey: "heavy",
+        signal: controller.signal,
+      });
+      try {
+        await until(() => running(runtime).length === 2, "the grep's part running");
+        const light = await runtime.executeToolCalls(batch([`l${attempt}`, "hash", { path: "small.txt" }]), { sessionKey: "light" });
+        expect(light.messages[0]!.isError).toBe(false);
+        expect(
+          ended(`g${attempt}`, (name) => name === "grep"),
+          "the grep call ended before the light call",
+        ).toBeUndefined();
+        const part = ended(`g${attempt}`, (name) => name !== "grep");
+        if (part?.type === "ended" && part.code === "TP_ERR_ABORTED") preempted += 1;
+      } finally {
+        // The grep's own thread is stuck in a file too; the batch's abort ends it with a clear error.
+        controller.abort();
+      }
+      const { messages } = await grep;
+      expect(messages[0]!.isError).toBe(true);
+      expect(JSON.stringify(messages[0]!.content)).toMatch(/did not stop within \d+ ms of the abort/);
+      expect(indexOf(events, "ended", `l${attempt}`)).toBeLessThan(indexOf(events, "ended", `g${attempt}`, "grep"));
+    }
+    expect(preempted, "a part caught stuck in a file and preempted").toBe(1);
+  });
+});
+
 describe("a spread call's parts count against its caps", () => {
   it("runs no more parts than its tool's cap leaves, and gives their slots back when they end", async () => {
     const runtime = createRuntime({ tools, pool: { minThreads: 4, maxThreads: 4 }, maxConcurrency: { spread_parent: 2 } });

@@ -5,7 +5,7 @@ import type { WorkerTool } from "../contracts/worker-tool.js";
 /** What the pool knows of a failed call besides the error Piscina reported. */
 interface FailureContext {
   /** Set when the pool itself terminated the call's thread, and why. */
-  killReason: "timeout" | "aborted" | "reply-lost" | undefined;
+  killReason: "timeout" | "aborted" | "preempted" | "reply-lost" | undefined;
   abortGraceMs: number;
   /** How long the pool waited for the reply of a call whose tool had finished. */
   replyWaitMs: number;
@@ -32,6 +32,13 @@ export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, er
       kind: "error",
       code: "TP_ERR_ABORTED",
       message: `Tool "${name}" did not stop within ${context.abortGraceMs} ms of the abort; its worker was terminated while the tool was still running, so it may have had some of its effects`,
+    };
+  }
+  if (context.killReason === "preempted") {
+    return {
+      kind: "error",
+      code: "TP_ERR_ABORTED",
+      message: `Tool "${name}" (a part of a spread call) did not give its thread back within ${context.abortGraceMs} ms while a call of another session waited; its worker was terminated and the calling call does its work`,
     };
   }
   if (context.killReason === "reply-lost") {

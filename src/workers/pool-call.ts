@@ -33,7 +33,8 @@ export interface PoolCall extends QueuedCall {
   startedAt: number | undefined;
   /** The run time the worker timed, from its reply. */
   runMs: number | undefined;
-  killReason: "timeout" | "aborted" | "reply-lost" | undefined;
+  /** Why the pool terminated the call's thread (`preempted`: a spread call's part that did not give its thread back when asked). */
+  killReason: "timeout" | "aborted" | "preempted" | "reply-lost" | undefined;
   isAborted: boolean;
   /** The message that aborted it, for a thread that takes the call afterwards. */
   abortMessage: AbortMessage | undefined;

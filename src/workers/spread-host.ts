@@ -9,7 +9,10 @@
  *   {@link maxSpreadInputs} per request, and no more than the calling
  *   session's fair share of the pool's threads (the pool's `partSlots`);
  * - a running part is asked to give its thread back (`ctx.shouldYield()`)
- *   when a call of another session waits for a thread (the pool asks);
+ *   when a call of another session waits for a thread (the pool asks); one
+ *   that has not within the pool's `abortGraceMs`, while such a call still
+ *   waits, is preempted: its thread is terminated (and replaced), and its
+ *   outcome is a `TP_ERR_ABORTED` error, so the calling call does its work;
  * - a part cannot spread further;
  * - a part is an ordinary pool call of the calling tool's module (its
  *   faults, time and abort handled as any call's), but its outcome, error or

@@ -285,12 +285,33 @@ export class WorkerPool implements ToolCallPool {
     if (this.#spread !== undefined && this.#spread.parts.size > 0) this.#askPartsToYield(call.session);
   }
 
-  /** A call of `session` waits for a thread: the running parts of other sessions' spread calls are asked to give theirs back. */
+  /**
+   * A call of `session` waits for a thread: the running parts of other
+   * sessions' spread calls are asked to give theirs back. A part still on
+   * its thread `abortGraceMs` later (stuck in one step: a regular expression
+   * that backtracks for ever cannot be interrupted) is preempted: its
+   * thread is terminated and replaced, and the calling call does its work.
+   */
   #askPartsToYield(session: unknown): void {
     for (const seq of this.#spread!.parts) {
       const part = this.#calls.get(seq);
-      if (part !== undefined && part.phase === "running" && part.session !== session) this.#signals.askToYield(seq);
+      if (part === undefined || part.phase !== "running" || part.session === session) continue;
+      this.#signals.askToYield(seq);
+      part.graceTimer ??= this.#clock.setTimeout(() => this.#preempt(part), this.#options.abortGraceMs);
     }
+  }
+
+  /** A part asked to yield has not: terminated while a call of another session still waits for a thread. */
+  #preempt(part: PoolCall): void {
+    part.graceTimer = undefined;
+    if (part.isAborted) {
+      // Its abort's grace was ours: it ends as an aborted call does.
+      this.#terminate(part, "aborted");
+      return;
+    }
+    const others = this.#queue.sessionsWaiting - (this.#queue.hasSession(part.session) ? 1 : 0);
+    // No one else waits any more: the part keeps its thread (the next waiting call asks it again).
+    if (others > 0) this.#terminate(part, "preempted");
   }
 
   /**
@@ -517,7 +538,7 @@ export class WorkerPool implements ToolCallPool {
    * settled at once (a thread blocked in native code may take long to die, or
    * never), then its thread is terminated and the host replaces it.
    */
-  #terminate(call: PoolCall, reason: "timeout" | "aborted"): void {
+  #terminate(call: PoolCall, reason: "timeout" | "aborted" | "preempted"): void {
     if (call.phase !== "running") return;
     // The tool may have finished with its reply on the way: the timer fired
     // in the same turn, or late behind a busy main thread (timers run before

@@ -69,13 +69,33 @@ export interface SharedSearch {
  * bytes found go to the shared totals, and past the result's limits the
  * stop flag is set, so no one takes another chunk.
  */
-function searchChunk(search: Search, root: string, rel: readonly string[], index: number, maxResults: number, control: Int32Array): GrepChunk {
+function searchChunk(search: Search, root: string, rel: readonly string[], index: number, maxResults: number, control: Int32Array): GrepChunk;
+function searchChunk(
+  search: Search,
+  root: string,
+  rel: readonly string[],
+  index: number,
+  maxResults: number,
+  control: Int32Array,
+  shouldStop: () => boolean,
+): GrepChunk | undefined;
+/** With `shouldStop`: asked before each file; when it says so, the chunk is left unfinished (`undefined`), for the call's own thread to search. */
+function searchChunk(
+  search: Search,
+  root: string,
+  rel: readonly string[],
+  index: number,
+  maxResults: number,
+  control: Int32Array,
+  shouldStop?: () => boolean,
+): GrepChunk | undefined {
   const chunk: GrepChunk = { index, skipped: [], hitFiles: [], hits: [] };
   const start = index * chunkFiles;
   const end = Math.min(rel.length, start + chunkFiles);
   const prefix = root.endsWith(sep) ? root : root + sep;
   for (let i = start; i < end; i++) {
     search.signal.throwIfAborted();
+    if (shouldStop?.() === true) return undefined;
     // The walk's paths are clean (no "." or ".." parts): joined without normalizing.
     const relPath = rel[i]!;
     const outcome = searchFile(search, prefix + (sep === "/" ? relPath : relPath.replaceAll("/", sep)), relPath, {
@@ -177,7 +197,10 @@ const noLines: string[] = [];
 /**
  * `grep`'s part function confined to `workspace`: takes chunks from the
  * shared counter until none is left, or until the pool asks for its thread
- * back (`ctx.shouldYield()`, checked between chunks).
+ * back (`ctx.shouldYield()`, checked before each file). A part stuck in one
+ * file (a pattern that backtracks for ever) is terminated by the pool once
+ * it has not yielded within `abortGraceMs`; its chunks are then searched by
+ * the call's own thread.
  */
 export function createGrepPart(workspace: Workspace): (input: GrepPartInput, ctx: WorkerToolContext) => GrepPartOutput {
   return (input, ctx) => {
@@ -191,9 +214,10 @@ export function createGrepPart(workspace: Workspace): (input: GrepPartInput, ctx
     const search = createSearch(compilePattern(pattern, flags), ctx.signal);
     const list = new FileListReader(control, paths);
     const chunks: GrepChunk[] = [];
+    const shouldYield = (): boolean => ctx.shouldYield?.() === true;
     for (;;) {
       // Calls of another session wait for a thread: this one goes back to the pool, and the call's own thread searches the rest.
-      if (ctx.shouldYield?.() === true) break;
+      if (shouldYield()) break;
       const index = takeChunk(control, Number.POSITIVE_INFINITY);
       if (index === -1) break;
       // Wait until the walk has listed the chunk, or ended.
@@ -201,7 +225,10 @@ export function createGrepPart(workspace: Workspace): (input: GrepPartInput, ctx
       if (listed === undefined) return { chunks };
       if (index * chunkFiles >= listed) break;
       list.update();
-      chunks.push(searchChunk(search, root, list.paths, index, maxResults, control));
+      // Asked again before each file: a chunk of large files is a long step. A chunk left unfinished is the call's own thread's.
+      const chunk = searchChunk(search, root, list.paths, index, maxResults, control, shouldYield);
+      if (chunk === undefined) break;
+      chunks.push(chunk);
     }
     return { chunks };
   };
