@@ -4,6 +4,12 @@ import { McpCallGate, McpRefusal, type McpCallSlot } from "toolpool/mcp";
 
 const signal = () => new AbortController().signal;
 
+/** Whether `acquire` granted a place within a turn of the event loop (a call that waits for a release never does). */
+async function startsAtOnce(acquired: Promise<McpCallSlot | undefined>): Promise<McpCallSlot | "waiting"> {
+  const waiting = new Promise<"waiting">((resolve) => setImmediate(() => resolve("waiting")));
+  return (await Promise.race([acquired, waiting]))!;
+}
+
 describe("McpCallGate", () => {
   it("hands free threads to waiting calls with sessions taking turns, one call each", async () => {
     const gate = new McpCallGate({ maxRunning: 1 });
@@ -66,7 +72,44 @@ describe("McpCallGate", () => {
     expect(await gate.acquire("b", signal(), false)).toBeDefined();
   });
 
+  it("counts each pool's places apart: another session's call on an idle pool starts while one session holds a pool", async () => {
+    const gate = new McpCallGate({ maxRunning: 2, pools: { "pool:io": 2 }, maxSessionRunning: 2 });
+    // Session a holds every place of the shared pool with long calls (two `sleep 25` in bash).
+    await gate.acquire("a", signal(), true);
+    await gate.acquire("a", signal(), "shared");
+    const b = await startsAtOnce(gate.acquire("b", signal(), "pool:io"));
+    expect(b).not.toBe("waiting");
+    expect([gate.running, gate.waiting]).toEqual([3, 0]);
+    (b as McpCallSlot).release();
+  });
+
+  it("bounds the places of a pool one session holds to its share (half the pool's, rounded up): another session's call on that pool starts at once", async () => {
+    const gate = new McpCallGate({ maxRunning: 2, pools: { "pool:io": 3 } });
+    expect([gate.sessionShare(), gate.sessionShare("pool:io"), gate.sessionShare("no such pool")]).toEqual([1, 2, 1]);
+    const a1 = (await gate.acquire("a", signal(), true))!;
+    // At its share: the session's next call on the pool waits, though a thread is free.
+    const a2 = gate.acquire("a", signal(), true);
+    expect(await startsAtOnce(a2)).toBe("waiting");
+    // A later call of the same session on a pool where it is below its share goes first.
+    const aIo = await startsAtOnce(gate.acquire("a", signal(), "pool:io"));
+    expect(aIo).not.toBe("waiting");
+    const b = await startsAtOnce(gate.acquire("b", signal(), true));
+    expect(b).not.toBe("waiting");
+    expect([gate.running, gate.waiting]).toEqual([3, 1]);
+    // a's waiting call gets the place a gives back, not b's.
+    (b as McpCallSlot).release();
+    expect(await startsAtOnce(a2)).toBe("waiting");
+    a1.release();
+    expect(await startsAtOnce(a2)).not.toBe("waiting");
+    // maxSessionRunning sets the share; past a pool's places it is the whole pool.
+    expect(new McpCallGate({ maxRunning: 4, pools: { x: 2 }, maxSessionRunning: 3 }).sessionShare("x")).toBe(2);
+    expect(new McpCallGate({ maxRunning: 4, maxSessionRunning: 3 }).sessionShare()).toBe(3);
+  });
+
   it.each([
+    [{ maxRunning: 1, pools: { io: 0 } }, "Expected `pools.io` to be an integer >= 1, got `0` (number)"],
+    [{ maxRunning: 1, pools: [] }, "Expected `pools` to be an object of places by pool name, got `[]` (array)"],
+    [{ maxRunning: 1, maxSessionRunning: 0 }, "Expected `maxSessionRunning` to be an integer >= 1, got `0` (number)"],
     [{ maxRunning: 0 }, "Expected `maxRunning` to be an integer >= 1, got `0` (number)"],
     [{ maxRunning: 1, maxQueue: -1 }, "Expected `maxQueue` to be an integer >= 0, got `-1` (number)"],
     [{ maxRunning: 1, maxSessionCalls: 1.5 }, "Expected `maxSessionCalls` to be an integer >= 1, got `1.5` (number)"],

@@ -1,208 +1,31 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const CLI = join(ROOT, "dist", "cli", "main.js");
-const LOAD_TOOLS = join(ROOT, "test", "fixtures", "mcp", "load-tools.mjs");
-const PROTOCOL_VERSION = "2025-06-18";
+import {
+  CLI,
+  callTool,
+  children,
+  closeClients,
+  connect,
+  gates,
+  initialize,
+  killChildren,
+  LOAD_TOOLS,
+  type Message,
+  post,
+  PROTOCOL_VERSION,
+  refusalOf,
+  ROOT,
+  startMcp,
+  stop,
+  toolCall,
+} from "./support/mcp-http.js";
 
-/** A `toolpool mcp --http` child process serving the load tools. */
-interface McpProcess {
-  url: URL;
-  child: ChildProcess;
-  exited: Promise<[number | null, NodeJS.Signals | null]>;
-  /** Resolves once stderr matches `pattern`. */
-  untilStderr(pattern: TextMatch): Promise<string>;
-}
-
-const children: ChildProcess[] = [];
-const clients: Client[] = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((client) => client.close().catch(() => {})));
-});
-afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-});
-
-/** What a test waits for in a child's output: a pattern, or any test of the text so far. */
-type TextMatch = RegExp | { test(text: string): boolean };
-
-function watchText(stream: NodeJS.ReadableStream): (pattern: TextMatch) => Promise<string> {
-  let text = "";
-  const waiters: { pattern: TextMatch; resolve: (text: string) => void }[] = [];
-  stream.on("data", (chunk: Buffer | string) => {
-    text += chunk.toString();
-    for (const waiter of waiters.splice(0)) {
-      if (waiter.pattern.test(text)) waiter.resolve(text);
-      else waiters.push(waiter);
-    }
-  });
-  return (pattern) => (pattern.test(text) ? Promise.resolve(text) : new Promise((resolve) => waiters.push({ pattern, resolve })));
-}
-
-async function startMcp(args: string[], nodeArgs: string[] = []): Promise<McpProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, CLI, "mcp", "--http", "127.0.0.1:0", "--tools", LOAD_TOOLS, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, TOOLPOOL_TOKEN: "" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  const untilStderr = watchText(child.stderr!);
-  const untilStdout = watchText(child.stdout!);
-  const exited = once(child, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
-  const listening = await Promise.race([
-    untilStdout(/listening on \S+\n/),
-    exited.then(async () => {
-      throw new Error(`toolpool mcp exited before listening: ${await untilStderr(/^/)}`);
-    }),
-  ]);
-  const url = /listening on (\S+)/.exec(listening)![1]!;
-  return { url: new URL(url), child, exited, untilStderr };
-}
-
-async function stop(server: McpProcess): Promise<void> {
-  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill("SIGTERM");
-  await server.exited;
-}
-
-async function connect(server: McpProcess): Promise<Client> {
-  const client = new Client({ name: "load-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(server.url));
-  clients.push(client);
-  return client;
-}
-
-/** Calls a tool; `timeout` only guards against a hang (the SDK's default is 60 s). */
-const callTool = (client: Client, name: string, args: Record<string, unknown>) =>
-  client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 }) as Promise<CallToolResult>;
-
-/** `gates` (see fixtures/mcp/load-tools.mjs): waits, opens, counts inside the server process. */
-async function gates(client: Client, args: Record<string, unknown>): Promise<number | null> {
-  const result = await callTool(client, "gates", args);
-  expect(result.isError).toBe(false);
-  return (result.structuredContent as { details: { count: number | null } }).details.count;
-}
-
-const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-
-/** A raw `initialize`: the HTTP status, the session id and the headers. */
-async function initialize(server: McpProcess): Promise<{ status: number; sessionId: string | null; retryAfter: string | null; body: unknown }> {
-  const response = await fetch(server.url, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 0,
-      method: "initialize",
-      params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
-    }),
-  });
-  const text = await response.text();
-  const body: unknown = response.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text;
-  return { status: response.status, sessionId: response.headers.get("mcp-session-id"), retryAfter: response.headers.get("retry-after"), body };
-}
-
-/** A JSON-RPC message as it arrives on a POST's event stream. */
-type Message = {
-  id?: number;
-  method?: string;
-  params?: Record<string, unknown>;
-  result?: CallToolResult;
-  error?: { code: number; message: string; data?: Record<string, unknown> };
-};
-
-/** A raw POST to a session whose event stream is read message by message (or not read at all). */
-interface RawPost {
-  request: ClientRequest;
-  response: Promise<IncomingMessage>;
-  /** Every message so far. */
-  messages: Message[];
-  /** Resolves once a message matches. */
-  until(match: (message: Message) => boolean): Promise<Message>;
-  /** Resolves once the stream ended. */
-  ended: Promise<void>;
-}
-
-function post(server: McpProcess, sessionId: string, body: unknown, options: { paused?: boolean } = {}): RawPost {
-  const messages: Message[] = [];
-  const waiters: { match: (message: Message) => boolean; resolve: (message: Message) => void }[] = [];
-  let resolveEnded!: () => void;
-  const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
-  const request = httpRequest(server.url, {
-    method: "POST",
-    headers: { ...headers, "mcp-session-id": sessionId, "mcp-protocol-version": PROTOCOL_VERSION },
-  });
-  const response = new Promise<IncomingMessage>((resolve, reject) => {
-    request.on("error", reject);
-    request.on("response", (incoming) => {
-      if (options.paused === true) incoming.pause();
-      let buffer = "";
-      incoming.setEncoding("utf8");
-      incoming.on("data", (chunk: string) => {
-        buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf("\n\n")) >= 0) {
-          const event = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = event
-            .split("\n")
-            .filter((line) => line.startsWith("data: "))
-            .map((line) => line.slice(6))
-            .join("\n");
-          if (data === "") continue;
-          const message = JSON.parse(data) as Message;
-          messages.push(message);
-          for (const waiter of waiters.splice(0)) {
-            if (waiter.match(message)) waiter.resolve(message);
-            else waiters.push(waiter);
-          }
-        }
-      });
-      incoming.on("end", resolveEnded);
-      incoming.on("close", resolveEnded);
-      resolve(incoming);
-    });
-  });
-  request.on("error", () => {});
-  request.end(JSON.stringify(body));
-  return {
-    request,
-    response,
-    messages,
-    ended,
-    until: (match) => {
-      const found = messages.find(match);
-      return found !== undefined ? Promise.resolve(found) : new Promise((resolve) => waiters.push({ match, resolve }));
-    },
-  };
-}
-
-const toolCall = (id: number, name: string, args: Record<string, unknown>, progressToken?: number) => ({
-  jsonrpc: "2.0",
-  id,
-  method: "tools/call",
-  params: { name, arguments: args, ...(progressToken === undefined ? {} : { _meta: { progressToken } }) },
-});
-
-/** The toolpool code of a JSON-RPC error as the SDK's client throws it. */
-async function refusalOf(call: Promise<unknown>): Promise<{ code: unknown; message: string; data: Record<string, unknown> }> {
-  const error = await call.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(McpError);
-  const { code, message, data } = error as McpError;
-  return { code, message, data: data as Record<string, unknown> };
-}
+afterEach(closeClients);
+afterAll(killChildren);
 
 describe("toolpool mcp --http: sessions", () => {
   it("never closes a session with a call in flight: a new initialize gets 503 with Retry-After, and every call is answered", async () => {
@@ -247,7 +70,8 @@ describe("toolpool mcp --http: sessions", () => {
   }, 120_000);
 
   it("answers the calls in flight with a JSON-RPC error when the server shuts down", async () => {
-    const server = await startMcp(["--threads", "2"]);
+    // One session, which may hold both threads.
+    const server = await startMcp(["--threads", "2", "--max-session-running", "2"]);
     const [owner, control] = [await connect(server), await connect(server)];
     const refusals = ["term-1", "term-2"].map((key) => refusalOf(callTool(owner, "hold", { key })));
     await gates(control, { waitForCount: { prefix: "started:term-", count: 2 } });
@@ -263,7 +87,8 @@ describe("toolpool mcp --http: sessions", () => {
 
 describe("toolpool mcp --http: calls whose client is gone", () => {
   it("cancels the calls of a POST whose connection closed: those still waiting for a thread never start", async () => {
-    const server = await startMcp(["--threads", "2"]);
+    // One session, which may hold both threads.
+    const server = await startMcp(["--threads", "2", "--max-session-running", "2"]);
     try {
       const control = await connect(server);
       const { sessionId } = await initialize(server);
@@ -335,6 +160,42 @@ describe("toolpool mcp --http: load limits", () => {
       await gates(control, { openPrefix: "q-" });
       expect((await batch.until((message) => message.id === 2)).result).toMatchObject({ isError: false });
       expect(await gates(control, { countPrefix: "started:q-" })).toBe(2);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
+  it("keeps one session's long calls from holding up another's: places counted per pool, one session's share bounded", async () => {
+    // Two threads on the shared pool and two on the io pool: one session holds at most one of each.
+    const server = await startMcp(["--threads", "2"]);
+    try {
+      const [control, a, b] = [await connect(server), await connect(server), await connect(server)];
+      // Session a asks for both shared threads with calls that block (two `sleep 25` in bash): one runs, one waits.
+      const held = [callTool(a, "hold", { key: "a-1" }), callTool(a, "hold", { key: "a-2" })];
+      await gates(control, { waitForCount: { prefix: "started:a-", count: 1 } });
+      // Session b's calls, on the idle io pool and on the shared pool where a is at its share, start and end meanwhile.
+      const io = callTool(b, "hold-io", { key: "b-io" });
+      const shared = callTool(b, "hold", { key: "b-shared" });
+      await gates(control, { waitFor: ["started:b-io", "started:b-shared"], open: ["b-io", "b-shared"] });
+      expect(await io).toMatchObject({ isError: false, content: [{ type: "text", text: "held b-io" }] });
+      expect(await shared).toMatchObject({ isError: false, content: [{ type: "text", text: "held b-shared" }] });
+      // a's calls are still held: one running, one waiting for its share.
+      expect(await gates(control, { countPrefix: "started:a-" })).toBe(1);
+      await gates(control, { openPrefix: "a-" });
+      for (const result of await Promise.all(held)) expect(result.isError).toBe(false);
+      expect(await gates(control, { countPrefix: "started:a-" })).toBe(2);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
+  it("lets one session hold every thread of a pool with --max-session-running", async () => {
+    const server = await startMcp(["--threads", "2", "--max-session-running", "2"]);
+    try {
+      const [control, a] = [await connect(server), await connect(server)];
+      const held = [callTool(a, "hold", { key: "all-1" }), callTool(a, "hold", { key: "all-2" })];
+      await gates(control, { waitFor: ["started:all-1", "started:all-2"], openPrefix: "all-" });
+      for (const result of await Promise.all(held)) expect(result.isError).toBe(false);
     } finally {
       await stop(server);
     }
@@ -433,64 +294,4 @@ describe("toolpool mcp on stdio: the end of input", () => {
     });
     expect(stderr).toContain("1 requests were still running and were answered TP_ERR_CLOSED");
   }, 120_000);
-});
-
-describe("toolpool mcp --http: memory", () => {
-  /** The server's memory after a full collection (see `memory` in fixtures/mcp/load-tools.mjs). */
-  async function memoryOf(client: Client): Promise<{ rss: number; heapUsed: number }> {
-    const result = await callTool(client, "memory", {});
-    const details = (result.structuredContent as { details: { rss: number; heapUsed: number; hasGc: boolean } }).details;
-    expect(details.hasGc).toBe(true);
-    return details;
-  }
-
-  it("keeps nothing of refused calls whose POSTs were dropped: floods of 5,000 leave the heap where it was", async () => {
-    // One thread, held by one call; ten calls may wait: of each POST's 100 calls, 90 are refused at once.
-    const server = await startMcp(["--threads", "1", "--max-queue", "10"], ["--expose-gc"]);
-    try {
-      const control = await connect(server);
-      const held = callTool(control, "hold", { key: "held" });
-      held.catch(() => {});
-      await gates(control, { waitFor: ["started:held"] });
-      const { sessionId } = await initialize(server);
-      let dropped = 0;
-      /** `posts` POSTs of 100 calls (50: 5,000 calls), each dropped by its client once a refusal came. */
-      const flood = async (posts = 50) => {
-        for (let index = 0; index < posts; index++) {
-          const first = dropped * 100 + 1;
-          const batch = Array.from({ length: 100 }, (_, call) => toolCall(first + call, "hold", { key: `flood-${first + call}` }));
-          const sent = post(server, sessionId!, batch);
-          const refused = await sent.until((message) => message.error !== undefined);
-          expect(refused.error).toMatchObject({ code: -32000, data: { code: "TP_ERR_QUEUE_FULL" } });
-          sent.request.destroy();
-          dropped += 1;
-          // The server has seen the client go: the ten waiting calls of the POST are cancelled.
-          await server.untilStderr({ test: (text) => text.split("went away before 10 of its requests").length > dropped });
-        }
-      };
-      // One flood first: the server's first dropped POSTs compile code, and the first flood grows V8's
-      // young generation to the size it keeps (committed, not used: on Node 22 and 26 the heap's
-      // committed size rises by 25-40 MB while the heap in use after a collection stays within
-      // 1 MB), which is RSS once, whatever comes after, and not what refused calls keep.
-      await flood();
-      const start = await memoryOf(control);
-      await flood();
-      const warmed = await memoryOf(control);
-      // The issue's bounds, over a flood on a warmed server.
-      expect(warmed.rss - start.rss).toBeLessThan(60 * 1024 * 1024);
-      expect(warmed.heapUsed - start.heapUsed).toBeLessThan(10 * 1024 * 1024);
-      // Three more floods, 15,000 refused calls: refused calls add nothing.
-      for (let round = 0; round < 3; round++) await flood();
-      const after = await memoryOf(control);
-      const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
-      console.log(
-        `a flood after a first one: RSS +${mb(warmed.rss - start.rss)} MB, heap after GC +${mb(warmed.heapUsed - start.heapUsed)} MB; three more: heap after GC +${mb(after.heapUsed - warmed.heapUsed)} MB`,
-      );
-      expect(after.heapUsed - warmed.heapUsed).toBeLessThan(1024 * 1024);
-      await gates(control, { open: ["held"] });
-      expect((await held).isError).toBe(false);
-    } finally {
-      await stop(server);
-    }
-  }, 300_000);
 });

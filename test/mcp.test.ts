@@ -112,7 +112,8 @@ const rendezvousChannel = () => `mcp-rendezvous-${process.pid}-${++channelCount}
 
 describe.each([
   ["stdio", startStdio],
-  ["Streamable HTTP", startHttp],
+  // One session, which may hold both threads (over HTTP a session holds half a pool's threads by default).
+  ["Streamable HTTP", (args: string[]) => startHttp([...args, "--max-session-running", "2"])],
 ] as const)("toolpool mcp over %s", (_transport, start) => {
   let session: McpSession;
   beforeAll(async () => {
@@ -449,6 +450,7 @@ describe("toolpool mcp: usage errors", () => {
     [["--http", "nope"], /--http.*Expected PORT or HOST:PORT/],
     [["--http", "0.0.0.0:0"], /not a loopback address: set --token or TOOLPOOL_TOKEN/],
     [["--root", "/no/such/dir"], /Expected `root` to be an existing directory/],
+    [["--max-session-running", "2"], /--max-session-running needs --http/],
     [["--http", "127.0.0.1:0", "--token", "two words"], /the bearer token holds whitespace/],
     [["--http", "127.0.0.1:0", "--token", "secret€token"], /the bearer token holds U\+20AC at character 7, outside visible ASCII \(0x21–0x7E\)/],
     [["--http", "127.0.0.1:0", "--token-file", "/no/such/token"], /cannot read --token-file/],

@@ -8,6 +8,7 @@ import { InvalidArgumentError, Option } from "commander";
 
 import type { Runtime } from "../index.js";
 import type { McpCallGateOptions } from "../mcp/mcp-call-gate.js";
+import { mcpCallGatePools } from "../mcp/mcp-gate-pools.js";
 import type { McpSessionLimits } from "../mcp/mcp-sessions.js";
 import { UsageError } from "./usage-error.js";
 
@@ -16,6 +17,7 @@ export interface McpLimitCliOptions {
   callTimeout?: number;
   maxQueue?: number;
   maxSessionCalls?: number;
+  maxSessionRunning?: number;
   retryAfter?: number;
   maxSessions?: number;
   maxEventLoopDelay?: number;
@@ -27,6 +29,7 @@ export interface McpLimitCliOptions {
 /** The flags that only mean something with `--http`. */
 const httpOnly = {
   maxSessions: "--max-sessions",
+  maxSessionRunning: "--max-session-running",
   maxEventLoopDelay: "--max-event-loop-delay",
   maxHeapUsed: "--max-heap-used",
   maxRss: "--max-rss",
@@ -47,6 +50,10 @@ export function mcpLimitOptions(): Option[] {
     new Option("--max-session-calls <n>", "calls one session may have waiting or running; past it a call is refused (default: 128)").argParser(
       integerParser(1),
     ),
+    new Option(
+      "--max-session-running <n>",
+      "with --http: threads of one pool one session may hold at once; its other calls wait while other sessions' start (default: half of each pool's threads, rounded up)",
+    ).argParser(integerParser(1)),
     new Option("--retry-after <seconds>", "the Retry-After of a refusal for load (default: 1)").argParser(integerParser(0)),
     new Option(
       "--max-sessions <n>",
@@ -77,14 +84,19 @@ export function checkHttpOnlyLimits(options: McpLimitCliOptions, isHttp: boolean
 }
 
 /**
- * The call gate's options: as many calls run at once as the pool has
- * threads (plus the fleet's `maxOutstanding` with a fleet), so that calls
+ * The call gate's options: as many calls of each pool run at once as it has
+ * threads (the fleet's `maxOutstanding` for remote tools), so that calls
  * wait in the gate, where a call whose client is gone leaves unstarted.
+ * Over HTTP one session holds at most its share of a pool (half its threads,
+ * rounded up, or `--max-session-running`); on stdio there is one session,
+ * which may hold every thread.
  */
-export function callGateOptions(runtime: Runtime, options: McpLimitCliOptions): McpCallGateOptions {
-  const { pool, fleet } = runtime.options;
+export function callGateOptions(runtime: Runtime, options: McpLimitCliOptions, isHttp = true): McpCallGateOptions {
+  const sessionRunning = isHttp ? options.maxSessionRunning : Number.MAX_SAFE_INTEGER;
   return {
-    maxRunning: pool.maxThreads + (fleet?.maxOutstanding ?? 0),
+    maxRunning: runtime.options.pool.maxThreads,
+    pools: mcpCallGatePools(runtime),
+    ...(sessionRunning === undefined ? {} : { maxSessionRunning: sessionRunning }),
     ...(options.maxQueue === undefined ? {} : { maxQueue: options.maxQueue }),
     ...(options.maxSessionCalls === undefined ? {} : { maxSessionCalls: options.maxSessionCalls }),
     ...(options.retryAfter === undefined ? {} : { retryAfterSeconds: options.retryAfter }),

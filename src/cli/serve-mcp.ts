@@ -53,7 +53,7 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
     annotations: isBuiltin ? builtinToolAnnotations({ allowWrite }) : {},
     log,
     // One gate for every session: calls wait there for a thread, not in the pool's queue.
-    callGate: inputErrors(() => new McpCallGate(callGateOptions(runtime, options))),
+    callGate: inputErrors(() => new McpCallGate(callGateOptions(runtime, options, options.http !== undefined))),
   };
   try {
     if (options.http === undefined) await serveStdio(runtime, serverOptions, options.drainTimeout ?? defaultDrainTimeoutMs);

@@ -10,6 +10,7 @@ export { McpHttpServer, MCP_PATH } from "./mcp-http-server.js";
 export type { McpHttpServerOptions } from "./mcp-http-server.js";
 export { McpCallGate } from "./mcp-call-gate.js";
 export type { McpCallGateOptions, McpCallSlot } from "./mcp-call-gate.js";
+export { mcpCallGatePools, mcpToolPools } from "./mcp-gate-pools.js";
 export type { McpSessionLimits } from "./mcp-sessions.js";
 export type { McpPressureLimits } from "./mcp-pressure.js";
 export { McpRefusal, refusalErrorCode } from "./mcp-refusal.js";

@@ -1,6 +1,7 @@
 /**
- * Admission of MCP tool calls: how many are handed to the runtime at once,
- * how many may wait, and how many one session may have.
+ * Admission of MCP tool calls: how many are handed to each pool at once,
+ * how many of a pool's places one session may hold, how many calls may
+ * wait, and how many one session may have.
  *
  * @module
  */
@@ -11,14 +12,33 @@ import { McpRefusal } from "./mcp-refusal.js";
 /** Options of {@link McpCallGate}. */
 export interface McpCallGateOptions {
   /**
-   * Calls that use a thread (worker tools) handed to the runtime at once;
-   * the others wait here, sessions taking turns. Set it to the threads the
-   * calls can use: the pool's `maxThreads` (plus `fleet.maxOutstanding`
-   * with a fleet), so that the pool's own queue stays empty.
+   * Calls of the shared pool's worker tools handed to the runtime at once
+   * (its places); the others wait here, sessions taking turns. Set it to the
+   * shared pool's `maxThreads`, so that the pool's own queue stays empty. A
+   * call whose pool `pools` does not name counts here.
    */
   maxRunning: number;
   /**
-   * Calls waiting for a thread, all sessions together; a call past it is
+   * Places of the runtime's other pools, by the name a call gives in
+   * {@link McpCallGate.acquire} (see `mcpCallGatePools`, which names each
+   * pool of a runtime and gives it its threads). A call waits only for a
+   * place of its own pool: a pool whose threads are idle starts its calls
+   * at once, however busy the others are.
+   * @default {} (every worker call counts against `maxRunning`)
+   */
+  pools?: Readonly<Record<string, number>>;
+  /**
+   * Places of one pool one session may hold at once (its share); a call of
+   * a session at its share waits, while other sessions' calls start on the
+   * places left. At most a pool's places count (a larger value means no
+   * share: one session may hold the whole pool).
+   * @default half of each pool's places, rounded up: on a pool of 2 places
+   * or more, one session's long calls (a `sleep` in bash) always leave
+   * another session a place
+   */
+  maxSessionRunning?: number;
+  /**
+   * Calls waiting for a place, all sessions together; a call past it is
    * refused with a JSON-RPC error (`data.code` `TP_ERR_QUEUE_FULL`).
    * @default 1024
    */
@@ -39,34 +59,46 @@ export interface McpCallSlot {
   release(): void;
 }
 
+/** The name of the pool `maxRunning` counts (a call that names no pool of `pools`). */
+const sharedPool = "shared";
+
 interface Waiter {
   readonly session: string;
+  readonly pool: string;
   readonly grant: (slot: McpCallSlot | undefined) => void;
   readonly signal: AbortSignal;
   readonly onAbort: () => void;
 }
 
 /**
- * Where MCP calls wait for a thread. They wait here rather than in the
- * pool's queue because a call handed to the pool always starts, even once
- * aborted (pi's rule: the tool sees its signal and decides), while a call
- * that waits here and whose client is gone (its signal aborted) leaves
- * without ever starting. Waiting calls get threads with sessions taking
- * turns, one call each, so one session's hundred calls do not hold up
- * another session's one.
+ * Where MCP calls wait for a place on their pool. They wait here rather
+ * than in the pool's queue because a call handed to the pool always starts,
+ * even once aborted (pi's rule: the tool sees its signal and decides), while
+ * a call that waits here and whose client is gone (its signal aborted)
+ * leaves without ever starting. Waiting calls get places with sessions
+ * taking turns, one call each, so one session's hundred calls do not hold
+ * up another session's one; each pool's places are counted apart, and one
+ * session holds at most its share of a pool (`maxSessionRunning`), so that
+ * one session's long calls never keep another's out of an idle pool, nor
+ * out of the pool it uses.
  *
  * @example
  * ```ts
- * const gate = new McpCallGate({ maxRunning: runtime.options.pool.maxThreads });
+ * const gate = new McpCallGate({ maxRunning: runtime.options.pool.maxThreads, pools: mcpCallGatePools(runtime) });
  * const server = createMcpServer(runtime, { callGate: gate });
  * ```
  */
 export class McpCallGate {
-  readonly #maxRunning: number;
+  /** Places by pool. */
+  readonly #places = new Map<string, number>();
+  readonly #maxSessionRunning: number | undefined;
   readonly #maxQueue: number;
   readonly #maxSessionCalls: number;
   readonly #retryAfterSeconds: number;
-  #running = 0;
+  /** Places held by pool. */
+  readonly #running = new Map<string, number>();
+  /** Places held by session, then pool. */
+  readonly #held = new Map<string, Map<string, number>>();
   #waiting = 0;
   /** Calls waiting or running, inline ones included, by session. */
   readonly #sessionCalls = new Map<string, number>();
@@ -75,30 +107,45 @@ export class McpCallGate {
 
   constructor(options: McpCallGateOptions) {
     if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
-    this.#maxRunning = integerOption(options.maxRunning, "maxRunning", 1, undefined);
+    this.#places.set(sharedPool, integerOption(options.maxRunning, "maxRunning", 1, undefined));
+    const pools: unknown = options.pools ?? {};
+    if (typeof pools !== "object" || pools === null || Array.isArray(pools)) throw invalidOption("pools", "an object of places by pool name", pools);
+    for (const [name, places] of Object.entries(pools)) this.#places.set(name, integerOption(places, `pools.${name}`, 1, undefined));
+    this.#maxSessionRunning =
+      options.maxSessionRunning === undefined ? undefined : integerOption(options.maxSessionRunning, "maxSessionRunning", 1, undefined);
     this.#maxQueue = integerOption(options.maxQueue, "maxQueue", 0, 1024);
     this.#maxSessionCalls = integerOption(options.maxSessionCalls, "maxSessionCalls", 1, 128);
     this.#retryAfterSeconds = integerOption(options.retryAfterSeconds, "retryAfterSeconds", 0, 1);
   }
 
-  /** Calls handed on now that use a thread. */
+  /** Calls handed on now that use a thread, every pool together. */
   get running(): number {
-    return this.#running;
+    let total = 0;
+    for (const count of this.#running.values()) total += count;
+    return total;
   }
 
-  /** Calls waiting for a thread. */
+  /** Calls waiting for a place. */
   get waiting(): number {
     return this.#waiting;
   }
 
+  /** Places of one session on `pool` (a name `pools` does not give is the shared pool's). */
+  sessionShare(pool: string = sharedPool): number {
+    const places = this.#places.get(pool) ?? this.#places.get(sharedPool)!;
+    return Math.min(places, this.#maxSessionRunning ?? Math.ceil(places / 2));
+  }
+
   /**
    * A place for one call of `session`: at once for a call that uses no
-   * thread (`usesThread` false) or while a thread is free, else once its
-   * turn comes. Resolves `undefined` if `signal` aborts first: the call
-   * never starts. Throws an {@link McpRefusal} when the session has
+   * thread (`pool` false) or while its pool has a place free and the
+   * session holds less than its share of it, else once its turn comes.
+   * `pool` names the call's pool (`true`, or a name `pools` does not give:
+   * the shared pool). Resolves `undefined` if `signal` aborts first: the
+   * call never starts. Throws an {@link McpRefusal} when the session has
    * `maxSessionCalls` calls, or `maxQueue` calls already wait.
    */
-  async acquire(session: string, signal: AbortSignal, usesThread: boolean): Promise<McpCallSlot | undefined> {
+  async acquire(session: string, signal: AbortSignal, pool: boolean | string): Promise<McpCallSlot | undefined> {
     if (signal.aborted) return undefined;
     const calls = this.#sessionCalls.get(session) ?? 0;
     if (calls >= this.#maxSessionCalls) {
@@ -106,8 +153,16 @@ export class McpCallGate {
         `This MCP session already has ${calls} calls waiting or running, the most one session may have (maxSessionCalls ${this.#maxSessionCalls}); wait for some to end`,
       );
     }
-    if (!usesThread) return this.#admit(session, false);
-    if (this.#running < this.#maxRunning && this.#waiting === 0) return this.#admit(session, true);
+    if (pool === false) {
+      this.#sessionCalls.set(session, calls + 1);
+      return this.#slot(session, undefined);
+    }
+    const name = typeof pool === "string" && this.#places.has(pool) ? pool : sharedPool;
+    // No waiter fits a place (each release hands out what fits), so only this call may.
+    if (this.#fits(session, name)) {
+      this.#sessionCalls.set(session, calls + 1);
+      return this.#start(session, name);
+    }
     if (this.#waiting >= this.#maxQueue) {
       throw this.#refusal(`The call queue is full (maxQueue ${this.#maxQueue} calls waiting for a thread); retry later`);
     }
@@ -116,6 +171,7 @@ export class McpCallGate {
     return new Promise<McpCallSlot | undefined>((resolve) => {
       const waiter: Waiter = {
         session,
+        pool: name,
         grant: resolve,
         signal,
         onAbort: () => {
@@ -130,40 +186,60 @@ export class McpCallGate {
     });
   }
 
-  #admit(session: string, usesThread: boolean): McpCallSlot {
-    this.#sessionCalls.set(session, (this.#sessionCalls.get(session) ?? 0) + 1);
-    if (usesThread) this.#running += 1;
-    return this.#slot(session, usesThread);
+  /** Whether `pool` has a place free and `session` holds less than its share of it. */
+  #fits(session: string, pool: string): boolean {
+    if ((this.#running.get(pool) ?? 0) >= this.#places.get(pool)!) return false;
+    return (this.#held.get(session)?.get(pool) ?? 0) < this.sessionShare(pool);
   }
 
-  #slot(session: string, usesThread: boolean): McpCallSlot {
+  /** Takes a place of `pool` for `session`. */
+  #start(session: string, pool: string): McpCallSlot {
+    this.#running.set(pool, (this.#running.get(pool) ?? 0) + 1);
+    let held = this.#held.get(session);
+    if (held === undefined) this.#held.set(session, (held = new Map()));
+    held.set(pool, (held.get(pool) ?? 0) + 1);
+    return this.#slot(session, pool);
+  }
+
+  #slot(session: string, pool: string | undefined): McpCallSlot {
     let isReleased = false;
     return {
       release: () => {
         if (isReleased) return;
         isReleased = true;
         this.#forget(session);
-        if (usesThread) {
-          this.#running -= 1;
-          this.#grantNext();
-        }
+        if (pool === undefined) return;
+        this.#running.set(pool, this.#running.get(pool)! - 1);
+        const held = this.#held.get(session)!;
+        const count = held.get(pool)! - 1;
+        if (count > 0) held.set(pool, count);
+        else held.delete(pool);
+        if (held.size === 0) this.#held.delete(session);
+        this.#grantNext();
       },
     };
   }
 
-  /** Hands the free thread to the session whose turn it is. */
+  /**
+   * Hands out the places that fit: in the order of the sessions' turns, each
+   * session's first waiting call that fits a place (a call of a full pool,
+   * or of a pool where its session holds its share, lets a later call of the
+   * same session on another pool go first).
+   */
   #grantNext(): void {
-    const next = this.#turns.entries().next();
-    if (next.done === true) return;
-    const [session, line] = next.value;
-    const waiter = line.shift()!;
-    // Its turn is used: it goes to the back of the line of sessions.
-    this.#turns.delete(session);
-    if (line.length > 0) this.#turns.set(session, line);
-    this.#waiting -= 1;
-    waiter.signal.removeEventListener("abort", waiter.onAbort);
-    this.#running += 1;
-    waiter.grant(this.#slot(session, true));
+    for (const [session, line] of this.#turns) {
+      const index = line.findIndex((waiter) => this.#fits(session, waiter.pool));
+      if (index < 0) continue;
+      const [waiter] = line.splice(index, 1) as [Waiter];
+      // Its turn is used: it goes to the back of the line of sessions.
+      this.#turns.delete(session);
+      if (line.length > 0) this.#turns.set(session, line);
+      this.#waiting -= 1;
+      waiter.signal.removeEventListener("abort", waiter.onAbort);
+      waiter.grant(this.#start(session, waiter.pool));
+      // One place was freed, one is taken: nothing else can fit.
+      return;
+    }
   }
 
   #leave(waiter: Waiter): void {

@@ -12,8 +12,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import type { BatchEvent } from "../events.js";
 import type { ExecuteOptions, Runtime } from "../runtime.js";
 import type { AssistantMessage } from "../types.js";
-import { isWorkerTool } from "../contracts/worker-tool.js";
 import type { McpCallGate } from "./mcp-call-gate.js";
+import { mcpToolPools } from "./mcp-gate-pools.js";
 import { serverCancelReasons } from "./mcp-refusal.js";
 import { textOfPartial, toCallToolResult, toMcpTools, type McpToolAnnotations } from "./mcp-tools.js";
 
@@ -31,9 +31,10 @@ export interface McpServerOptions {
   /** Receives one line per notable event (a call cancelled by the client); must not throw. @default none */
   log?: (line: string) => void;
   /**
-   * Where calls wait for a thread, shared by every session of the runtime
-   * (see {@link McpCallGate}): a call refused there is answered with its
-   * JSON-RPC error, and a call cancelled while it waits never starts.
+   * Where calls wait for a place on their tool's pool, shared by every
+   * session of the runtime (see {@link McpCallGate}; its `pools` from
+   * `mcpCallGatePools(runtime)`): a call refused there is answered with
+   * its JSON-RPC error, and a call cancelled while it waits never starts.
    * @default none (every call goes to the runtime at once)
    */
   callGate?: McpCallGate;
@@ -69,8 +70,8 @@ export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}
   );
   // The tools never change after the runtime is created.
   const tools = toMcpTools(runtime.agentTools(), options.annotations);
-  // Only worker tools wait for a thread; an inline tool runs on the main thread at once.
-  const threadTools = new Set(runtime.options.tools.filter((tool) => isWorkerTool(tool)).map((tool) => tool.name));
+  // Only worker tools wait for a place, on their own pool's; an inline tool runs on the main thread at once.
+  const toolPools = mcpToolPools(runtime);
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name, arguments: args = {} } = request.params;
@@ -104,7 +105,7 @@ export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}
     const executeOptions: ExecuteOptions & { sessionKey?: string } = { signal: extra.signal };
     if (emit !== undefined) executeOptions.emit = emit;
     if (extra.sessionId !== undefined) executeOptions.sessionKey = `mcp:${extra.sessionId}`;
-    const slot = await options.callGate?.acquire(executeOptions.sessionKey ?? "", extra.signal, threadTools.has(name));
+    const slot = await options.callGate?.acquire(executeOptions.sessionKey ?? "", extra.signal, toolPools.get(name) ?? false);
     // Cancelled while it waited: it never started, and the SDK answers nothing.
     if (options.callGate !== undefined && slot === undefined) throw new Error(`call ${toolCallId} was cancelled before it started`);
     let result: CallToolResult;
