@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 
 import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -87,5 +87,57 @@ describe.skipIf(!supportsPi16())("bash's full-output files (pi 1.6)", () => {
     expect(existsSync(runtimeFolder)).toBe(true);
     await runtime.close();
     expect(existsSync(runtimeFolder)).toBe(false);
+  });
+});
+
+describe.skipIf(!supportsPi16())("bash's full-output files, the file a call left (pi 1.6)", () => {
+  const smallRoot = join(tmpdir(), `toolpool-bash-output-own-${process.pid}`);
+  let runtime: Runtime;
+  beforeAll(() => {
+    mkdirSync(smallRoot, { recursive: true });
+    runtime = createRuntime({
+      pi: "1.6",
+      tools: codingTools({ workspace: { root: smallRoot, perSession: true }, tools: ["bash"], bash: { outputFilesMaxBytes: 1_000 } }),
+      pool: { maxThreads: 1 },
+    });
+  });
+  afterAll(async () => {
+    await runtime.close();
+    rmSync(smallRoot, { recursive: true, force: true });
+  });
+
+  const bash = async (args: Record<string, unknown>, sessionKey: string) => {
+    const message = {
+      role: "assistant" as const,
+      content: [{ type: "toolCall" as const, id: "bash", name: "bash", arguments: args }],
+      stopReason: "toolUse" as const,
+    };
+    const { messages } = await runtime.executeToolCalls(message, { sessionKey });
+    const text = (messages[0]!.content[0] as { text: string }).text;
+    const path = /Full output: (\S+)\]/.exec(text.slice(text.lastIndexOf("Full output: ")))?.[1];
+    expect(path).toBeDefined();
+    return { isError: messages[0]!.isError, text, path: path! };
+  };
+
+  it("keeps pi's own file, not one whose name the command printed, nor another session's so named (pi 1.6)", async () => {
+    const alice = await bash({ command: "seq 1 20000" }, "alice");
+    expect(existsSync(alice.path)).toBe(true);
+    // Mallory's output ends with the name of Alice's file, and then with a name no file has.
+    const named = `echo ${basename(alice.path)}; echo pi-bash-0123456789abcdef.log`;
+    const mallory = await bash({ command: `seq 1 20000; ${named}` }, "mallory");
+    expect(mallory.isError).toBe(false);
+    expect(mallory.text).toContain(`pi-bash-0123456789abcdef.log\n\n[Showing`);
+    expect(existsSync(mallory.path), "the call's own file").toBe(true);
+    expect(existsSync(alice.path), "an older file past the bound, though named in output").toBe(false);
+  });
+
+  it("keeps the file of a call that timed out, whose output ends with such a name (pi 1.6)", async () => {
+    const timedOut = await bash({ command: "seq 1 20000; echo pi-bash-0123456789abcdef.log; sleep 60", timeout: 3 }, "mallory");
+    expect(timedOut.isError).toBe(true);
+    expect(timedOut.text).toContain("Command timed out");
+    expect(existsSync(timedOut.path), "the call's own file").toBe(true);
+    expect(readdirSync(dirname(dirname(timedOut.path))).flatMap((session) => readdirSync(join(dirname(dirname(timedOut.path)), session)))).toEqual([
+      basename(timedOut.path),
+    ]);
   });
 });

@@ -29,6 +29,11 @@ beforeAll(() => {
   symlinkSync(join(workspace, "sub"), join(workspace, "sublink"));
   symlinkSync("loop2", join(workspace, "loop1"));
   symlinkSync("loop1", join(workspace, "loop2"));
+  // Links whose targets climb with ".." out of a folder that does not exist, or out of a file, into a link to outside.
+  symlinkSync(outside, join(workspace, "esc"));
+  writeFileSync(join(workspace, "plain.txt"), "plain\n");
+  symlinkSync("missing/../esc/secret.txt", join(workspace, "viamissing"));
+  symlinkSync("plain.txt/../esc/secret.txt", join(workspace, "viafile"));
 });
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
@@ -41,6 +46,13 @@ describe("followLinks", () => {
     expect(await followLinks(join(workspace, "sublink", "..", "sub", "new.txt"))).toBe(join(workspace, "sub", "new.txt"));
     expect(await followLinks(join(workspace, "no", "such", "file"))).toBe(join(workspace, "no", "such", "file"));
     await expect(followLinks(join(workspace, "loop1"))).rejects.toMatchObject({ code: "ELOOP" });
+  });
+
+  it("refuses a '..' after a component that does not exist or is not a folder, as the kernel does", async () => {
+    await expect(followLinks(join(workspace, "viamissing"))).rejects.toMatchObject({ at: join(workspace, "missing"), reason: "does not exist" });
+    await expect(followLinks(join(workspace, "viafile"))).rejects.toMatchObject({ at: join(workspace, "plain.txt"), reason: "is not a folder" });
+    // Without a "..", the rest of a missing path is still appended as it is.
+    expect(await followLinks(join(workspace, "no", "such", ".", "file"))).toBe(join(workspace, "no", "such", "file"));
   });
 });
 
@@ -90,5 +102,14 @@ describe.skipIf(!supportsPi16())("confine through symlinks (pi 1.6)", () => {
     const loop = await run("read", { path: "loop1" });
     expect(loop.isError).toBe(true);
     expect(loop.text).toMatch(/loop1.*symbolic links/);
+  });
+
+  it("refuses a link that climbs with '..' out of a folder that does not exist, naming it (pi 1.6)", async () => {
+    for (const name of ["read", "write"]) {
+      const { isError, text } = await run(name, name === "write" ? { path: "viamissing", content: "planted\n" } : { path: "viamissing" });
+      expect(isError, name).toBe(true);
+      expect(text).toContain(`Path "viamissing" leads through "${join(workspace, "missing")}", which does not exist`);
+    }
+    expect(readFileSync(join(outside, "secret.txt"), "utf8")).toBe("secret\n");
   });
 });

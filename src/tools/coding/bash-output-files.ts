@@ -30,10 +30,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import { syncBuiltinESMExports } from "node:module";
 import os from "node:os";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, sep } from "node:path";
 
 /** The names pi gives bash's full-output files. */
-const outputFileName = /pi-bash-[0-9a-f]{16}\.log/;
+const outputFileNameWhole = /^pi-bash-[0-9a-f]{16}\.log$/;
+/** Such a name at the start of a text, closing pi's `[... Full output: <path>]` note. */
+const outputFileNameAtStart = /^(pi-bash-[0-9a-f]{16}\.log)\]/;
 
 /**
  * The bash output folder of one `codingTools` set (main thread): created for
@@ -97,11 +99,32 @@ export async function withBashOutputFolder<T>(folder: string | undefined, maxByt
   } finally {
     outputFolderOfCall = undefined;
   }
-  const text = JSON.stringify("result" in outcome ? outcome.result : String((outcome.error as Error)?.message ?? outcome.error));
-  const own = outputFileName.exec(text)?.[0];
-  if (own !== undefined) await boundOutputFiles(dirname(folder), join(folder, own), maxBytes).catch(() => {});
+  const own = ownOutputFile(outcome, folder);
+  if (own !== undefined) await boundOutputFiles(dirname(folder), own, maxBytes).catch(() => {});
   if ("error" in outcome) throw outcome.error;
   return outcome.result;
+}
+
+/**
+ * The output file the call left, if it lies in the call's own `folder`:
+ * pi's `details.fullOutputPath` for a result; for a thrown error (a timeout
+ * or abort, whose message is all pi gives), the last `Full output: <path>]`
+ * naming a file of `folder`, as pi's note follows the output's tail. Names
+ * the command itself printed are never taken for it.
+ */
+function ownOutputFile(outcome: { result: unknown } | { error: unknown }, folder: string): string | undefined {
+  let path: unknown;
+  if ("result" in outcome) {
+    path = (outcome.result as { details?: { fullOutputPath?: unknown } } | undefined)?.details?.fullOutputPath;
+  } else {
+    const message = outcome.error instanceof Error ? outcome.error.message : "";
+    const prefix = `Full output: ${folder}${sep}`;
+    const at = message.lastIndexOf(prefix);
+    const name = at < 0 ? undefined : outputFileNameAtStart.exec(message.slice(at + prefix.length))?.[1];
+    path = name === undefined ? undefined : join(folder, name);
+  }
+  if (typeof path !== "string" || dirname(path) !== folder || !outputFileNameWhole.test(basename(path))) return undefined;
+  return path;
 }
 
 /** pi's `tmpdir()` on this thread: the running call's output folder while there is one. */
@@ -124,7 +147,7 @@ export async function boundOutputFiles(runtimeFolder: string, keep: string, maxB
   for (const session of await readdir(runtimeFolder).catch(() => [] as string[])) {
     const folder = join(runtimeFolder, session);
     for (const name of await readdir(folder).catch(() => [] as string[])) {
-      if (!outputFileName.test(name)) continue;
+      if (!outputFileNameWhole.test(name)) continue;
       const path = join(folder, name);
       const info = await stat(path).catch(() => undefined);
       if (info !== undefined) files.push({ path, size: info.size, mtimeMs: info.mtimeMs });
@@ -134,7 +157,7 @@ export async function boundOutputFiles(runtimeFolder: string, keep: string, maxB
   files.sort((a, b) => a.mtimeMs - b.mtimeMs);
   for (const file of files) {
     if (total <= maxBytes) break;
-    if (file.path === keep || basename(file.path) === basename(keep)) continue;
+    if (file.path === keep) continue;
     await rm(file.path, { force: true });
     total -= file.size;
   }

@@ -9,7 +9,9 @@
  * not written yet) is judged by its target and refused, as is a chain of
  * links whose last hop leaves; a link whose target lies inside keeps
  * working. A component that does not exist ends the walk: the rest cannot
- * hold links, and is appended as it is (a file `write` is about to create).
+ * hold links, and is appended as it is (a file `write` is about to create);
+ * but a `..` after it (or after a file), which the kernel would refuse to
+ * walk, is refused here too rather than judged by its text.
  *
  * A check before the tool runs leaves a window: a folder swapped for a link
  * between the check and the tool's own open is followed (docs/coding-tools.md,
@@ -19,6 +21,7 @@
  *
  * @module
  */
+import type { Stats } from "node:fs";
 import { lstat, readlink } from "node:fs/promises";
 import { dirname, isAbsolute, parse, relative, resolve, sep } from "node:path";
 
@@ -63,6 +66,10 @@ export async function assertConfined(
   try {
     real = await followLinks(absolute);
   } catch (error) {
+    if (error instanceof DeadEndError)
+      throw new Error(
+        `Path ${quotePathAlways(path)} leads through ${quotePathAlways(error.at)}, which ${error.reason}, and then back out of it with ".."; it is not followed`,
+      );
     if ((error as NodeJS.ErrnoException).code !== "ELOOP") throw error;
     throw new Error(`Path ${quotePathAlways(path)} passes through more than ${maxLinkHops} symbolic links; it is not followed`);
   }
@@ -71,40 +78,62 @@ export async function assertConfined(
 }
 
 /**
+ * A path the kernel would not walk: a `..` below a component that does not
+ * exist or is not a folder (its open fails with ENOENT or ENOTDIR). Judging
+ * it by its text would skip the links between (`missing/../link/file`).
+ */
+class DeadEndError extends Error {
+  constructor(
+    readonly at: string,
+    readonly reason: "does not exist" | "is not a folder",
+  ) {
+    super(`${at} ${reason}`);
+  }
+}
+
+/**
  * Where an open of absolute `path` lands: each component that is a symlink
  * replaced by its target (relative targets against the link's folder),
  * dangling or not, until a component does not exist (the rest is appended)
- * or the path ends. Throws ELOOP past {@link maxLinkHops} links, and what
+ * or the path ends. Throws ELOOP past {@link maxLinkHops} links,
+ * {@link DeadEndError} where a `..` follows a component that does not exist
+ * or is not a folder (as strict as the kernel, which fails there), and what
  * `lstat` or `readlink` throw other than ENOENT and ENOTDIR.
  */
 export async function followLinks(path: string): Promise<string> {
   let pending = components(path);
   let current = parse(path).root;
+  let isFolder = true;
   let hops = 0;
   while (pending.length > 0) {
     const name = pending.shift() as string;
     if (name === ".") continue;
     if (name === "..") {
+      if (!isFolder) throw new DeadEndError(current, "is not a folder");
       current = dirname(current);
       continue;
     }
     const next = resolve(current, name);
-    let isLink: boolean;
+    let info: Stats;
     try {
-      isLink = (await lstat(next)).isSymbolicLink();
+      info = await lstat(next);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-      // Nothing there: no component below it can be a link.
+      // Nothing there: no component below it can be a link, and none can climb back out of it.
+      if (pending.includes("..")) throw new DeadEndError(next, "does not exist");
       return resolve(next, ...pending);
     }
-    if (!isLink) {
+    if (!info.isSymbolicLink()) {
       current = next;
+      isFolder = info.isDirectory();
       continue;
     }
     hops += 1;
     if (hops > maxLinkHops) throw Object.assign(new Error(`Too many symbolic links: ${path}`), { code: "ELOOP" });
     const target = await readlink(next);
+    // The walk goes on from the link's folder (or the root), a folder.
+    isFolder = true;
     if (isAbsolute(target)) current = parse(resolve(target)).root;
     pending = [...components(target), ...pending];
   }
