@@ -15,8 +15,9 @@
  * by a process that itself runs in a bash call (toolpool, or pi with its
  * extension, run from bash) carries the outer call's marker after its own
  * (`mine;outer`), so the outer call's end reaches the inner calls' trees,
- * which have groups of their own. Elsewhere than Linux there is no `/proc`
- * to read: the group alone is ended.
+ * which have groups of their own. Where there is no `/proc` to read
+ * (elsewhere than Linux, or a Linux sandbox without it): the group alone is
+ * ended.
  *
  * Used on the worker thread that ran the call (deadline, abort), on the
  * main thread (a worker the pool terminated, the pool closing, the process
@@ -25,7 +26,7 @@
  *
  * @module
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { isMainThread } from "node:worker_threads";
 
@@ -42,7 +43,23 @@ function processMarkerPrefix(pid: number): string {
   return `${pid}:`;
 }
 
-const hasProc = process.platform === "linux";
+let procIsReadable: boolean | undefined;
+
+/**
+ * Whether `/proc` can be read and is this PID namespace's (`/proc/self`
+ * names this process): not on Linux without it (a chroot, a sandbox that
+ * mounts an empty file system over it), nor elsewhere than Linux. Read once.
+ */
+export function hasProc(): boolean {
+  if (procIsReadable === undefined) {
+    try {
+      procIsReadable = readlinkSync("/proc/self") === String(process.pid) && readFileSync("/proc/self/stat", "latin1").length > 0;
+    } catch {
+      procIsReadable = false;
+    }
+  }
+  return procIsReadable;
+}
 
 /**
  * The marker of a call started by a process that is itself part of a bash
@@ -90,7 +107,7 @@ function environHas(environ: Buffer, match: MarkerMatch): boolean {
  */
 async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
   if (!isMainThread) return findMarkedProcessesSync(prefix, isWhole, fromPid);
-  if (!hasProc) return [];
+  if (!hasProc()) return [];
   const needle: MarkerMatch = { prefix, isWhole };
   const names = await readdir("/proc").catch(() => [] as string[]);
   const last = fromPid === undefined ? 0 : await readFile(lastPidFile, "utf8").then(pidOf, () => 0);
@@ -113,7 +130,7 @@ async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: nu
  * process's that is exiting.
  */
 function findMarkedProcessesSync(prefix: string, isWhole = false, fromPid?: number): number[] {
-  if (!hasProc) return [];
+  if (!hasProc()) return [];
   const needle: MarkerMatch = { prefix, isWhole };
   const names = readOr(() => readdirSync("/proc"), [] as string[]);
   const last = fromPid === undefined ? 0 : readOr(() => pidOf(readFileSync(lastPidFile, "utf8")), 0);
@@ -195,7 +212,7 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   // Every process of the tree carries the marker, so the marker alone says
   // whether any is left (a group kill check would also count zombies, which
   // a parent that exited leaves for init to reap whenever it does).
-  const groupAlive = () => tree.group !== undefined && !hasProc && isGroupAlive(tree.group);
+  const groupAlive = () => tree.group !== undefined && !hasProc() && isGroupAlive(tree.group);
   if (tree.group !== undefined) signal(-tree.group, "SIGTERM");
   // `marked` is always the latest scan: each scan reads /proc, which costs
   // most on a busy machine, so none is repeated without a wait in between
