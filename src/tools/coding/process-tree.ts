@@ -2,7 +2,8 @@
  * Ending a bash call's whole process tree, on Linux through `/proc`.
  *
  * A call's shell starts in a process group of its own, and with a marker in
- * its environment (`TOOLPOOL_BASH_CALL=<pid>:<thread>:<n>`) that every
+ * its environment (`TOOLPOOL_BASH_CALL=<pid>:<start>:<thread>:<n>`, `<start>`
+ * the process's start time) that every
  * descendant inherits, whatever it does: a child that `setsid`s or
  * double-forks away from the group (`sleep 1000 & disown`, `setsid sleep
  * 1000`) is still found by its marker, where a group kill or a walk of
@@ -33,14 +34,34 @@ import { isMainThread } from "node:worker_threads";
 /** The environment variable that marks a bash call's processes. */
 export const callMarkerName = "TOOLPOOL_BASH_CALL";
 
-/** The marker prefix of every call run by thread `threadId` of process `pid`. */
-export function threadMarkerPrefix(pid: number, threadId: number): string {
-  return `${pid}:${threadId}:`;
+/**
+ * The marker prefix of every call of this process: its number and its start
+ * time (`<pid>:<start>:`), so that a sweep matches only this process's calls,
+ * not those of a process of another PID namespace (a container's, whose
+ * processes this one's `/proc` lists too) that has the same number there.
+ * The start time is `0` where `/proc` cannot be read (then there are no
+ * marker sweeps).
+ */
+export function processMarkerPrefix(): string {
+  return `${process.pid}:${ownStartTime()}:`;
 }
 
-/** The marker prefix of every call of process `pid`. */
-function processMarkerPrefix(pid: number): string {
-  return `${pid}:`;
+/** The marker prefix of every call run by thread `threadId` of this process. */
+export function threadMarkerPrefix(threadId: number): string {
+  return `${processMarkerPrefix()}${threadId}:`;
+}
+
+let startTime: string | undefined;
+
+/** This process's start time (clock ticks since boot, from `/proc/self/stat`); `0` where it cannot be read. Read once. */
+function ownStartTime(): string {
+  if (startTime === undefined) {
+    const stat = hasProc() ? readOr(() => readFileSync("/proc/self/stat", "latin1"), "") : "";
+    // The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ")".
+    const field = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    startTime = field !== undefined && /^\d+$/.test(field) ? field : "0";
+  }
+  return startTime;
 }
 
 let procIsReadable: boolean | undefined;
@@ -260,7 +281,8 @@ let isSweeping = false;
 export function enableProcessSweeps(): void {
   if (isSweeping) return;
   isSweeping = true;
-  process.once("exit", () => killMarkedProcessesSync(processMarkerPrefix(process.pid)));
+  const prefix = processMarkerPrefix();
+  process.once("exit", () => killMarkedProcessesSync(prefix));
 }
 
 /**
@@ -271,19 +293,20 @@ export function enableProcessSweeps(): void {
  */
 export function sweepThreadProcesses(threadId: number): Promise<void> {
   if (!isSweeping) return Promise.resolve();
-  return endProcessTree({ marker: threadMarkerPrefix(process.pid, threadId), isWholeMarker: false }, 0).then(
+  return endProcessTree({ marker: threadMarkerPrefix(threadId), isWholeMarker: false }, 0).then(
     () => undefined,
     () => undefined,
   );
 }
 
 /**
- * Ends the processes of every bash call that process `pid` ran, on any of
- * its threads, SIGKILL at once: for a spawn helper whose host died by a
- * signal, and so never ran its own sweep at exit. Never rejects.
+ * Ends the processes of every bash call of the process whose
+ * {@link processMarkerPrefix} is `prefix`, on any of its threads, SIGKILL at
+ * once: for a spawn helper whose host died by a signal, and so never ran its
+ * own sweep at exit. Never rejects.
  */
-export function endProcessesOf(pid: number): Promise<void> {
-  return endProcessTree({ marker: processMarkerPrefix(pid), isWholeMarker: false }, 0).then(
+export function endProcessesOf(prefix: string): Promise<void> {
+  return endProcessTree({ marker: prefix, isWholeMarker: false }, 0).then(
     () => undefined,
     () => undefined,
   );
