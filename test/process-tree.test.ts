@@ -17,7 +17,8 @@ async function startBashThread(command: string): Promise<{ worker: Worker; prefi
   const worker = new Worker(bashThread, { workerData: { command, cwd: tmpdir() } });
   const [message] = (await once(worker, "message")) as [string];
   expect(message).toBe("started");
-  return { worker, prefix: `${process.pid}:${worker.threadId}:` };
+  const { threadMarkerPrefix } = await import(new URL("process-tree.js", dist).href);
+  return { worker, prefix: threadMarkerPrefix(worker.threadId) };
 }
 
 /** `text` as one bash word, expanded to nothing else. */

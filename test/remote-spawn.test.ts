@@ -333,7 +333,7 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
   });
 
   it.each(["SIGKILL", "SIGTERM"] as const)(
-    "ends every marked process of its host's bash calls once the host is killed with %s, setsid'd and double-forked ones included",
+    "ends every marked process of its host's bash calls once the host is killed with %s, setsid'd and double-forked ones included, and no other's",
     async (signal) => {
       const host = nodeSpawn(
         process.execPath,
@@ -343,6 +343,7 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
       const exited = once(host, "exit") as Promise<[number | null, NodeJS.Signals | null]>;
       const sleeps = () => sleepers("1000").filter((pid) => markedProcesses(`${host.pid}:`).includes(pid));
       let pids: number[] = [];
+      const others: number[] = [];
       try {
         await once(host.stdout, "data");
         await until(
@@ -350,6 +351,10 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
           () => `the shell's three sleeps (found ${sleeps().length})`,
         );
         pids = sleeps();
+        // As a process of another PID namespace's call would be marked, its host there numbered as this one.
+        const foreign = nodeSpawn("sleep", ["1000"], { stdio: "ignore", env: { ...process.env, TOOLPOOL_BASH_CALL: `${host.pid}:1:1:1` } });
+        await once(foreign, "spawn");
+        others.push(foreign.pid!);
         host.kill(signal);
         expect((await exited)[1]).toBe(signal);
         await until(
@@ -358,9 +363,10 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
           { limitMs: 20_000 },
         ).catch(() => {});
         expect(pids.filter(isRunning)).toEqual([]);
+        expect(others.filter(isRunning)).toEqual(others);
       } finally {
         host.kill("SIGKILL");
-        for (const pid of pids) if (isRunning(pid)) process.kill(pid, "SIGKILL");
+        for (const pid of [...pids, ...others]) if (isRunning(pid)) process.kill(pid, "SIGKILL");
       }
     },
     60_000,

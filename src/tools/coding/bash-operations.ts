@@ -59,7 +59,7 @@ export function createBashOperations(
         throw new Error(`Working directory does not exist: ${cwd}\nCannot execute bash commands.`);
       }
       callCount += 1;
-      const marker = `${threadMarkerPrefix(process.pid, threadId)}${callCount}`;
+      const marker = `${threadMarkerPrefix(threadId)}${callCount}`;
       const fromStdin = shellConfig.commandTransport === "stdin";
       const child = spawn(shellConfig.shell, fromStdin ? shellConfig.args : [...shellConfig.args, command], {
         cwd,

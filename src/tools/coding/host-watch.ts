@@ -6,51 +6,84 @@
  * runs on leaves them to the host's own sweeps, and `keepBackground`'s
  * processes run on).
  *
- * On Linux a host is known by its process number and its start time (from
- * `/proc/<pid>/stat`), so that a number given again to another process
+ * Where `/proc` can be read (and is this PID namespace's: `/proc/self` names
+ * this process), a host is known by its process number and its start time
+ * (from `/proc/<pid>/stat`), so that a number given again to another process
  * after the host died is not taken for the host; a zombie (killed, not yet
- * reaped by its parent) is gone. Elsewhere, by its number alone.
+ * reaped by its parent) is gone. Where it cannot (not Linux; a chroot or a
+ * sandbox without `/proc`, or with an empty one over it), or the host's
+ * start time cannot be read, by its number alone: a host is gone once a
+ * signal 0 to it finds no process (`ESRCH`). A start time that cannot be
+ * read never counts as the host's death: the helper would otherwise end
+ * every bash call of a host that runs on.
  *
  * @module
  */
 import { readFileSync } from "node:fs";
 
-/** A process as the helper saw it when it started: its number, and on Linux its start time. */
+import { hasProc } from "./process-tree.js";
+
+/** Reads `/proc/<pid>/stat`: its text, or undefined when it cannot be read (no such process, no `/proc`). */
+export type StatReader = (pid: number) => string | undefined;
+
+/** A process as the helper saw it when it started: its number, and where `/proc` tells it, its start time. */
 export interface WatchedHost {
   readonly pid: number;
-  /** The start time (clock ticks since boot) read when the helper started; undefined where there is no `/proc`, or the host was gone already. */
+  /**
+   * The start time (clock ticks since boot) read when the watch began;
+   * undefined where it could not be read (no `/proc`), the host was a
+   * zombie already, or gone: then the host is known by its number alone.
+   */
   readonly startTime: string | undefined;
+  /** How `/proc/<pid>/stat` is read: injectable for tests. */
+  readonly readStat: StatReader;
 }
 
-const hasProc = process.platform === "linux";
-
-/** `pid`'s start time, or undefined when it is not running (gone, a zombie, or not readable). */
-function startTimeOf(pid: number): string | undefined {
+/** `/proc/<pid>/stat`, or undefined where it cannot be read. */
+const readProcStat: StatReader = (pid) => {
+  if (!hasProc()) return undefined;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-    // The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ")".
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const state = fields[0];
-    return state === "Z" || state === "X" || state === "x" ? undefined : fields[19];
+    return readFileSync(`/proc/${pid}/stat`, "latin1");
   } catch {
     return undefined;
   }
+};
+
+/** What a stat line says: whether the process has ended (a zombie), and its start time. */
+function parseStat(stat: string): { isEnded: boolean; startTime: string | undefined } {
+  // The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ")".
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const state = fields[0];
+  return { isEnded: state === "Z" || state === "X" || state === "x", startTime: fields[19] };
 }
 
-/** The host `pid` as it is now (call this when the helper starts). */
-export function watchHost(pid: number): WatchedHost {
-  return { pid, startTime: hasProc ? startTimeOf(pid) : undefined };
+/** Whether a process numbered `pid` runs (or is a zombie), by signal 0: only `ESRCH` says it is not there. */
+function isNumberTaken(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: a process of another user holds the number.
+    return (error as NodeJS.ErrnoException).code !== "ESRCH";
+  }
+}
+
+/** The host `pid` as it is now (call this when the helper starts); `readStat` reads `/proc/<pid>/stat`. */
+export function watchHost(pid: number, readStat: StatReader = readProcStat): WatchedHost {
+  const stat = readStat(pid);
+  const seen = stat === undefined ? undefined : parseStat(stat);
+  return { pid, startTime: seen === undefined || seen.isEnded ? undefined : seen.startTime, readStat };
 }
 
 /** Whether `host` has ended (or its number now names another process). */
 export function isHostGone(host: WatchedHost): boolean {
-  if (hasProc) return host.startTime === undefined || startTimeOf(host.pid) !== host.startTime;
-  try {
-    process.kill(host.pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  const stat = host.readStat(host.pid);
+  if (stat !== undefined) {
+    const now = parseStat(stat);
+    if (now.isEnded) return true;
+    if (host.startTime !== undefined) return now.startTime !== host.startTime;
   }
+  return !isNumberTaken(host.pid);
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

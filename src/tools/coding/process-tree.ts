@@ -2,7 +2,8 @@
  * Ending a bash call's whole process tree, on Linux through `/proc`.
  *
  * A call's shell starts in a process group of its own, and with a marker in
- * its environment (`TOOLPOOL_BASH_CALL=<pid>:<thread>:<n>`) that every
+ * its environment (`TOOLPOOL_BASH_CALL=<pid>:<start>:<thread>:<n>`, `<start>`
+ * the process's start time) that every
  * descendant inherits, whatever it does: a child that `setsid`s or
  * double-forks away from the group (`sleep 1000 & disown`, `setsid sleep
  * 1000`) is still found by its marker, where a group kill or a walk of
@@ -15,8 +16,9 @@
  * by a process that itself runs in a bash call (toolpool, or pi with its
  * extension, run from bash) carries the outer call's marker after its own
  * (`mine;outer`), so the outer call's end reaches the inner calls' trees,
- * which have groups of their own. Elsewhere than Linux there is no `/proc`
- * to read: the group alone is ended.
+ * which have groups of their own. Where there is no `/proc` to read
+ * (elsewhere than Linux, or a Linux sandbox without it): the group alone is
+ * ended.
  *
  * Used on the worker thread that ran the call (deadline, abort), on the
  * main thread (a worker the pool terminated, the pool closing, the process
@@ -25,24 +27,60 @@
  *
  * @module
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { isMainThread } from "node:worker_threads";
 
 /** The environment variable that marks a bash call's processes. */
 export const callMarkerName = "TOOLPOOL_BASH_CALL";
 
-/** The marker prefix of every call run by thread `threadId` of process `pid`. */
-export function threadMarkerPrefix(pid: number, threadId: number): string {
-  return `${pid}:${threadId}:`;
+/**
+ * The marker prefix of every call of this process: its number and its start
+ * time (`<pid>:<start>:`), so that a sweep matches only this process's calls,
+ * not those of a process of another PID namespace (a container's, whose
+ * processes this one's `/proc` lists too) that has the same number there.
+ * The start time is `0` where `/proc` cannot be read (then there are no
+ * marker sweeps).
+ */
+export function processMarkerPrefix(): string {
+  return `${process.pid}:${ownStartTime()}:`;
 }
 
-/** The marker prefix of every call of process `pid`. */
-function processMarkerPrefix(pid: number): string {
-  return `${pid}:`;
+/** The marker prefix of every call run by thread `threadId` of this process. */
+export function threadMarkerPrefix(threadId: number): string {
+  return `${processMarkerPrefix()}${threadId}:`;
 }
 
-const hasProc = process.platform === "linux";
+let startTime: string | undefined;
+
+/** This process's start time (clock ticks since boot, from `/proc/self/stat`); `0` where it cannot be read. Read once. */
+function ownStartTime(): string {
+  if (startTime === undefined) {
+    const stat = hasProc() ? readOr(() => readFileSync("/proc/self/stat", "latin1"), "") : "";
+    // The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ")".
+    const field = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    startTime = field !== undefined && /^\d+$/.test(field) ? field : "0";
+  }
+  return startTime;
+}
+
+let procIsReadable: boolean | undefined;
+
+/**
+ * Whether `/proc` can be read and is this PID namespace's (`/proc/self`
+ * names this process): not on Linux without it (a chroot, a sandbox that
+ * mounts an empty file system over it), nor elsewhere than Linux. Read once.
+ */
+export function hasProc(): boolean {
+  if (procIsReadable === undefined) {
+    try {
+      procIsReadable = readlinkSync("/proc/self") === String(process.pid) && readFileSync("/proc/self/stat", "latin1").length > 0;
+    } catch {
+      procIsReadable = false;
+    }
+  }
+  return procIsReadable;
+}
 
 /**
  * The marker of a call started by a process that is itself part of a bash
@@ -90,7 +128,7 @@ function environHas(environ: Buffer, match: MarkerMatch): boolean {
  */
 async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
   if (!isMainThread) return findMarkedProcessesSync(prefix, isWhole, fromPid);
-  if (!hasProc) return [];
+  if (!hasProc()) return [];
   const needle: MarkerMatch = { prefix, isWhole };
   const names = await readdir("/proc").catch(() => [] as string[]);
   const last = fromPid === undefined ? 0 : await readFile(lastPidFile, "utf8").then(pidOf, () => 0);
@@ -113,7 +151,7 @@ async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: nu
  * process's that is exiting.
  */
 function findMarkedProcessesSync(prefix: string, isWhole = false, fromPid?: number): number[] {
-  if (!hasProc) return [];
+  if (!hasProc()) return [];
   const needle: MarkerMatch = { prefix, isWhole };
   const names = readOr(() => readdirSync("/proc"), [] as string[]);
   const last = fromPid === undefined ? 0 : readOr(() => pidOf(readFileSync(lastPidFile, "utf8")), 0);
@@ -195,7 +233,7 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   // Every process of the tree carries the marker, so the marker alone says
   // whether any is left (a group kill check would also count zombies, which
   // a parent that exited leaves for init to reap whenever it does).
-  const groupAlive = () => tree.group !== undefined && !hasProc && isGroupAlive(tree.group);
+  const groupAlive = () => tree.group !== undefined && !hasProc() && isGroupAlive(tree.group);
   if (tree.group !== undefined) signal(-tree.group, "SIGTERM");
   // `marked` is always the latest scan: each scan reads /proc, which costs
   // most on a busy machine, so none is repeated without a wait in between
@@ -243,7 +281,8 @@ let isSweeping = false;
 export function enableProcessSweeps(): void {
   if (isSweeping) return;
   isSweeping = true;
-  process.once("exit", () => killMarkedProcessesSync(processMarkerPrefix(process.pid)));
+  const prefix = processMarkerPrefix();
+  process.once("exit", () => killMarkedProcessesSync(prefix));
 }
 
 /**
@@ -254,19 +293,20 @@ export function enableProcessSweeps(): void {
  */
 export function sweepThreadProcesses(threadId: number): Promise<void> {
   if (!isSweeping) return Promise.resolve();
-  return endProcessTree({ marker: threadMarkerPrefix(process.pid, threadId), isWholeMarker: false }, 0).then(
+  return endProcessTree({ marker: threadMarkerPrefix(threadId), isWholeMarker: false }, 0).then(
     () => undefined,
     () => undefined,
   );
 }
 
 /**
- * Ends the processes of every bash call that process `pid` ran, on any of
- * its threads, SIGKILL at once: for a spawn helper whose host died by a
- * signal, and so never ran its own sweep at exit. Never rejects.
+ * Ends the processes of every bash call of the process whose
+ * {@link processMarkerPrefix} is `prefix`, on any of its threads, SIGKILL at
+ * once: for a spawn helper whose host died by a signal, and so never ran its
+ * own sweep at exit. Never rejects.
  */
-export function endProcessesOf(pid: number): Promise<void> {
-  return endProcessTree({ marker: processMarkerPrefix(pid), isWholeMarker: false }, 0).then(
+export function endProcessesOf(prefix: string): Promise<void> {
+  return endProcessTree({ marker: prefix, isWholeMarker: false }, 0).then(
     () => undefined,
     () => undefined,
   );

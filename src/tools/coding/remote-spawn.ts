@@ -27,6 +27,7 @@ import type { ChildProcess, SpawnOptions, spawn as nodeSpawn } from "node:child_
 import { fileURLToPath } from "node:url";
 
 import { RemoteChild } from "./remote-child.js";
+import { processMarkerPrefix } from "./process-tree.js";
 import type { HelperReport, HelperRequest, HelperStdio, SpawnRequest } from "./spawn-protocol.js";
 
 type Spawn = typeof nodeSpawn;
@@ -132,8 +133,10 @@ export class SpawnHelper {
     if (this.#channel !== undefined) return this.#channel;
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
-    // The helper is told its host (this process), whose death it watches for (`spawn-helper.ts`).
-    const channel = this.#spawn("/bin/sh", ["-c", '"$0" "$@" &', process.execPath, fileURLToPath(this.#helperUrl), String(process.pid)], {
+    // The helper is told its host (this process), whose death it watches for, and the marker prefix of
+    // the host's bash calls, which it ends then (`spawn-helper.ts`).
+    const helperArgs = [fileURLToPath(this.#helperUrl), String(process.pid), processMarkerPrefix()];
+    const channel = this.#spawn("/bin/sh", ["-c", '"$0" "$@" &', process.execPath, ...helperArgs], {
       stdio: ["ignore", "ignore", "inherit", "ipc"],
       serialization: "advanced",
       detached: true,

@@ -29,7 +29,8 @@
  * the channel closes, or a poll finds the host gone (should the channel
  * outlive it), and the host has ended rather than only its thread, the
  * helper ends every process of every bash call of the host, whatever thread
- * ran it, found by the marker as the host's sweeps find them (setsid'd and
+ * ran it, found by the marker (the host's number and start time, the second
+ * argument) as the host's sweeps find them (setsid'd and
  * double-forked ones included), and the groups of the shells it started.
  *
  * @module
@@ -51,6 +52,13 @@ const hostPollMs = 1_000;
 const hostPid = Number(process.argv[2]);
 /** The process whose pool thread started this helper; undefined when not given (a helper started by hand). */
 const host = Number.isSafeInteger(hostPid) && hostPid > 0 ? watchHost(hostPid) : undefined;
+/**
+ * The marker prefix of the host's bash calls (`<pid>:<start>:`, the second
+ * argument): its number and start time, so that the helper ends no call of a
+ * process of another PID namespace with the same number. Only the host's
+ * number where not given.
+ */
+const hostMarkerPrefix = /^\d+:\d+:$/.test(process.argv[3] ?? "") && process.argv[3]!.startsWith(`${hostPid}:`) ? process.argv[3]! : `${hostPid}:`;
 
 const children = new Map<number, ChildProcess>();
 /** The children started in a process group of their own (bash's shells). */
@@ -169,7 +177,7 @@ async function leave(isGone: boolean): Promise<void> {
       const pid = children.get(id)?.pid;
       if (pid !== undefined) signal(-pid, "SIGKILL");
     }
-    await endProcessesOf(host.pid);
+    await endProcessesOf(hostMarkerPrefix);
   }
   signal(0, "SIGKILL");
   process.exit(0);
