@@ -86,10 +86,11 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash calls end
       // The shell and its marked sleep die of the SIGTERM; the unmarked one ignores it, found by its group alone.
       const atDeadline = await runtime.executeToolCalls(bash("unmarked", "(trap '' TERM; exec env -i sleep 1000.25) & echo started; sleep 1000"));
       expect(textOf(atDeadline.messages[0]!)).toBe("started\n\n\nCommand timed out after 1 seconds");
-      expect(sleepers("1000.25")).toEqual([]);
+      // Found by its group alone, it is sent SIGKILL with the group, which the kernel carries out when it next runs it.
+      await until(() => sleepers("1000.25").length === 0, "the unmarked sleeper killed at the deadline", { limitMs: 10_000 });
       const atEnd = await runtime.executeToolCalls(bash("unmarked-end", "(trap '' TERM; exec env -i sleep 1000.5) & echo done"));
       expect(atEnd.messages[0]).toMatchObject({ isError: false, content: [{ type: "text", text: "done\n" }] });
-      expect(sleepers("1000.5")).toEqual([]);
+      await until(() => sleepers("1000.5").length === 0, "the unmarked sleeper killed at the call's end", { limitMs: 10_000 });
     } finally {
       for (const pid of [...sleepers("1000.25"), ...sleepers("1000.5")]) process.kill(pid, "SIGKILL");
     }
