@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { invalidOption } from "../option-checks.js";
+import { invalidOption, refuseUnknownOptions } from "../option-checks.js";
+import { mcpCallGateOptionNames } from "./mcp-option-names.js";
 import { integerOption } from "./mcp-options.js";
 import { McpRefusal } from "./mcp-refusal.js";
 
@@ -75,6 +76,7 @@ export class McpCallGate {
 
   constructor(options: McpCallGateOptions) {
     if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
+    refuseUnknownOptions(options, mcpCallGateOptionNames);
     this.#maxRunning = integerOption(options.maxRunning, "maxRunning", 1, undefined);
     this.#maxQueue = integerOption(options.maxQueue, "maxQueue", 0, 1024);
     this.#maxSessionCalls = integerOption(options.maxSessionCalls, "maxSessionCalls", 1, 128);
