@@ -50,7 +50,7 @@ export type {
   ToolsResponse,
 } from "./server/create-server.js";
 export { FleetNode } from "./fleet/fleet-node.js";
-export type { FleetNodeOptions } from "./fleet/fleet-node.js";
+export type { FleetNodeOptions } from "./fleet/fleet-node-options.js";
 export type { FleetOptions, ResolvedFleetOptions } from "./contracts/fleet-options.js";
 export type { FleetStats } from "./contracts/pool-contract.js";
 export type { RemoteCallRecord } from "./events.js";

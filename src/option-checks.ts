@@ -11,7 +11,7 @@
 import type { ErrorObject } from "ajv";
 
 import { closestName } from "./closest-name.js";
-import { describeValue, ToolpoolError } from "./errors.js";
+import { describeValue, type ErrorCode, ToolpoolError } from "./errors.js";
 
 /** Node fires a timer set past this many milliseconds after 1 ms instead. */
 export const maxTimerMs = 2_147_483_647;
@@ -65,20 +65,33 @@ export function invalidOption(name: string, expected: string, received: unknown)
 /**
  * Throws `TP_ERR_INVALID_OPTION` for the first own key of `options` that is
  * not one of `known`, naming it (under `path`, dotted) and the closest known
- * name: a misspelt option is never ignored in silence.
+ * name: a misspelt option is never ignored in silence. `code` is the error's
+ * (`workerTool` throws `TP_ERR_INVALID_TOOL` for every fault of a definition).
  *
  * @example
  * refuseUnknownOptions({ workspace: "/w", confnie: true }, ["workspace", "confine"]);
  * // throws: Unknown option `confnie`; did you mean `confine`?
  */
-export function refuseUnknownOptions(options: object, known: readonly string[], path = "", kind = "option"): void {
+export function refuseUnknownOptions(
+  options: object,
+  known: readonly string[],
+  path = "",
+  kind = "option",
+  code: ErrorCode = "TP_ERR_INVALID_OPTION",
+): void {
   for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw unknownOption(path, key, known, kind);
+    if (!known.includes(key)) throw unknownOption(path, key, known, kind, code);
   }
 }
 
 /** ``Unknown option `path.name`; did you mean `path.closest`?``, or the known names (of `path`) when none is close. */
-export function unknownOption(path: string, name: string, known: readonly string[], kind = "option"): ToolpoolError {
+export function unknownOption(
+  path: string,
+  name: string,
+  known: readonly string[],
+  kind = "option",
+  code: ErrorCode = "TP_ERR_INVALID_OPTION",
+): ToolpoolError {
   const at = (key: string) => (path ? `${path}.${key}` : key);
   const closest = closestName(name, known);
   const hint =
@@ -87,5 +100,5 @@ export function unknownOption(path: string, name: string, known: readonly string
       : known.length > 0
         ? `; known ${kind}s${path ? ` of \`${path}\`` : ""}: ${known.map((key) => `\`${key}\``).join(", ")}`
         : "";
-  return new ToolpoolError("TP_ERR_INVALID_OPTION", `Unknown ${kind} \`${at(name)}\`${hint}`);
+  return new ToolpoolError(code, `Unknown ${kind} \`${at(name)}\`${hint}`);
 }

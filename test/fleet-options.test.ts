@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { createRuntime, workerTool } from "toolpool";
+import { createRuntime, FleetNode, workerTool } from "toolpool";
 import { builtIndexUrl } from "./support/internals.js";
 
 const tool = workerTool({
@@ -42,6 +42,17 @@ describe("fleet options", () => {
     [{ redis: "redis://x", remote: ["nope"] }, 'Expected `fleet.remote` to name worker tools of the runtime, got "nope"'],
   ])("rejects %j with TP_ERR_INVALID_OPTION", (fleet, message) => {
     expect(() => createRuntime({ tools: [tool], fleet: fleet as never })).toThrow(
+      expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message }),
+    );
+  });
+
+  it.each([
+    [{ threds: 2 }, "Unknown option `threds`; did you mean `threads`?"],
+    [{ lockDuration: 100 }, "Unknown option `lockDuration`; did you mean `lockDurationMs`?"],
+    [{ pool: { maxThread: 2 } }, "Unknown option `pool.maxThread`; did you mean `pool.maxThreads`?"],
+  ])("FleetNode.start refuses %j, an option that does not exist, before it connects (TP_ERR_INVALID_OPTION)", async (extra, message) => {
+    // Port 1: a node that got past its options would fail to connect, with another error.
+    await expect(FleetNode.start({ redis: "redis://127.0.0.1:1", tools: [tool], ...extra } as never)).rejects.toThrow(
       expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message }),
     );
   });

@@ -159,4 +159,46 @@ describe("workerTool", () => {
       expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message: expect.stringContaining(message) }),
     );
   });
+
+  it.each([
+    [{ ...base, timeotMs: 5 }, "Unknown worker tool option `timeotMs`; did you mean `timeoutMs`?"],
+    [{ ...base, pool: { name: "p", maxThread: 2 } }, "Unknown worker tool option `pool.maxThread`; did you mean `pool.maxThreads`?"],
+    [
+      { ...base, pool: { name: "p", maxRunningPerSesion: 1 } },
+      "Unknown worker tool option `pool.maxRunningPerSesion`; did you mean `pool.maxRunningPerSession`?",
+    ],
+    [
+      { ...base, resourceLimits: { stackSize: 4 } },
+      "Unknown worker tool option `resourceLimits.stackSize`; did you mean `resourceLimits.stackSizeMb`?",
+    ],
+    [{ ...base, moduleUrl: "file:///t.js" }, "Unknown worker tool option `moduleUrl`; did you mean `module`?"],
+    [
+      { ...base, verbose: true },
+      "Unknown worker tool option `verbose`; known worker tool options: `name`, `label`, `description`, `parameters`, `module`, `exportName`, `executionMode`, `prepareArguments`, `timeoutMs`, `resourceLimits`, `maxResultBytes`, `maxConcurrency`, `cost`, `idempotent`, `context`, `pool`",
+    ],
+  ])("refuses an option that does not exist, naming the closest known one, with TP_ERR_INVALID_TOOL (%#)", (options, message) => {
+    expect(() => workerTool(options as never)).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message }));
+  });
+
+  it("takes every documented option", () => {
+    const tool = workerTool({
+      ...base,
+      label: "T",
+      exportName: "run",
+      executionMode: "sequential",
+      prepareArguments: (args) => args,
+      timeoutMs: 5,
+      maxResultBytes: 100,
+      maxConcurrency: 2,
+      cost: 3,
+      idempotent: true,
+      context: () => undefined,
+      pool: { name: "p", maxThreads: 2, maxRunningPerSession: 1 },
+    });
+    expect(tool).toMatchObject({ label: "T", timeoutMs: 5, pool: { name: "p", maxThreads: 2, maxRunningPerSession: 1 } });
+    expect(
+      workerTool({ ...base, resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8, codeRangeSizeMb: 8, stackSizeMb: 4 } })
+        .resourceLimits,
+    ).toEqual({ maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8, codeRangeSizeMb: 8, stackSizeMb: 4 });
+  });
 });

@@ -18,6 +18,7 @@ export function withCallTimeout(tools: readonly ToolDefinition[], timeoutMs: num
 }
 
 function withTimeout(tool: WorkerTool, timeoutMs: number): WorkerTool {
-  // Spread, so that every field of the definition carries over, present and future.
-  return inputErrors(() => workerTool({ ...tool, module: tool.moduleUrl, timeoutMs }));
+  // Spread, so that every field of the definition carries over, present and future; `moduleUrl` is the `module` option resolved.
+  const { moduleUrl, ...definition } = tool;
+  return inputErrors(() => workerTool({ ...definition, module: moduleUrl, timeoutMs }));
 }

@@ -3,7 +3,7 @@ import { pathToFileURL } from "node:url";
 
 import { compiledValidator } from "../compiled-validators.js";
 import { describeValue, ToolpoolError } from "../errors.js";
-import { maxTimerMs } from "../option-checks.js";
+import { maxTimerMs, refuseUnknownOptions } from "../option-checks.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
 import { findTooSmallResourceLimit } from "./minimum-resource-limits.js";
 
@@ -156,9 +156,43 @@ export interface WorkerTool<TArgs = any> {
   readonly pool?: WorkerToolPool;
 }
 
+/** Every option of {@link WorkerToolOptions}, by name: a name not here is refused (typed, so that a new option is listed). */
+const workerToolOptionNames = Object.keys({
+  name: true,
+  label: true,
+  description: true,
+  parameters: true,
+  module: true,
+  exportName: true,
+  executionMode: true,
+  prepareArguments: true,
+  timeoutMs: true,
+  resourceLimits: true,
+  maxResultBytes: true,
+  maxConcurrency: true,
+  cost: true,
+  idempotent: true,
+  context: true,
+  pool: true,
+} satisfies Record<keyof WorkerToolOptions, true>);
+const poolOptionNames = Object.keys({ name: true, maxThreads: true, maxRunningPerSession: true } satisfies Record<keyof WorkerToolPool, true>);
+const resourceLimitNames = Object.keys({
+  maxOldGenerationSizeMb: true,
+  maxYoungGenerationSizeMb: true,
+  codeRangeSizeMb: true,
+  stackSizeMb: true,
+} satisfies Record<keyof WorkerResourceLimits, true>);
+
+/** Refuses an option of a worker tool's definition (or of its `path`) that does not exist, naming the closest known one. */
+function refuseUnknownToolOptions(options: object, known: readonly string[], path = ""): void {
+  refuseUnknownOptions(options, known, path, "worker tool option", "TP_ERR_INVALID_TOOL");
+}
+
 /**
  * Defines a tool whose execute function runs on a worker thread of the pool.
- * Throws a `ToolpoolError` (`TP_ERR_INVALID_TOOL`) for an invalid definition.
+ * Throws a `ToolpoolError` (`TP_ERR_INVALID_TOOL`) for an invalid definition,
+ * an option that does not exist included (``Unknown worker tool option
+ * `timeotMs`; did you mean `timeoutMs`?``).
  *
  * @example
  * ```ts
@@ -174,6 +208,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (typeof options !== "object" || options === null) {
     throw invalidTool("workerTool expects an options object", options);
   }
+  refuseUnknownToolOptions(options, workerToolOptionNames);
   const {
     name,
     description,
@@ -218,6 +253,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   if (!(Number.isInteger(cost) && cost >= 1 && cost <= 1_000)) {
     throw invalidTool(`Expected \`cost\` of ${where} to be an integer from 1 to 1000`, cost);
   }
+  if (typeof resourceLimits === "object" && resourceLimits !== null) refuseUnknownToolOptions(resourceLimits, resourceLimitNames, "resourceLimits");
   if (resourceLimits !== undefined && !compiledValidator("resource-limits")(resourceLimits)) {
     throw invalidTool(
       `Expected \`resourceLimits\` of ${where} to hold only positive maxOldGenerationSizeMb, maxYoungGenerationSizeMb, codeRangeSizeMb, stackSizeMb`,
@@ -232,6 +268,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     if (typeof pool !== "object" || pool === null || typeof pool.name !== "string" || pool.name === "") {
       throw invalidTool(`Expected \`pool\` of ${where} to be { name, maxThreads?, maxRunningPerSession? } with a non-empty name`, pool);
     }
+    refuseUnknownToolOptions(pool, poolOptionNames, "pool");
     for (const key of ["maxThreads", "maxRunningPerSession"] as const) {
       const value = pool[key];
       if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= 1024)) {

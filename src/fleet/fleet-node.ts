@@ -6,7 +6,7 @@ import type { Redis } from "ioredis";
 
 import { systemClock } from "../clock.js";
 import { describeThrown, ToolpoolError } from "../errors.js";
-import { resolveRuntimeOptions, type PiVersion, type PoolOptions, type ToolDefinition } from "../options.js";
+import { resolveRuntimeOptions, type PiVersion } from "../options.js";
 import type { AgentToolResult } from "../types.js";
 import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
 import { WorkerPool } from "../workers/worker-pool.js";
@@ -27,39 +27,7 @@ import { admitCall, readKeys } from "./call-admission.js";
 import { abortedBeforeStart, coordinatorGoneBeforeStart, coordinatorGoneWhileRunning } from "./fleet-outcomes.js";
 import { loadRedisLibraries, type RedisLibraries } from "./redis-libraries.js";
 import { describeToolset, fleetProtocolVersion, type Toolset } from "./toolset.js";
-
-/** Options of a {@link FleetNode}. */
-export interface FleetNodeOptions {
-  /** The fleet's Redis, as a `redis://` URL. */
-  redis: string;
-  /** The tools; the node serves the worker tools among them (inline tools run on coordinators). */
-  tools: readonly ToolDefinition[];
-  /**
-   * The pi of the coordinators the node serves: only runtimes with the same
-   * `pi` hand it calls (it is part of the toolset hash); a runtime with the
-   * other pi gets `TP_ERR_TOOL_MISMATCH` naming both. pi's rules run on the
-   * coordinators; the node only runs tools. `"1.6"` needs Node >= 22.19, as
-   * on a runtime.
-   * @default "0.73"
-   */
-  pi?: PiVersion;
-  /** The node's name, unique in the fleet (no `:`). @default `<hostname>-<pid>` */
-  name?: string;
-  /** Worker threads of the node's local pool. @default the pool's default (the number of CPUs) */
-  threads?: number;
-  /** Calls the node takes from the queue at once. @default threads */
-  concurrency?: number;
-  /** BullMQ `lockDuration`; must match the coordinators'. @default 10000 */
-  lockDurationMs?: number;
-  /** BullMQ `stalledInterval`; must match the coordinators'. @default 5000 */
-  stalledIntervalMs?: number;
-  /** Key prefix; must match the coordinators'. @default "toolpool" */
-  prefix?: string;
-  /** Options of the node's local pool (`threads` overrides its thread counts). */
-  pool?: PoolOptions;
-  /** Receives errors that concern no call (a lost Redis connection, a worker failing while idle). @default ignored */
-  onError?: (error: unknown) => void;
-}
+import { checkFleetNodeOptions, type FleetNodeOptions } from "./fleet-node-options.js";
 
 interface RunningCall {
   readonly abortKey: string | undefined;
@@ -191,6 +159,7 @@ export class FleetNode {
    * ```
    */
   static async start(options: FleetNodeOptions): Promise<FleetNode> {
+    checkFleetNodeOptions(options);
     // As createRuntime does: a missing module, or one Node would not load as an ES module, is refused before anything starts.
     if (Array.isArray(options.tools)) checkWorkerModules(options.tools.filter(isWorkerTool));
     const node = new FleetNode(options, await loadRedisLibraries());

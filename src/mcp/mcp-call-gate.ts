@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { invalidOption } from "../option-checks.js";
+import { invalidOption, refuseUnknownOptions } from "../option-checks.js";
+import { mcpCallGateOptionNames } from "./mcp-option-names.js";
 import { integerOption } from "./mcp-options.js";
 import { McpRefusal } from "./mcp-refusal.js";
 
@@ -107,6 +108,7 @@ export class McpCallGate {
 
   constructor(options: McpCallGateOptions) {
     if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
+    refuseUnknownOptions(options, mcpCallGateOptionNames);
     this.#places.set(sharedPool, integerOption(options.maxRunning, "maxRunning", 1, undefined));
     const pools: unknown = options.pools ?? {};
     if (typeof pools !== "object" || pools === null || Array.isArray(pools)) throw invalidOption("pools", "an object of places by pool name", pools);

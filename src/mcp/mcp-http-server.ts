@@ -14,8 +14,10 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { BearerAuth } from "../http/bearer-auth.js";
 import { checkBrowserGuard } from "../http/browser-guard.js";
 import { ConnectionGuard } from "../http/connection-guard.js";
+import { refuseUnknownOptions } from "../option-checks.js";
 import { jsonRpcError, sendJson } from "./http-replies.js";
 import { McpSessions, type McpSessionLimits } from "./mcp-sessions.js";
+import { mcpHttpServerOptionNames } from "./mcp-option-names.js";
 
 /** Options of {@link McpHttpServer}; the limits of its sessions and load are {@link McpSessionLimits}'s. */
 export interface McpHttpServerOptions extends McpSessionLimits {
@@ -71,6 +73,7 @@ export class McpHttpServer {
 
   /** @param createServer Makes the MCP server of one session (see `createMcpServer`). */
   constructor(createServer: () => Server, options: McpHttpServerOptions = {}) {
+    refuseUnknownOptions(options, mcpHttpServerOptionNames);
     this.#host = options.host ?? "127.0.0.1";
     this.#port = options.port ?? 0;
     this.#auth = options.token === undefined ? undefined : new BearerAuth(options.token);

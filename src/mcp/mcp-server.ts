@@ -12,8 +12,10 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import type { BatchEvent } from "../events.js";
 import type { ExecuteOptions, Runtime } from "../runtime.js";
 import type { AssistantMessage } from "../types.js";
+import { refuseUnknownOptions } from "../option-checks.js";
 import type { McpCallGate } from "./mcp-call-gate.js";
 import { mcpToolPools } from "./mcp-gate-pools.js";
+import { mcpServerOptionNames } from "./mcp-option-names.js";
 import { serverCancelReasons } from "./mcp-refusal.js";
 import { textOfPartial, toCallToolResult, toMcpTools, type McpToolAnnotations } from "./mcp-tools.js";
 
@@ -64,6 +66,7 @@ export interface McpServerOptions {
  * ```
  */
 export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}): Server {
+  refuseUnknownOptions(options, mcpServerOptionNames);
   const server = new Server(
     { name: options.name ?? "toolpool", version: options.version ?? "0.0.0" },
     { capabilities: { tools: { listChanged: false } } },

@@ -6,7 +6,9 @@
  */
 import type { CallToolResult, Tool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 
+import { refuseUnknownOptions } from "../option-checks.js";
 import type { AgentTool, AgentToolResult, ToolResultMessage } from "../types.js";
+import { builtinToolAnnotationsOptionNames } from "./mcp-option-names.js";
 
 /** Annotations by tool name: hints to MCP clients (read-only, destructive, …). */
 export type McpToolAnnotations = Readonly<Record<string, ToolAnnotations>>;
@@ -17,6 +19,7 @@ export type McpToolAnnotations = Readonly<Record<string, ToolAnnotations>>;
  * when writes are allowed and read-only otherwise.
  */
 export function builtinToolAnnotations(options: { allowWrite: boolean }): McpToolAnnotations {
+  refuseUnknownOptions(options, builtinToolAnnotationsOptionNames);
   const readOnly: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
   return {
     grep: { title: "Grep", ...readOnly },
