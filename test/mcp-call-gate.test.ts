@@ -72,6 +72,31 @@ describe("McpCallGate", () => {
     expect(await gate.acquire("b", signal(), false)).toBeDefined();
   });
 
+  it("says which calls of a POST it refuses as they arrive, each counting for the next, as acquire would refuse them", async () => {
+    const gate = new McpCallGate({ maxRunning: 1, pools: { io: 1 }, maxQueue: 2, maxSessionCalls: 6, retryAfterSeconds: 3 });
+    const held = (await gate.acquire("a", signal(), true))!;
+    // The shared pool is full: two calls may wait; the io pool's place is free; inline calls never wait.
+    const pools = [true, "io", true, false, true, false, false] as const;
+    const kind = (refusal: McpRefusal | undefined) =>
+      refusal === undefined ? "admitted" : refusal.message.includes("maxSessionCalls 6") ? "session full" : "queue full";
+    const refusals = gate.refusalsOf("a", pools);
+    expect(refusals.map(kind)).toEqual(["admitted", "admitted", "admitted", "admitted", "queue full", "admitted", "session full"]);
+    expect(refusals[4]!.message).toContain("maxQueue 2");
+    expect(refusals[4]!.data).toEqual({ code: "TP_ERR_QUEUE_FULL", retryAfterSeconds: 3 });
+    expect(refusals[6]!.data).toEqual({ code: "TP_ERR_QUEUE_FULL", retryAfterSeconds: 3 });
+    // It only tells: nothing was counted.
+    expect([gate.running, gate.waiting]).toEqual([1, 0]);
+    // acquire, given the same calls in the same order, refuses the same ones.
+    const acquired: string[] = [];
+    for (const pool of pools) {
+      const outcome = await startsAtOnce(gate.acquire("a", signal(), pool)).catch((error: unknown) => error as McpRefusal);
+      acquired.push(outcome === "waiting" ? "admitted" : outcome instanceof McpRefusal ? kind(outcome) : "admitted");
+    }
+    expect(acquired).toEqual(["admitted", "admitted", "admitted", "admitted", "queue full", "admitted", "session full"]);
+    expect(gate.waiting).toBe(2);
+    held.release();
+  });
+
   it("counts each pool's places apart: another session's call on an idle pool starts while one session holds a pool", async () => {
     const gate = new McpCallGate({ maxRunning: 2, pools: { "pool:io": 2 }, maxSessionRunning: 2 });
     // Session a holds every place of the shared pool with long calls (two `sleep 25` in bash).

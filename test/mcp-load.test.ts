@@ -165,6 +165,45 @@ describe("toolpool mcp --http: load limits", () => {
     }
   }, 120_000);
 
+  it("answers the calls of a POST refused as it arrives on the POST's stream, before its other answers, whatever else it carries", async () => {
+    const server = await startMcp(["--threads", "1", "--max-queue", "0"]);
+    try {
+      const control = await connect(server);
+      const held = callTool(control, "hold", { key: "r-held" });
+      held.catch(() => {});
+      await gates(control, { waitFor: ["started:r-held"] });
+      const { sessionId } = await initialize(server);
+      // The thread is taken and nothing may wait: the three calls are refused; tools/list is answered at once.
+      const mixed = post(server, sessionId!, [
+        { jsonrpc: "2.0", id: 1, method: "tools/list" },
+        ...[2, 3, 4].map((id) => toolCall(id, "hold", { key: `r-${id}` })),
+      ]);
+      await mixed.ended;
+      expect(mixed.messages.map((message) => message.id)).toEqual([2, 3, 4, 1]);
+      for (const message of mixed.messages.slice(0, 3)) {
+        expect(message.error).toMatchObject({ code: -32000, data: { code: "TP_ERR_QUEUE_FULL" } });
+        expect(message.error!.message).toContain("maxQueue 0");
+      }
+      expect(mixed.messages[3]!.result).toHaveProperty("tools");
+      // A POST whose every request is refused: each gets its error.
+      const refused = post(
+        server,
+        sessionId!,
+        [5, 6].map((id) => toolCall(id, "hold", { key: `r-${id}` })),
+      );
+      await refused.ended;
+      expect(refused.messages.map((message) => [message.id, message.error?.data?.code])).toEqual([
+        [5, "TP_ERR_QUEUE_FULL"],
+        [6, "TP_ERR_QUEUE_FULL"],
+      ]);
+      expect(await gates(control, { countPrefix: "started:r-" })).toBe(1);
+      await gates(control, { open: ["r-held"] });
+      expect((await held).isError).toBe(false);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
   it("keeps one session's long calls from holding up another's: places counted per pool, one session's share bounded", async () => {
     // Two threads on the shared pool and two on the io pool: one session holds at most one of each.
     const server = await startMcp(["--threads", "2"]);

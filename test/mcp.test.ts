@@ -395,6 +395,12 @@ describe("McpHttpServer protections", () => {
     }
   });
 
+  it("refuses an earlyRefusals that is not a function with TP_ERR_INVALID_OPTION", () => {
+    expect(() => new McpHttpServer(() => createMcpServer(runtime), { earlyRefusals: "gate" as never })).toThrow(
+      expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message: expect.stringMatching(/^Expected `earlyRefusals` to be a function/) }),
+    );
+  });
+
   it("answers a body past maxBodyBytes with 413, and a request outside a session with 400", async () => {
     const url = await startServer({ maxBodyBytes: 64 });
     expect((await post(url, {}, JSON.stringify({ padding: "x".repeat(100) }))).status).toBe(413);

@@ -13,9 +13,11 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 
 import type { Runtime } from "../index.js";
 import { McpCallGate } from "../mcp/mcp-call-gate.js";
+import { mcpToolPools } from "../mcp/mcp-gate-pools.js";
 import { McpHttpServer } from "../mcp/mcp-http-server.js";
 import { cancelReasons, McpRefusal } from "../mcp/mcp-refusal.js";
 import { createMcpServer, type McpServerOptions } from "../mcp/mcp-server.js";
+import type { McpEarlyRefusals } from "../mcp/mcp-session.js";
 import { McpStdioTransport } from "../mcp/mcp-stdio-transport.js";
 import { builtinToolAnnotations } from "../mcp/mcp-tools.js";
 import { isLoopbackHost } from "../server/server-options.js";
@@ -111,6 +113,7 @@ async function serveHttp(
     ...(options.headersTimeout === undefined ? {} : { headersTimeoutMs: options.headersTimeout }),
     ...sessionLimits(options),
     ...(serverOptions.log === undefined ? {} : { log: serverOptions.log }),
+    ...earlyRefusalsOf(runtime, serverOptions.callGate),
   });
   const stopped = new Promise<void>((resolve) => {
     process.once("SIGTERM", () => resolve());
@@ -121,4 +124,17 @@ async function serveHttp(
   if (isTokenGenerated) process.stderr.write(describeGeneratedToken("toolpool mcp", token!, url, options.codingTools));
   await stopped;
   await http.close();
+}
+
+/** The calls of a POST the gate refuses as it arrives, before the SDK's server handles them (see `McpSessionLimits.earlyRefusals`). */
+function earlyRefusalsOf(runtime: Runtime, gate: McpCallGate | undefined): { earlyRefusals?: McpEarlyRefusals } {
+  if (gate === undefined) return {};
+  const toolPools = mcpToolPools(runtime);
+  return {
+    earlyRefusals: (sessionKey, tools) =>
+      gate.refusalsOf(
+        sessionKey,
+        tools.map((name) => toolPools.get(name) ?? false),
+      ),
+  };
 }

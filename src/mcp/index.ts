@@ -12,6 +12,7 @@ export { McpCallGate } from "./mcp-call-gate.js";
 export type { McpCallGateOptions, McpCallSlot } from "./mcp-call-gate.js";
 export { mcpCallGatePools, mcpToolPools } from "./mcp-gate-pools.js";
 export type { McpSessionLimits } from "./mcp-sessions.js";
+export type { McpEarlyRefusals } from "./mcp-session.js";
 export type { McpPressureLimits } from "./mcp-pressure.js";
 export { McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 export type { McpRefusalData } from "./mcp-refusal.js";

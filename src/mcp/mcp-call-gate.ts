@@ -151,9 +151,7 @@ export class McpCallGate {
     if (signal.aborted) return undefined;
     const calls = this.#sessionCalls.get(session) ?? 0;
     if (calls >= this.#maxSessionCalls) {
-      throw this.#refusal(
-        `This MCP session already has ${calls} calls waiting or running, the most one session may have (maxSessionCalls ${this.#maxSessionCalls}); wait for some to end`,
-      );
+      throw this.#sessionRefusal(calls);
     }
     if (pool === false) {
       this.#sessionCalls.set(session, calls + 1);
@@ -166,7 +164,7 @@ export class McpCallGate {
       return this.#start(session, name);
     }
     if (this.#waiting >= this.#maxQueue) {
-      throw this.#refusal(`The call queue is full (maxQueue ${this.#maxQueue} calls waiting for a thread); retry later`);
+      throw this.#queueRefusal();
     }
     this.#sessionCalls.set(session, calls + 1);
     this.#waiting += 1;
@@ -185,6 +183,39 @@ export class McpCallGate {
       const line = this.#turns.get(session);
       if (line === undefined) this.#turns.set(session, [waiter]);
       else line.push(waiter);
+    });
+  }
+
+  /**
+   * The calls of one POST that the gate refuses now, before any of them is
+   * handed on: `pools` gives each call's pool in the order the POST carries
+   * them (as {@link McpCallGate.acquire} takes it), and each call counts as
+   * arrived for those after it. A call gets the refusal `acquire` would
+   * throw (`TP_ERR_QUEUE_FULL`: its session at `maxSessionCalls`, or
+   * `maxQueue` calls waiting), else `undefined`. Session shares are not
+   * counted (a call that would wait for its share counts as starting), so a
+   * call refused here is refused by `acquire` as well unless places free
+   * meanwhile; calls not refused here still go through `acquire`. Refusals
+   * of the same reason are one object.
+   */
+  refusalsOf(session: string, pools: readonly (boolean | string)[]): (McpRefusal | undefined)[] {
+    let calls = this.#sessionCalls.get(session) ?? 0;
+    let waiting = this.#waiting;
+    const free = new Map<string, number>();
+    for (const [name, places] of this.#places) free.set(name, places - (this.#running.get(name) ?? 0));
+    let sessionFull: McpRefusal | undefined;
+    let queueFull: McpRefusal | undefined;
+    return pools.map((pool) => {
+      if (calls >= this.#maxSessionCalls) return (sessionFull ??= this.#sessionRefusal(calls));
+      if (pool !== false) {
+        const name = typeof pool === "string" && this.#places.has(pool) ? pool : sharedPool;
+        const places = free.get(name)!;
+        if (places > 0) free.set(name, places - 1);
+        else if (waiting >= this.#maxQueue) return (queueFull ??= this.#queueRefusal());
+        else waiting += 1;
+      }
+      calls += 1;
+      return undefined;
     });
   }
 
@@ -258,6 +289,16 @@ export class McpCallGate {
     const calls = (this.#sessionCalls.get(session) ?? 1) - 1;
     if (calls === 0) this.#sessionCalls.delete(session);
     else this.#sessionCalls.set(session, calls);
+  }
+
+  #sessionRefusal(calls: number): McpRefusal {
+    return this.#refusal(
+      `This MCP session already has ${calls} calls waiting or running, the most one session may have (maxSessionCalls ${this.#maxSessionCalls}); wait for some to end`,
+    );
+  }
+
+  #queueRefusal(): McpRefusal {
+    return this.#refusal(`The call queue is full (maxQueue ${this.#maxQueue} calls waiting for a thread); retry later`);
   }
 
   #refusal(message: string): McpRefusal {

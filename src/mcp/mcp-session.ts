@@ -22,7 +22,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 
 import { whenDrained } from "../http/stalled-response.js";
-import { jsonRpcError, sendJson } from "./http-replies.js";
+import { jsonRpcError, prependSseEvents, sendJson } from "./http-replies.js";
 import { cancelReasons, McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 
 /** What the session tells the table of sessions. */
@@ -33,7 +33,16 @@ interface McpSessionHooks {
   log?: (line: string) => void;
   /** Milliseconds a response may stay full (its client reading nothing) before its connection is reset. */
   stalledResponseMs: number;
+  /** The `tools/call` requests of a POST refused before the SDK's server sees them (see `McpSessionLimits.earlyRefusals`). */
+  earlyRefusals?: McpEarlyRefusals;
 }
+
+/**
+ * For the `tools/call` requests of one POST of session `sessionKey`
+ * (`mcp:SESSION-ID`), by tool name in the POST's order: the refusal of each
+ * one refused at once, else `undefined`.
+ */
+export type McpEarlyRefusals = (sessionKey: string, tools: readonly string[]) => readonly (McpRefusal | undefined)[];
 
 /**
  * A session's transport, as the SDK's `Server` sees it: the SDK's
@@ -58,6 +67,8 @@ export class McpSession implements Transport {
   readonly #inFlight = new Map<RequestId, ServerResponse | undefined>();
   /** Requests of POSTs being handled, not yet passed on by the SDK's transport. */
   readonly #carriers = new Map<RequestId, ServerResponse>();
+  /** Requests of POSTs being handled that are answered with a refusal as they come through, never reaching the SDK's server. */
+  readonly #refused = new Map<RequestId, McpRefusal>();
   #server: Server | undefined;
   /** When the session's last request came, or its last request in flight was answered (`performance.now()`). */
   lastUsedAt = performance.now();
@@ -131,15 +142,17 @@ export class McpSession implements Transport {
       );
     }
     for (const id of ids) this.#carriers.set(id, response);
+    const { forwarded, refused } = this.#refuseEarly(body, response);
     if (ids.length > 0) response.once("close", () => this.#onResponseClosed(response, ids));
     if (request.method === "DELETE") {
       this.cutShort(new McpRefusal("TP_ERR_SESSION_CLOSED", cancelReasons.sessionClosed));
     }
     try {
-      await this.#inner.handleRequest(request, response, body);
+      await this.#inner.handleRequest(request, response, forwarded);
     } finally {
       // Requests the SDK's transport answered itself (a bad header) never came through.
       for (const id of ids) if (this.#carriers.get(id) === response) this.#carriers.delete(id);
+      for (const id of refused) this.#refused.delete(id);
     }
   }
 
@@ -170,7 +183,62 @@ export class McpSession implements Transport {
     if (response !== undefined) await this.#whenFlushed(response);
   }
 
+  /**
+   * Answers at once the `tools/call` requests of a POST's `body` that are
+   * refused as they arrive (see `McpEarlyRefusals`), so that a flood of
+   * calls past the call gate's limits costs one JSON-RPC error each instead
+   * of the SDK's validation, a handler run, an abort controller and a
+   * thrown error each (garbage enough to grow the resident set by tens of
+   * MB). While other requests of the POST go to the SDK's transport, the
+   * refused ones are taken out of the body it gets, and their errors are
+   * the first events of the POST's stream; else they go through the
+   * transport, and are answered as it passes them on, never reaching the
+   * SDK's server. Returns the body for the transport and the ids refused.
+   */
+  #refuseEarly(body: unknown, response: ServerResponse): { forwarded: unknown; refused: RequestId[] } {
+    const none = { forwarded: body, refused: [] };
+    if (this.#hooks.earlyRefusals === undefined || this.sessionId === undefined) return none;
+    const messages: unknown[] = Array.isArray(body) ? body : [body];
+    const calls: { id: RequestId; name: string }[] = [];
+    for (const message of messages) {
+      if (!isJSONRPCRequest(message) || message.method !== "tools/call") continue;
+      const name = (message.params as { name?: unknown } | undefined)?.name;
+      if (typeof name === "string") calls.push({ id: message.id, name });
+    }
+    if (calls.length === 0) return none;
+    const refusals = this.#hooks.earlyRefusals(
+      `mcp:${this.sessionId}`,
+      calls.map((call) => call.name),
+    );
+    const refused = new Map<RequestId, McpRefusal>();
+    calls.forEach((call, index) => {
+      const refusal = refusals[index];
+      if (refusal !== undefined) refused.set(call.id, refusal);
+    });
+    if (refused.size === 0) return none;
+    const rest = messages.filter((message) => !(refused.has((message as { id?: RequestId } | null)?.id as RequestId) && isJSONRPCRequest(message)));
+    if (rest.some((message) => isJSONRPCRequest(message))) {
+      prependSseEvents(
+        response,
+        [...refused].map(([id, refusal]) => refusal.toResponse(id)),
+      );
+      return { forwarded: rest, refused: [] };
+    }
+    // No request left for the transport to open a stream for: it carries the refused ones.
+    for (const [id, refusal] of refused) this.#refused.set(id, refusal);
+    return { forwarded: body, refused: [...refused.keys()] };
+  }
+
   #receive(message: JSONRPCMessage, extra: MessageExtraInfo | undefined): void {
+    const refusal = isJSONRPCRequest(message) ? this.#refused.get(message.id) : undefined;
+    if (refusal !== undefined) {
+      const id = (message as { id: RequestId }).id;
+      this.#refused.delete(id);
+      this.#carriers.delete(id);
+      // Answered on the POST's stream; the SDK's server never sees the request.
+      void this.#inner.send(refusal.toResponse(id)).catch(() => {});
+      return;
+    }
     if (isJSONRPCRequest(message)) {
       const response = this.#carriers.get(message.id);
       this.#carriers.delete(message.id);

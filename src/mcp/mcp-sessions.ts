@@ -12,11 +12,12 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest, isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 
+import { invalidOption } from "../option-checks.js";
 import { jsonRpcError, sendJson } from "./http-replies.js";
 import { integerOption } from "./mcp-options.js";
 import { McpPressure, type McpPressureLimits } from "./mcp-pressure.js";
 import { cancelReasons, McpRefusal } from "./mcp-refusal.js";
-import { McpSession } from "./mcp-session.js";
+import { McpSession, type McpEarlyRefusals } from "./mcp-session.js";
 
 /** The limits of an MCP HTTP server's sessions and load. */
 export interface McpSessionLimits extends McpPressureLimits {
@@ -43,6 +44,17 @@ export interface McpSessionLimits extends McpPressureLimits {
   stalledResponseMs?: number;
   /** Receives one line per notable event (a client gone with requests in flight); must not throw. @default none */
   log?: (line: string) => void;
+  /**
+   * Refuses `tools/call` requests as their POST arrives, before the SDK's
+   * server handles them: each refused one is answered with its JSON-RPC
+   * error on the POST's stream and never reaches a handler. Give it the
+   * call gate's verdict (`gate.refusalsOf(sessionKey, tools.map((name) =>
+   * mcpToolPools(runtime).get(name) ?? false))`, as `toolpool mcp --http`
+   * does): a flood of calls past the gate's limits then costs a fraction of
+   * the memory traffic, which a server otherwise keeps as resident set.
+   * @default none (every call reaches the SDK's server)
+   */
+  earlyRefusals?: McpEarlyRefusals;
 }
 
 /** How long `close()` lets the answers it sent to cut-short requests go out before connections are closed. */
@@ -61,6 +73,7 @@ export class McpSessions {
   readonly #retryAfterSeconds: number;
   readonly #stalledResponseMs: number;
   readonly #log: ((line: string) => void) | undefined;
+  readonly #earlyRefusals: McpEarlyRefusals | undefined;
   readonly #pressure: McpPressure;
   readonly #sweeper: NodeJS.Timeout;
   /** Sessions being created: they hold a place until their `initialize` is answered. */
@@ -75,6 +88,10 @@ export class McpSessions {
     this.#retryAfterSeconds = integerOption(limits.retryAfterSeconds, "retryAfterSeconds", 0, 1);
     this.#stalledResponseMs = integerOption(limits.stalledResponseMs, "stalledResponseMs", 1, 30_000);
     this.#log = limits.log;
+    if (limits.earlyRefusals !== undefined && typeof limits.earlyRefusals !== "function") {
+      throw invalidOption("earlyRefusals", "a function", limits.earlyRefusals);
+    }
+    this.#earlyRefusals = limits.earlyRefusals;
     this.#pressure = new McpPressure(limits);
     this.#sweeper = setInterval(() => this.#closeIdleSessions(), Math.min(this.#sessionIdleMs, 60_000));
     this.#sweeper.unref();
@@ -163,6 +180,7 @@ export class McpSessions {
         },
         stalledResponseMs: this.#stalledResponseMs,
         ...(this.#log === undefined ? {} : { log: this.#log }),
+        ...(this.#earlyRefusals === undefined ? {} : { earlyRefusals: this.#earlyRefusals }),
       });
       await session.connect(this.#createServer());
       await session.handleRequest(request, response, body);
