@@ -41,6 +41,7 @@ export const mcpHttpServerOptionNames = Object.keys({
   maxEventLoopDelayMs: true,
   maxHeapUsedBytes: true,
   maxRssBytes: true,
+  earlyRefusals: true,
 } satisfies Record<keyof McpHttpServerOptions, true>);
 
 /** The options of `McpCallGate`. */
