@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import { builtinTools, createRuntime, workerTool, type PoolCallEvent, type Runtime, type SpreadOutcome } from "toolpool";
 
+import { FakeClock } from "./support/fake-clock.js";
 import { batch, until } from "./support/helpers.js";
 
 const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
@@ -177,6 +178,43 @@ describe("a part that never gives its thread back", () => {
     // The light call ran on the thread that replaced the part's, not on the call's after its time limit.
     expect(messages[0]!.isError).toBe(false);
     expect(indexOf(events, "started", "l")).toBeGreaterThan(indexOf(events, "ended", "s", "spread_parent (part: spinPart)"));
+  });
+});
+
+describe("a part aborted while asked to yield", () => {
+  it("keeps its abort's whole grace: it is not terminated when the earlier yield's grace runs out", { timeout: 120_000 }, async () => {
+    const clock = new FakeClock();
+    const runtime = createRuntime({
+      tools: [
+        workerTool({ name: "spread_parent", description: "s", parameters: { type: "object" }, module: spreadModule, exportName: "spreadParent" }),
+        tool("noop", "noop"),
+      ],
+      pool: { minThreads: 2, maxThreads: 2, abortGraceMs: 500 },
+      clock,
+    });
+    runtimes.push(runtime);
+    await runtime.executeToolCalls(batch(["w0", "noop"], ["w1", "noop"]));
+    const controller = new AbortController();
+    const spread = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "spinPart", inputs: [0] }]), {
+      sessionKey: "spreader",
+      signal: controller.signal,
+    });
+    await until(() => running(runtime).length === 2, "the call and its part running");
+    // A call of another session waits: the part is asked to yield, and would be preempted 500 ms on.
+    const light = runtime.executeToolCalls(batch(["l", "noop"]), { sessionKey: "light" });
+    const calls = () => runtime.diagnose().pools.flatMap((pool) => pool.calls);
+    await until(() => calls().some((call) => call.state === "waiting"), "the light call waiting");
+    clock.advance(400);
+    controller.abort();
+    await until(() => calls().filter((call) => call.state === "running" && call.isAborted).length === 2, "the call and its part aborted");
+    // The yield's grace runs out: an aborted part is left to its abort's own grace, 500 ms from the abort.
+    clock.advance(100);
+    await delay(50);
+    expect(running(runtime).length, "the part still on its thread within its abort's grace").toBe(2);
+    clock.advance(400);
+    const { messages } = await spread;
+    expect(messages[0]!.isError).toBe(true);
+    expect((await light).messages[0]!.isError).toBe(false);
   });
 });
 

@@ -42,7 +42,10 @@ export interface PoolCall extends QueuedCall {
   /** In `replied`: the worker's reply. */
   reply: WorkerReply | undefined;
   timeoutTimer: unknown;
+  /** Its abort's grace: terminated when it runs out. */
   graceTimer: unknown;
+  /** A spread part asked to yield: preempted when it runs out (see `WorkerPool`). */
+  preemptTimer: unknown;
   /** The value of the tool's `context` function for this call, handed to the worker as `ctx.context`. */
   context: unknown;
 }
@@ -75,6 +78,7 @@ export function createPoolCall(
     reply: undefined,
     timeoutTimer: undefined,
     graceTimer: undefined,
+    preemptTimer: undefined,
     context: undefined,
   };
 }

@@ -297,18 +297,15 @@ export class WorkerPool implements ToolCallPool {
       const part = this.#calls.get(seq);
       if (part === undefined || part.phase !== "running" || part.session === session) continue;
       this.#signals.askToYield(seq);
-      part.graceTimer ??= this.#clock.setTimeout(() => this.#preempt(part), this.#options.abortGraceMs);
+      part.preemptTimer ??= this.#clock.setTimeout(() => this.#preempt(part), this.#options.abortGraceMs);
     }
   }
 
   /** A part asked to yield has not: terminated while a call of another session still waits for a thread. */
   #preempt(part: PoolCall): void {
-    part.graceTimer = undefined;
-    if (part.isAborted) {
-      // Its abort's grace was ours: it ends as an aborted call does.
-      this.#terminate(part, "aborted");
-      return;
-    }
+    part.preemptTimer = undefined;
+    // An aborted part has its abort's own grace, whole, from the abort on.
+    if (part.isAborted) return;
     const others = this.#queue.sessionsWaiting - (this.#queue.hasSession(part.session) ? 1 : 0);
     // No one else waits any more: the part keeps its thread (the next waiting call asks it again).
     if (others > 0) this.#terminate(part, "preempted");
@@ -679,7 +676,9 @@ export class WorkerPool implements ToolCallPool {
   #clearTimers(call: PoolCall): void {
     if (call.timeoutTimer !== undefined) this.#clock.clearTimeout(call.timeoutTimer);
     if (call.graceTimer !== undefined) this.#clock.clearTimeout(call.graceTimer);
+    if (call.preemptTimer !== undefined) this.#clock.clearTimeout(call.preemptTimer);
     call.timeoutTimer = undefined;
     call.graceTimer = undefined;
+    call.preemptTimer = undefined;
   }
 }
