@@ -1,7 +1,8 @@
 /**
  * Loads a tool module in a worker as `import(url)` does, faster on the first
  * call of each worker: an ES module is loaded with `require()` where Node
- * supports it (`process.features.require_module`: Node 20.19+), which skips
+ * supports it safely (`process.features.require_module`, from Node 25: see
+ * `isRequireEsmSafe`), which skips
  * the asynchronous loader (several times faster for a small module in a
  * fresh worker). Both give the same module namespace, from the same
  * module cache.
@@ -24,16 +25,23 @@ import { fileURLToPath } from "node:url";
 import { types } from "node:util";
 
 const require = createRequire(import.meta.url);
-const canRequireEsm = (process.features as { require_module?: boolean }).require_module === true && !warnsOnRequireEsm(process.versions.node);
+const canRequireEsm = (process.features as { require_module?: boolean }).require_module === true && isRequireEsmSafe(process.versions.node);
 
 /**
- * Node 22.12 and 23.0–23.4 can `require()` ES modules but print an
- * ExperimentalWarning the first time: toolpool does not make every worker
- * print one, and takes `import()` there.
+ * Where `require()` of an ES module is safe in a worker that may be
+ * terminated: from Node 25. Before it, a worker terminated while `require()`
+ * instantiates an ES module aborts the whole process (its synchronous
+ * instantiation asks V8 `Module::IsGraphAsync` of a module whose
+ * instantiation the termination cut short: "FATAL ERROR:
+ * v8::Module::IsGraphAsync must be used on an instantiated module", seen on
+ * Node 22.23.5), and the pool terminates workers (timeouts, aborts, a
+ * forced close). Node reworked that path in
+ * https://github.com/nodejs/node/pull/59703. Node 22.12 and 23.0–23.4 also
+ * print an ExperimentalWarning on the first `require()` of an ES module.
  */
-function warnsOnRequireEsm(version: string): boolean {
-  const [major = 0, minor = 0] = version.split(".").map(Number);
-  return (major === 22 && minor === 12) || (major === 23 && minor < 5);
+function isRequireEsmSafe(version: string): boolean {
+  const [major = 0] = version.split(".").map(Number);
+  return major >= 25;
 }
 
 /**
