@@ -98,6 +98,49 @@ describe("McpCallGate", () => {
     held.release();
   });
 
+  it("refuses in refusalsOf only calls acquire refuses, counting session shares as acquire does", async () => {
+    const kind = (outcome: McpRefusal | undefined) =>
+      outcome === undefined ? "admitted" : outcome.message.includes("maxSessionCalls") ? "session full" : "queue full";
+    /** What `acquire`, called once per call in order, does with each. */
+    const acquired = async (gate: McpCallGate, session: string, pools: readonly (boolean | string)[]) => {
+      const outcomes: string[] = [];
+      for (const pool of pools) {
+        const outcome = await startsAtOnce(gate.acquire(session, signal(), pool)).catch((error: unknown) => error as McpRefusal);
+        outcomes.push(outcome instanceof McpRefusal ? kind(outcome) : "admitted");
+      }
+      return outcomes;
+    };
+    // A session at its share of a pool with a thread free: its next call waits, and the queue is then full.
+    const gate = new McpCallGate({ maxRunning: 2, maxSessionRunning: 1, maxQueue: 1, maxSessionCalls: 3 });
+    const pools = [true, true, true, false];
+    expect(gate.refusalsOf("a", pools).map(kind)).toEqual(["admitted", "admitted", "queue full", "admitted"]);
+    expect(await acquired(gate, "a", pools)).toEqual(["admitted", "admitted", "queue full", "admitted"]);
+
+    // Random gates, random calls already there, random POSTs: refusalsOf says what acquire then does.
+    let seed = 43;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const choices = [true, false, "io", "fleet", "none"] as const;
+    for (let round = 0; round < 150; round += 1) {
+      const options = {
+        maxRunning: 1 + random(3),
+        pools: { io: random(2) === 0 ? 1 + random(4) : { places: 1 + random(4), maxSessionRunning: 1 + random(3) }, fleet: 1 + random(3) },
+        ...(random(2) === 0 ? {} : { maxSessionRunning: 1 + random(4) }),
+        maxQueue: random(4),
+        maxSessionCalls: 1 + random(6),
+      };
+      const randomGate = new McpCallGate(options);
+      for (let index = random(8); index > 0; index -= 1) {
+        await startsAtOnce(randomGate.acquire(random(2) === 0 ? "a" : "b", signal(), choices[random(choices.length)]!)).catch(() => {});
+      }
+      const post = Array.from({ length: 1 + random(8) }, () => choices[random(choices.length)]!);
+      const told = randomGate.refusalsOf("a", post).map(kind);
+      expect({ options, post, outcomes: await acquired(randomGate, "a", post) }).toEqual({ options, post, outcomes: told });
+    }
+  });
+
   it("counts each pool's places apart: another session's call on an idle pool starts while one session holds a pool", async () => {
     const gate = new McpCallGate({ maxRunning: 2, pools: { "pool:io": 2 }, maxSessionRunning: 2 });
     // Session a holds every place of the shared pool with long calls (two `sleep 25` in bash).

@@ -227,28 +227,32 @@ export class McpCallGate {
    * The calls of one POST that the gate refuses now, before any of them is
    * handed on: `pools` gives each call's pool in the order the POST carries
    * them (as {@link McpCallGate.acquire} takes it), and each call counts as
-   * arrived for those after it. A call gets the refusal `acquire` would
-   * throw (`TP_ERR_QUEUE_FULL`: its session at `maxSessionCalls`, or
-   * `maxQueue` calls waiting), else `undefined`. Session shares are not
-   * counted (a call that would wait for its share counts as starting), so a
-   * call refused here is refused by `acquire` as well unless places free
-   * meanwhile; calls not refused here still go through `acquire`. Refusals
-   * of the same reason are one object.
+   * arrived for those after it, as `acquire` would count it: starting where
+   * its pool has a place free and the session holds less than its share of
+   * it, else waiting; a call refused here counts for none after it. A call
+   * gets the refusal `acquire` would throw (`TP_ERR_QUEUE_FULL`: its session
+   * at `maxSessionCalls`, or `maxQueue` calls waiting), else `undefined`, so
+   * a call refused here is refused by `acquire` as well unless places free
+   * or calls end meanwhile; calls not refused here still go through
+   * `acquire`. Refusals of the same reason are one object.
    */
   refusalsOf(session: string, pools: readonly (boolean | string)[]): (McpRefusal | undefined)[] {
     let calls = this.#sessionCalls.get(session) ?? 0;
     let waiting = this.#waiting;
-    const free = new Map<string, number>();
-    for (const [name, places] of this.#places) free.set(name, places - (this.#running.get(name) ?? 0));
+    const running = new Map(this.#running);
+    const held = new Map(this.#held.get(session));
     let sessionFull: McpRefusal | undefined;
     let queueFull: McpRefusal | undefined;
     return pools.map((pool) => {
       if (calls >= this.#maxSessionCalls) return (sessionFull ??= this.#sessionRefusal(calls));
       if (pool !== false) {
         const name = typeof pool === "string" && this.#places.has(pool) ? pool : sharedPool;
-        const places = free.get(name)!;
-        if (places > 0) free.set(name, places - 1);
-        else if (waiting >= this.#maxQueue) return (queueFull ??= this.#queueRefusal());
+        const taken = running.get(name) ?? 0;
+        // #fits, on the simulated counts.
+        if (taken < this.#places.get(name)! && (held.get(name) ?? 0) < this.sessionShare(name)) {
+          running.set(name, taken + 1);
+          held.set(name, (held.get(name) ?? 0) + 1);
+        } else if (waiting >= this.#maxQueue) return (queueFull ??= this.#queueRefusal());
         else waiting += 1;
       }
       calls += 1;
