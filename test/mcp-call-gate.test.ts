@@ -120,7 +120,7 @@ describe("McpCallGate", () => {
     let seed = 43;
     const random = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
+      return Math.floor(seed / 65536) % n;
     };
     const choices = [true, false, "io", "fleet", "none"] as const;
     for (let round = 0; round < 150; round += 1) {
