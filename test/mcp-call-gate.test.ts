@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { McpCallGate, McpRefusal, type McpCallSlot } from "toolpool/mcp";
+import { createRuntime, workerTool } from "toolpool";
+import { McpCallGate, McpRefusal, mcpCallGatePools, type McpCallSlot } from "toolpool/mcp";
 
 const signal = () => new AbortController().signal;
 
@@ -97,6 +98,49 @@ describe("McpCallGate", () => {
     held.release();
   });
 
+  it("refuses in refusalsOf only calls acquire refuses, counting session shares as acquire does", async () => {
+    const kind = (outcome: McpRefusal | undefined) =>
+      outcome === undefined ? "admitted" : outcome.message.includes("maxSessionCalls") ? "session full" : "queue full";
+    /** What `acquire`, called once per call in order, does with each. */
+    const acquired = async (gate: McpCallGate, session: string, pools: readonly (boolean | string)[]) => {
+      const outcomes: string[] = [];
+      for (const pool of pools) {
+        const outcome = await startsAtOnce(gate.acquire(session, signal(), pool)).catch((error: unknown) => error as McpRefusal);
+        outcomes.push(outcome instanceof McpRefusal ? kind(outcome) : "admitted");
+      }
+      return outcomes;
+    };
+    // A session at its share of a pool with a thread free: its next call waits, and the queue is then full.
+    const gate = new McpCallGate({ maxRunning: 2, maxSessionRunning: 1, maxQueue: 1, maxSessionCalls: 3 });
+    const pools = [true, true, true, false];
+    expect(gate.refusalsOf("a", pools).map(kind)).toEqual(["admitted", "admitted", "queue full", "admitted"]);
+    expect(await acquired(gate, "a", pools)).toEqual(["admitted", "admitted", "queue full", "admitted"]);
+
+    // Random gates, random calls already there, random POSTs: refusalsOf says what acquire then does.
+    let seed = 43;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return Math.floor(seed / 65536) % n;
+    };
+    const choices = [true, false, "io", "fleet", "none"] as const;
+    for (let round = 0; round < 150; round += 1) {
+      const options = {
+        maxRunning: 1 + random(3),
+        pools: { io: random(2) === 0 ? 1 + random(4) : { places: 1 + random(4), maxSessionRunning: 1 + random(3) }, fleet: 1 + random(3) },
+        ...(random(2) === 0 ? {} : { maxSessionRunning: 1 + random(4) }),
+        maxQueue: random(4),
+        maxSessionCalls: 1 + random(6),
+      };
+      const randomGate = new McpCallGate(options);
+      for (let index = random(8); index > 0; index -= 1) {
+        await startsAtOnce(randomGate.acquire(random(2) === 0 ? "a" : "b", signal(), choices[random(choices.length)]!)).catch(() => {});
+      }
+      const post = Array.from({ length: 1 + random(8) }, () => choices[random(choices.length)]!);
+      const told = randomGate.refusalsOf("a", post).map(kind);
+      expect({ options, post, outcomes: await acquired(randomGate, "a", post) }).toEqual({ options, post, outcomes: told });
+    }
+  });
+
   it("counts each pool's places apart: another session's call on an idle pool starts while one session holds a pool", async () => {
     const gate = new McpCallGate({ maxRunning: 2, pools: { "pool:io": 2 }, maxSessionRunning: 2 });
     // Session a holds every place of the shared pool with long calls (two `sleep 25` in bash).
@@ -131,8 +175,53 @@ describe("McpCallGate", () => {
     expect(new McpCallGate({ maxRunning: 4, maxSessionRunning: 3 }).sessionShare()).toBe(3);
   });
 
+  it("holds a session to a pool's own per-session cap: its call past the cap waits here, and another session's call starts on the idle thread", async () => {
+    // coding-io with 4 threads and --coding-threads-per-session 1: the pool runs one call of a session at a time.
+    const gate = new McpCallGate({ maxRunning: 2, pools: { "pool:io": { places: 4, maxSessionRunning: 1 } } });
+    expect(gate.sessionShare("pool:io")).toBe(1);
+    await gate.acquire("a", signal(), "pool:io");
+    expect(await startsAtOnce(gate.acquire("a", signal(), "pool:io"))).toBe("waiting");
+    expect(await startsAtOnce(gate.acquire("b", signal(), "pool:io"))).not.toBe("waiting");
+    expect([gate.running, gate.waiting]).toEqual([2, 1]);
+    // Without maxSessionRunning the pool's cap is the share, above half the pool too; maxSessionRunning still bounds it.
+    expect(new McpCallGate({ maxRunning: 2, pools: { io: { places: 4, maxSessionRunning: 3 } } }).sessionShare("io")).toBe(3);
+    expect(new McpCallGate({ maxRunning: 2, pools: { io: { places: 4, maxSessionRunning: 3 } }, maxSessionRunning: 2 }).sessionShare("io")).toBe(2);
+    expect(new McpCallGate({ maxRunning: 2, pools: { io: { places: 4, maxSessionRunning: 3 } }, maxSessionRunning: 9 }).sessionShare("io")).toBe(3);
+    // "shared" names the shared pool: its places and cap.
+    expect(new McpCallGate({ maxRunning: 2, pools: { shared: { places: 4, maxSessionRunning: 1 } } }).sessionShare()).toBe(1);
+  });
+
+  it("takes each pool's threads and per-session cap from mcpCallGatePools as the runtime makes the pool", async () => {
+    const module = new URL("./fixtures/tools/turns.mjs", import.meta.url);
+    const tool = (name: string, pool?: { name: string; maxThreads?: number; maxRunningPerSession?: number }) =>
+      workerTool({ name, description: name, parameters: { type: "object" }, module, ...(pool === undefined ? {} : { pool }) });
+    // The first tool naming "io" gives neither: the runtime takes them from the first that does.
+    const runtime = createRuntime({
+      tools: [tool("plain"), tool("first", { name: "io" }), tool("second", { name: "io", maxThreads: 4, maxRunningPerSession: 3 })],
+      pool: { maxThreads: 2, minThreads: 1 },
+    });
+    try {
+      expect(mcpCallGatePools(runtime)).toEqual({ "pool:io": { places: 4, maxSessionRunning: 3 } });
+    } finally {
+      await runtime.close({ force: true });
+    }
+    const capped = createRuntime({
+      tools: [tool("plain"), tool("io", { name: "io", maxThreads: 3 })],
+      pool: { maxThreads: 2, minThreads: 1, maxRunningPerSession: 1 },
+    });
+    try {
+      expect(mcpCallGatePools(capped)).toEqual({ shared: { places: 2, maxSessionRunning: 1 }, "pool:io": { places: 3, maxSessionRunning: 1 } });
+    } finally {
+      await capped.close({ force: true });
+    }
+  });
+
   it.each([
     [{ maxRunning: 1, pools: { io: 0 } }, "Expected `pools.io` to be an integer >= 1, got `0` (number)"],
+    [
+      { maxRunning: 1, pools: { io: { places: 2, maxSessionRunning: 0 } } },
+      "Expected `pools.io.maxSessionRunning` to be an integer >= 1, got `0` (number)",
+    ],
     [{ maxRunning: 1, pools: [] }, "Expected `pools` to be an object of places by pool name, got `[]` (array)"],
     [{ maxRunning: 1, maxSessionRunning: 0 }, "Expected `maxSessionRunning` to be an integer >= 1, got `0` (number)"],
     [{ maxRunning: 0 }, "Expected `maxRunning` to be an integer >= 1, got `0` (number)"],

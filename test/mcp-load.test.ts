@@ -204,6 +204,44 @@ describe("toolpool mcp --http: load limits", () => {
     }
   }, 120_000);
 
+  it("leaves a batch past the SDK's 100 messages whole: the SDK answers it 400, and none of its calls starts", async () => {
+    const server = await startMcp(["--threads", "1", "--max-session-calls", "1"]);
+    try {
+      const control = await connect(server);
+      const { sessionId } = await initialize(server);
+      // Past --max-session-calls but for the first: early refusal would answer 100 of them and hand on the rest.
+      const batch = post(
+        server,
+        sessionId!,
+        Array.from({ length: 101 }, (_, index) => toolCall(index + 1, "hold", { key: `big-${index + 1}` })),
+      );
+      expect((await batch.response).statusCode).toBe(400);
+      await batch.ended;
+      expect(await gates(control, { countPrefix: "started:big-" })).toBe(0);
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
+  it("frees the id of a call refused as its POST arrives while the POST's other calls run: the client may send it again", async () => {
+    const server = await startMcp(["--threads", "1", "--max-session-calls", "1"]);
+    try {
+      const control = await connect(server);
+      const { sessionId } = await initialize(server);
+      const mixed = post(server, sessionId!, [toolCall(1, "hold", { key: "id-1" }), toolCall(2, "hold", { key: "id-2" })]);
+      expect((await mixed.until((message) => message.id === 2)).error?.data?.code).toBe("TP_ERR_QUEUE_FULL");
+      await gates(control, { waitFor: ["started:id-1"] });
+      // Id 2 was answered: sent again while call 1 runs, it is refused by the gate again, not as a request in flight.
+      const again = post(server, sessionId!, toolCall(2, "hold", { key: "id-2" }));
+      expect((await again.response).statusCode).toBe(200);
+      expect((await again.until((message) => message.id === 2)).error?.data?.code).toBe("TP_ERR_QUEUE_FULL");
+      await gates(control, { open: ["id-1"] });
+      expect((await mixed.until((message) => message.id === 1)).result).toMatchObject({ isError: false });
+    } finally {
+      await stop(server);
+    }
+  }, 120_000);
+
   it("keeps one session's long calls from holding up another's: places counted per pool, one session's share bounded", async () => {
     // Two threads on the shared pool and two on the io pool: one session holds at most one of each.
     const server = await startMcp(["--threads", "2"]);

@@ -88,8 +88,10 @@ export function checkHttpOnlyLimits(options: McpLimitCliOptions, isHttp: boolean
  * threads (the fleet's `maxOutstanding` for remote tools), so that calls
  * wait in the gate, where a call whose client is gone leaves unstarted.
  * Over HTTP one session holds at most its share of a pool (half its threads,
- * rounded up, or `--max-session-running`); on stdio there is one session,
- * which may hold every thread.
+ * rounded up, or `--max-session-running`), and never more than a pool's own
+ * per-session cap (`--coding-threads-per-session` for coding-io, which sets
+ * the share without `--max-session-running`); on stdio there is one
+ * session, which may hold every thread a pool runs for one session.
  */
 export function callGateOptions(runtime: Runtime, options: McpLimitCliOptions, isHttp = true): McpCallGateOptions {
   const sessionRunning = isHttp ? options.maxSessionRunning : Number.MAX_SAFE_INTEGER;

@@ -9,7 +9,7 @@ export type { McpServerOptions } from "./mcp-server.js";
 export { McpHttpServer, MCP_PATH } from "./mcp-http-server.js";
 export type { McpHttpServerOptions } from "./mcp-http-server.js";
 export { McpCallGate } from "./mcp-call-gate.js";
-export type { McpCallGateOptions, McpCallSlot } from "./mcp-call-gate.js";
+export type { McpCallGateOptions, McpCallGatePool, McpCallSlot } from "./mcp-call-gate.js";
 export { mcpCallGatePools, mcpToolPools } from "./mcp-gate-pools.js";
 export type { McpSessionLimits } from "./mcp-sessions.js";
 export type { McpEarlyRefusals } from "./mcp-session.js";

@@ -24,16 +24,24 @@ export interface McpCallGateOptions {
    * {@link McpCallGate.acquire} (see `mcpCallGatePools`, which names each
    * pool of a runtime and gives it its threads). A call waits only for a
    * place of its own pool: a pool whose threads are idle starts its calls
-   * at once, however busy the others are.
+   * at once, however busy the others are. A pool given as
+   * `{ places, maxSessionRunning }` also caps one session's share of it
+   * (the pool's own `maxRunningPerSession`: a call past it would only wait
+   * in the pool's queue, holding a place of the gate another session could
+   * use), and without the gate's `maxSessionRunning` that cap is the share
+   * (not half the pool). The name `"shared"` gives the shared pool's (its places then
+   * replace `maxRunning`).
    * @default {} (every worker call counts against `maxRunning`)
    */
-  pools?: Readonly<Record<string, number>>;
+  pools?: Readonly<Record<string, number | McpCallGatePool>>;
   /**
    * Places of one pool one session may hold at once (its share); a call of
    * a session at its share waits, while other sessions' calls start on the
    * places left. At most a pool's places count (a larger value means no
-   * share: one session may hold the whole pool).
-   * @default half of each pool's places, rounded up: on a pool of 2 places
+   * share: one session may hold the whole pool), nor more than a pool's own
+   * cap (see `pools`).
+   * @default a pool's own cap where `pools` gives one, else half of the
+   * pool's places, rounded up: on a pool of 2 places
    * or more, one session's long calls (a `sleep` in bash) always leave
    * another session a place
    */
@@ -53,6 +61,18 @@ export interface McpCallGateOptions {
   maxSessionCalls?: number;
   /** Seconds a refused client is told to wait (`data.retryAfterSeconds`). @default 1 */
   retryAfterSeconds?: number;
+}
+
+/** A pool of {@link McpCallGateOptions.pools} with a per-session cap of its own. */
+export interface McpCallGatePool {
+  /** Calls of the pool handed on at once: its threads. */
+  places: number;
+  /**
+   * Places of the pool one session may hold at once, whatever
+   * `maxSessionRunning` is (the pool's `maxRunningPerSession`).
+   * @default undefined (`maxSessionRunning`'s share)
+   */
+  maxSessionRunning?: number;
 }
 
 /** A call's place: it runs now, and must `release` it once it has ended. */
@@ -92,6 +112,8 @@ interface Waiter {
 export class McpCallGate {
   /** Places by pool. */
   readonly #places = new Map<string, number>();
+  /** Per-session caps of pools that give one. */
+  readonly #poolShares = new Map<string, number>();
   readonly #maxSessionRunning: number | undefined;
   readonly #maxQueue: number;
   readonly #maxSessionCalls: number;
@@ -112,7 +134,15 @@ export class McpCallGate {
     this.#places.set(sharedPool, integerOption(options.maxRunning, "maxRunning", 1, undefined));
     const pools: unknown = options.pools ?? {};
     if (typeof pools !== "object" || pools === null || Array.isArray(pools)) throw invalidOption("pools", "an object of places by pool name", pools);
-    for (const [name, places] of Object.entries(pools)) this.#places.set(name, integerOption(places, `pools.${name}`, 1, undefined));
+    for (const [name, pool] of Object.entries(pools) as [string, unknown][]) {
+      if (typeof pool === "object" && pool !== null && !Array.isArray(pool)) {
+        refuseUnknownOptions(pool, ["places", "maxSessionRunning"], `pools.${name}`);
+        const { places, maxSessionRunning } = pool as Partial<McpCallGatePool>;
+        this.#places.set(name, integerOption(places, `pools.${name}.places`, 1, undefined));
+        if (maxSessionRunning !== undefined)
+          this.#poolShares.set(name, integerOption(maxSessionRunning, `pools.${name}.maxSessionRunning`, 1, undefined));
+      } else this.#places.set(name, integerOption(pool, `pools.${name}`, 1, undefined));
+    }
     this.#maxSessionRunning =
       options.maxSessionRunning === undefined ? undefined : integerOption(options.maxSessionRunning, "maxSessionRunning", 1, undefined);
     this.#maxQueue = integerOption(options.maxQueue, "maxQueue", 0, 1024);
@@ -132,10 +162,17 @@ export class McpCallGate {
     return this.#waiting;
   }
 
-  /** Places of one session on `pool` (a name `pools` does not give is the shared pool's). */
+  /**
+   * Places of one session on `pool` (a name `pools` does not give is the
+   * shared pool's): `maxSessionRunning`, at most the pool's own cap where
+   * `pools` gives one (without `maxSessionRunning`, that cap, else half the
+   * pool's places, rounded up), and at most its places.
+   */
   sessionShare(pool: string = sharedPool): number {
-    const places = this.#places.get(pool) ?? this.#places.get(sharedPool)!;
-    return Math.min(places, this.#maxSessionRunning ?? Math.ceil(places / 2));
+    const name = this.#places.has(pool) ? pool : sharedPool;
+    const places = this.#places.get(name)!;
+    const cap = this.#poolShares.get(name);
+    return Math.min(places, this.#maxSessionRunning ?? cap ?? Math.ceil(places / 2), cap ?? places);
   }
 
   /**
@@ -190,28 +227,32 @@ export class McpCallGate {
    * The calls of one POST that the gate refuses now, before any of them is
    * handed on: `pools` gives each call's pool in the order the POST carries
    * them (as {@link McpCallGate.acquire} takes it), and each call counts as
-   * arrived for those after it. A call gets the refusal `acquire` would
-   * throw (`TP_ERR_QUEUE_FULL`: its session at `maxSessionCalls`, or
-   * `maxQueue` calls waiting), else `undefined`. Session shares are not
-   * counted (a call that would wait for its share counts as starting), so a
-   * call refused here is refused by `acquire` as well unless places free
-   * meanwhile; calls not refused here still go through `acquire`. Refusals
-   * of the same reason are one object.
+   * arrived for those after it, as `acquire` would count it: starting where
+   * its pool has a place free and the session holds less than its share of
+   * it, else waiting; a call refused here counts for none after it. A call
+   * gets the refusal `acquire` would throw (`TP_ERR_QUEUE_FULL`: its session
+   * at `maxSessionCalls`, or `maxQueue` calls waiting), else `undefined`, so
+   * a call refused here is refused by `acquire` as well unless places free
+   * or calls end meanwhile; calls not refused here still go through
+   * `acquire`. Refusals of the same reason are one object.
    */
   refusalsOf(session: string, pools: readonly (boolean | string)[]): (McpRefusal | undefined)[] {
     let calls = this.#sessionCalls.get(session) ?? 0;
     let waiting = this.#waiting;
-    const free = new Map<string, number>();
-    for (const [name, places] of this.#places) free.set(name, places - (this.#running.get(name) ?? 0));
+    const running = new Map(this.#running);
+    const held = new Map(this.#held.get(session));
     let sessionFull: McpRefusal | undefined;
     let queueFull: McpRefusal | undefined;
     return pools.map((pool) => {
       if (calls >= this.#maxSessionCalls) return (sessionFull ??= this.#sessionRefusal(calls));
       if (pool !== false) {
         const name = typeof pool === "string" && this.#places.has(pool) ? pool : sharedPool;
-        const places = free.get(name)!;
-        if (places > 0) free.set(name, places - 1);
-        else if (waiting >= this.#maxQueue) return (queueFull ??= this.#queueRefusal());
+        const taken = running.get(name) ?? 0;
+        // #fits, on the simulated counts.
+        if (taken < this.#places.get(name)! && (held.get(name) ?? 0) < this.sessionShare(name)) {
+          running.set(name, taken + 1);
+          held.set(name, (held.get(name) ?? 0) + 1);
+        } else if (waiting >= this.#maxQueue) return (queueFull ??= this.#queueRefusal());
         else waiting += 1;
       }
       calls += 1;

@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { isWorkerTool } from "../contracts/worker-tool.js";
+import { isWorkerTool, type WorkerTool } from "../contracts/worker-tool.js";
 import type { Runtime } from "../runtime.js";
+import type { McpCallGatePool } from "./mcp-call-gate.js";
 
 /**
  * The gate's pool of each worker tool of `runtime`, by tool name:
@@ -29,27 +30,42 @@ export function mcpToolPools(runtime: Runtime): Map<string, string> {
 }
 
 /**
- * The places of `runtime`'s pools other than the shared one, for
- * `McpCallGateOptions.pools`: each pool's threads (a named pool's as its
- * first tool gives them, as the runtime makes it), and the fleet's
- * `maxOutstanding`.
+ * The places of `runtime`'s pools, for `McpCallGateOptions.pools`: each
+ * pool's threads and per-session cap as the runtime makes the pool (a named
+ * pool's from the first of its tools that gives each, the runtime's
+ * `pool.maxThreads` and `pool.maxRunningPerSession` otherwise), and the
+ * fleet's `maxOutstanding`. A pool with a per-session cap (the coding-io
+ * pool under `codingThreadsPerSession`, or any pool under the runtime's
+ * `pool.maxRunningPerSession`) is given as `{ places, maxSessionRunning }`,
+ * so that one session never holds more of the gate's places than the pool
+ * runs for it; the shared pool is named only then.
  *
  * @example
  * ```ts
  * const gate = new McpCallGate({ maxRunning: runtime.options.pool.maxThreads, pools: mcpCallGatePools(runtime) });
  * ```
  */
-export function mcpCallGatePools(runtime: Runtime): Record<string, number> {
+export function mcpCallGatePools(runtime: Runtime): Record<string, number | McpCallGatePool> {
   const { tools, fleet, pool } = runtime.options;
-  const places: Record<string, number> = {};
+  const places: Record<string, number | McpCallGatePool> = {};
   const toolPools = mcpToolPools(runtime);
-  for (const tool of tools) {
-    if (!isWorkerTool(tool)) continue;
+  const local = tools.filter((tool) => isWorkerTool(tool) && toolPools.get(tool.name) !== "fleet") as WorkerTool[];
+  const withCap = (threads: number, perSession: number | undefined): number | McpCallGatePool =>
+    perSession === undefined ? threads : { places: threads, maxSessionRunning: perSession };
+  for (const tool of local) {
     const name = toolPools.get(tool.name)!;
-    if (name === "shared" || name in places) continue;
-    if (name === "fleet") places[name] = fleet!.maxOutstanding;
-    else if (name.startsWith("pool:")) places[name] = tool.pool?.maxThreads ?? pool.maxThreads;
-    else places[name] = pool.maxThreads;
+    if (name in places) continue;
+    if (name === "shared") {
+      if (pool.maxRunningPerSession !== undefined) places[name] = withCap(pool.maxThreads, pool.maxRunningPerSession);
+    } else if (name.startsWith("pool:")) {
+      // As the runtime makes a named pool: each of its size and per-session cap from the first tool that gives it.
+      const sharing = local.filter((other) => other.pool?.name === tool.pool!.name);
+      const threads = sharing.find((other) => other.pool?.maxThreads !== undefined)?.pool?.maxThreads ?? pool.maxThreads;
+      const perSession =
+        sharing.find((other) => other.pool?.maxRunningPerSession !== undefined)?.pool?.maxRunningPerSession ?? pool.maxRunningPerSession;
+      places[name] = withCap(threads, perSession);
+    } else places[name] = withCap(pool.maxThreads, pool.maxRunningPerSession);
   }
+  if (fleet !== undefined && [...toolPools.values()].includes("fleet")) places.fleet = fleet.maxOutstanding;
   return places;
 }

@@ -25,6 +25,13 @@ import { whenDrained } from "../http/stalled-response.js";
 import { jsonRpcError, prependSseEvents, sendJson } from "./http-replies.js";
 import { cancelReasons, McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 
+/**
+ * Messages of a batch past which the SDK's Streamable HTTP transport answers
+ * the whole POST 400 (its `MAX_BATCH_SIZE`, 100 in SDK 1.32; a batch of more
+ * is never taken apart by early refusals).
+ */
+const sdkMaxBatchSize = 100;
+
 /** What the session tells the table of sessions. */
 interface McpSessionHooks {
   /** The transport closed (the client's DELETE, or `close()`). */
@@ -198,6 +205,8 @@ export class McpSession implements Transport {
   #refuseEarly(body: unknown, response: ServerResponse): { forwarded: unknown; refused: RequestId[] } {
     const none = { forwarded: body, refused: [] };
     if (this.#hooks.earlyRefusals === undefined || this.sessionId === undefined) return none;
+    // A batch the SDK's transport refuses whole (400) goes to it as it came: none of its calls is answered apart.
+    if (Array.isArray(body) && body.length > sdkMaxBatchSize) return none;
     const messages: unknown[] = Array.isArray(body) ? body : [body];
     const calls: { id: RequestId; name: string }[] = [];
     for (const message of messages) {
@@ -222,6 +231,8 @@ export class McpSession implements Transport {
         response,
         [...refused].map(([id, refusal]) => refusal.toResponse(id)),
       );
+      // Answered: their ids are free again, while the POST's other requests run on.
+      for (const id of refused.keys()) this.#carriers.delete(id);
       return { forwarded: rest, refused: [] };
     }
     // No request left for the transport to open a stream for: it carries the refused ones.
