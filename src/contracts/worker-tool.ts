@@ -307,6 +307,23 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   return Object.freeze(tool);
 }
 
+/**
+ * The size and per-session cap of the named pool `name`, as the runtime makes
+ * it for `tools` (its worker tools that run on this machine): each from the
+ * first tool naming the pool that gives it; undefined where none does, and
+ * the runtime's `pool` options apply.
+ */
+export function namedPoolSettings(
+  tools: readonly WorkerTool[],
+  name: string,
+): { maxThreads: number | undefined; maxRunningPerSession: number | undefined } {
+  const sharing = tools.filter((tool) => tool.pool?.name === name);
+  return {
+    maxThreads: sharing.find((tool) => tool.pool?.maxThreads !== undefined)?.pool?.maxThreads,
+    maxRunningPerSession: sharing.find((tool) => tool.pool?.maxRunningPerSession !== undefined)?.pool?.maxRunningPerSession,
+  };
+}
+
 /** True for a definition made by {@link workerTool}. */
 export function isWorkerTool(value: unknown): value is WorkerTool {
   return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[workerToolBrand] === true;

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { isWorkerTool, type WorkerTool } from "../contracts/worker-tool.js";
+import { isWorkerTool, namedPoolSettings, type WorkerTool } from "../contracts/worker-tool.js";
 import type { Runtime } from "../runtime.js";
 import type { McpCallGatePool } from "./mcp-call-gate.js";
 
@@ -58,12 +58,8 @@ export function mcpCallGatePools(runtime: Runtime): Record<string, number | McpC
     if (name === "shared") {
       if (pool.maxRunningPerSession !== undefined) places[name] = withCap(pool.maxThreads, pool.maxRunningPerSession);
     } else if (name.startsWith("pool:")) {
-      // As the runtime makes a named pool: each of its size and per-session cap from the first tool that gives it.
-      const sharing = local.filter((other) => other.pool?.name === tool.pool!.name);
-      const threads = sharing.find((other) => other.pool?.maxThreads !== undefined)?.pool?.maxThreads ?? pool.maxThreads;
-      const perSession =
-        sharing.find((other) => other.pool?.maxRunningPerSession !== undefined)?.pool?.maxRunningPerSession ?? pool.maxRunningPerSession;
-      places[name] = withCap(threads, perSession);
+      const named = namedPoolSettings(local, tool.pool!.name);
+      places[name] = withCap(named.maxThreads ?? pool.maxThreads, named.maxRunningPerSession ?? pool.maxRunningPerSession);
     } else places[name] = withCap(pool.maxThreads, pool.maxRunningPerSession);
   }
   if (fleet !== undefined && [...toolPools.values()].includes("fleet")) places.fleet = fleet.maxOutstanding;

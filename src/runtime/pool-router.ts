@@ -7,7 +7,7 @@
  * @module
  */
 import type { FleetStats, PoolDiagnosis, PoolStats, ToolCallPool } from "../contracts/pool-contract.js";
-import type { WorkerTool } from "../contracts/worker-tool.js";
+import { namedPoolSettings, type WorkerTool } from "../contracts/worker-tool.js";
 import type { PoolEventSource } from "../contracts/pool-events.js";
 import type { RegisteredTool } from "../coordinator/tool-registry.js";
 import { ToolpoolError } from "../errors.js";
@@ -55,10 +55,12 @@ export class PoolRouter {
         // cap are those of the first definition that gives each.
         const key = `pool:${pool.name}`;
         if (!this.#pools.has(key)) {
-          const sharing = workerTools.filter((other) => other.pool?.name === pool.name && !this.#remoteTools.has(other));
-          const threads = sharing.find((other) => other.pool?.maxThreads !== undefined)?.pool?.maxThreads ?? options.pool.maxThreads;
-          const perSession =
-            sharing.find((other) => other.pool?.maxRunningPerSession !== undefined)?.pool?.maxRunningPerSession ?? options.pool.maxRunningPerSession;
+          const named = namedPoolSettings(
+            workerTools.filter((other) => !this.#remoteTools.has(other)),
+            pool.name,
+          );
+          const threads = named.maxThreads ?? options.pool.maxThreads;
+          const perSession = named.maxRunningPerSession ?? options.pool.maxRunningPerSession;
           const poolOptions = Object.freeze({
             ...options.pool,
             maxThreads: threads,
