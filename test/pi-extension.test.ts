@@ -144,7 +144,8 @@ describe.skipIf(!supportsPi16())("the toolpool pi extension, in the real pi CLI 
     const expected = messagesOf(plain.events);
     const actual = messagesOf(pooled.events);
     // The user's prompt, the model's calls, every tool result and the final answer.
-    expect(actual.length).toBe(expected.length);
+    // On a mismatch, the pooled run's last message and pi's stderr tell what ended the session early.
+    expect(actual.length, `${JSON.stringify(actual.at(-1))}\n${pooled.stderr}`).toBe(expected.length);
     expect(actual).toEqual(expected);
     // What the model was offered: the system prompt and each tool's declaration, both turns.
     expect(pooled.requests).toHaveLength(2);
