@@ -38,8 +38,14 @@ function comparable(result: { content?: unknown; details?: unknown; isError?: un
     structuredContent: result.structuredContent,
   });
   // pi puts the file in the temp folder, toolpool in the runtime's folder of them (src/tools/coding/bash-output-files.ts).
-  return JSON.parse(text.replace(/\/[^\s"\]]*\/pi-bash-[0-9a-f]+\.log/g, "FOLDER/pi-bash-RANDOM.log"), (key, value) =>
-    key === "wall_time_seconds" ? 0 : value,
+  // Only strings that name such a file are searched: on an image's base64 (slashes, no spaces) the pattern backtracks
+  // quadratically, over a minute for a 1 MiB screenshot.
+  return JSON.parse(text, (key, value) =>
+    key === "wall_time_seconds"
+      ? 0
+      : typeof value === "string" && value.includes("pi-bash-")
+        ? value.replace(/\/[^\s"\]]*\/pi-bash-[0-9a-f]+\.log/g, "FOLDER/pi-bash-RANDOM.log")
+        : value,
   );
 }
 

@@ -118,7 +118,8 @@ describe("a spread grep and a light session on a 2-thread pool", () => {
       mkdirSync(join(root, `d${d}`));
       for (let f = 0; f < 100; f++) writeFileSync(join(root, `d${d}`, `f${f}.txt`), `line one\nneedle ${d}/${f}\nline three\n`);
     }
-  });
+    // Synchronous writes cannot hang, but 6,400 of them took over 20 s on a machine busy with two other suites.
+  }, 120_000);
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   // The yield itself is proven above on a part that runs until asked; here the real grep, whose parts ask between chunks.
