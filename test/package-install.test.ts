@@ -13,7 +13,10 @@ import { fileURLToPath } from "node:url";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { optionalPackages } from "./support/internals.js";
+import { supportsPi16 } from "toolpool";
+
+import { optionalPackages, validateToolArguments16 } from "./support/internals.js";
+import { warnSkippedPi16 } from "./support/pi16.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
@@ -62,6 +65,8 @@ function readmeExamples(): Map<string, string> {
 }
 
 const lines = (text: string) => text.trim().split("\n");
+
+warnSkippedPi16("package-install.test.ts");
 
 describe("package install (npm pack, npm install into an npm init -y project)", () => {
   let work: string;
@@ -128,6 +133,45 @@ describe("package install (npm pack, npm install into an npm init -y project)", 
     expect(stderr).toBe("");
     expect(lines(stdout)).toEqual(["word_count 3"]);
   }, 60_000);
+
+  it.skipIf(!supportsPi16())(
+    "validates as pi 1.6 with the bundled pi-schema, where no pi-schema package is installed",
+    async () => {
+      const parameters = { type: "object", properties: { text: { type: "string" } }, required: ["text"] };
+      writeFileSync(
+        join(project, "pi16.mjs"),
+        `import { createRuntime, workerTool } from "toolpool";
+const tool = workerTool({ name: "word_count", description: "", parameters: ${JSON.stringify(parameters)}, module: new URL("./word-count.mjs", import.meta.url) });
+const runtime = createRuntime({ pi: "1.6", tools: [tool] });
+const { messages } = await runtime.executeToolCalls({
+  role: "assistant",
+  content: [
+    { type: "toolCall", id: "1", name: "word_count", arguments: { text: 5 } },
+    { type: "toolCall", id: "2", name: "word_count", arguments: {} },
+  ],
+});
+await runtime.close();
+console.log(JSON.stringify(messages.map((message) => ({ isError: message.isError, text: message.content[0].text }))));
+`,
+      );
+      const { stdout, stderr } = await runOk(process.execPath, ["pi16.mjs"], project);
+      expect(stderr).toBe("");
+      const failure = (() => {
+        try {
+          return validateToolArguments16("word_count", parameters, {});
+        } catch (error) {
+          return (error as Error).message;
+        }
+      })();
+      expect(failure).toMatch(/^Validation failed for tool "word_count":/);
+      // pi 1.6 coerces 5 to "5" (one word); the second call fails with the checkout's (pi's) text.
+      expect(JSON.parse(stdout)).toEqual([
+        { isError: false, text: "1" },
+        { isError: true, text: failure },
+      ]);
+    },
+    60_000,
+  );
 
   /**
    * One compile (tsc is the slow part) of three files: consumer.mts and
