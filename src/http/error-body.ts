@@ -5,6 +5,7 @@
  *
  * @module
  */
+
 /** One failing part of a request body, as ajv reports it. */
 export interface RequestBodyError {
   /** JSON Pointer into the body (`""` is the body itself). */
