@@ -13,6 +13,14 @@
  *   with other flags, and toolpool then compiles the bundle as usual. The
  *   bundle is TypeBox's own code at the installed version, tree-shaken, not
  *   minified.
+ * - dist/vendor/pi-schema.cjs: `@earendil-works/pi-schema` 1.6.0's `compile`
+ *   and `formats` (pi 1.6's argument validation, `pi: "1.6"`) as one CommonJS
+ *   file, with its license beside it (pi-schema.cjs.LICENSE). pi-schema is a
+ *   devDependency, not a dependency: it declares Node >= 22.19, so installing
+ *   it made every install on Node 20 warn (EBADENGINE) for a part that only
+ *   runs on 22.19 and later. Its own code at that version, not minified;
+ *   src/coordinator/validation/pi-1.6/validate-arguments-16.ts loads it on
+ *   the first pi 1.6 compile.
  * - dist/workers/thread/worker-entry.cjs: the worker entry with the few toolpool
  *   modules it imports, as one CommonJS file, because every worker thread
  *   loads it before its first call, and one CommonJS file loads fastest
@@ -40,6 +48,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "rolldown";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
+/** The pi-schema that pi-ai 1.6.0 validates with, which dist/vendor/pi-schema.cjs must be. */
+const piSchemaVersion = "1.6.0";
 const dist = new URL("../dist/", import.meta.url);
 const path = (relative) => fileURLToPath(new URL(relative, dist));
 
@@ -88,6 +98,37 @@ validator.Check({ text: "a", count: 1, tags: [] });
 [...validator.Errors({ count: "x" })];
 Value.Convert(schema, { text: "a", count: "1" });
 await writeFile(path("vendor/typebox.cjs.v8cache"), script.createCachedData());
+
+// pi-schema, with its license and the notice it carries for TypeBox.
+const piSchemaPackage = JSON.parse(await readFile(new URL("../node_modules/@earendil-works/pi-schema/package.json", import.meta.url), "utf8"));
+if (piSchemaPackage.version !== piSchemaVersion) {
+  throw new Error(`bundle: expected @earendil-works/pi-schema ${piSchemaVersion} (pi 1.6's), found ${piSchemaPackage.version}`);
+}
+const piSchemaEntry = path("vendor/pi-schema-entry.mjs");
+await writeFile(
+  piSchemaEntry,
+  'export { compile } from "@earendil-works/pi-schema";\nexport { formats } from "@earendil-works/pi-schema/formats";\n',
+);
+try {
+  await build({
+    cwd: root,
+    input: piSchemaEntry,
+    platform: "node",
+    logLevel: "warn",
+    output: { file: path("vendor/pi-schema.cjs"), format: "cjs", strict: true },
+  });
+} finally {
+  await rm(piSchemaEntry, { force: true });
+}
+const typeboxNotice = await readFile(
+  new URL("../node_modules/@earendil-works/pi-schema/THIRD_PARTY_NOTICES/typebox-LICENSE", import.meta.url),
+  "utf8",
+);
+const piSchemaLicense = await readFile(new URL("licenses/pi-schema-LICENSE", import.meta.url), "utf8");
+await writeFile(
+  path("vendor/pi-schema.cjs.LICENSE"),
+  `${piSchemaLicense.trimEnd()}\n\n---\n\npi-schema's format checks are adapted from TypeBox (its THIRD_PARTY_NOTICES/typebox-LICENSE):\n\n${typeboxNotice.trimEnd()}\n`,
+);
 
 /** Packages load as they are: only toolpool's own modules go in a bundle. */
 const isPackage = (id) => !id.startsWith(".") && !id.startsWith("/");

@@ -354,7 +354,7 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
     expect(validateWithToolpool16("t", broken, {})).toEqual(pi);
   });
 
-  it("loads pi-schema on the first validation, not on import, and without a warning", async () => {
+  it("loads pi-schema from toolpool's bundle on the first validation, not on import, not from a package, and without a warning", async () => {
     const fixture = fileURLToPath(new URL("./fixtures/validation-16/load-pi-schema.mjs", import.meta.url));
     const { stdout, stderr } = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
       execFile(process.execPath, [fixture], { timeout: 60_000 }, (error, out, err) =>
@@ -362,6 +362,6 @@ describe.skipIf(!supportsPi16())(loudSkip("validateToolArguments16 (pi 1.6) agai
       );
     });
     expect(stderr).toBe("");
-    expect(JSON.parse(stdout)).toEqual({ afterImport: 0, afterValidation: 2 });
+    expect(JSON.parse(stdout)).toEqual({ afterImport: 0, afterValidation: 1, fromPackage: 0 });
   });
 });

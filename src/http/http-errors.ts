@@ -9,32 +9,7 @@ import { STATUS_CODES } from "node:http";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 
 import { ToolpoolError } from "../errors.js";
-
-/** One failing part of a request body, as ajv reports it. */
-interface RequestBodyError {
-  /** JSON Pointer into the body (`""` is the body itself). */
-  path: string;
-  /** What is wrong there. */
-  message: string;
-}
-
-/**
- * The body of every error answer. `code` is stable: a toolpool code
- * (`TP_ERR_INVALID_BATCH` for a 400, `TP_ERR_QUEUE_FULL` for a 429,
- * `TP_ERR_CLOSED` or `TP_ERR_OVERLOADED` for a 503, `TP_ERR_UNAUTHORIZED`
- * for a 401, `TP_ERR_FORBIDDEN` for a 403, `TP_ERR_HEADERS_TIMEOUT` for the
- * 408 of a connection whose headers were too slow), and
- * Fastify's own for the errors Fastify raises (`FST_ERR_CTP_BODY_TOO_LARGE`
- * for a 413).
- */
-export interface ErrorBody {
-  statusCode: number;
-  error: string;
-  code?: string;
-  message: string;
-  /** Every problem of an invalid body (400). */
-  errors?: RequestBodyError[];
-}
+import type { ErrorBody, RequestBodyError } from "./error-body.js";
 
 /** Answers `statusCode` with an {@link ErrorBody}. */
 export function sendError(

@@ -15,9 +15,11 @@ import { BearerAuth } from "../http/bearer-auth.js";
 import { checkBrowserGuard, type BrowserGuardOptions } from "../http/browser-guard.js";
 import { addBatchRoute, sendDraining } from "./batch-route.js";
 import { ConnectionGuard } from "../http/connection-guard.js";
-import { handleError, sendError, type ErrorBody } from "../http/http-errors.js";
+import type { ErrorBody } from "../http/error-body.js";
+import { handleError, sendError } from "../http/http-errors.js";
 import { InFlightBatches } from "./in-flight-batches.js";
 import { loadFastify, loadUnderPressure } from "./lazy-modules.js";
+import type { FastifyApp } from "./fastify-app.js";
 import { addInfoRoutes } from "./info-routes.js";
 import { addLiveViewRoutes, publicLiveViewRoutes } from "./live-view/live-view-routes.js";
 import { PoolEventHub, type PoolEventsDiagnosis } from "./live-view/pool-event-hub.js";
@@ -28,8 +30,16 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 
 // The public types of the server, re-exported so that the package index names one module.
 export type { BatchRequestBody } from "./batch-request.js";
-export type { ErrorBody } from "../http/http-errors.js";
-export type { ToolsResponse } from "./info-routes.js";
+export type { ErrorBody } from "../http/error-body.js";
+export type {
+  FastifyApp,
+  FastifyInjectOptions,
+  FastifyInjectResponse,
+  FastifyRouteOptions,
+  FastifyRouteReply,
+  FastifyRouteRequest,
+} from "./fastify-app.js";
+export type { ToolsResponse } from "./tools-response.js";
 export type { PoolEventsDiagnosis } from "./live-view/pool-event-hub.js";
 export type { PoolEventClientState } from "./live-view/pool-event-client.js";
 export type {
@@ -174,8 +184,13 @@ export class ToolpoolServer {
     return this.#poolEvents?.diagnose();
   }
 
-  /** The Fastify instance, for `inject()` or extra routes (add them before `listen()`). */
-  get fastify(): FastifyInstance {
+  /**
+   * The Fastify instance, for `inject()` or extra routes (add them before
+   * `listen()`). Typed as {@link FastifyApp} so that toolpool's types need no
+   * fastify; it is Fastify's own instance (`server.fastify as FastifyInstance`
+   * for the rest of its API).
+   */
+  get fastify(): FastifyApp {
     return this.#app;
   }
 

@@ -7,11 +7,11 @@
  *
  * pi-schema is loaded on the first compile, never by `import("toolpool")`,
  * and synchronously, because `createRuntime` is synchronous and compiles
- * every tool's schema up front. It ships as ES modules with only an `import`
- * export condition, so its files are found with `import.meta.resolve` and
- * loaded with `require()`, which Node loads ES modules with from 20.19 and
- * 22.12, and without a warning on the Node versions pi 1.6 runs on (>=
- * 22.19, the only ones `pi: "1.6"` is accepted on).
+ * every tool's schema up front. It comes from dist/vendor/pi-schema.cjs, the
+ * build's one-file CommonJS bundle of pi-schema 1.6.0 (scripts/bundle.mjs),
+ * not from an installed package: pi-schema declares Node >= 22.19, and as a
+ * dependency it made every install on Node 20 warn for a part that runs only
+ * on 22.19 and later (the only Nodes `pi: "1.6"` is accepted on).
  *
  * @module
  */
@@ -32,13 +32,12 @@ interface PiSchema {
 
 let piSchema: PiSchema | undefined;
 
+const bundleUrl = new URL("../../../vendor/pi-schema.cjs", import.meta.url);
+
 /** pi-schema and its standard formats, loaded once per thread. */
 function loadPiSchema(): PiSchema {
   if (piSchema === undefined) {
-    const load = createRequire(import.meta.url);
-    const loadResolved = (specifier: string): unknown => load(fileURLToPath(import.meta.resolve(specifier)));
-    const { compile } = loadResolved("@earendil-works/pi-schema") as { compile: PiSchema["compile"] };
-    const { formats } = loadResolved("@earendil-works/pi-schema/formats") as { formats: PiSchema["formats"] };
+    const { compile, formats } = createRequire(import.meta.url)(fileURLToPath(bundleUrl)) as PiSchema;
     piSchema = { compile, formats };
   }
   return piSchema;
