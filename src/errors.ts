@@ -62,7 +62,7 @@ export const errorCodes = {
   TP_ERR_TOO_MANY_SESSIONS: "every MCP session slot is taken by a session with requests in flight",
   /** `toolpool mcp --http`: the client closed its MCP session while the request was in flight; the request was cancelled. JSON-RPC error. */
   TP_ERR_SESSION_CLOSED: "the client closed its MCP session while the request was in flight",
-  /** A feature's optional package (the server's, MCP's, the fleet's) is not installed; the message names it and the `npm install` line. Thrown. */
+  /** A feature's optional package (the server's, MCP's, the fleet's) is not installed; the message names it and the `npm install` line. Also the pi extension's when it cannot find the pi that loads it. Thrown. */
   TP_ERR_MISSING_PACKAGE: "an optional package that a feature needs is not installed",
 } as const;
 

@@ -62,6 +62,11 @@ export const extensionFlags = {
     type: "boolean",
   },
   "toolpool-stats": { description: "toolpool: write the pool's counts as JSON to this file when the session ends", type: "string" },
+  "toolpool-status": {
+    description:
+      "toolpool: print which of pi's tools run on its pools, and the pools' threads, when the session starts (with -p and no prompt: print and exit)",
+    type: "boolean",
+  },
 } as const;
 
 /** A flag's name, without `--`. */

@@ -1,19 +1,25 @@
 /**
- * toolpool as a pi extension: `pi -e npm:toolpool` (or `pi -e
- * /path/to/toolpool`) replaces pi's built-in coding tools — read, bash,
- * edit, write, grep, find, ls — with the same tools run on a worker pool
- * shared by the process (see `codingTools`). Each tool keeps everything of
- * pi's own definition (name, description, parameters, prompt snippet and
- * guidelines, renderers); only where it runs changes: off pi's main
- * thread, with bash deadlines that end the whole process tree, and edits of
- * one file serialized across the pool's threads.
+ * toolpool as a pi extension: `pi -e /path/to/toolpool` (a checkout, or the
+ * folder npm installs toolpool's package in) or `pi install` of that folder
+ * replaces pi's built-in coding tools — read, bash, edit, write, grep, find,
+ * ls — with the same tools run on a worker pool shared by the process (see
+ * `codingTools`). Each tool keeps everything of pi's own definition (name,
+ * description, parameters, prompt snippet and guidelines, renderers); only
+ * where it runs changes: off pi's main thread, with bash deadlines that end
+ * the whole process tree, and edits of one file serialized across the
+ * pool's threads.
+ *
+ * pi's modules come from the pi that loads the extension (`host-pi.ts`), on
+ * the main thread and in the pool's threads, never from toolpool's folder:
+ * pi installs a package without its peer dependencies, pi among them.
  *
  * Options: pi flags registered here (`--toolpool-threads N`, `--toolpool-io-threads N`,
  * `--toolpool-bash-timeout MS`, `--toolpool-bash-max-timeout MS`,
  * `--toolpool-confine`, `--toolpool-keep-background`, `--toolpool-stats FILE`) over the `toolpool` key of
  * pi's settings (see `extension-options.ts`). pi's own settings of its tools
  * (`shellPath`, `shellCommandPrefix`, `images.autoResize`) apply as they do
- * to pi's built-in tools.
+ * to pi's built-in tools. `--toolpool-status` and the `/toolpool` command
+ * print which of pi's tools run on the pools, and the pools' threads.
  *
  * The pool starts with the first tool call, with the options of that moment,
  * and closes when pi's session ends (a new session, a reload or pi's exit
@@ -21,8 +27,8 @@
  *
  * @module
  */
-import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
@@ -30,6 +36,8 @@ import { codingTools, type CodingToolName, type PiSessionInfo } from "../coding-
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { AgentTool } from "../types.js";
 import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
+import { type ExtensionStatus, formatExtensionStatus, type PoolStatus } from "./extension-status.js";
+import { findHostPi, hostPiCandidates } from "./host-pi.js";
 
 const toolNames: readonly CodingToolName[] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
@@ -44,64 +52,102 @@ const definitionFactories: Record<CodingToolName, string> = {
   ls: "createLsToolDefinition",
 };
 
-/**
- * The folder of the pi-coding-agent running this extension: the package
- * holding pi's entry script. Its tools are the ones the pool runs, whatever
- * copy toolpool itself would resolve.
- */
-function hostPiPackage(): string | undefined {
-  const script = process.argv[1];
-  if (script === undefined) return undefined;
-  let folder = dirname(realpathSync(script));
-  for (let depth = 0; depth < 8; depth++) {
-    const manifest = join(folder, "package.json");
-    if (existsSync(manifest)) {
-      try {
-        if ((JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === "@earendil-works/pi-coding-agent") return folder;
-      } catch {}
-    }
-    const parent = dirname(folder);
-    if (parent === folder) break;
-    folder = parent;
-  }
-  return undefined;
-}
+/** The name the runtime gives the pool of the tools that name none. */
+const sharedPool = "shared";
 
 /** The extension: pi calls it once per process with its API. */
 export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void> {
+  // Before any `await`: pi's loader, which calls this function, is on the stack.
+  const hostPi = findHostPi(hostPiCandidates());
   for (const [name, flag] of Object.entries(extensionFlags)) pi.registerFlag(name, flag);
   const flagOf = (name: ExtensionFlagName): FlagValue => pi.getFlag(name);
 
-  const host = (await import("@earendil-works/pi-coding-agent")) as unknown as Record<string, (cwd: string) => Record<string, unknown>>;
-  const piPackage = hostPiPackage();
+  // The very modules pi runs, so that the definitions' renderers share its interface's state.
+  const host = (await import(hostPi.entry.href)) as Record<string, (cwd: string) => Record<string, unknown>>;
   let runtime: Runtime | undefined;
+  /** The running pool's tools and its shared pool's size. */
+  let running: PoolSetup | undefined;
   let pooled: Map<string, AgentTool> | undefined;
   let cwd = process.cwd();
   let session: PiSessionInfo | undefined;
   const calls: Record<string, number> = {};
 
+  /** pi's tools as worker tools, with the flags and settings of this moment; and the shared pool's size. */
+  const makeTools = (): PoolSetup => {
+    const options = resolvePiExtensionOptions(flagOf, pi.getSettings());
+    const tools = codingTools({
+      // The folder pi runs in at the time of each call.
+      workspace: () => cwd,
+      // Its session, which bash tells the command as pi's own bash does.
+      piSession: () => session,
+      tools: toolNames,
+      confine: options.confine,
+      bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
+      piOptions: options.piOptions,
+      ...(options.ioThreads === undefined ? {} : { ioThreads: options.ioThreads }),
+      // The threads load pi's tools from the pi running this extension.
+      piPackage: hostPi.folder,
+    });
+    return { tools, threads: options.threads };
+  };
+
   /** The pool and its tools, made on first use with the flags and settings of that moment. */
   const poolTools = (): Map<string, AgentTool> => {
     if (pooled !== undefined) return pooled;
-    const options = resolvePiExtensionOptions(flagOf, pi.getSettings());
-    runtime = createRuntime({
-      pi: "1.6",
-      tools: codingTools({
-        // The folder pi runs in at the time of each call.
-        workspace: () => cwd,
-        // Its session, which bash tells the command as pi's own bash does.
-        piSession: () => session,
-        tools: toolNames,
-        confine: options.confine,
-        bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
-        piOptions: options.piOptions,
-        ...(options.ioThreads === undefined ? {} : { ioThreads: options.ioThreads }),
-        ...(piPackage === undefined ? {} : { piPackage }),
-      }),
-      pool: { maxThreads: options.threads, minThreads: 1 },
-    });
+    const setup = makeTools();
+    runtime = createRuntime({ pi: "1.6", tools: setup.tools, pool: { maxThreads: setup.threads, minThreads: 1 } });
+    running = setup;
     pooled = new Map(runtime.agentTools().map((tool) => [tool.name, tool]));
     return pooled;
+  };
+
+  /** The pools: those running, else those the first call would start. */
+  const poolsNow = (): PoolStatus[] => {
+    const { tools, threads } = running ?? makeTools();
+    // The runtime names its pools "shared" and "pool:NAME" (`RuntimeDiagnosis`).
+    const started = new Map((runtime?.diagnose().pools ?? []).map((pool) => [pool.pool, pool.generations.at(-1)?.threads.length ?? 0]));
+    const pools = new Map<string, PoolStatus>();
+    for (const tool of tools) {
+      const name = tool.pool?.name ?? sharedPool;
+      const known = pools.get(name);
+      pools.set(name, {
+        name,
+        tools: [...(known?.tools ?? []), tool.name],
+        maxThreads: tool.pool?.maxThreads ?? threads,
+        threads: started.get(tool.pool === undefined ? sharedPool : `pool:${name}`) ?? 0,
+      });
+    }
+    return [...pools.values()];
+  };
+
+  const ownPath = realpathSync(fileURLToPath(import.meta.url));
+  /** Which of pi's tools run on the pool, and the pools' threads. */
+  const statusNow = (): ExtensionStatus => {
+    const registered = new Map(pi.getAllTools().map((tool) => [tool.name, tool.sourceInfo]));
+    const active = new Set(pi.getActiveTools());
+    let pools: ExtensionStatus["pools"];
+    try {
+      pools = poolsNow();
+    } catch (error) {
+      pools = { error: (error as Error).message };
+    }
+    return {
+      toolpoolVersion,
+      pi: { version: hostPi.version, folder: hostPi.folder },
+      tools: toolNames.map((name) => {
+        const source = registered.get(name);
+        const definedBy =
+          source === undefined ? "none" : isPath(source.path, ownPath) ? "toolpool" : source.source === "builtin" ? "pi" : source.path;
+        return { name, definedBy, isActive: active.has(name) };
+      }),
+      pools,
+    };
+  };
+  /** Prints the status: a notice in pi's interface, else on stderr (pi's stdout carries its answer). */
+  const showStatus = (ctx: ExtensionContext): void => {
+    const text = formatExtensionStatus(statusNow());
+    if (ctx.hasUI) ctx.ui.notify(text.trimEnd(), "info");
+    else process.stderr.write(text);
   };
 
   for (const name of toolNames) {
@@ -125,9 +171,19 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     });
   }
 
+  pi.registerCommand("toolpool", {
+    description: "toolpool: which of pi's tools run on its pools, and the pools' threads",
+    handler: async (_args, ctx) => showStatus(ctx),
+  });
+
+  pi.on("session_start", (_event, ctx) => {
+    if (flagOf("toolpool-status") === true) showStatus(ctx);
+  });
+
   pi.on("session_shutdown", async () => {
     const closing = runtime;
     runtime = undefined;
+    running = undefined;
     pooled = undefined;
     const stats = closing?.poolStats;
     await closing?.close();
@@ -138,6 +194,24 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     // The next session's pool counts from zero, and so do these.
     for (const name of Object.keys(calls)) delete calls[name];
   });
+}
+
+/** The worker tools of a pool, and the size of its shared pool (read, edit, write). */
+interface PoolSetup {
+  readonly tools: ReturnType<typeof codingTools>;
+  readonly threads: number;
+}
+
+/** toolpool's version, from its package.json. */
+const toolpoolVersion = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+/** Whether `path` is the file `realPath`, symlinks resolved. */
+function isPath(path: string, realPath: string): boolean {
+  try {
+    return realpathSync(path) === realPath;
+  } catch {
+    return false;
+  }
 }
 
 /** What pi's bash tells a command of its session, out of pi's context of the call (plain data, for the pool's threads). */

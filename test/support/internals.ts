@@ -60,6 +60,8 @@ export { WorkerPool } from "../../dist/workers/worker-pool.js";
 export { Mailbox } from "../../src/coordinator/mailbox.js";
 export { EventBus } from "../../src/runtime/event-bus.js";
 export { type FlagValue, resolvePiExtensionOptions } from "../../src/pi-extension/extension-options.js";
+export { type ExtensionStatus, formatExtensionStatus } from "../../src/pi-extension/extension-status.js";
+export { findHostPi } from "../../src/pi-extension/host-pi.js";
 export type { AgentToolResult, WorkerToolContext } from "../../src/types.js";
 export { AbortGroups } from "../../src/workers/abort-groups.js";
 export { CallTable } from "../../src/workers/call-table.js";
