@@ -23,7 +23,14 @@ import {
 } from "./tools/coding/coding-settings.js";
 import { BashOutputFolder } from "./tools/coding/bash-output-files.js";
 import { declareToolNeeds, piMismatchOf, type ToolNeeds } from "./contracts/tool-needs.js";
-import { piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, requirePiToolModules } from "./tools/coding/pi-coding-agent.js";
+import { fdShortfallOf, type FdShortfall } from "./tools/coding/fd-requirement.js";
+import {
+  piCodingAgentEntry,
+  piCodingAgentPackage,
+  piCodingAgentUnavailable,
+  piFdLookup,
+  requirePiToolModules,
+} from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
 import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 
@@ -222,6 +229,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const unavailable = piCodingAgentUnavailable(piEntry);
   if (unavailable !== undefined) throw new ToolpoolError("TP_ERR_INVALID_OPTION", `codingTools: ${unavailable}`);
   const pi = requirePiToolModules(piEntry);
+  const fdShortfall = names.includes("find") ? fdShortfallOfPi(piEntry) : undefined;
   // bash calls' processes end with a thread the pool terminates, and with the process.
   if (names.includes("bash")) enableProcessSweeps();
   const workerModule = new URL("./tools/coding/coding-tool-worker.js", import.meta.url);
@@ -245,6 +253,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
         piOptions: ownOptions,
         ...(piOptionsModule === undefined ? {} : { piOptionsModule }),
         ...(piEntry === undefined ? {} : { piEntry }),
+        ...(name === "find" && fdShortfall !== undefined ? { fdShortfall } : {}),
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
       context: ({ sessionKey }) =>
@@ -268,6 +277,24 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   });
   declareToolNeeds(tools, outputFolder === undefined ? codingToolNeeds : { ...codingToolNeeds, openForRuntime: outputFolder.openForRuntime });
   return tools;
+}
+
+/** The messages of {@link fdShortfallOfPi} this process has warned of already. */
+const fdWarnings = new Set<string>();
+
+/**
+ * What the fd pi's find runs lacks (`fd-requirement.ts`), said now as a
+ * `ToolpoolWarning` (once per process), so that a server says it when it
+ * starts rather than at its first find call.
+ */
+function fdShortfallOfPi(piEntry: string | undefined): FdShortfall | undefined {
+  const fd = piFdLookup(piEntry);
+  const shortfall = fdShortfallOf(fd.path, fd.binDir);
+  if (shortfall !== undefined && !fdWarnings.has(shortfall.message)) {
+    fdWarnings.add(shortfall.message);
+    process.emitWarning(shortfall.message, "ToolpoolWarning");
+  }
+  return shortfall;
 }
 
 /** What every set of coding tools needs of its runtime. */

@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { supportsPi16 } from "toolpool";
 import { afterAll, describe, expect, it } from "vitest";
 
+import { writeOldFd } from "./support/coding-trees.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { spawnServe } from "./support/serve-process.js";
 
@@ -104,6 +105,37 @@ describe.skipIf(!supportsPi16())("serve and mcp --coding-tools (pi 1.6)", () => 
     child.kill("SIGTERM");
     expect((await once(child, "exit"))[0]).toBe(0);
   }, 120_000);
+
+  it.skipIf(writeOldFd(join(base, "old-fd")) === undefined)(
+    "serve and mcp say when they start, before any call, which fd find needs where the one found is older",
+    async () => {
+      const root = join(base, "fd");
+      mkdirSync(root, { recursive: true });
+      // pi looks for its fd in the agent folder's bin/ before PATH: there, an fd that refuses --no-require-git, as fd 8.6 does.
+      const env = { PI_CODING_AGENT_DIR: join(base, "old-fd") };
+      const saysFd = /ToolpoolWarning: pi's find needs fd 8\.7\.0 or later outside a git repository.*\(fd 8\.6\.0\)/;
+      const served = await spawnServe(["--coding-tools", "read,find", "--root", root, "--threads", "1"], env, children);
+      while (!saysFd.test(served.stderr()) && served.child.exitCode === null) await once(served.child.stderr!, "data");
+      expect(served.stderr()).toMatch(saysFd);
+      served.child.kill("SIGTERM");
+      expect((await served.exited)[0]).toBe(0);
+
+      const mcp = spawn(process.execPath, [CLI, "mcp", "--coding-tools", "find", "--root", root], {
+        cwd: ROOT,
+        stdio: ["pipe", "pipe", "pipe"],
+        env: { ...process.env, TOOLPOOL_TOKEN: "", ...env },
+      });
+      children.push(mcp);
+      let stderr = "";
+      mcp.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      while (!saysFd.test(stderr) && mcp.exitCode === null) await once(mcp.stderr!, "data");
+      expect(stderr).toMatch(saysFd);
+      mcp.stdin!.end();
+      mcp.kill("SIGTERM");
+      await once(mcp, "exit");
+    },
+    60_000,
+  );
 
   it("refuses --coding-tools with --pi 0.73, and --bash-timeout without --coding-tools (exit 2)", async () => {
     for (const args of [

@@ -1,14 +1,20 @@
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
+import { once } from "node:events";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { connect, createServer as createTcpServer, type AddressInfo, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
-import { createRuntime, createServer, type ToolpoolServer } from "toolpool";
+import { createRuntime, createServer, supportsPi16, type ToolpoolServer } from "toolpool";
 
 import { GateController } from "./support/gates.js";
 import { fault, work } from "./support/pool-event-tools.js";
 import { until } from "./support/helpers.js";
+import { spawnServe, type ServeProcess } from "./support/serve-process.js";
 
 // A real headless Chromium (Debian's `chromium`, driven by playwright-core)
 // opens the live view of a real server running real worker threads.
@@ -30,6 +36,7 @@ declare const document: {
   querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement>;
 };
 declare const sessionStorage: { length: number };
+declare const location: { href: string; hash: string };
 
 const token = `live-view-${randomUUID()}`;
 const gates = new GateController();
@@ -45,6 +52,13 @@ afterAll(async () => {
   await browser?.close();
   gates.close();
 });
+
+/** The browser of every test here, launched once. */
+async function launchBrowser(): Promise<void> {
+  if (!hasChromium) throw new Error(`CI needs Chromium at ${chromiumPath} (.ci/run installs Debian's chromium; TOOLPOOL_CHROMIUM names another)`);
+  const isRoot = process.getuid?.() === 0;
+  browser ??= await chromium.launch({ executablePath: chromiumPath, headless: true, args: isRoot ? ["--no-sandbox"] : [] });
+}
 
 /** Posts one batch of `session` and resolves with its JSON outcome. */
 async function postBatch(url: string, session: string, calls: { id: string; name: string; arguments?: object }[]): Promise<unknown> {
@@ -73,11 +87,7 @@ function watchProblems(page: Page): string[] {
 }
 
 describe.skipIf(!hasChromium && !isCi)("live view (/ui) in Chromium", () => {
-  beforeAll(async () => {
-    if (!hasChromium) throw new Error(`CI needs Chromium at ${chromiumPath} (.ci/run installs Debian's chromium; TOOLPOOL_CHROMIUM names another)`);
-    const isRoot = process.getuid?.() === 0;
-    browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: isRoot ? ["--no-sandbox"] : [] });
-  }, 120_000);
+  beforeAll(launchBrowser, 120_000);
 
   it("shows nothing of the pool without the token, then threads, a bar per call (the crash named by its code) and the sessions", async () => {
     const runtime = createRuntime({ tools: [work, fault], pool: { maxThreads: 2, minThreads: 2 } });
@@ -154,4 +164,139 @@ describe.skipIf(!hasChromium && !isCi)("live view (/ui) in Chromium", () => {
     await page.close();
     await until(() => server.diagnosePoolEvents()?.watchers.length === 0, "no pool-events watcher left");
   }, 180_000);
+});
+
+/**
+ * A TCP relay in front of `target` (`http://HOST:PORT`) that keeps every
+ * byte the browser sends: what the server receives, request lines and
+ * headers, exactly.
+ */
+async function recordingRelay(target: string): Promise<{ url: string; sent: () => string; close: () => Promise<void> }> {
+  const { hostname, port } = new URL(target);
+  let sent = "";
+  const server: Server = createTcpServer((client) => {
+    const upstream = connect(Number(port), hostname);
+    client.on("data", (chunk) => (sent += chunk.toString("latin1")));
+    client.pipe(upstream).pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", end).on("close", end);
+    upstream.on("error", end).on("close", end);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    sent: () => sent,
+    close: () => {
+      server.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+/** The request lines (`GET /ui/ HTTP/1.1`) among the bytes a browser sent. */
+function requestLinesOf(sent: string): string[] {
+  return sent.match(/^[A-Z]+ \S+ HTTP\/1\.[01]$/gm) ?? [];
+}
+
+/** The live view line `toolpool serve` prints on stderr, once it has. */
+async function liveViewLine(served: ServeProcess): Promise<string> {
+  await until(
+    () => /live view.*\n/.test(served.stderr()),
+    () => `a live view line on serve's stderr: ${served.stderr()}`,
+    { limitMs: 30_000 },
+  );
+  return /^toolpool serve: live view.*$/m.exec(served.stderr())![0];
+}
+
+describe.skipIf(!hasChromium && !isCi)("live view from the link toolpool serve prints", () => {
+  const base = join(tmpdir(), `toolpool-live-link-${process.pid}`);
+  const children: ChildProcess[] = [];
+  beforeAll(launchBrowser, 120_000);
+  afterAll(() => {
+    for (const child of children) child.kill("SIGKILL");
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  /**
+   * Opens `link` (served at `servedUrl`) through a recording relay and waits
+   * for a connected view: the stream's status and the pool's threads.
+   * Returns what the address bar and the server saw.
+   */
+  async function openConnected(
+    link: string,
+    servedUrl: string,
+  ): Promise<{ location: { href: string; hash: string }; requestLines: string[]; sent: string }> {
+    const relay = await recordingRelay(servedUrl);
+    const page = await browser!.newPage();
+    const problems = watchProblems(page);
+    try {
+      await page.goto(link.replace(servedUrl, relay.url));
+      await page.waitForFunction(() => document.getElementById("status")?.textContent === "Connected: live.");
+      await page.waitForFunction(() => document.querySelectorAll("[data-thread]").length >= 1);
+      expect(await page.locator("#pool").isVisible()).toBe(true);
+      expect(problems).toEqual([]);
+      const seen = await page.evaluate(() => ({ href: location.href, hash: location.hash }));
+      return { location: seen, requestLines: requestLinesOf(relay.sent()), sent: relay.sent() };
+    } finally {
+      await page.close();
+      await relay.close();
+    }
+  }
+
+  it.skipIf(!supportsPi16())(
+    "opens connected from the link serve prints with the token it generated, which leaves the address bar and rides no request line (pi 1.6)",
+    async () => {
+      mkdirSync(join(base, "coding"), { recursive: true });
+      const served = await spawnServe(["--coding-tools", "bash", "--root", join(base, "coding"), "--threads", "1"], {}, children);
+      const line = await liveViewLine(served);
+      const token = /Authorization: Bearer (\S+)/.exec(served.stderr())![1]!;
+      const link = /(http:\/\/\S+)$/.exec(line)![1]!;
+      expect(link).toBe(`${served.url}/ui/#token=${encodeURIComponent(token)}`);
+
+      const seen = await openConnected(link, served.url);
+      expect(seen.location.href).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/ui\/$/);
+      expect(seen.location.hash).toBe("");
+      expect(seen.requestLines).toContain("GET /ui/ HTTP/1.1");
+      expect(seen.requestLines).toContain("GET /v1/pool/events HTTP/1.1");
+      for (const requestLine of seen.requestLines) {
+        expect(requestLine).not.toContain(token);
+        expect(requestLine).not.toContain("token");
+      }
+      // The token went as the header, and only to the stream.
+      expect(seen.sent.match(new RegExp(`authorization: Bearer ${token}`, "gi"))).toHaveLength(1);
+      served.child.kill("SIGTERM");
+      await served.exited;
+    },
+    120_000,
+  );
+
+  it("prints a link without a token it was given, which opens connected with the token in its place", async () => {
+    const token = `given-${randomUUID()}+/`;
+    mkdirSync(base, { recursive: true });
+    writeFileSync(join(base, "token"), `${token}\n`);
+    const served = await spawnServe(["--token-file", join(base, "token"), "--threads", "1"], {}, children);
+    const line = await liveViewLine(served);
+    expect(line).toContain(`${served.url}/ui/#token=...`);
+    expect(served.stderr()).not.toContain(token);
+    expect(served.stderr()).not.toContain(encodeURIComponent(token));
+
+    const seen = await openConnected(`${served.url}/ui/#token=${encodeURIComponent(token)}`, served.url);
+    expect(seen.location.hash).toBe("");
+    for (const requestLine of seen.requestLines) expect(requestLine).not.toContain("token");
+    served.child.kill("SIGTERM");
+    await served.exited;
+  }, 120_000);
+
+  it("prints the plain link of a server without a token, which opens connected", async () => {
+    const served = await spawnServe(["--threads", "1"], {}, children);
+    expect(await liveViewLine(served)).toBe(`toolpool serve: live view: ${served.url}/ui/`);
+    const seen = await openConnected(`${served.url}/ui/`, served.url);
+    expect(seen.requestLines).toContain("GET /v1/pool/events HTTP/1.1");
+    served.child.kill("SIGTERM");
+    await served.exited;
+  }, 120_000);
 });

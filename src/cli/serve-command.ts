@@ -41,6 +41,7 @@ import {
 } from "./cli-options.js";
 import { closestName } from "../closest-name.js";
 import { describeThrown } from "../errors.js";
+import { describeLiveViewLink, type LinkedToken } from "./live-view-link.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
@@ -173,6 +174,7 @@ async function serve(options: ServeCliOptions): Promise<void> {
     const url = await server.listen();
     process.stdout.write(`listening on ${url}\n`);
     if (isTokenGenerated) process.stderr.write(describeGeneratedToken("toolpool serve", serverOptions.token!, url, options.codingTools));
+    if (server.options.ui) process.stderr.write(describeLiveViewLink("toolpool serve", url, linkedTokenOf(serverOptions.token, isTokenGenerated)));
     const signal = await signals.first;
     process.stderr.write(`toolpool serve: ${signal}: answering new requests 503, in-flight batches have ${server.options.shutdownGraceMs} ms\n`);
   } finally {
@@ -182,6 +184,12 @@ async function serve(options: ServeCliOptions): Promise<void> {
       signals.dispose();
     }
   }
+}
+
+/** What the live view's link may carry of the server's token (`live-view-link.ts`). */
+function linkedTokenOf(token: string | undefined, isGenerated: boolean): LinkedToken {
+  if (token === undefined) return { kind: "none" };
+  return isGenerated ? { kind: "generated", token } : { kind: "given" };
 }
 
 /** Adds the `serve` command to `program`. */

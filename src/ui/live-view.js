@@ -3,7 +3,8 @@
 // bearer token) with fetch, since EventSource cannot send a header, and draws
 // the pool. Every string of the stream goes into the page as text
 // (textContent, attributes), never as markup. The token is kept in
-// sessionStorage only: it is gone when the tab closes.
+// sessionStorage only: it is gone when the tab closes. It comes from the form,
+// or from a link's fragment (`/ui/#token=…`), which the page removes at once.
 //
 // A classic script, not a module: a browser fetches module scripts with an
 // `Origin` header, which the server's browser guard refuses.
@@ -143,8 +144,11 @@ function clearPool() {
   view.dropped = 0;
 }
 
-/** @param {string} token */
-async function connect(token) {
+/**
+ * @param {string} token
+ * @param {boolean} [isFirstTry] the page's own try without a token, as it opens: a 401 then asks for the token rather than saying "Refused"
+ */
+async function connect(token, isFirstTry = false) {
   view.reading?.abort();
   const reading = new AbortController();
   view.reading = reading;
@@ -174,7 +178,7 @@ async function connect(token) {
     } catch {}
     if (response.status === 401 || response.status === 403) {
       sessionStorage.removeItem(tokenKey);
-      setStatus(`Refused: ${message}`);
+      setStatus(isFirstTry && response.status === 401 ? "Enter the server's token to see its pool." : `Refused: ${message}`);
       $("disconnect").hidden = true;
     } else {
       retryLater(token, `The stream is not available: ${message}.`);
@@ -565,5 +569,32 @@ $("disconnect").addEventListener("click", () => {
   clearPool();
   setStatus("Disconnected. Enter the server's token to see its pool.");
 });
-const saved = sessionStorage.getItem(tokenKey);
-if (saved !== null) void connect(saved);
+// A link's token first, else the tab's from an earlier visit; with neither,
+// a try without one: a server without a token shows its pool at once (its
+// plain link is a connected view), one with a token answers 401 and the form
+// asks for it.
+const initialToken = takeLinkedToken() ?? sessionStorage.getItem(tokenKey);
+void connect(initialToken ?? "", initialToken === null);
+
+/**
+ * The token a link carries in its fragment (`/ui/#token=…`, what `toolpool
+ * serve` prints), or null. A browser never sends a fragment to the server,
+ * so the token stays out of request lines and the server's logs; it is
+ * removed from the address bar and the history entry at once, before any
+ * request.
+ * @returns {string | null}
+ */
+function takeLinkedToken() {
+  const part = location.hash
+    .slice(1)
+    .split("&")
+    .find((item) => item.startsWith("token="));
+  if (part === undefined) return null;
+  history.replaceState(history.state, "", location.pathname + location.search);
+  const encoded = part.slice("token=".length);
+  try {
+    return decodeURIComponent(encoded).trim();
+  } catch {
+    return encoded.trim();
+  }
+}

@@ -151,17 +151,6 @@ export function generateCalls(seed: number, tree: { files: string[]; lines: Map<
  */
 export function useDeterministicSearchTools(folder: string): void {
   mkdirSync(folder, { recursive: true });
-  const which = (names: string[]) => {
-    for (const dir of (process.env.PATH ?? "").split(":")) {
-      for (const name of names) {
-        try {
-          accessSync(join(dir, name), constants.X_OK);
-          return join(dir, name);
-        } catch {}
-      }
-    }
-    return undefined;
-  };
   const rg = which(["rg"]);
   const fd = which(["fd", "fdfind"]);
   if (rg !== undefined) writeFileSync(join(folder, "rg"), `#!/bin/sh\nexec ${rg} --sort path "$@"\n`, { mode: 0o755 });
@@ -172,4 +161,39 @@ export function useDeterministicSearchTools(folder: string): void {
     writeFileSync(join(folder, "fd"), `${script}\n`, { mode: 0o755 });
   }
   process.env.PATH = `${folder}:${process.env.PATH ?? ""}`;
+}
+
+/** The first of `names` that is an executable in a folder of PATH, by its path; undefined when none is. */
+export function which(names: string[]): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(":")) {
+    for (const name of names) {
+      try {
+        accessSync(join(dir, name), constants.X_OK);
+        return join(dir, name);
+      } catch {}
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Makes `folder` a pi agent folder (`PI_CODING_AGENT_DIR`) whose `bin/fd`,
+ * which pi's find runs before any fd on PATH, acts as an fd older than 8.7
+ * (Debian 12's 8.6): it refuses `--no-require-git` with fd 8.6's usage error,
+ * answers `--version` with `fd 8.6.0`, and hands anything else to the
+ * machine's fd, whatever its version. Returns the path of that `fd`, or
+ * undefined where PATH has no fd.
+ */
+export function writeOldFd(folder: string): string | undefined {
+  const fd = which(["fd", "fdfind"]);
+  if (fd === undefined) return undefined;
+  mkdirSync(join(folder, "bin"), { recursive: true });
+  const script = [
+    "#!/bin/sh",
+    'for arg do [ "$arg" = "--no-require-git" ] && { echo "error: Found argument \'--no-require-git\' which wasn\'t expected, or isn\'t valid in this context" >&2; exit 2; }; done',
+    '[ "$1" = "--version" ] && { echo "fd 8.6.0"; exit 0; }',
+    `exec ${fd} "$@"`,
+  ];
+  writeFileSync(join(folder, "bin", "fd"), `${script.join("\n")}\n`, { mode: 0o755 });
+  return join(folder, "bin", "fd");
 }

@@ -68,6 +68,7 @@ export { CallTable } from "../../src/workers/call-table.js";
 export { BusyWindow } from "../../src/workers/busy-window.js";
 export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-probes.js";
 export { followLinks } from "../../src/tools/coding/confinement.js";
+export { fdMinimumVersion, fdShortfallOf, isFindRefused } from "../../src/tools/coding/fd-requirement.js";
 export { RemoteChild } from "../../dist/tools/coding/remote-child.js";
 export { routedSpawn, SpawnHelper } from "../../dist/tools/coding/remote-spawn.js";
 export { hasHostEnded, isHostGone, watchHost } from "../../dist/tools/coding/host-watch.js";

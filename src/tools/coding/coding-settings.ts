@@ -11,6 +11,8 @@
  * @module
  */
 
+import type { FdShortfall } from "./fd-requirement.js";
+
 /** pi's coding tools that `codingTools` offers. */
 export type CodingToolName = "read" | "bash" | "edit" | "write" | "grep" | "find" | "ls";
 
@@ -43,6 +45,8 @@ interface CodingToolSettings {
   readonly piOptionsModule?: string;
   /** The entry module of the pi-coding-agent to run (`file:` URL); absent: the one toolpool resolves. */
   readonly piEntry?: string;
+  /** find only: what the fd pi's find runs lacks, found when `codingTools` was called (`fd-requirement.ts`); absent when nothing does. */
+  readonly fdShortfall?: FdShortfall;
 }
 
 /**

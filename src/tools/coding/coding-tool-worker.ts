@@ -25,6 +25,7 @@ import type { AgentToolResult, WorkerToolContext } from "../../types.js";
 import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
 import { assertConfined, followLinks } from "./confinement.js";
 import { createBashOperations } from "./bash-operations.js";
+import { isFindRefused } from "./fd-requirement.js";
 import { withBashOutputFolder } from "./bash-output-files.js";
 import { checkedEditOperations } from "./checked-file-operations.js";
 import { withPathLock } from "./path-locks.js";
@@ -160,6 +161,11 @@ export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): P
     const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: toolOptions });
     const run = () => tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate) as Promise<AgentToolResult<unknown>>;
     return typeof path === "string" ? withPathLock(pi.paths.resolveToCwd(path, context.cwd), ctx.signal, run) : run();
+  }
+  // pi's find would run an fd that cannot serve this search (unless `operations.glob` replaces fd): say which fd it needs, not fd's usage text.
+  if (settings.fdShortfall !== undefined && (options.operations as { glob?: unknown } | undefined)?.glob === undefined) {
+    const searchPath = pi.paths.resolveToCwd((args as { path?: string }).path || ".", context.cwd);
+    if (await isFindRefused(settings.fdShortfall, searchPath)) throw new Error(settings.fdShortfall.message);
   }
   const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: options });
   return (await tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate)) as AgentToolResult<unknown>;

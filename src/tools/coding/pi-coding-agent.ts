@@ -97,13 +97,15 @@ export function piCodingAgentUnavailable(entryHref?: string): string | undefined
   return undefined;
 }
 
-function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; shell: URL; childProcess: URL } {
+function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; shell: URL; childProcess: URL; toolsManager: URL; config: URL } {
   const entry = entryHref === undefined ? piCodingAgentEntry() : new URL(entryHref);
   return {
     tools: new URL("./core/tools/index.js", entry),
     paths: new URL("./core/tools/path-utils.js", entry),
     shell: new URL("./utils/shell.js", entry),
     childProcess: new URL("./utils/child-process.js", entry),
+    toolsManager: new URL("./utils/tools-manager.js", entry),
+    config: new URL("./config.js", entry),
   };
 }
 
@@ -122,6 +124,19 @@ export function requirePiToolModules(entryHref?: string): PiToolModules {
     loaded.set(entryHref, modules);
   }
   return modules;
+}
+
+/**
+ * The fd pi's find runs, by pi's own lookup (`getToolPath("fd")`: pi's
+ * folder of tools, then `fd`, then `fdfind` on PATH), undefined where it
+ * finds none; and that folder. Main thread, after {@link requirePiToolModules}.
+ */
+export function piFdLookup(entryHref?: string): { path: string | undefined; binDir: string } {
+  const urls = moduleUrls(entryHref);
+  const require = createRequire(import.meta.url);
+  const { getToolPath } = require(fileURLToPath(urls.toolsManager)) as { getToolPath(tool: "fd"): string | null };
+  const { getBinDir } = require(fileURLToPath(urls.config)) as { getBinDir(): string };
+  return { path: getToolPath("fd") ?? undefined, binDir: getBinDir() };
 }
 
 const importing = new Map<string | undefined, Promise<PiWorkerModules>>();
