@@ -106,13 +106,23 @@ function isRefusal(outcome: unknown): boolean {
 
 describe.skipIf(!supportsPi16())("codingTools against pi 1.6's own tools", () => {
   const workspace = join(base, "differential");
-  /** A plain set and a confined one, on one thread each (and one of `toolpool:coding-io`): the first seed's first calls meet cold threads. */
+  /**
+   * A plain set and a confined one, on one thread each (and one of
+   * `toolpool:coding-io`): the first seed's first calls, aborted, meet cold
+   * threads. Their abort's grace is short of a thread's import of pi (half a
+   * second and more), which the grace must not count: pi answers an aborted
+   * call at once.
+   */
   let runtimes: [plain: Runtime, confined: Runtime];
   beforeAll(() => {
     mkdirSync(workspace, { recursive: true });
     useDeterministicSearchTools(join(base, "bin"));
     runtimes = [false, true].map((confine) =>
-      createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: allTools, confine, ioThreads: 1 }), pool: { maxThreads: 1 } }),
+      createRuntime({
+        pi: "1.6",
+        tools: codingTools({ workspace, tools: allTools, confine, ioThreads: 1 }),
+        pool: { maxThreads: 1, abortGraceMs: 200 },
+      }),
     ) as [Runtime, Runtime];
   });
   afterAll(async () => {
