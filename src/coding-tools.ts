@@ -176,8 +176,10 @@ const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "l
 
 /**
  * pi 1.6's coding tools as worker tools: each one's `name`, `label`,
- * `description`, `parameters` and `prepareArguments` are those of the tool
- * pi's factory makes, and its results are pi's. Needs Node >= 22.19 and
+ * `description`, `parameters`, `prepareArguments` and every other field of
+ * the `AgentTool` pi's factory makes (`outputSchema`, `constrainedSampling`,
+ * bash's `promptSnippet` and `promptGuidelines`: `runtime.agentTools()`
+ * gives them as they are) are pi's, and its results are pi's. Needs Node >= 22.19 and
  * `@earendil-works/pi-coding-agent` 1.6 installed (an optional peer
  * dependency); throws `TP_ERR_INVALID_OPTION` saying which is missing, and
  * for invalid options.
@@ -236,16 +238,27 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   const outputFolder = names.includes("bash") ? new BashOutputFolder() : undefined;
   const tools = names.map((name) => {
     const ownOptions = (piOptions as Record<string, Record<string, unknown> | undefined>)[name] ?? {};
-    // The definition pi's factory makes: it does not depend on the folder.
-    const definition = pi.tools.createTool(name, process.cwd(), { [name]: ownOptions });
+    // The AgentTool pi's factory makes: it does not depend on the folder.
+    const {
+      name: piName,
+      label,
+      description,
+      parameters,
+      prepareArguments,
+      executionMode,
+      execute: _execute,
+      ...rest
+    } = pi.tools.createTool(name, process.cwd(), { [name]: ownOptions });
     const timeoutMs = name === "bash" ? bash.maxTimeoutMs + bash.graceMs + bashBackstopMs : options.timeoutMs;
     return workerTool({
-      name: definition.name,
-      label: definition.label,
-      description: definition.description,
-      parameters: definition.parameters,
-      ...(definition.prepareArguments === undefined ? {} : { prepareArguments: definition.prepareArguments }),
-      ...(definition.executionMode === undefined ? {} : { executionMode: definition.executionMode }),
+      name: piName,
+      label,
+      description,
+      parameters,
+      ...(prepareArguments === undefined ? {} : { prepareArguments }),
+      ...(executionMode === undefined ? {} : { executionMode }),
+      // Every other field of pi's AgentTool, whatever pi adds (outputSchema, constrainedSampling, bash's promptSnippet…).
+      agentToolFields: definedFields(rest),
       module: toCodingModuleUrl(workerModule, {
         tool: name,
         confine,
@@ -295,6 +308,11 @@ function fdShortfallOfPi(piEntry: string | undefined): FdShortfall | undefined {
     process.emitWarning(shortfall.message, "ToolpoolWarning");
   }
   return shortfall;
+}
+
+/** `fields` without those whose value is undefined (pi's wrapper copies every field of its definition, set or not). */
+function definedFields(fields: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
 
 /** What every set of coding tools needs of its runtime. */

@@ -103,6 +103,69 @@ export class ToolpoolError extends Error {
   }
 }
 
+/**
+ * What an `Error` a tool threw in its worker had besides its message, for
+ * the error a caller of `runtime.agentTools()`' `execute` is rejected with:
+ * its `name` where it is not `"Error"`, and its own enumerable fields whose
+ * values are strings, numbers or booleans (a Node system error's `code`,
+ * `errno`, `syscall`, `path`; a `name` a class sets on `this`).
+ */
+export interface ThrownErrorFields {
+  name?: string;
+  fields?: Record<string, string | number | boolean>;
+}
+
+/** Names an error's own fields never carry: its message, carried otherwise, and its stack, remade where it is thrown again. */
+const unfieldedNames: ReadonlySet<string> = new Set(["message", "stack"]);
+
+/**
+ * What `error` has besides its message that can cross to another thread, or
+ * undefined for a value that is not an `Error` or has nothing more. Never
+ * throws: a getter that does is left out.
+ */
+export function thrownFieldsOf(error: unknown): ThrownErrorFields | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const thrown: ThrownErrorFields = {};
+  try {
+    const { name } = error;
+    if (typeof name === "string" && name !== "Error") thrown.name = name;
+  } catch {}
+  try {
+    for (const key of Object.keys(error)) {
+      if (unfieldedNames.has(key)) continue;
+      const value: unknown = (error as unknown as Record<string, unknown>)[key];
+      if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") (thrown.fields ??= {})[key] = value;
+    }
+  } catch {}
+  return thrown.name === undefined && thrown.fields === undefined ? undefined : thrown;
+}
+
+/** The built-in classes an error is remade as by its name, so that `instanceof TypeError` holds across threads. */
+const builtinErrors: Readonly<Record<string, ErrorConstructor>> = {
+  TypeError,
+  RangeError,
+  SyntaxError,
+  ReferenceError,
+  EvalError,
+  URIError,
+};
+
+/**
+ * The error a tool threw on another thread, remade from its message and
+ * {@link thrownFieldsOf}: an `Error` (a built-in subclass where its name is
+ * one) with the same `name`, `message` and fields.
+ */
+export function errorFromThrown(message: string, thrown: ThrownErrorFields | undefined): Error {
+  const builtin = thrown?.name === undefined ? undefined : builtinErrors[thrown.name];
+  const error = builtin === undefined ? new Error(message) : new builtin(message);
+  if (thrown?.name !== undefined && builtin === undefined && thrown.fields?.name === undefined) {
+    // A name from the error's class (its prototype's): not one of its fields.
+    Object.defineProperty(error, "name", { value: thrown.name, writable: true, configurable: true, enumerable: false });
+  }
+  if (thrown?.fields !== undefined) Object.assign(error, thrown.fields);
+  return error;
+}
+
 /** Describes a value for an error message: `` `0` (number) ``. */
 export function describeValue(value: unknown): string {
   let shown: string;

@@ -6,7 +6,7 @@ import { runToolCall as piRunToolCall } from "@earendil-works/pi-agent-core";
 import { codingTools, createRuntime, supportsPi16, ToolpoolError, type CodingToolName, type Runtime } from "toolpool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { generateCalls, useDeterministicSearchTools, writeTree } from "./support/coding-trees.js";
+import { generateCalls, outsideOf, useDeterministicSearchTools, writeTree, type GeneratedCall } from "./support/coding-trees.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 
 warnSkippedPi16("test/coding-tools.test.ts");
@@ -15,8 +15,8 @@ const allTools: CodingToolName[] = ["read", "bash", "edit", "write", "grep", "fi
 const base = join(tmpdir(), `toolpool-coding-${process.pid}`);
 
 /** pi's tools as its factories make them, in process (loaded only where pi 1.6 runs). */
-async function piTools(cwd: string): Promise<unknown[]> {
-  const pi = (await import("@earendil-works/pi-coding-agent")) as unknown as Record<string, (cwd: string) => unknown>;
+async function piTools(cwd: string): Promise<AgentToolLike[]> {
+  const pi = (await import("@earendil-works/pi-coding-agent")) as unknown as Record<string, (cwd: string) => AgentToolLike>;
   const factories: Record<CodingToolName, string> = {
     read: "createReadTool",
     bash: "createBashTool",
@@ -29,6 +29,20 @@ async function piTools(cwd: string): Promise<unknown[]> {
   return allTools.map((name) => pi[factories[name]]!(cwd));
 }
 
+/** What the differential uses of a pi `AgentTool`, pi's own or `runtime.agentTools()`'. */
+interface AgentToolLike {
+  name: string;
+  prepareArguments?: (args: unknown) => unknown;
+  execute(toolCallId: string, args: unknown, signal?: AbortSignal): Promise<object>;
+  [field: string]: unknown;
+}
+
+/** pi puts bash's full-output file in the temp folder, toolpool in the runtime's folder of them (src/tools/coding/bash-output-files.ts). */
+function withoutOutputFolder(text: string): string {
+  if (!text.includes("pi-bash-")) return text;
+  return text.replace(/\/[^\s"\]]*\/pi-bash-[0-9a-f]+\.log/g, "FOLDER/pi-bash-RANDOM.log");
+}
+
 /** What the differential compares: content, details and isError, with bash's random file names and timings aside. */
 function comparable(result: { content?: unknown; details?: unknown; isError?: unknown; structuredContent?: unknown }): unknown {
   const text = JSON.stringify({
@@ -37,80 +51,147 @@ function comparable(result: { content?: unknown; details?: unknown; isError?: un
     isError: result.isError,
     structuredContent: result.structuredContent,
   });
-  // pi puts the file in the temp folder, toolpool in the runtime's folder of them (src/tools/coding/bash-output-files.ts).
-  // Only strings that name such a file are searched: on an image's base64 (slashes, no spaces) the pattern backtracks
-  // quadratically, over a minute for a 1 MiB screenshot.
+  // The pattern runs on each string value, never on the whole text: on an image's base64 (slashes, no spaces) it
+  // backtracks quadratically, over a minute for a 1 MiB screenshot.
   return JSON.parse(text, (key, value) =>
-    key === "wall_time_seconds"
-      ? 0
-      : typeof value === "string" && value.includes("pi-bash-")
-        ? value.replace(/\/[^\s"\]]*\/pi-bash-[0-9a-f]+\.log/g, "FOLDER/pi-bash-RANDOM.log")
-        : value,
+    key === "wall_time_seconds" ? 0 : typeof value === "string" ? withoutOutputFolder(value) : value,
   );
 }
 
+/** A rejection of `execute` as the differential compares it: its class, name, message and every own field (a Node error's `code`, `errno`, `syscall`, `path`). */
+function comparableThrow(error: unknown): unknown {
+  if (!(error instanceof Error)) return { notAnError: String(error) };
+  const fields = Object.fromEntries(
+    Object.entries(error).map(([key, value]) => [key, typeof value === "string" ? withoutOutputFolder(value) : value]),
+  );
+  return { class: error.constructor.name, name: error.name, message: withoutOutputFolder(error.message), fields };
+}
+
+/** Every field of a tool but its execute: functions by their source, the rest as data; a field set to undefined counts as absent. */
+function definitionOf(tool: object): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(tool)
+      .filter(([key, value]) => key !== "execute" && value !== undefined)
+      .map(([key, value]) => [key, typeof value === "function" ? `function ${String(value)}` : JSON.parse(JSON.stringify(value))]),
+  );
+}
+
+/** One call as the agent loop runs it (`runToolCall`, pi's or the runtime's), or through the tool's own `execute` (its arguments prepared by the tool's own `prepareArguments`, as the loop does). */
+async function runCall(
+  call: GeneratedCall,
+  index: number,
+  tool: AgentToolLike,
+  viaLoop: (toolCall: {
+    type: "toolCall";
+    id: string;
+    name: string;
+    arguments: Record<string, unknown>;
+  }) => Promise<{ result: object; isError: boolean }>,
+): Promise<unknown> {
+  const args = structuredClone(call.arguments);
+  if (!call.throughExecute) {
+    const outcome = await viaLoop({ type: "toolCall", id: `c${index}`, name: call.name, arguments: args });
+    return { loop: comparable({ ...outcome.result, isError: outcome.isError }) };
+  }
+  const prepared = tool.prepareArguments === undefined ? args : tool.prepareArguments(args);
+  const signal = call.isAborted ? AbortSignal.abort() : undefined;
+  try {
+    return { returned: comparable(await tool.execute(`c${index}`, prepared, signal)) };
+  } catch (error) {
+    return { threw: comparableThrow(error) };
+  }
+}
+
+/** Whether a call's outcome is confine's refusal: through the loop an error result, through execute a throw, saying the path is outside. */
+function isRefusal(outcome: unknown): boolean {
+  const { loop, threw } = outcome as { loop?: { isError: boolean; content: { text?: string }[] }; threw?: { message: string } };
+  const text = loop?.isError === true ? loop.content[0]?.text : threw?.message;
+  return text !== undefined && /^Path .* is outside the workspace /.test(text);
+}
+
 describe.skipIf(!supportsPi16())("codingTools against pi 1.6's own tools", () => {
-  let runtime: Runtime;
   const workspace = join(base, "differential");
+  /**
+   * A plain set and a confined one, on one thread each (and one of
+   * `toolpool:coding-io`): the first seed's first calls, aborted, meet cold
+   * threads. Their abort's grace is short of a thread's import of pi (half a
+   * second and more), which the grace must not count: pi answers an aborted
+   * call at once.
+   */
+  let runtimes: [plain: Runtime, confined: Runtime];
   beforeAll(() => {
     mkdirSync(workspace, { recursive: true });
     useDeterministicSearchTools(join(base, "bin"));
-    runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: allTools }), pool: { maxThreads: 2 } });
+    runtimes = [false, true].map((confine) =>
+      createRuntime({
+        pi: "1.6",
+        tools: codingTools({ workspace, tools: allTools, confine, ioThreads: 1 }),
+        pool: { maxThreads: 1, abortGraceMs: 200 },
+      }),
+    ) as [Runtime, Runtime];
   });
   afterAll(async () => {
-    await runtime.close();
+    await Promise.all(runtimes.map((runtime) => runtime.close()));
     rmSync(base, { recursive: true, force: true });
+    rmSync(outsideOf(workspace), { recursive: true, force: true });
   });
 
-  it("has pi's names, labels, descriptions and parameters (pi 1.6)", async () => {
-    const pi = (await piTools(workspace)) as { name: string; label: string; description: string; parameters: unknown }[];
-    const agentTools = runtime.agentTools();
-    expect(agentTools.map((tool) => tool.name)).toEqual(pi.map((tool) => tool.name));
-    for (const [index, tool] of agentTools.entries()) {
-      expect({ name: tool.name, label: tool.label, description: tool.description, parameters: tool.parameters }).toEqual({
-        name: pi[index]!.name,
-        label: pi[index]!.label,
-        description: pi[index]!.description,
-        parameters: JSON.parse(JSON.stringify(pi[index]!.parameters)),
-      });
+  it("has every field of pi's AgentTools, execute aside, confined or not (pi 1.6)", async () => {
+    const pi = await piTools(workspace);
+    for (const runtime of runtimes) {
+      const agentTools = runtime.agentTools();
+      expect(agentTools.map((tool) => tool.name)).toEqual(pi.map((tool) => tool.name));
+      for (const [index, tool] of agentTools.entries()) expect(definitionOf(tool), tool.name).toEqual(definitionOf(pi[index]!));
     }
   });
 
   const seeds = (process.env.CODING_DIFFERENTIAL_SEEDS ?? "1,2,3,4,5,6").split(",").map(Number);
   for (const seed of seeds) {
-    it(`gives pi's results for seed ${seed}'s tree and calls (pi 1.6)`, async () => {
+    it(`gives pi's results for seed ${seed}'s tree and calls, aborted, through links and confined (pi 1.6)`, async () => {
       const tree = writeTree(workspace, seed);
-      const calls = generateCalls(seed, tree);
-      const tools = await piTools(workspace);
-      const expected: unknown[] = [];
-      for (const [index, call] of calls.entries()) {
-        const toolCall = { type: "toolCall", id: `c${index}`, name: call.name, arguments: structuredClone(call.arguments) };
+      const calls = generateCalls(seed, workspace, tree);
+      const tools = new Map((await piTools(workspace)).map((tool) => [tool.name, tool]));
+      const piLoop = async (toolCall: { type: "toolCall"; id: string; name: string; arguments: Record<string, unknown> }) => {
+        const all = [...tools.values()];
         const assistantMessage = { role: "assistant", content: [toolCall], stopReason: "toolUse" };
-        const outcome = (await piRunToolCall(toolCall as never, {
-          tools: tools as never,
-          context: { systemPrompt: "", messages: [], tools } as never,
+        return (await piRunToolCall(toolCall as never, {
+          tools: all as never,
+          context: { systemPrompt: "", messages: [], tools: all } as never,
           assistantMessage: assistantMessage as never,
         })) as { result: object; isError: boolean };
-        expected.push(comparable({ ...outcome.result, isError: outcome.isError }));
+      };
+      const expected: unknown[] = [];
+      for (const [index, call] of calls.entries()) {
+        // confine refuses a path that leaves: pi's own call is not made, so that both trees stay alike.
+        expected.push(call.isConfined && call.leaves ? "refused" : await runCall(call, index, tools.get(call.name)!, piLoop));
       }
       // The same tree again, at the same path, for toolpool's calls in the same order.
       writeTree(workspace, seed);
       const kinds = new Map<string, number>();
+      const agentTools = runtimes.map((runtime) => new Map(runtime.agentTools().map((tool) => [tool.name, tool as unknown as AgentToolLike])));
       for (const [index, call] of calls.entries()) {
-        const toolCall = { type: "toolCall" as const, id: `c${index}`, name: call.name, arguments: structuredClone(call.arguments) };
-        const outcome = await runtime.runToolCall(toolCall);
-        const actual = comparable({ ...outcome.result, isError: outcome.isError });
-        expect(actual, `call ${index}: ${call.name} ${JSON.stringify(call.arguments).slice(0, 200)}`).toEqual(expected[index]);
-        const key = `${call.name}:${outcome.isError ? "error" : "ok"}`;
+        const side = call.isConfined ? 1 : 0;
+        const actual = await runCall(call, index, agentTools[side]!.get(call.name)!, (toolCall) => runtimes[side].runToolCall(toolCall));
+        const what = `call ${index}: ${call.name} ${JSON.stringify(call.arguments).slice(0, 200)}${call.isAborted ? " aborted" : ""}${call.isConfined ? " confined" : ""}`;
+        if (expected[index] === "refused") expect(isRefusal(actual), `${what}: ${JSON.stringify(actual).slice(0, 300)}`).toBe(true);
+        else expect(actual, what).toEqual(expected[index]);
+        const isError = "threw" in (actual as object) || (actual as { loop?: { isError?: boolean } }).loop?.isError === true;
+        const key = `${call.name}:${isError ? "error" : "ok"}`;
         kinds.set(key, (kinds.get(key) ?? 0) + 1);
       }
-      // Each seed exercises every tool, and both outcomes of the ones that can fail.
+      // Each seed exercises every tool, and both outcomes of the ones that can fail; both runtimes, and aborted calls.
       for (const name of allTools) expect([...kinds.keys()].some((key) => key.startsWith(`${name}:`))).toBe(true);
-      for (const name of ["read", "edit", "bash", "ls", "grep"]) {
+      for (const name of ["read", "edit", "bash", "ls", "grep", "write", "find"]) {
         expect(kinds.get(`${name}:ok`), name).toBeGreaterThan(0);
         expect(kinds.get(`${name}:error`), name).toBeGreaterThan(0);
       }
-      console.log(`seed ${seed}: ${calls.length} calls, ${[...kinds].map(([key, count]) => `${key} ${count}`).join(", ")}`);
+      const count = (test: (call: GeneratedCall) => boolean) => calls.filter(test).length;
+      expect(count((call) => call.isConfined && !call.leaves)).toBeGreaterThan(0);
+      expect(count((call) => call.isConfined && call.leaves)).toBeGreaterThan(0);
+      console.log(
+        `seed ${seed}: ${calls.length} calls (${count((call) => call.isAborted)} aborted, ${count((call) => call.isConfined)} confined, ` +
+          `${count((call) => call.isConfined && call.leaves)} refused), ${[...kinds].map(([key, count]) => `${key} ${count}`).join(", ")}`,
+      );
     }, 180_000);
   }
 });

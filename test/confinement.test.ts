@@ -29,6 +29,9 @@ beforeAll(() => {
   symlinkSync(join(workspace, "sub"), join(workspace, "sublink"));
   symlinkSync("loop2", join(workspace, "loop1"));
   symlinkSync("loop1", join(workspace, "loop2"));
+  // A loop whose every other hop is a link outside.
+  symlinkSync(join(outside, "back"), join(workspace, "outloop"));
+  symlinkSync(join(workspace, "outloop"), join(outside, "back"));
   // Links whose targets climb with ".." out of a folder that does not exist, or out of a file, into a link to outside.
   symlinkSync(outside, join(workspace, "esc"));
   writeFileSync(join(workspace, "plain.txt"), "plain\n");
@@ -95,13 +98,29 @@ describe.skipIf(!supportsPi16())("confine through symlinks (pi 1.6)", () => {
     expect(existsSync(join(outside, "notes.md"))).toBe(false);
   });
 
-  it("follows links whose targets lie inside, dangling or not, and refuses a loop (pi 1.6)", async () => {
+  it("follows links whose targets lie inside, dangling or not, and leaves a loop inside to pi's own answer (pi 1.6)", async () => {
     expect(await run("write", { path: "inner", content: "inside\n" })).toMatchObject({ isError: false });
     expect(readFileSync(join(workspace, "sub", "target.txt"), "utf8")).toBe("inside\n");
     expect(await run("read", { path: "sublink/target.txt" })).toEqual({ isError: false, text: "inside\n" });
-    const loop = await run("read", { path: "loop1" });
-    expect(loop.isError).toBe(true);
-    expect(loop.text).toMatch(/loop1.*symbolic links/);
+    // The loop is not outside: pi's read, edit and write meet it as they would without confine.
+    expect(await run("read", { path: "loop1" })).toEqual({
+      isError: true,
+      text: `ELOOP: too many symbolic links encountered, access '${join(workspace, "loop1")}'`,
+    });
+    expect(await run("edit", { path: "loop2", edits: [] })).toEqual({
+      isError: true,
+      text: "Edit tool input is invalid. edits must contain at least one replacement.",
+    });
+    expect(await run("write", { path: "loop2", content: "x" })).toEqual({
+      isError: true,
+      text: `ELOOP: too many symbolic links encountered, realpath '${join(workspace, "loop2")}'`,
+    });
+  });
+
+  it("refuses a loop that passes through a link outside, naming that link (pi 1.6)", async () => {
+    const { isError, text } = await run("read", { path: "outloop" });
+    expect(isError).toBe(true);
+    expect(text).toBe(`Path "outloop" is outside the workspace "${workspace}": it passes through the symbolic link "${join(outside, "back")}"`);
   });
 
   it("refuses a link that climbs with '..' out of a folder that does not exist, naming it (pi 1.6)", async () => {

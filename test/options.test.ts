@@ -154,6 +154,11 @@ describe("workerTool", () => {
       'Expected `resourceLimits.maxOldGenerationSizeMb` of worker tool "t" to be a number >= 16 (a worker needs about half of that to start, and with too little Node 22 and later abort the whole process), got `8` (number)',
     ],
     [{ ...base, resourceLimits: { stackSizeMb: 0.5 } }, 'Expected `resourceLimits.stackSizeMb` of worker tool "t" to be a number >= 1 ('],
+    [{ ...base, agentToolFields: [] }, 'Expected `agentToolFields` of worker tool "t" to be an object, got `[]` (array)'],
+    [
+      { ...base, agentToolFields: { outputSchema: {}, execute: () => undefined } },
+      'Expected `agentToolFields` of worker tool "t" to leave out `execute`, which the definition sets itself',
+    ],
   ])("rejects an invalid definition with TP_ERR_INVALID_TOOL (%#)", (options, message) => {
     expect(() => workerTool(options as never)).toThrow(
       expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message: expect.stringContaining(message) }),
@@ -174,13 +179,13 @@ describe("workerTool", () => {
     [{ ...base, moduleUrl: "file:///t.js" }, "Unknown worker tool option `moduleUrl`; did you mean `module`?"],
     [
       { ...base, verbose: true },
-      "Unknown worker tool option `verbose`; known worker tool options: `name`, `label`, `description`, `parameters`, `module`, `exportName`, `executionMode`, `prepareArguments`, `timeoutMs`, `resourceLimits`, `maxResultBytes`, `maxConcurrency`, `cost`, `idempotent`, `context`, `pool`",
+      "Unknown worker tool option `verbose`; known worker tool options: `name`, `label`, `description`, `parameters`, `module`, `exportName`, `executionMode`, `prepareArguments`, `timeoutMs`, `resourceLimits`, `maxResultBytes`, `maxConcurrency`, `cost`, `idempotent`, `context`, `pool`, `agentToolFields`",
     ],
   ])("refuses an option that does not exist, naming the closest known one, with TP_ERR_INVALID_TOOL (%#)", (options, message) => {
     expect(() => workerTool(options as never)).toThrow(expect.objectContaining({ code: "TP_ERR_INVALID_TOOL", message }));
   });
 
-  it("takes every documented option", () => {
+  it("takes every documented option", async () => {
     const tool = workerTool({
       ...base,
       label: "T",
@@ -194,8 +199,18 @@ describe("workerTool", () => {
       idempotent: true,
       context: () => undefined,
       pool: { name: "p", maxThreads: 2, maxRunningPerSession: 1 },
+      agentToolFields: { outputSchema: { type: "object" }, promptSnippet: "t things" },
     });
     expect(tool).toMatchObject({ label: "T", timeoutMs: 5, pool: { name: "p", maxThreads: 2, maxRunningPerSession: 1 } });
+    expect(Object.isFrozen(tool.agentToolFields)).toBe(true);
+    // runtime.agentTools() gives them beside the tool's own fields.
+    const module = new URL("./fixtures/tools/behaviours.mjs", import.meta.url);
+    const runtime = createRuntime({ tools: [workerTool({ ...base, module, agentToolFields: tool.agentToolFields })] });
+    try {
+      expect(runtime.agentTools()[0]).toMatchObject({ name: "t", outputSchema: { type: "object" }, promptSnippet: "t things" });
+    } finally {
+      await runtime.close();
+    }
     expect(
       workerTool({ ...base, resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8, codeRangeSizeMb: 8, stackSizeMb: 4 } })
         .resourceLimits,

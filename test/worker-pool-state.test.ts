@@ -1,3 +1,11 @@
+/**
+ * The pool's state machine on a fake thread host and the fake clock: no
+ * threads, no dist. The host records what the pool asks of it; the test plays
+ * the threads' part by firing the host's events.
+ *
+ * Longer than the house's ~400 lines: the tests of one state machine share
+ * its fake host, which a split would copy or move away from them.
+ */
 import type { Worker } from "node:worker_threads";
 
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -12,6 +20,8 @@ import {
   sourceWorkerTool as workerTool,
   type ThreadHost,
   type ThreadHostEvents,
+  loadedTag,
+  toolLoadGraceMs,
   updateTag,
   type WorkerCallOutcome,
   type WorkerCallRequest,
@@ -19,10 +29,6 @@ import {
   type WorkerTask,
 } from "./support/internals.js";
 import { FakeClock } from "./support/fake-clock.js";
-
-// The pool's state machine on a fake thread host and the fake clock: no
-// threads, no dist. The host records what the pool asks of it; the test plays
-// the threads' part by firing the host's events.
 
 interface Posted {
   threadId: number;
@@ -83,6 +89,10 @@ class FakeHost implements ThreadHost<PoolCall> {
       updates: 0,
       ...reply,
     } as WorkerReply);
+  }
+  /** The last call posted to `threadId` has its tool's module loaded (its worker posts this for a call that came with the definition). */
+  loaded(threadId: number): void {
+    this.events.message({ [loadedTag]: true, seq: this.lastOn(threadId).task.seq });
   }
   lastOn(threadId: number): Posted {
     const posted = this.posted.filter((entry) => entry.threadId === threadId).at(-1);
@@ -216,6 +226,7 @@ describe("WorkerPool (fake host)", () => {
     host.ready(1);
     const controller = new AbortController();
     run("a", { signal: controller.signal });
+    host.loaded(1);
     controller.abort();
     clock.advance(49);
     await flush();
@@ -242,6 +253,42 @@ describe("WorkerPool (fake host)", () => {
     await flush();
     expect(host.terminated).toEqual([]);
     expect(outcomes.a).toMatchObject({ kind: "error", message: "aborted by the tool" });
+  });
+
+  it("counts an abort's grace from the tool's load on a thread that had not run it, and ends a load that hangs", async () => {
+    const { host, run, outcomes, clock } = open({ abortGraceMs: 50, maxThreads: 1 });
+    // Aborted before it starts, on a fresh thread, whose load of the tool's module takes far longer than the grace.
+    run("a", { signal: AbortSignal.abort() });
+    host.ready(1);
+    expect(host.posted[0]!.task).toMatchObject({ definition: { toolName: "echo" }, aborted: expect.anything() });
+    clock.advance(5_000);
+    expect(host.terminated).toEqual([]);
+    // Loaded: the tool answers its abort within the grace, which counts from here.
+    host.loaded(1);
+    clock.advance(49);
+    host.reply(1, { kind: "error", message: "Operation aborted" });
+    // On the thread that knows the tool now: no definition, and the grace at once.
+    const controller = new AbortController();
+    run("b", { signal: controller.signal });
+    expect(host.lastOn(1).task.definition).toBeUndefined();
+    controller.abort();
+    clock.advance(50);
+    // A module whose load never ends still ends its aborted call, after the load's allowance and the grace.
+    run("c", { signal: AbortSignal.abort(), tool: tool("other") });
+    host.ready(2);
+    clock.advance(toolLoadGraceMs + 49);
+    await flush();
+    expect(outcomes.a).toMatchObject({ kind: "error", message: "Operation aborted" });
+    expect(outcomes.b).toMatchObject({ kind: "error", code: "TP_ERR_ABORTED", message: expect.stringContaining("did not stop within 50 ms") });
+    expect(outcomes.c).toBeUndefined();
+    clock.advance(1);
+    await flush();
+    expect(host.terminated).toEqual([1, 2]);
+    expect(outcomes.c).toMatchObject({
+      kind: "error",
+      code: "TP_ERR_ABORTED",
+      message: expect.stringContaining("while its worker was loading its module"),
+    });
   });
 
   it("ends a call whose thread is lost mid-call as a crash, and runs the next on another thread", async () => {

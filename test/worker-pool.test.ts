@@ -212,6 +212,30 @@ describe("WorkerPool", () => {
     expect(next.messages[0]!.isError).toBe(false);
   });
 
+  it("rejects agentTools()' execute with the error the tool threw: its class, name, message and plain fields", async () => {
+    const runtime = open({ tools: [tool("throw_as", behaviours, "throwAs")], pool: { maxThreads: 1 } });
+    const [agentTool] = runtime.agentTools();
+    const { throwAs } = (await import(behaviours.href)) as { throwAs: (args: unknown) => Promise<never> };
+    /** What a caller can tell of a rejection; a field the worker cannot send (an object) is left out. */
+    const seen = (error: unknown) =>
+      error instanceof Error
+        ? {
+            isTypeError: error instanceof TypeError,
+            name: error.name,
+            message: error.message,
+            fields: Object.fromEntries(Object.entries(error).filter(([, value]) => typeof value !== "object")),
+          }
+        : { thrown: String(error) };
+    for (const kind of ["system", "typed", "named", "string"]) {
+      const own = await throwAs({ kind }).catch((error: unknown) => error);
+      const pooled = await agentTool!.execute(kind, { kind }).catch((error: unknown) => error);
+      expect(pooled, kind).toBeInstanceOf(Error);
+      expect(seen(pooled), kind).toEqual(own instanceof Error ? seen(own) : { isTypeError: false, name: "Error", message: String(own), fields: {} });
+    }
+    const system = await agentTool!.execute("s", { kind: "system" }).catch((error: unknown) => error);
+    expect(system).toMatchObject({ code: "ENOENT", syscall: "open", errno: -2 });
+  });
+
   it("listens to a batch's signal once, however many of its calls the pool holds", async () => {
     const warnings: Error[] = [];
     const onWarning = (warning: Error) => warnings.push(warning);

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { ErrorCode } from "../errors.js";
+import type { ErrorCode, ThrownErrorFields } from "../errors.js";
 import type { CallTiming } from "./call-timing.js";
 import type { AgentToolResult } from "../types.js";
 import type { WorkerTool } from "./worker-tool.js";
@@ -65,8 +65,15 @@ export interface ToolCallPool {
   close(options?: { force?: boolean }): Promise<void>;
 }
 
-/** How a worker call ended. Never a rejection: faults are outcomes too. */
-export type WorkerCallOutcome = ({ kind: "ok"; result: AgentToolResult<unknown> } | { kind: "error"; message: string; code?: ErrorCode }) & {
+/**
+ * How a worker call ended. Never a rejection: faults are outcomes too. A
+ * tool's own throw is an error without `code` (toolpool's faults have one),
+ * with what its `Error` had besides the message in `thrown`.
+ */
+export type WorkerCallOutcome = (
+  | { kind: "ok"; result: AgentToolResult<unknown> }
+  | { kind: "error"; message: string; code?: ErrorCode; thrown?: ThrownErrorFields }
+) & {
   timing?: CallTiming;
 };
 

@@ -102,6 +102,18 @@ export interface WorkerToolOptions<TArgs = any> {
    * @default undefined (the runtime's shared pool)
    */
   pool?: WorkerToolPool;
+  /**
+   * More fields of the pi `AgentTool` that `runtime.agentTools()` gives for
+   * this tool, as they are: for a worker tool that stands in for a pi tool
+   * whose `AgentTool` has them (pi's `outputSchema` and
+   * `constrainedSampling`, which pi hands to the model's provider; a pi
+   * coding tool's `promptSnippet` and `promptGuidelines`, which pi's coding
+   * agent puts into its system prompt). The runtime neither reads nor checks
+   * them. A name that is one of this definition's own options (`name`,
+   * `parameters`, `prepareArguments`, …) or `execute` is refused.
+   * @default undefined (none)
+   */
+  agentToolFields?: Readonly<Record<string, unknown>>;
 }
 
 /** A pool that worker tools share (see {@link WorkerToolOptions.pool}). */
@@ -154,6 +166,8 @@ export interface WorkerTool<TArgs = any> {
   readonly context?: (call: WorkerCallInfo) => unknown;
   /** See {@link WorkerToolOptions.pool}. */
   readonly pool?: WorkerToolPool;
+  /** See {@link WorkerToolOptions.agentToolFields}. Frozen. */
+  readonly agentToolFields?: Readonly<Record<string, unknown>>;
 }
 
 /** Every option of {@link WorkerToolOptions}, by name: a name not here is refused (typed, so that a new option is listed). */
@@ -174,7 +188,18 @@ const workerToolOptionNames = Object.keys({
   idempotent: true,
   context: true,
   pool: true,
+  agentToolFields: true,
 } satisfies Record<keyof WorkerToolOptions, true>);
+/** Names `agentToolFields` may not hold: those the definition sets itself, and the `execute` the runtime makes. */
+const ownAgentToolNames: ReadonlySet<string> = new Set([
+  "name",
+  "label",
+  "description",
+  "parameters",
+  "executionMode",
+  "prepareArguments",
+  "execute",
+]);
 const poolOptionNames = Object.keys({ name: true, maxThreads: true, maxRunningPerSession: true } satisfies Record<keyof WorkerToolPool, true>);
 const resourceLimitNames = Object.keys({
   maxOldGenerationSizeMb: true,
@@ -225,6 +250,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     idempotent = false,
     context,
     pool,
+    agentToolFields,
   } = options;
   if (typeof name !== "string" || name.length === 0) throw invalidTool("Expected `name` to be a non-empty string", name);
   const where = `worker tool "${name}"`;
@@ -277,6 +303,13 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
     }
     if (resourceLimits !== undefined) throw invalidTool(`Expected ${where} to have either \`resourceLimits\` or \`pool\`, not both`, pool);
   }
+  if (agentToolFields !== undefined) {
+    if (typeof agentToolFields !== "object" || agentToolFields === null || Array.isArray(agentToolFields))
+      throw invalidTool(`Expected \`agentToolFields\` of ${where} to be an object`, agentToolFields);
+    const taken = Object.keys(agentToolFields).find((key) => ownAgentToolNames.has(key));
+    if (taken !== undefined)
+      throw invalidTool(`Expected \`agentToolFields\` of ${where} to leave out \`${taken}\`, which the definition sets itself`, agentToolFields);
+  }
   const tool: WorkerTool<TArgs> = {
     [workerToolBrand]: true,
     name,
@@ -303,6 +336,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
             ...(pool.maxRunningPerSession === undefined ? {} : { maxRunningPerSession: pool.maxRunningPerSession }),
           }),
         }),
+    ...(agentToolFields === undefined ? {} : { agentToolFields: Object.freeze({ ...agentToolFields }) }),
   };
   return Object.freeze(tool);
 }

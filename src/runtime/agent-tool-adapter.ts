@@ -8,7 +8,7 @@ import type { ToolCallPool } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 import { enterCapContext, leaveCapContext, type CapContext } from "../coordinator/call-caps.js";
 import { isPromiseLike } from "../coordinator/maybe-async.js";
-import { ToolpoolError } from "../errors.js";
+import { errorFromThrown, ToolpoolError } from "../errors.js";
 import type { AgentTool, AgentToolResult } from "../types.js";
 
 /**
@@ -19,12 +19,15 @@ import type { AgentTool, AgentToolResult } from "../types.js";
 export type CappedRun = <T>(toolName: string, toolCallId: string, run: (context: CapContext | undefined) => T) => T | Promise<T>;
 
 /**
- * An `AgentTool` whose execute runs `tool` on `pool`. pi's tools fail by
- * throwing, so a failed call throws: an `Error` with the message, or a
- * `ToolpoolError` with its code for toolpool's faults.
+ * An `AgentTool` whose execute runs `tool` on `pool`, with the fields of
+ * `tool.agentToolFields` besides its own. pi's tools fail by throwing, so a
+ * failed call throws: the tool's error remade (its name, message, `code` and
+ * other plain fields, see `errorFromThrown`), or a `ToolpoolError` with its
+ * code for toolpool's faults.
  */
 export function toAgentTool(tool: WorkerTool, pool: ToolCallPool, capped?: CappedRun): AgentTool {
   return {
+    ...tool.agentToolFields,
     name: tool.name,
     label: tool.label,
     description: tool.description,
@@ -35,7 +38,7 @@ export function toAgentTool(tool: WorkerTool, pool: ToolCallPool, capped?: Cappe
       const run = (partCaps: CapContext | undefined) => pool.run({ tool, toolCallId, args, signal, onUpdate, partCaps });
       const outcome = await (capped === undefined ? run(undefined) : capped(tool.name, toolCallId, run));
       if (outcome.kind === "ok") return outcome.result;
-      throw outcome.code === undefined ? new Error(outcome.message) : new ToolpoolError(outcome.code, outcome.message);
+      throw outcome.code === undefined ? errorFromThrown(outcome.message, outcome.thrown) : new ToolpoolError(outcome.code, outcome.message);
     },
   };
 }

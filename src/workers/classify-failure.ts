@@ -7,6 +7,8 @@ interface FailureContext {
   /** Set when the pool itself terminated the call's thread, and why. */
   killReason: "timeout" | "aborted" | "preempted" | "reply-lost" | undefined;
   abortGraceMs: number;
+  /** Set when the call's thread had not loaded its tool yet: how long past the grace it was given for that. */
+  loadGraceMs: number | undefined;
   /** How long the pool waited for the reply of a call whose tool had finished. */
   replyWaitMs: number;
   isClosed: boolean;
@@ -25,6 +27,13 @@ export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, er
       kind: "error",
       code: "TP_ERR_TIMEOUT",
       message: `Tool "${name}" timed out after ${tool.timeoutMs} ms; its worker was terminated while the tool was still running, so it may have had some of its effects`,
+    };
+  }
+  if (context.killReason === "aborted" && context.loadGraceMs !== undefined) {
+    return {
+      kind: "error",
+      code: "TP_ERR_ABORTED",
+      message: `Tool "${name}" was aborted while its worker was loading its module, which had not loaded ${context.loadGraceMs + context.abortGraceMs} ms later; its worker was terminated before the tool's execute ran (the module's own start-up code may have had some of its effects)`,
     };
   }
   if (context.killReason === "aborted") {

@@ -36,6 +36,12 @@ export interface PoolCall extends QueuedCall {
   /** Why the pool terminated the call's thread (`preempted`: a spread call's part that did not give its thread back when asked). */
   killReason: "timeout" | "aborted" | "preempted" | "reply-lost" | undefined;
   isAborted: boolean;
+  /**
+   * Running on a thread that had not answered a call of its tool, which may
+   * be loading the tool's module: an abort's grace waits for the thread's
+   * loaded message (within `toolLoadGraceMs`).
+   */
+  isLoading: boolean;
   /** The message that aborted it, for a thread that takes the call afterwards. */
   abortMessage: AbortMessage | undefined;
   updatesSeen: number;
@@ -73,6 +79,7 @@ export function createPoolCall(
     runMs: undefined,
     killReason: undefined,
     isAborted: false,
+    isLoading: false,
     abortMessage: undefined,
     updatesSeen: 0,
     reply: undefined,
@@ -89,7 +96,7 @@ export function outcomeOf(reply: WorkerReply): WorkerCallOutcome {
     case "ok":
       return { kind: "ok", result: reply.result as AgentToolResult<unknown> };
     case "error":
-      return { kind: "error", message: reply.message };
+      return reply.thrown === undefined ? { kind: "error", message: reply.message } : { kind: "error", message: reply.message, thrown: reply.thrown };
     case "fault":
       return { kind: "error", message: reply.message, code: reply.code };
   }

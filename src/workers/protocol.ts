@@ -17,6 +17,7 @@
  *   worker → main by `parentPort`, the answer comes back on a
  *   BroadcastChannel of the requesting thread's own.
  */
+import type { ThrownErrorFields } from "../errors.js";
 import type { SpreadOutcome } from "../types.js";
 import { restoreRepeats, type RepeatedString } from "./repeated-strings.js";
 
@@ -66,7 +67,7 @@ type WorkerFaultCode = "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_
  */
 export type WorkerReply = (
   | { kind: "ok"; result: unknown; repeats?: RepeatedString[] }
-  | { kind: "error"; message: string }
+  | { kind: "error"; message: string; thrown?: ThrownErrorFields }
   | { kind: "fault"; code: WorkerFaultCode; message: string }
 ) & { updates: number; retiredThreadId?: number; runMs?: number };
 
@@ -110,6 +111,20 @@ interface BootMessage {
 
 /** Marks toolpool's boot messages on the pool's `message` event. */
 export const bootTag = "__toolpoolBoot";
+
+/**
+ * Posted by a worker through `parentPort` when a call that came with its
+ * tool's definition (the thread had not answered a call of that tool yet)
+ * has its tool's module loaded, or failed to load it, and is about to run:
+ * an abort's grace counts from here, not from the module's load.
+ */
+interface LoadedMessage {
+  [loadedTag]: true;
+  seq: number;
+}
+
+/** Marks toolpool's loaded messages on the pool's `message` event. */
+export const loadedTag = "__toolpoolLoaded";
 
 /**
  * The control channel's message that aborts call `abort` on whichever
@@ -196,6 +211,10 @@ export function isUpdateMessage(message: unknown): message is UpdateMessage {
 
 export function isBootMessage(message: unknown): message is BootMessage {
   return hasTag(message, bootTag);
+}
+
+export function isLoadedMessage(message: unknown): message is LoadedMessage {
+  return hasTag(message, loadedTag);
 }
 
 /**

@@ -29,7 +29,7 @@ import { abortMessageOf, CallSignals } from "./call-signals.js";
 import { ToolNumbering } from "./tool-numbering.js";
 import type { CallTiming } from "../contracts/call-timing.js";
 import type { PoolDiagnosis, PoolStats, ToolCallPool, WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
-import { isSpreadRequest, isUpdateMessage, maxSeq, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
+import { isLoadedMessage, isSpreadRequest, isUpdateMessage, maxSeq, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
 import { callEventBase, endedOutcomeOf, PoolEventSource, type PoolThreadEntry } from "../contracts/pool-events.js";
 
@@ -59,6 +59,15 @@ const maxBootFailures = 5;
 
 /** Beyond a call's leftover grace, how long the reply of a finished call may take to be read. */
 const replyMarginMs = 5_000;
+
+/**
+ * How long an aborted call's thread may take to load the call's tool before
+ * its grace starts: the grace is the tool's time to stop, and a tool cannot
+ * hear its abort (pi's tools answer at once) before its module has loaded,
+ * which for a large module on a busy machine takes longer than the grace.
+ * A module whose load hangs still ends the call, this much later.
+ */
+export const toolLoadGraceMs = 30_000;
 
 /**
  * The worker pool under a runtime, with what a bare thread pool lacks for tool calls:
@@ -129,6 +138,7 @@ export class WorkerPool implements ToolCallPool {
       lost: (threadId) => this.#onLost(threadId),
       message: (message) => {
         if (isUpdateMessage(message)) this.#onUpdate(message.seq, message.partial);
+        else if (isLoadedMessage(message)) this.#onLoaded(message.seq);
         else if (isSpreadRequest(message)) (this.#spread ??= this.#createSpreadHost()).onRequest(message);
       },
       error: (error) => this.#onPoolError(error),
@@ -357,8 +367,9 @@ export class WorkerPool implements ToolCallPool {
     const task: WorkerTask = { seq, tool: call.tool.id, toolCallId: request.toolCallId, args: request.args };
     if (request.traceparent !== undefined) task.traceparent = request.traceparent;
     if (call.context !== undefined) task.context = call.context;
-    // A thread not yet seen answering a call of the tool gets its definition.
+    // A thread not yet seen answering a call of the tool gets its definition (and may have to load its module).
     if (thread.knownTools?.has(call.tool.id) !== true) task.definition = call.tool.definition;
+    call.isLoading = task.definition !== undefined;
     if (call.isAborted) task.aborted = call.abortMessage;
     if (!this.#host.post(threadId, task, call)) {
       this.#forgetThread(threadId);
@@ -525,9 +536,22 @@ export class WorkerPool implements ToolCallPool {
     if (this.#spread !== undefined) this.#spread.onCallAborted(call.seq);
   }
 
+  /** An aborted call's time to stop; on a thread still loading its tool, the load's allowance first (see {@link toolLoadGraceMs}). */
   #startGracePeriod(call: PoolCall): void {
     if (call.phase !== "running") return;
-    call.graceTimer ??= this.#clock.setTimeout(() => this.#terminate(call, "aborted"), this.#options.abortGraceMs);
+    const graceMs = this.#options.abortGraceMs + (call.isLoading ? toolLoadGraceMs : 0);
+    call.graceTimer ??= this.#clock.setTimeout(() => this.#terminate(call, "aborted"), graceMs);
+  }
+
+  /** Call `seq`'s thread has its tool loaded: an abort's grace counts from now. */
+  #onLoaded(seq: number): void {
+    const call = this.#calls.get(seq);
+    if (call === undefined || !call.isLoading) return;
+    call.isLoading = false;
+    if (!call.isAborted || call.phase !== "running" || call.graceTimer === undefined) return;
+    this.#clock.clearTimeout(call.graceTimer);
+    call.graceTimer = undefined;
+    this.#startGracePeriod(call);
   }
 
   /**
@@ -624,6 +648,7 @@ export class WorkerPool implements ToolCallPool {
     return classifyFailure(call.request.tool, error, {
       killReason: call.killReason,
       abortGraceMs: this.#options.abortGraceMs,
+      loadGraceMs: call.isLoading ? toolLoadGraceMs : undefined,
       replyWaitMs: this.#replyWaitMs,
       isClosed: this.#isClosed,
     });

@@ -1,12 +1,16 @@
 /**
  * Generated workspaces and tool calls for the differential tests of pi's
  * coding tools: a seeded tree (text files short and long enough to
- * truncate, a long line, binary bytes, a PNG, a large folder, nested
- * folders) and a sequence of calls of every tool over it, the successful and
- * the failing kinds alike. The same seed gives the same tree and calls.
+ * truncate, a long line, CRLF and BOM files, binary bytes, a PNG, a large
+ * folder, nested folders, symbolic links to files and folders, dangling, in
+ * a loop and to a folder outside) and a sequence of calls of every tool
+ * over it, the successful and the failing kinds alike, some with a signal
+ * aborted before the call and some (a quarter) under `confine`. The same
+ * seed gives the same tree and calls.
  */
-import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { accessSync, constants, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { crc32, deflateSync } from "node:zlib";
 
 import { createRandom } from "./soak.js";
@@ -45,30 +49,53 @@ function line(next: () => number, count: number): string {
   return Array.from({ length: count }, () => words[Math.floor(next() * words.length)]).join(" ");
 }
 
-/** Writes the tree of `seed` at `root` (emptied first); returns the text files' names and a line of each. */
+/** The folder outside the workspace `root` that its `escape` link points to. */
+export function outsideOf(root: string): string {
+  return `${root}.outside`;
+}
+
+/**
+ * Writes the tree of `seed` at `root` (emptied first), and `outsideOf(root)`
+ * with a file in it; returns the text files' names and a line of each. The
+ * root is a git repository: pi's find leaves out fd's `--no-require-git`
+ * inside one, which Debian's fd 8.6 lacks.
+ */
 export function writeTree(root: string, seed: number): { files: string[]; lines: Map<string, string[]> } {
   const next = random(seed);
   rmSync(root, { recursive: true, force: true });
+  const outside = outsideOf(root);
+  rmSync(outside, { recursive: true, force: true });
+  mkdirSync(outside, { recursive: true });
+  writeFileSync(join(outside, "secret.txt"), "secret alpha TODO\n");
   mkdirSync(join(root, "src", "nested", "deeper"), { recursive: true });
   mkdirSync(join(root, "many"), { recursive: true });
+  execFileSync("git", ["init", "-q", "--template=", root]);
   const lines = new Map<string, string[]>();
   const files: string[] = [];
-  const addText = (name: string, lineCount: number, crlf = false) => {
+  const addText = (name: string, lineCount: number, { crlf = false, bom = false } = {}) => {
     const content = Array.from({ length: lineCount }, (_, index) => `${index} ${line(next, 1 + Math.floor(next() * 8))}`);
-    writeFileSync(join(root, name), content.join(crlf ? "\r\n" : "\n") + (next() < 0.5 ? "\n" : ""));
+    const newline = crlf ? "\r\n" : "\n";
+    writeFileSync(join(root, name), (bom ? "\uFEFF" : "") + content.join(newline) + (next() < 0.5 ? newline : ""));
     lines.set(name, content);
     files.push(name);
   };
   addText("README.md", 5 + Math.floor(next() * 20));
   addText("src/main.ts", 40 + Math.floor(next() * 80));
-  addText("src/nested/util.ts", 10 + Math.floor(next() * 30), true);
+  addText("src/nested/util.ts", 10 + Math.floor(next() * 30), { crlf: true });
   addText("src/nested/deeper/big.txt", 2_500 + Math.floor(next() * 2_000));
   addText("notes.txt", 3);
+  addText("bom.txt", 4 + Math.floor(next() * 6), { bom: true, crlf: next() < 0.5 });
   writeFileSync(join(root, "long-line.txt"), `${"x".repeat(60_000 + Math.floor(next() * 10_000))}\nshort\n`);
   writeFileSync(join(root, "binary.bin"), Buffer.from(Array.from({ length: 4_096 }, () => Math.floor(next() * 256))));
   writeFileSync(join(root, "image.png"), png(8 + Math.floor(next() * 24), 8 + Math.floor(next() * 24), next));
   writeFileSync(join(root, "empty.txt"), "");
   for (let index = 0; index < 520 + Math.floor(next() * 60); index++) writeFileSync(join(root, "many", `entry-${index}.txt`), `${index}\n`);
+  symlinkSync("README.md", join(root, "readme-link.md"));
+  symlinkSync("src", join(root, "srclink"));
+  symlinkSync("nowhere.txt", join(root, "dangling.txt"));
+  symlinkSync("loop-b", join(root, "loop-a"));
+  symlinkSync("loop-a", join(root, "loop-b"));
+  symlinkSync(outside, join(root, "escape"));
   return { files, lines };
 }
 
@@ -76,13 +103,55 @@ export function writeTree(root: string, seed: number): { files: string[]; lines:
 export interface GeneratedCall {
   name: string;
   arguments: Record<string, unknown>;
+  /** Made with a signal aborted before the call (through the tools' `execute`). */
+  isAborted: boolean;
+  /** Run under `confine`. */
+  isConfined: boolean;
+  /** Its path leaves the workspace: `confine` refuses it. */
+  leaves: boolean;
+  /** Through the tools' `execute` (a throw compared as the error it is), else through the agent loop's `runToolCall`. */
+  throughExecute: boolean;
 }
 
-/** The calls of `seed` over its tree: every tool, matching and failing. */
-export function generateCalls(seed: number, tree: { files: string[]; lines: Map<string, string[]> }): GeneratedCall[] {
+type Call = Pick<GeneratedCall, "name" | "arguments"> & { leaves?: boolean };
+
+/** Paths through the tree's links, and out of the workspace (`leaves`), for every tool that takes a path. */
+function linkCalls(root: string, readmeLine: string): Call[] {
+  const outside = outsideOf(root);
+  return [
+    { name: "read", arguments: { path: "readme-link.md" } },
+    { name: "read", arguments: { path: "srclink/main.ts", limit: 5 } },
+    { name: "read", arguments: { path: "dangling.txt" } },
+    { name: "read", arguments: { path: "loop-a" } },
+    { name: "read", arguments: { path: "loop-a/inner.txt" } },
+    { name: "read", arguments: { path: "escape/secret.txt" }, leaves: true },
+    { name: "read", arguments: { path: `../${basename(outside)}/secret.txt` }, leaves: true },
+    { name: "read", arguments: { path: join(outside, "secret.txt") }, leaves: true },
+    { name: "ls", arguments: { path: "srclink" } },
+    { name: "ls", arguments: { path: "loop-a" } },
+    { name: "ls", arguments: { path: "dangling.txt" } },
+    { name: "ls", arguments: { path: "escape" }, leaves: true },
+    { name: "grep", arguments: { pattern: "alpha", path: "srclink" } },
+    { name: "grep", arguments: { pattern: "alpha", path: "loop-b" } },
+    { name: "grep", arguments: { pattern: "TODO", path: "escape" }, leaves: true },
+    { name: "find", arguments: { pattern: "*.ts", path: "srclink" } },
+    { name: "find", arguments: { pattern: "*", path: "loop-a" } },
+    { name: "edit", arguments: { path: "readme-link.md", edits: [{ oldText: readmeLine, newText: `${readmeLine} (through a link)` }] } },
+    { name: "edit", arguments: { path: "loop-a", edits: [{ oldText: "a", newText: "b" }] } },
+    { name: "edit", arguments: { path: "notes.txt", edits: [] } },
+    { name: "edit", arguments: { path: "loop-b", edits: [] } },
+    { name: "edit", arguments: { path: "escape/secret.txt", edits: [{ oldText: "secret", newText: "changed" }] }, leaves: true },
+    { name: "write", arguments: { path: "dangling.txt", content: "made through a dangling link\n" } },
+    { name: "write", arguments: { path: "loop-b", content: "never\n" } },
+    { name: "write", arguments: { path: "escape/planted.txt", content: "planted\n" }, leaves: true },
+  ];
+}
+
+/** The calls of `seed` over its tree at `root`: every tool, matching and failing, some aborted before they start and some confined. */
+export function generateCalls(seed: number, root: string, tree: { files: string[]; lines: Map<string, string[]> }): GeneratedCall[] {
   const next = random(seed ^ 0x5bd1e995);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
-  const calls: GeneratedCall[] = [];
+  const calls: Call[] = [];
   const text = tree.files;
   for (const file of [...text, "long-line.txt", "binary.bin", "image.png", "empty.txt", "missing.txt", "src"])
     calls.push({ name: "read", arguments: { path: file } });
@@ -137,7 +206,20 @@ export function generateCalls(seed: number, tree: { files: string[]; lines: Map<
   calls.push({ name: "bash", arguments: { command: "printf 'no newline'" } });
   calls.push({ name: "bash", arguments: { command: "true" } });
   calls.push({ name: "bash", arguments: { command: "echo x", timeout: -1 } });
-  return calls;
+  calls.push({ name: "bash", arguments: { command: "cat loop-a; ls -d srclink/nested" } });
+  const readme = tree.lines.get("README.md")!;
+  // The link calls go in at random places, after some of what the others do to the tree and before the rest.
+  for (const call of linkCalls(root, readme[Math.floor(next() * readme.length)]!)) calls.splice(Math.floor(next() * (calls.length + 1)), 0, call);
+  let leaving = 0;
+  return calls.map((call, index) => {
+    // The first call of each runtime (the plain one's, then the confined one's) may meet a cold thread.
+    // Of the calls whose path leaves, the first is confined and the second not, the rest either way.
+    const leaves = call.leaves === true;
+    if (leaves) leaving += 1;
+    const isConfined = leaves ? leaving === 1 || (leaving > 2 && next() < 0.5) : index === 1 || (index > 1 && next() < 0.25);
+    const isAborted = index < 2 || next() < 0.08;
+    return { ...call, isAborted, isConfined, leaves, throughExecute: isAborted || next() < 0.5 };
+  });
 }
 
 /**

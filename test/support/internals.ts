@@ -78,13 +78,13 @@ export { decodeReply, encodeEnd } from "../../src/fleet/fleet-protocol.js";
 export { rebaseBuiltinTool } from "../../dist/builtin-tools.js";
 export { installLine, isPackageMissing, optionalPackages } from "../../src/optional-packages.js";
 // The pool's state machine from source, on a fake host (worker-pool-state.test.ts): no threads, no build.
-export { WorkerPool as SourceWorkerPool } from "../../src/workers/worker-pool.js";
+export { WorkerPool as SourceWorkerPool, toolLoadGraceMs } from "../../src/workers/worker-pool.js";
 export type { ResolvedPoolOptions } from "../../src/options.js";
 export { workerTool as sourceWorkerTool } from "../../src/contracts/worker-tool.js";
 export type { PoolCall } from "../../src/workers/pool-call.js";
 export { PoolEventSource, type PoolCallEvent, type PoolThreadEvent } from "../../src/contracts/pool-events.js";
 export type { WorkerCallRequest } from "../../src/contracts/pool-contract.js";
-export { readWorkerReply, updateTag, type WorkerReply, type WorkerTask } from "../../src/workers/protocol.js";
+export { loadedTag, readWorkerReply, updateTag, type WorkerReply, type WorkerTask } from "../../src/workers/protocol.js";
 export type { ThreadHost, ThreadHostEvents } from "../../src/workers/thread-host.js";
 export { CapClaim, CapGate, CapKey } from "../../src/cap-gate.js";
 export { CapContext, currentCapContext, enterCapContext, isCapContextStorageOn, leaveCapContext } from "../../src/coordinator/call-caps.js";

@@ -52,6 +52,16 @@ rememberToolProbes();
 startChildrenThroughHelper();
 
 /**
+ * pi's modules, imported while this module loads: a thread's first call of
+ * the tool then starts with pi at hand, and an abort that came with it is
+ * answered by pi at once (the pool's grace for an abort counts from the
+ * module's load, not before). A failure (pi cannot run here) is each call's
+ * error result, as the reason the import gives.
+ */
+const piModules = importPiWorkerModules(settings.piEntry);
+await piModules.catch(() => undefined);
+
+/**
  * pi's read resizes an image (Photon, WebAssembly) on a new worker thread of
  * its own, started for that one image and terminated after it, so that the
  * work leaves its caller's event loop; when that worker cannot start, pi
@@ -143,7 +153,7 @@ function lowerThreadPriority(): void {
 
 /** Runs one call of pi's tool `settings.tool` in the call's workspace. */
 export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): Promise<AgentToolResult<unknown>> {
-  const pi = await importPiWorkerModules(settings.piEntry);
+  const pi = await piModules;
   const context = ctx.context as CodingCallContext | undefined;
   if (context === undefined) throw new Error(`The ${settings.tool} tool was called without its workspace: run it through codingTools()`);
   if (settings.confine) {

@@ -13,6 +13,10 @@
  * but a `..` after it (or after a file), which the kernel would refuse to
  * walk, is refused here too rather than judged by its text.
  *
+ * Confine refuses what leaves the workspace and nothing else: a path whose
+ * walk fails inside it (a loop of links, a folder it may not search) goes to
+ * pi's tool, which answers as it would without confine.
+ *
  * A check before the tool runs leaves a window: a folder swapped for a link
  * between the check and the tool's own open is followed (docs/coding-tools.md,
  * "What confine does not stop", says what an operator can do about it).
@@ -47,6 +51,13 @@ const maxLinkHops = 40;
  * the real workspace `root`; the message names the path as given and the
  * workspace. `alsoAllowed`: real folders a path may lie in besides the
  * workspace (read's own bash output files, see `bash-output-files.ts`).
+ *
+ * Only a path that leaves is refused: one whose walk fails inside (a loop
+ * of links, a folder it may not search) returns, and pi's tool gives its own
+ * answer, as it does to everything that comes before any path is touched
+ * (an aborted signal, invalid edits). The one exception is a `..` after a
+ * component that does not exist or is not a folder ({@link DeadEnd}), which
+ * is refused wherever it is: where it would lead cannot be judged.
  */
 export async function assertConfined(
   tool: CodingToolName,
@@ -62,54 +73,69 @@ export async function assertConfined(
   const path = typeof given === "string" && given !== "" ? given : spec.missing;
   if (path === undefined) return;
   const absolute = tool === "read" ? await paths.resolveReadPathAsync(path, cwd) : paths.resolveToCwd(path, cwd);
-  let real: string;
-  try {
-    real = await followLinks(absolute);
-  } catch (error) {
-    if (error instanceof DeadEndError)
+  const isAllowed = (real: string) => isInside(real, root) || alsoAllowed.some((folder) => isInside(real, folder));
+  const landing = await walkLinks(absolute);
+  switch (landing.kind) {
+    case "reached":
+      if (isAllowed(landing.path)) return;
+      throw outsideError(path, root, `it resolves to ${quotePathAlways(landing.path)}`);
+    case "stuck":
+      if (isAllowed(landing.at)) return;
+      throw outsideError(path, root, `it leads to ${quotePathAlways(landing.at)}`);
+    case "loop": {
+      const outside = landing.links.find((link) => !isAllowed(link));
+      if (outside === undefined) return;
+      throw outsideError(path, root, `it passes through the symbolic link ${quotePathAlways(outside)}`);
+    }
+    case "dead-end":
       throw new Error(
-        `Path ${quotePathAlways(path)} leads through ${quotePathAlways(error.at)}, which ${error.reason}, and then back out of it with ".."; it is not followed`,
+        `Path ${quotePathAlways(path)} leads through ${quotePathAlways(landing.at)}, which ${landing.reason}, and then back out of it with ".."; it is not followed`,
       );
-    if ((error as NodeJS.ErrnoException).code !== "ELOOP") throw error;
-    throw new Error(`Path ${quotePathAlways(path)} passes through more than ${maxLinkHops} symbolic links; it is not followed`);
   }
-  if (isInside(real, root) || alsoAllowed.some((folder) => isInside(real, folder))) return;
-  throw new Error(`Path ${quotePathAlways(path)} is outside the workspace ${quotePathAlways(root)}: it resolves to ${quotePathAlways(real)}`);
+}
+
+function outsideError(path: string, root: string, how: string): Error {
+  return new Error(`Path ${quotePathAlways(path)} is outside the workspace ${quotePathAlways(root)}: ${how}`);
 }
 
 /**
- * A path the kernel would not walk: a `..` below a component that does not
- * exist or is not a folder (its open fails with ENOENT or ENOTDIR). Judging
- * it by its text would skip the links between (`missing/../link/file`).
+ * Where a walk of a path's links ends. `reached`: the path an open lands on.
+ * `stuck`: `lstat` or `readlink` failed at `at` (no permission to search its
+ * folder, a name too long) for a reason other than a missing component, so
+ * the kernel cannot walk further either. `loop`: more than
+ * {@link maxLinkHops} links, each one passed through in `links` (the kernel's
+ * ELOOP). `dead-end`: a `..` after component `at`, which does not exist or
+ * is not a folder (the kernel's ENOENT or ENOTDIR); judging it by its text
+ * would skip the links between (`missing/../link/file`).
  */
-class DeadEndError extends Error {
-  constructor(
-    readonly at: string,
-    readonly reason: "does not exist" | "is not a folder",
-  ) {
-    super(`${at} ${reason}`);
-  }
+type Landing =
+  | { kind: "reached"; path: string }
+  | { kind: "stuck"; at: string; error: unknown }
+  | { kind: "loop"; links: string[] }
+  | ({ kind: "dead-end" } & DeadEnd);
+
+interface DeadEnd {
+  at: string;
+  reason: "does not exist" | "is not a folder";
 }
 
 /**
  * Where an open of absolute `path` lands: each component that is a symlink
  * replaced by its target (relative targets against the link's folder),
  * dangling or not, until a component does not exist (the rest is appended)
- * or the path ends. Throws ELOOP past {@link maxLinkHops} links,
- * {@link DeadEndError} where a `..` follows a component that does not exist
- * or is not a folder (as strict as the kernel, which fails there), and what
- * `lstat` or `readlink` throw other than ENOENT and ENOTDIR.
+ * or the path ends; or where and why the walk could not get there (see
+ * {@link Landing}).
  */
-export async function followLinks(path: string): Promise<string> {
+async function walkLinks(path: string): Promise<Landing> {
   let pending = components(path);
   let current = parse(path).root;
   let isFolder = true;
-  let hops = 0;
+  const links: string[] = [];
   while (pending.length > 0) {
     const name = pending.shift() as string;
     if (name === ".") continue;
     if (name === "..") {
-      if (!isFolder) throw new DeadEndError(current, "is not a folder");
+      if (!isFolder) return { kind: "dead-end", at: current, reason: "is not a folder" };
       current = dirname(current);
       continue;
     }
@@ -119,25 +145,51 @@ export async function followLinks(path: string): Promise<string> {
       info = await lstat(next);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+      if (code !== "ENOENT" && code !== "ENOTDIR") return { kind: "stuck", at: next, error };
       // Nothing there: no component below it can be a link, and none can climb back out of it.
-      if (pending.includes("..")) throw new DeadEndError(next, "does not exist");
-      return resolve(next, ...pending);
+      if (pending.includes("..")) return { kind: "dead-end", at: next, reason: "does not exist" };
+      return { kind: "reached", path: resolve(next, ...pending) };
     }
     if (!info.isSymbolicLink()) {
       current = next;
       isFolder = info.isDirectory();
       continue;
     }
-    hops += 1;
-    if (hops > maxLinkHops) throw Object.assign(new Error(`Too many symbolic links: ${path}`), { code: "ELOOP" });
-    const target = await readlink(next);
+    links.push(next);
+    if (links.length > maxLinkHops) return { kind: "loop", links };
+    let target: string;
+    try {
+      target = await readlink(next);
+    } catch (error) {
+      return { kind: "stuck", at: next, error };
+    }
     // The walk goes on from the link's folder (or the root), a folder.
     isFolder = true;
     if (isAbsolute(target)) current = parse(resolve(target)).root;
     pending = [...components(target), ...pending];
   }
-  return current;
+  return { kind: "reached", path: current };
+}
+
+/**
+ * Where an open of absolute `path` lands (see {@link walkLinks}). Throws
+ * ELOOP past {@link maxLinkHops} links, a {@link DeadEnd} (`at`, `reason`)
+ * where a `..` follows a component that does not exist or is not a folder
+ * (as strict as the kernel, which fails there), and what `lstat` or
+ * `readlink` throw other than ENOENT and ENOTDIR.
+ */
+export async function followLinks(path: string): Promise<string> {
+  const landing = await walkLinks(path);
+  switch (landing.kind) {
+    case "reached":
+      return landing.path;
+    case "stuck":
+      throw landing.error;
+    case "loop":
+      throw Object.assign(new Error(`Too many symbolic links: ${path}`), { code: "ELOOP" });
+    case "dead-end":
+      throw Object.assign(new Error(`${landing.at} ${landing.reason}`), { at: landing.at, reason: landing.reason });
+  }
 }
 
 /** The names of `path`'s components, `.` and `..` kept (they are resolved against real folders). */

@@ -60,15 +60,18 @@ async function waitForRelease(table: Int32Array, slot: number, holder: number, s
   }
 }
 
-/** pi's key for a path: its real path, or the resolved path of a file not there yet. */
+/**
+ * pi's key for a path: its real path, or the resolved path of a file not
+ * there yet. Never throws: where pi's own key fails (a loop of links), the
+ * lock is taken on the resolved path, and pi answers the call (its input's
+ * check comes first, then its own key's error), as it does without a pool.
+ */
 export async function pathLockKey(path: string): Promise<string> {
   const resolved = resolve(path);
   try {
     return await realpath(resolved);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return resolved;
-    throw error;
+  } catch {
+    return resolved;
   }
 }
 

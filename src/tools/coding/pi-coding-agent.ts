@@ -48,6 +48,8 @@ export interface PiAgentTool {
   executionMode?: "sequential" | "parallel";
   /** `ctx`: pi's extension context of the call, which pi's wrapper hands to the tool's definition (bash reads its session from it). */
   execute(toolCallId: string, params: unknown, signal?: AbortSignal, onUpdate?: (partial: never) => void, ctx?: unknown): Promise<unknown>;
+  /** Its other fields (`outputSchema`, `constrainedSampling`, bash's `promptSnippet`…), which `codingTools` carries as they are. */
+  [field: string]: unknown;
 }
 
 /** `dist/core/tools/index.js` of pi-coding-agent. */

@@ -18,7 +18,7 @@
 import { getEventListeners } from "node:events";
 import { BroadcastChannel, parentPort, receiveMessageOnPort, threadId, workerData, type MessagePort } from "node:worker_threads";
 
-import { describeThrown } from "../../errors.js";
+import { describeThrown, thrownFieldsOf, type ThrownErrorFields } from "../../errors.js";
 import { runWithRemoteParent } from "../../tracing/remote-parent.js";
 import type { AgentToolResult, SpreadOutcome, WorkerToolContext } from "../../types.js";
 import { importToolModule } from "./import-tool-module.js";
@@ -29,6 +29,7 @@ import { shareRepeatedStrings } from "../repeated-strings.js";
 import {
   bootTag,
   flagSlotMask,
+  loadedTag,
   maxUpdatesInFlight,
   updateTag,
   type AbortMessage,
@@ -151,9 +152,13 @@ export default function runWorkerTask(task: WorkerTask): unknown {
   }
   // A tool already loaded runs at once; a call whose tool is not loaded yet
   // waits for the import first.
-  if (tool.execute !== undefined) return runCall(task, tool, tool.execute);
+  if (tool.execute !== undefined) {
+    if (task.definition !== undefined) postLoaded(task.seq);
+    return runCall(task, tool, tool.execute);
+  }
   const known = tool;
   return loadExecute(known).then((loaded) => {
+    postLoaded(task.seq);
     if (typeof loaded !== "function") {
       markEnded(task.seq);
       return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message: loaded, updates: 0 } satisfies WorkerReply;
@@ -163,6 +168,15 @@ export default function runWorkerTask(task: WorkerTask): unknown {
     resourceBaseline = undefined;
     return runCall(task, known, loaded);
   });
+}
+
+/**
+ * Tells the pool that call `seq`, which came with its tool's definition, is
+ * past its module's load: an abort's grace counts from now (the pool waits
+ * for this message from a thread that has not answered a call of the tool).
+ */
+function postLoaded(seq: number): void {
+  parentPort!.postMessage({ [loadedTag]: true, seq });
 }
 
 /**
@@ -182,13 +196,21 @@ function runCall(task: WorkerTask, tool: KnownTool, execute: ToolExecute): unkno
     value = task.traceparent === undefined ? execute(task.args, ctx) : runWithRemoteParent(task.traceparent, () => execute(task.args, ctx));
     isPending = isThenable(value);
   } catch (error) {
-    return call.finish({ kind: "error", message: describeThrown(error) });
+    return call.finish(errorOutcomeOf(error));
   }
   if (!isPending) return call.finish({ kind: "ok", result: value });
   return Promise.resolve(value).then(
     (result) => call.finish({ kind: "ok", result }),
-    (error: unknown) => call.finish({ kind: "error", message: describeThrown(error) }),
+    (error: unknown) => call.finish(errorOutcomeOf(error)),
   );
+}
+
+type ErrorOutcome = { kind: "error"; message: string; thrown?: ThrownErrorFields };
+
+/** A tool's throw: pi's text for it, and what else its `Error` had (its `code`…) for a caller of `execute`. */
+function errorOutcomeOf(error: unknown): ErrorOutcome {
+  const thrown = thrownFieldsOf(error);
+  return thrown === undefined ? { kind: "error", message: describeThrown(error) } : { kind: "error", message: describeThrown(error), thrown };
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -273,7 +295,7 @@ class CallRun {
   }
 
   /** The reply for the tool's outcome; a promise only when the call left work behind that needs a grace period. */
-  finish(outcome: { kind: "ok"; result: unknown } | { kind: "error"; message: string }): unknown {
+  finish(outcome: { kind: "ok"; result: unknown } | ErrorOutcome): unknown {
     const runMs = performance.now() - this.#startedAt;
     const task = this.#task;
     const { toolName, maxResultBytes } = this.#tool;
@@ -288,7 +310,7 @@ class CallRun {
     let reply: WorkerReply;
     let transferables: ArrayBuffer[] = [];
     if (outcome.kind !== "ok") {
-      reply = { kind: "error", message: outcome.message, updates, runMs };
+      reply = { ...outcome, updates, runMs };
     } else if (this.#unclonedUpdate !== undefined) {
       reply = fault(
         "TP_ERR_RESULT_NOT_CLONEABLE",
