@@ -53,24 +53,29 @@ const piSchemaVersion = "1.6.0";
 const dist = new URL("../dist/", import.meta.url);
 const path = (relative) => fileURLToPath(new URL(relative, dist));
 
+/** Bundles the exports that `source` (an ES module of re-exports) names into dist/vendor/NAME.cjs, one CommonJS file. */
+async function bundleVendor(name, source) {
+  const entry = path(`vendor/${name}-entry.mjs`);
+  await mkdir(new URL("vendor/", dist), { recursive: true });
+  await writeFile(entry, source);
+  try {
+    await build({
+      cwd: root,
+      input: entry,
+      platform: "node",
+      logLevel: "warn",
+      output: { file: path(`vendor/${name}.cjs`), format: "cjs", strict: true },
+    });
+  } finally {
+    await rm(entry, { force: true });
+  }
+}
+
 // TypeBox.
-const entry = path("vendor/typebox-entry.mjs");
-await mkdir(new URL("vendor/", dist), { recursive: true });
-await writeFile(
-  entry,
+await bundleVendor(
+  "typebox",
   'export { Compile } from "typebox/compile";\nexport { Value } from "typebox/value";\nexport { Format } from "typebox/format";\n',
 );
-try {
-  await build({
-    cwd: root,
-    input: entry,
-    platform: "node",
-    logLevel: "warn",
-    output: { file: path("vendor/typebox.cjs"), format: "cjs", strict: true },
-  });
-} finally {
-  await rm(entry, { force: true });
-}
 // ASCII only, so that toolpool reads it as latin1, without decoding UTF-8
 // (a cost on every first compile): the few other characters (in string literals)
 // become \u escapes, which mean the same there, in comments and in regexes.
@@ -104,22 +109,10 @@ const piSchemaPackage = JSON.parse(await readFile(new URL("../node_modules/@eare
 if (piSchemaPackage.version !== piSchemaVersion) {
   throw new Error(`bundle: expected @earendil-works/pi-schema ${piSchemaVersion} (pi 1.6's), found ${piSchemaPackage.version}`);
 }
-const piSchemaEntry = path("vendor/pi-schema-entry.mjs");
-await writeFile(
-  piSchemaEntry,
+await bundleVendor(
+  "pi-schema",
   'export { compile } from "@earendil-works/pi-schema";\nexport { formats } from "@earendil-works/pi-schema/formats";\n',
 );
-try {
-  await build({
-    cwd: root,
-    input: piSchemaEntry,
-    platform: "node",
-    logLevel: "warn",
-    output: { file: path("vendor/pi-schema.cjs"), format: "cjs", strict: true },
-  });
-} finally {
-  await rm(piSchemaEntry, { force: true });
-}
 const typeboxNotice = await readFile(
   new URL("../node_modules/@earendil-works/pi-schema/THIRD_PARTY_NOTICES/typebox-LICENSE", import.meta.url),
   "utf8",

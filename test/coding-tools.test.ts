@@ -53,9 +53,7 @@ function comparable(result: { content?: unknown; details?: unknown; isError?: un
   });
   // The pattern runs on each string value, never on the whole text: on an image's base64 (slashes, no spaces) it
   // backtracks quadratically, over a minute for a 1 MiB screenshot.
-  return JSON.parse(text, (key, value) =>
-    key === "wall_time_seconds" ? 0 : typeof value === "string" ? withoutOutputFolder(value) : value,
-  );
+  return JSON.parse(text, (key, value) => (key === "wall_time_seconds" ? 0 : typeof value === "string" ? withoutOutputFolder(value) : value));
 }
 
 /** A rejection of `execute` as the differential compares it: its class, name, message and every own field (a Node error's `code`, `errno`, `syscall`, `path`). */

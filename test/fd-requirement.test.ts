@@ -63,18 +63,27 @@ afterAll(() => {
   else process.env.PI_CODING_AGENT_DIR = savedAgentDir;
 });
 
-/** Puts `write`'s fd in place before the part's tests, and records the process's warnings meanwhile. */
-function withFd(write: () => void): { warnings: Error[] } {
+/**
+ * Before the part's tests: pi's `bin/fd` linked to `fd`, a fresh workspace and a runtime of find on it,
+ * with the process's warnings recorded from just before the runtime is made.
+ */
+function findRuntimeWith(fd: () => string, workspace: string): { warnings: Error[]; runtime: () => Runtime } {
   const recorded = { warnings: [] as Error[] };
   const onWarning = (warning: Error) => recorded.warnings.push(warning);
-  beforeAll(() => {
-    write();
+  let runtime: Runtime | undefined;
+  beforeAll(async () => {
+    linkFd(fd());
     process.on("warning", onWarning);
+    writeWorkspace(workspace);
+    runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: ["find"] }), pool: { maxThreads: 1 } });
+    // process.emitWarning reports on the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
   });
-  afterAll(() => {
+  afterAll(async () => {
     process.off("warning", onWarning);
+    await runtime?.close();
   });
-  return recorded;
+  return { warnings: recorded.warnings, runtime: () => runtime! };
 }
 
 /** An fd that takes `--no-require-git`: `TOOLPOOL_TEST_FD`, else fd or fdfind on PATH when it does. */
@@ -96,15 +105,7 @@ function linkFd(fd: string): void {
 
 describe.skipIf(!supportsPi16() || oldFd === undefined)("codingTools' find with an fd older than 8.7 (pi 1.6)", () => {
   const workspace = join(base, "old");
-  const recorded = withFd(() => linkFd(oldFd!));
-  let runtime: Runtime;
-  beforeAll(async () => {
-    writeWorkspace(workspace);
-    runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: ["find"] }), pool: { maxThreads: 1 } });
-    // process.emitWarning reports on the next tick.
-    await new Promise((resolve) => setImmediate(resolve));
-  });
-  afterAll(() => runtime.close());
+  const recorded = findRuntimeWith(() => oldFd!, workspace);
 
   it("says when made, before any call, which fd find needs and which it found (pi 1.6)", () => {
     const mine = recorded.warnings.filter((warning) => warning.name === "ToolpoolWarning");
@@ -121,7 +122,7 @@ describe.skipIf(!supportsPi16() || oldFd === undefined)("codingTools' find with 
       const pi = await piFind(workspace, args);
       expect(pi.isError).toBe(true);
       expect(JSON.stringify(pi.content)).toContain("Found argument '--no-require-git' which wasn't expected");
-      const outcome = await runtime.runToolCall({ type: "toolCall", id: "find", name: "find", arguments: args });
+      const outcome = await recorded.runtime().runToolCall({ type: "toolCall", id: "find", name: "find", arguments: args });
       expect(outcome.isError).toBe(true);
       expect(outcome.result.content).toEqual([{ type: "text", text: message }]);
     }
@@ -134,34 +135,29 @@ describe.skipIf(!supportsPi16() || oldFd === undefined)("codingTools' find with 
       { pattern: "nothing-*", path: "repo" },
     ]) {
       const pi = await piFind(workspace, args);
-      const outcome = await runtime.runToolCall({ type: "toolCall", id: "find", name: "find", arguments: args });
+      const outcome = await recorded.runtime().runToolCall({ type: "toolCall", id: "find", name: "find", arguments: args });
       expect({ content: outcome.result.content, isError: outcome.isError }, JSON.stringify(args)).toEqual(pi);
     }
-    const listed = await runtime.runToolCall({ type: "toolCall", id: "find", name: "find", arguments: { pattern: "*.txt", path: "repo" } });
+    const listed = await recorded
+      .runtime()
+      .runToolCall({ type: "toolCall", id: "find", name: "find", arguments: { pattern: "*.txt", path: "repo" } });
     expect((listed.result.content[0] as { text: string }).text.split("\n").sort()).toEqual(["c.txt", "sub/d.txt"]);
   }, 60_000);
 });
 
 describe.skipIf(!supportsPi16() || recentFd === undefined)("codingTools' find with an fd that takes --no-require-git (pi 1.6)", () => {
   const workspace = join(base, "recent");
-  const recorded = withFd(() => linkFd(recentFd!));
-  let runtime: Runtime;
-  beforeAll(async () => {
-    writeWorkspace(workspace);
-    runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace, tools: ["find"] }), pool: { maxThreads: 1 } });
-    await new Promise((resolve) => setImmediate(resolve));
-  });
-  afterAll(() => runtime.close());
+  const recorded = findRuntimeWith(() => recentFd!, workspace);
 
   it("says nothing when made, and gives pi's results outside a git repository, .gitignore files respected (pi 1.6)", async () => {
     expect(recorded.warnings.filter((warning) => warning.name === "ToolpoolWarning")).toEqual([]);
     for (const args of [{ pattern: "*.txt" }, { pattern: "**/*.txt", path: "plain" }, { pattern: "*.txt", path: "repo" }]) {
       const pi = await piFind(workspace, args);
-      const outcome = await runtime.runToolCall({ type: "toolCall", id: "find", name: "find", arguments: args });
+      const outcome = await recorded.runtime().runToolCall({ type: "toolCall", id: "find", name: "find", arguments: args });
       expect({ content: outcome.result.content, isError: outcome.isError }, JSON.stringify(args)).toEqual(pi);
       expect(outcome.isError).toBe(false);
     }
-    const listed = await runtime.runToolCall({ type: "toolCall", id: "find", name: "find", arguments: { pattern: "*.txt" } });
+    const listed = await recorded.runtime().runToolCall({ type: "toolCall", id: "find", name: "find", arguments: { pattern: "*.txt" } });
     expect((listed.result.content[0] as { text: string }).text.split("\n").sort()).toEqual([
       "plain/a.txt",
       "plain/deep/b.txt",
