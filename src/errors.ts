@@ -132,7 +132,8 @@ export function thrownFieldsOf(error: unknown): ThrownErrorFields | undefined {
   } catch {}
   try {
     for (const key of Object.keys(error)) {
-      if (unfieldedNames.has(key)) continue;
+      // A field named as a method every error has (`toString`, `valueOf`) would break `String(error)` where it lands.
+      if (unfieldedNames.has(key) || typeof (Error.prototype as unknown as Record<string, unknown>)[key] === "function") continue;
       const value: unknown = (error as unknown as Record<string, unknown>)[key];
       if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") (thrown.fields ??= {})[key] = value;
     }

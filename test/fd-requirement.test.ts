@@ -128,6 +128,17 @@ describe.skipIf(!supportsPi16() || oldFd === undefined)("codingTools' find with 
     }
   }, 60_000);
 
+  it("answers an already-aborted find as pi does, before it looks at fd (pi 1.6)", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const find = recorded.runtime().agentTools()[0]!;
+    await expect(find.execute("c1", { pattern: "*.txt" }, controller.signal)).rejects.toThrow(/^Operation aborted$/);
+    const { createFindTool } = (await import("@earendil-works/pi-coding-agent")) as unknown as {
+      createFindTool: (cwd: string) => { execute: (id: string, args: unknown, signal: AbortSignal) => Promise<unknown> };
+    };
+    await expect(createFindTool(workspace).execute("c1", { pattern: "*.txt" }, controller.signal)).rejects.toThrow(/^Operation aborted$/);
+  }, 60_000);
+
   it("gives pi's results for a find inside a git repository (pi 1.6)", async () => {
     for (const args of [
       { pattern: "*.txt", path: "repo" },
@@ -165,6 +176,36 @@ describe.skipIf(!supportsPi16() || recentFd === undefined)("codingTools' find wi
       "repo/sub/d.txt",
       "top.txt",
     ]);
+  }, 60_000);
+});
+
+describe.skipIf(!supportsPi16())("codingTools with an fd on PATH that never answers (pi 1.6)", () => {
+  const folder = join(base, "hang");
+  const savedPath = process.env.PATH;
+  afterAll(() => {
+    process.env.PATH = savedPath;
+  });
+
+  it("is made all the same, and says the fd did not answer (pi 1.6)", async () => {
+    mkdirSync(folder, { recursive: true });
+    // `exec`: the probe's kill ends the sleep itself, leaving nothing behind.
+    writeFileSync(join(folder, "fd"), "#!/bin/sh\nexec /bin/sleep 600\n", { mode: 0o755 });
+    rmSync(fdPath, { force: true });
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on("warning", onWarning);
+    process.env.PATH = folder;
+    try {
+      const tools = codingTools({ workspace: base, tools: ["find"] });
+      expect(tools.map((tool) => tool.name)).toEqual(["find"]);
+    } finally {
+      process.env.PATH = savedPath;
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    process.off("warning", onWarning);
+    const mine = warnings.filter((warning) => warning.name === "ToolpoolWarning");
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.message).toContain("the fd it runs, fd (which did not answer --version within 2000 ms)");
   }, 60_000);
 });
 

@@ -234,6 +234,10 @@ describe("WorkerPool", () => {
     }
     const system = await agentTool!.execute("s", { kind: "system" }).catch((error: unknown) => error);
     expect(system).toMatchObject({ code: "ENOENT", syscall: "open", errno: -2 });
+    const shadowing = await agentTool!.execute("x", { kind: "shadowing" }).catch((error: unknown) => error);
+    expect(String(shadowing)).toBe("Error: shadowed");
+    expect(shadowing).toMatchObject({ code: "E_SHADOW" });
+    expect(Object.keys(shadowing as object)).toEqual(["code"]);
   });
 
   it("listens to a batch's signal once, however many of its calls the pool holds", async () => {

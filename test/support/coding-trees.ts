@@ -206,7 +206,8 @@ export function generateCalls(seed: number, root: string, tree: { files: string[
   calls.push({ name: "bash", arguments: { command: "printf 'no newline'" } });
   calls.push({ name: "bash", arguments: { command: "true" } });
   calls.push({ name: "bash", arguments: { command: "echo x", timeout: -1 } });
-  calls.push({ name: "bash", arguments: { command: "cat loop-a; ls -d srclink/nested" } });
+  // One stream: a command's stderr and stdout are read from two pipes, whose order is the reader's.
+  calls.push({ name: "bash", arguments: { command: "{ cat loop-a; ls -d srclink/nested; } 2>&1" } });
   const readme = tree.lines.get("README.md")!;
   // The link calls go in at random places, after some of what the others do to the tree and before the rest.
   for (const call of linkCalls(root, readme[Math.floor(next() * readme.length)]!)) calls.splice(Math.floor(next() * (calls.length + 1)), 0, call);

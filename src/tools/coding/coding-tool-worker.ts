@@ -173,7 +173,12 @@ export async function execute(args: unknown, ctx: WorkerToolContext<unknown>): P
     return typeof path === "string" ? withPathLock(pi.paths.resolveToCwd(path, context.cwd), ctx.signal, run) : run();
   }
   // pi's find would run an fd that cannot serve this search (unless `operations.glob` replaces fd): say which fd it needs, not fd's usage text.
-  if (settings.fdShortfall !== undefined && (options.operations as { glob?: unknown } | undefined)?.glob === undefined) {
+  // An aborted call is pi's to answer ("Operation aborted"), as pi checks that before it runs fd.
+  if (
+    settings.fdShortfall !== undefined &&
+    ctx.signal?.aborted !== true &&
+    (options.operations as { glob?: unknown } | undefined)?.glob === undefined
+  ) {
     const searchPath = pi.paths.resolveToCwd((args as { path?: string }).path || ".", context.cwd);
     if (await isFindRefused(settings.fdShortfall, searchPath)) throw new Error(settings.fdShortfall.message);
   }

@@ -55,9 +55,11 @@ const maxLinkHops = 40;
  * Only a path that leaves is refused: one whose walk fails inside (a loop
  * of links, a folder it may not search) returns, and pi's tool gives its own
  * answer, as it does to everything that comes before any path is touched
- * (an aborted signal, invalid edits). The one exception is a `..` after a
- * component that does not exist or is not a folder ({@link DeadEnd}), which
- * is refused wherever it is: where it would lead cannot be judged.
+ * (an aborted signal, invalid edits). Two exceptions, refused wherever they
+ * are because where they would lead cannot be judged: a `..` after a
+ * component that does not exist or is not a folder ({@link DeadEnd}), and a
+ * walk that fails inside for a reason other than permission (a resolved
+ * path past PATH_MAX).
  */
 export async function assertConfined(
   tool: CodingToolName,
@@ -79,9 +81,17 @@ export async function assertConfined(
     case "reached":
       if (isAllowed(landing.path)) return;
       throw outsideError(path, root, `it resolves to ${quotePathAlways(landing.path)}`);
-    case "stuck":
-      if (isAllowed(landing.at)) return;
-      throw outsideError(path, root, `it leads to ${quotePathAlways(landing.at)}`);
+    case "stuck": {
+      if (!isAllowed(landing.at)) throw outsideError(path, root, `it leads to ${quotePathAlways(landing.at)}`);
+      // No permission to search a folder inside stops the kernel's walk there too (pi runs with this process's
+      // credentials): pi answers. Any other failure is not the kernel's: the walk joins whole paths, which can pass
+      // PATH_MAX (ENAMETOOLONG) where the kernel, following one link at a time, goes on; so it fails closed.
+      const code = (landing.error as NodeJS.ErrnoException).code;
+      if (code === "EACCES" || code === "EPERM") return;
+      throw new Error(
+        `Path ${quotePathAlways(path)} could not be checked against the workspace ${quotePathAlways(root)}: ${code ?? String(landing.error)}${code === "ENAMETOOLONG" ? " (its links lead to a path longer than the system allows)" : ""}; it is not followed`,
+      );
+    }
     case "loop": {
       const outside = landing.links.find((link) => !isAllowed(link));
       if (outside === undefined) return;

@@ -27,6 +27,9 @@ export interface FdShortfall {
   readonly scope: "everywhere" | "outsideGitRepository";
 }
 
+/** How long each probe of the fd may take: it runs on the main thread, and an fd answers `--version` in milliseconds. */
+const fdProbeTimeoutMs = 2_000;
+
 /**
  * What falls short in the fd pi's find would run: `fdPath` as pi's own
  * lookup gives it (pi's folder of tools `binDir`, then `fd`, then `fdfind`
@@ -45,8 +48,12 @@ export function fdShortfallOf(fdPath: string | undefined, binDir: string): FdSho
       scope: "everywhere",
     };
   }
-  if (spawnSync(fdPath, ["--no-require-git", "--version"], { stdio: "pipe", timeout: 10_000 }).status === 0) return undefined;
-  const version = spawnSync(fdPath, ["--version"], { stdio: "pipe", timeout: 10_000 }).stdout?.toString().trim() || "its version unknown";
+  const probe = spawnSync(fdPath, ["--no-require-git", "--version"], { stdio: "pipe", timeout: fdProbeTimeoutMs });
+  if (probe.status === 0) return undefined;
+  const version =
+    probe.signal !== null
+      ? `which did not answer --version within ${fdProbeTimeoutMs} ms`
+      : spawnSync(fdPath, ["--version"], { stdio: "pipe", timeout: fdProbeTimeoutMs }).stdout?.toString().trim() || "its version unknown";
   return {
     message: `pi's find needs fd ${fdMinimumVersion} or later outside a git repository: there it passes --no-require-git, so that .gitignore files count, and the fd it runs, ${fdPath} (${version}), refuses that flag. ${install}.`,
     scope: "outsideGitRepository",

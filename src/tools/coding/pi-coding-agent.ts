@@ -13,9 +13,9 @@
  *
  * @module
  */
-import { readFileSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join } from "node:path";
+import { delimiter, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import type { PiShellUtils } from "./bash-operations.js";
@@ -99,14 +99,13 @@ export function piCodingAgentUnavailable(entryHref?: string): string | undefined
   return undefined;
 }
 
-function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; shell: URL; childProcess: URL; toolsManager: URL; config: URL } {
+function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; shell: URL; childProcess: URL; config: URL } {
   const entry = entryHref === undefined ? piCodingAgentEntry() : new URL(entryHref);
   return {
     tools: new URL("./core/tools/index.js", entry),
     paths: new URL("./core/tools/path-utils.js", entry),
     shell: new URL("./utils/shell.js", entry),
     childProcess: new URL("./utils/child-process.js", entry),
-    toolsManager: new URL("./utils/tools-manager.js", entry),
     config: new URL("./config.js", entry),
   };
 }
@@ -129,16 +128,37 @@ export function requirePiToolModules(entryHref?: string): PiToolModules {
 }
 
 /**
- * The fd pi's find runs, by pi's own lookup (`getToolPath("fd")`: pi's
- * folder of tools, then `fd`, then `fdfind` on PATH), undefined where it
- * finds none; and that folder. Main thread, after {@link requirePiToolModules}.
+ * The fd pi's find runs, found as pi's `getToolPath("fd")` finds it (pi's
+ * folder of tools, then `fd`, then `fdfind` on PATH), undefined where there
+ * is none; and that folder. pi's lookup runs each candidate's `--version`
+ * without a time limit, which would hold the main thread forever on an
+ * `fd` that never answers (Debian's fdclone installs a file manager as
+ * `fd`): this one only looks for executable files. Main thread.
  */
 export function piFdLookup(entryHref?: string): { path: string | undefined; binDir: string } {
-  const urls = moduleUrls(entryHref);
   const require = createRequire(import.meta.url);
-  const { getToolPath } = require(fileURLToPath(urls.toolsManager)) as { getToolPath(tool: "fd"): string | null };
-  const { getBinDir } = require(fileURLToPath(urls.config)) as { getBinDir(): string };
-  return { path: getToolPath("fd") ?? undefined, binDir: getBinDir() };
+  const { getBinDir } = require(fileURLToPath(moduleUrls(entryHref).config)) as { getBinDir(): string };
+  const binDir = getBinDir();
+  const local = join(binDir, "fd");
+  if (existsSync(local)) return { path: local, binDir };
+  // pi runs the bare name, which the shell-less spawn finds on PATH.
+  const onPath = ["fd", "fdfind"].find((name) => isExecutableOnPath(name));
+  return { path: onPath, binDir };
+}
+
+/** Whether an executable file `name` is in a folder of PATH. */
+function isExecutableOnPath(name: string): boolean {
+  for (const folder of (process.env.PATH ?? "").split(delimiter)) {
+    if (folder === "") continue;
+    try {
+      const file = join(folder, name);
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return true;
+    } catch {
+      // Not here.
+    }
+  }
+  return false;
 }
 
 const importing = new Map<string | undefined, Promise<PiWorkerModules>>();
