@@ -229,7 +229,7 @@ describe.skipIf(!hasChromium && !isCi)("live view from the link toolpool serve p
   async function openConnected(
     link: string,
     servedUrl: string,
-  ): Promise<{ location: { href: string; hash: string }; requestLines: string[]; sent: string }> {
+  ): Promise<{ location: { href: string; hash: string }; stored: string | null; requestLines: string[]; sent: string }> {
     const relay = await recordingRelay(servedUrl);
     const page = await browser!.newPage();
     const problems = watchProblems(page);
@@ -240,7 +240,8 @@ describe.skipIf(!hasChromium && !isCi)("live view from the link toolpool serve p
       expect(await page.locator("#pool").isVisible()).toBe(true);
       expect(problems).toEqual([]);
       const seen = await page.evaluate(() => ({ href: location.href, hash: location.hash }));
-      return { location: seen, requestLines: requestLinesOf(relay.sent()), sent: relay.sent() };
+      const stored = await page.evaluate(() => sessionStorage.getItem("toolpool-token"));
+      return { location: seen, stored, requestLines: requestLinesOf(relay.sent()), sent: relay.sent() };
     } finally {
       await page.close();
       await relay.close();
@@ -296,6 +297,10 @@ describe.skipIf(!hasChromium && !isCi)("live view from the link toolpool serve p
     expect(await liveViewLine(served)).toBe(`toolpool serve: live view: ${served.url}/ui/`);
     const seen = await openConnected(`${served.url}/ui/`, served.url);
     expect(seen.requestLines).toContain("GET /v1/pool/events HTTP/1.1");
+    // A tokenless connection keeps no token in the tab (a server that later needs one gets the form, not "Refused").
+    expect(seen.stored).toBeNull();
+    // An empty token in a link counts as none.
+    expect((await openConnected(`${served.url}/ui/#token=`, served.url)).stored).toBeNull();
     served.child.kill("SIGTERM");
     await served.exited;
   }, 120_000);

@@ -185,7 +185,9 @@ async function connect(token, isFirstTry = false) {
     }
     return;
   }
-  sessionStorage.setItem(tokenKey, token);
+  // A tokenless connection keeps nothing: were the server to need a token later, the page asks for it.
+  if (token === "") sessionStorage.removeItem(tokenKey);
+  else sessionStorage.setItem(tokenKey, token);
   $("disconnect").hidden = false;
   $field("token").value = "";
   setStatus("Connected: live.");
@@ -573,7 +575,8 @@ $("disconnect").addEventListener("click", () => {
 // a try without one: a server without a token shows its pool at once (its
 // plain link is a connected view), one with a token answers 401 and the form
 // asks for it.
-const initialToken = takeLinkedToken() ?? sessionStorage.getItem(tokenKey);
+// An empty one (`#token=`) counts as none.
+const initialToken = takeLinkedToken() || sessionStorage.getItem(tokenKey) || null;
 void connect(initialToken ?? "", initialToken === null);
 
 /**
