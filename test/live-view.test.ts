@@ -240,7 +240,9 @@ describe.skipIf(!hasChromium && !isCi)("live view from the link toolpool serve p
       expect(await page.locator("#pool").isVisible()).toBe(true);
       expect(problems).toEqual([]);
       const seen = await page.evaluate(() => ({ href: location.href, hash: location.hash }));
-      const stored = await page.evaluate(() => sessionStorage.getItem("toolpool-token"));
+      const stored = await page.evaluate(() =>
+        (globalThis as unknown as { sessionStorage: { getItem(key: string): string | null } }).sessionStorage.getItem("toolpool-token"),
+      );
       return { location: seen, stored, requestLines: requestLinesOf(relay.sent()), sent: relay.sent() };
     } finally {
       await page.close();
