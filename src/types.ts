@@ -136,8 +136,6 @@ export interface AgentTool<TArgs = any, TDetails = any> {
   executionMode?: ToolExecutionMode;
   /** pi 1.6: the JSON Schema of `structuredContent` in successful results (read and bash of pi's coding tools declare one). */
   outputSchema?: object;
-  /** pi 1.6: how a provider may constrain the model's arguments for this tool (pi-ai's `ConstrainedSamplingConfig`), or `false`. */
-  constrainedSampling?: false | { type: "json_schema"; strict: "prefer" | "require" } | { type: "grammar"; variants: unknown };
 }
 
 /** The `ctx` a worker tool's execute function receives inside a worker thread. */

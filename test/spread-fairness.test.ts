@@ -24,8 +24,10 @@ const tools = [tool("spread_parent", "spreadParent"), tool("noop", "noop"), tool
 
 let runtimes: Runtime[] = [];
 afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close()));
+  // Emptied first: a close that never ends fails its own test, not every one after it.
+  const closing = runtimes;
   runtimes = [];
+  await Promise.all(closing.map((runtime) => runtime.close()));
 });
 
 /** A runtime whose threads have all answered a call (so they count as idle), recording its pool events. */
@@ -200,10 +202,14 @@ describe("a part aborted while asked to yield", () => {
       sessionKey: "spreader",
       signal: controller.signal,
     });
-    await until(() => running(runtime).length === 2, "the call and its part running");
+    const calls = () => runtime.diagnose().pools.flatMap((pool) => pool.calls);
+    // Running, and their tools loaded on their threads: an abort's grace counts from the load (on the fake clock).
+    await until(
+      () => calls().filter((call) => call.state === "running" && call.isLoading !== true).length === 2,
+      "the call and its part running, their tools loaded",
+    );
     // A call of another session waits: the part is asked to yield, and would be preempted 500 ms on.
     const light = runtime.executeToolCalls(batch(["l", "noop"]), { sessionKey: "light" });
-    const calls = () => runtime.diagnose().pools.flatMap((pool) => pool.calls);
     await until(() => calls().some((call) => call.state === "waiting"), "the light call waiting");
     clock.advance(400);
     controller.abort();

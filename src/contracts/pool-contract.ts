@@ -115,6 +115,8 @@ export interface PoolCallDiagnosis {
   /** The thread running it, for a running call. */
   threadId?: number;
   isAborted: boolean;
+  /** A running call whose thread has not yet said it has loaded the call's tool (its first call of it there). */
+  isLoading?: boolean;
 }
 
 /** The pool's inner state, for diagnosing a stall (the soak's watchdog prints it). */

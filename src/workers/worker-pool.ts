@@ -207,6 +207,7 @@ export class WorkerPool implements ToolCallPool {
         state: call.phase === "waiting" ? "waiting" : "running",
         ...(call.phase === "waiting" ? {} : { threadId: call.threadId }),
         isAborted: call.isAborted,
+        ...(call.phase === "running" && call.isLoading ? { isLoading: true } : {}),
       })),
     };
   }
