@@ -11,7 +11,7 @@ import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
-import { markedProcesses, sleepers } from "./support/processes.js";
+import { markedProcesses, runningAfterWait, sleepers } from "./support/processes.js";
 import { textOf, until } from "./support/helpers.js";
 
 warnSkippedPi16("test/bash-process-tree.test.ts");
@@ -218,15 +218,6 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux")("the priority o
   }, 120_000);
 });
 
-/** Whether `pid` runs (a zombie, exited and not yet reaped, does not). */
-function isRunning(pid: number): boolean {
-  try {
-    return !readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.startsWith("Z");
-  } catch {
-    return false;
-  }
-}
-
 describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash calls of a host that dies by a signal (pi 1.6)", () => {
   const hostScript = fileURLToPath(new URL("./fixtures/coding/bash-host.mjs", import.meta.url));
   for (const signal of ["SIGKILL", "SIGTERM"] as const) {
@@ -253,12 +244,7 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux")("bash calls of 
         expect(pids).toEqual(expect.arrayContaining(reported));
         host.kill(signal);
         expect((await exited)[1]).toBe(signal);
-        await until(
-          () => !pids.some(isRunning),
-          () => `the host's processes ended (left: ${pids.filter(isRunning).join(", ")})`,
-          { limitMs: 20_000 },
-        ).catch(() => {});
-        expect(pids.filter(isRunning)).toEqual([]);
+        expect(await runningAfterWait(pids, "the host's processes")).toEqual([]);
       } finally {
         host.kill("SIGKILL");
         for (const pid of pids) {

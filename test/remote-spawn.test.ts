@@ -10,7 +10,7 @@ import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
 
 import { until } from "./support/helpers.js";
-import { markedProcesses, sleepers } from "./support/processes.js";
+import { isRunning, markedProcesses, runningAfterWait, sleepers } from "./support/processes.js";
 import { builtCodingToolsUrl, RemoteChild, routedSpawn, SpawnHelper } from "./support/internals.js";
 
 type AnyChild = ReturnType<typeof nodeSpawn> | RemoteChild;
@@ -357,12 +357,7 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
         others.push(foreign.pid!);
         host.kill(signal);
         expect((await exited)[1]).toBe(signal);
-        await until(
-          () => !pids.some(isRunning),
-          () => `the host's processes ended (left: ${pids.filter(isRunning).join(", ")})`,
-          { limitMs: 20_000 },
-        ).catch(() => {});
-        expect(pids.filter(isRunning)).toEqual([]);
+        expect(await runningAfterWait(pids, "the host's processes")).toEqual([]);
         expect(others.filter(isRunning)).toEqual(others);
       } finally {
         host.kill("SIGKILL");
@@ -390,12 +385,3 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     }
   });
 });
-
-/** Whether `pid` runs (a zombie, exited and not yet reaped, does not). */
-function isRunning(pid: number): boolean {
-  try {
-    return !readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.startsWith("Z");
-  } catch {
-    return false;
-  }
-}

@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 
+import { until } from "./helpers.js";
+
 /** The process numbers in /proc, this process's aside. */
 function processes(): number[] {
   return readdirSync("/proc")
@@ -43,4 +45,23 @@ export function sleepers(seconds: string): number[] {
       return false;
     }
   });
+}
+
+/** Whether `pid` runs (a zombie, exited and not yet reaped, does not). */
+export function isRunning(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "latin1").split(") ")[1]!.startsWith("Z");
+  } catch {
+    return false;
+  }
+}
+
+/** Those of `pids` still running once all have ended or 20 s have passed: what a test expects to be empty. */
+export async function runningAfterWait(pids: readonly number[], what: string): Promise<number[]> {
+  await until(
+    () => !pids.some(isRunning),
+    () => `${what} ended (left: ${pids.filter(isRunning).join(", ")})`,
+    { limitMs: 20_000 },
+  ).catch(() => {});
+  return pids.filter(isRunning);
 }
