@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -12,12 +11,10 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import { writeOldFd } from "./support/coding-trees.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
-import { spawnServe } from "./support/serve-process.js";
+import { spawnServe, spawnToolpool } from "./support/serve-process.js";
 
 warnSkippedPi16("test/coding-tools-serve.test.ts");
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const CLI = join(ROOT, "dist", "cli", "main.js");
 const base = join(tmpdir(), `toolpool-coding-serve-${process.pid}`);
 const children: ChildProcess[] = [];
 
@@ -74,12 +71,9 @@ describe.skipIf(!supportsPi16())("serve and mcp --coding-tools (pi 1.6)", () => 
   it("mcp --http: each MCP session in a folder of its own", async () => {
     const root = join(base, "mcp");
     mkdirSync(root, { recursive: true });
-    const child = spawn(process.execPath, [CLI, "mcp", "--http", "127.0.0.1:0", "--coding-tools", "read,bash,ls", "--root", root, "--token", "t0k"], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, TOOLPOOL_TOKEN: "" },
+    const { child } = spawnToolpool(["mcp", "--http", "127.0.0.1:0", "--coding-tools", "read,bash,ls", "--root", root, "--token", "t0k"], {
+      children,
     });
-    children.push(child);
     let stdout = "";
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
     while (!/listening on \S+\n/.test(stdout)) await once(child.stdout!, "data");
@@ -120,16 +114,9 @@ describe.skipIf(!supportsPi16())("serve and mcp --coding-tools (pi 1.6)", () => 
       served.child.kill("SIGTERM");
       expect((await served.exited)[0]).toBe(0);
 
-      const mcp = spawn(process.execPath, [CLI, "mcp", "--coding-tools", "find", "--root", root], {
-        cwd: ROOT,
-        stdio: ["pipe", "pipe", "pipe"],
-        env: { ...process.env, TOOLPOOL_TOKEN: "", ...env },
-      });
-      children.push(mcp);
-      let stderr = "";
-      mcp.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-      while (!saysFd.test(stderr) && mcp.exitCode === null) await once(mcp.stderr!, "data");
-      expect(stderr).toMatch(saysFd);
+      const { child: mcp, stderr } = spawnToolpool(["mcp", "--coding-tools", "find", "--root", root], { env, children, stdin: "pipe" });
+      while (!saysFd.test(stderr()) && mcp.exitCode === null) await once(mcp.stderr!, "data");
+      expect(stderr()).toMatch(saysFd);
       mcp.stdin!.end();
       mcp.kill("SIGTERM");
       await once(mcp, "exit");
@@ -142,16 +129,10 @@ describe.skipIf(!supportsPi16())("serve and mcp --coding-tools (pi 1.6)", () => 
       ["serve", "--port", "0", "--coding-tools", "--pi", "0.73"],
       ["serve", "--port", "0", "--bash-timeout", "1000"],
     ]) {
-      const child = spawn(process.execPath, [CLI, ...args], {
-        cwd: ROOT,
-        stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, TOOLPOOL_TOKEN: "" },
-      });
-      let stderr = "";
-      child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-      const [code] = await once(child, "exit");
+      const { stderr, exited } = spawnToolpool(args, { children });
+      const [code] = await exited;
       expect(code).toBe(2);
-      expect(stderr).toMatch(/--coding-tools/);
+      expect(stderr()).toMatch(/--coding-tools/);
     }
   }, 60_000);
 });

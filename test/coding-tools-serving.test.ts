@@ -1,26 +1,23 @@
 // What `serve` and `mcp --http` require before serving pi's coding tools
 // (src/cli/coding-tools-serving.ts): a token when the tools run commands or
 // write, a --root for serve, and each session's share of the coding-io pool.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 
 import { supportsPi16 } from "toolpool";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { defaultIoThreads } from "./support/internals.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
-import { spawnServe } from "./support/serve-process.js";
+import { spawnServe, spawnToolpool } from "./support/serve-process.js";
 import { assistantMessage, batchEndOf, postBatch, readSse, type SseEvent } from "./support/server-client.js";
 
 warnSkippedPi16("test/coding-tools-serving.test.ts");
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const CLI = join(ROOT, "dist", "cli", "main.js");
 const base = join(tmpdir(), `toolpool-coding-serving-${process.pid}`);
 const children: ChildProcess[] = [];
 
@@ -40,34 +37,19 @@ function freshRoot(name: string): string {
  * killed: it should not have started); its exit code, or "listening", and stderr.
  */
 async function runUntilExit(args: string[]): Promise<{ code: number | "listening"; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, TOOLPOOL_TOKEN: "" },
-  });
-  children.push(child);
-  let stderr = "";
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  const exited = once(child, "exit").then(([code]) => code as number);
+  const { child, stderr, exited } = spawnToolpool(args, { children });
   const listening = once(createInterface({ input: child.stdout! }), "line").then(() => "listening" as const);
-  const code = await Promise.race([exited, listening]);
+  const code = await Promise.race([exited.then(([code]) => code as number), listening]);
   if (code === "listening") child.kill("SIGKILL");
   await exited;
-  return { code, stderr };
+  return { code, stderr: stderr() };
 }
 
 /** `toolpool mcp --http ARGS`, once listening: its URL and stderr so far. */
 async function spawnMcpHttp(args: string[]): Promise<{ url: string; stderr: () => string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [CLI, "mcp", "--http", "127.0.0.1:0", ...args], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, TOOLPOOL_TOKEN: "" },
-  });
-  children.push(child);
-  let stderr = "";
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const { child, stderr } = spawnToolpool(["mcp", "--http", "127.0.0.1:0", ...args], { children });
   const [line] = (await once(createInterface({ input: child.stdout! }), "line")) as [string];
-  return { url: /^listening on (\S+)$/.exec(line)![1]!, stderr: () => stderr, child };
+  return { url: /^listening on (\S+)$/.exec(line)![1]!, stderr, child };
 }
 
 /** The generated token that the server printed on stderr, once it has. */
