@@ -12,7 +12,8 @@
  * ```
  *
  * `--pi 1.6` runs the after build with pi 1.6's rules (the before build as it
- * is). `--batches` compares whole batches of 64 calls instead, each build in
+ * is). `--batches` compares whole batches (`--batch-calls`, 64 by default; each
+ * batch's calls in flight together, batches one after another) instead, each build in
  * a process of its own beside bare Piscina at its defaults (the dispatch
  * suite's batches, `suites/dispatch-batches.ts`, on pools of a thread per
  * core unless `--threads` says otherwise; `--calls` and `--in-flight` do not
@@ -43,11 +44,12 @@ const { values } = parseArgs({
     threads: { type: "string" },
     tool: { type: "string", default: "worker" },
     batches: { type: "boolean", default: false },
+    "batch-calls": { type: "string", default: "64" },
   },
 });
 if (values.before === undefined || values.after === undefined) {
   console.error(
-    "usage: compare-builds --before PATH/dist/index.js --after PATH/dist/index.js [--pi 1.6] [--tool worker|inline] [--calls N] [--in-flight N] [--reps N] [--threads N] [--batches]",
+    "usage: compare-builds --before PATH/dist/index.js --after PATH/dist/index.js [--pi 1.6] [--tool worker|inline] [--calls N] [--in-flight N] [--reps N] [--threads N] [--batches [--batch-calls N]]",
   );
   process.exit(2);
 }
@@ -69,10 +71,15 @@ if (values.batches) {
     console.error("compare-builds: --batches runs worker tools with pi 0.73's rules; --pi and --tool do not apply");
     process.exit(2);
   }
+  const batchCalls = Number(values["batch-calls"]);
+  if (!Number.isInteger(batchCalls) || batchCalls < 1) {
+    console.error(`compare-builds: --batch-calls must be a positive integer, got ${JSON.stringify(values["batch-calls"])}`);
+    process.exit(2);
+  }
   const { runDispatchBatchesSuite } = await import("./suites/dispatch-batches.js");
   const result = await runDispatchBatchesSuite({
     threads,
-    batchCalls: 64,
+    batchCalls,
     chunkBatches: 16,
     chunks: 30,
     warmupBatches: 300,
@@ -88,7 +95,7 @@ if (values.batches) {
   const bare = figure("bare Piscina 5, its defaults");
   const paired = summarize(after.usPerCall.map((us, index) => us / before.usPerCall[index]!));
   console.log(
-    `batches of 64, each build in a process of its own: before ${before.summary.median.toFixed(1)} µs/call, after ${after.summary.median.toFixed(1)} µs/call, ` +
+    `batches of ${batchCalls}, each build in a process of its own: before ${before.summary.median.toFixed(1)} µs/call, after ${after.summary.median.toFixed(1)} µs/call, ` +
       `bare Piscina at its defaults ${bare.summary.median.toFixed(1)} µs/call; after ÷ before ${(after.summary.median / before.summary.median).toFixed(3)} ` +
       `(paired median ${paired.median.toFixed(3)}, min ${paired.min.toFixed(3)}, max ${paired.max.toFixed(3)}); ` +
       `÷ bare Piscina: after ${(after.summary.median / bare.summary.median).toFixed(3)}, before ${(before.summary.median / bare.summary.median).toFixed(3)}`,
