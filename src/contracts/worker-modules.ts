@@ -1,11 +1,4 @@
-/**
- * A runtime's worker modules are checked when it is created, not at the first
- * call. The trap: `npm init -y` (npm 11) writes `"type": "commonjs"`, and an
- * ES module in such a `.js` file fails every call with "Unexpected token
- * 'export'" while Node's hint goes to the host's stderr.
- *
- * @module
- */
+/** Checked at runtime creation: `npm init -y` (npm 11) writes `"type": "commonjs"`, and an ESM `.js` there fails every call. */
 import { closeSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -35,10 +35,7 @@ export interface WorkerToolOptions<TArgs = any> {
   prepareArguments?: (args: unknown) => TArgs;
   /** Milliseconds from when the call starts in a worker; past it the worker is terminated (`TP_ERR_TIMEOUT`). @default undefined (no limit) */
   timeoutMs?: number;
-  /**
-   * JS heap limits for this tool's calls, on a pool of its own so they affect no other tool; past them: `TP_ERR_OUT_OF_MEMORY`.
-   * @default the runtime's `pool.resourceLimits`
-   */
+  /** JS heap limits for this tool's calls, on a pool of its own (`TP_ERR_OUT_OF_MEMORY` past them). @default the runtime's `pool.resourceLimits` */
   resourceLimits?: WorkerResourceLimits;
   /** @default the runtime's `pool.maxResultBytes` */
   maxResultBytes?: number;
@@ -48,10 +45,7 @@ export interface WorkerToolOptions<TArgs = any> {
   cost?: number;
   /** Running a call twice does no harm: only then is a call resubmitted after its fleet node was lost. @default false */
   idempotent?: boolean;
-  /**
-   * Computes `ctx.context` on the main thread just before the call goes to the pool (e.g. the session's workspace); a
-   * throw ends the call with an error result. Not given to fleet calls.
-   */
+  /** Computes `ctx.context` on the main thread before the call goes to the pool; a throw is the call's error result. Not for fleet calls. */
   context?: (call: WorkerCallInfo) => unknown;
   /** A pool shared by the tools naming it, for tools waiting on processes or I/O (more threads than cores). Not with `resourceLimits`. */
   pool?: WorkerToolPool;

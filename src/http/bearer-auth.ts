@@ -3,11 +3,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 
 import { ToolpoolError } from "../errors.js";
 
-/**
- * Why `token` cannot be sent in `Authorization: Bearer TOKEN`, or `undefined`.
- * Clients send visible ASCII only (`fetch` refuses the rest; Node reads
- * headers as Latin-1). Never quotes the token itself.
- */
+/** Why `token` cannot be sent as a bearer token (clients send visible ASCII only), or `undefined`; never quotes the token. */
 export function unsendableTokenReason(token: string): string | undefined {
   if (token === "") return "is empty";
   let position = 0;
@@ -42,7 +38,6 @@ export class BearerAuth {
     this.#expected = digest(token);
   }
 
-  /** `header` is the raw `Authorization` value. */
   isAuthorized(header: string | undefined): boolean {
     const match = header === undefined ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
     // Compare even without a token, so a missing header takes as long as a wrong one.

@@ -1,4 +1,3 @@
-/** The connection edge of toolpool's HTTP fronts: connection limits, headers timeout, and closing refused requests. */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { isIP, type Socket } from "node:net";
 

@@ -1,7 +1,4 @@
-/**
- * `JSON.stringify` that writes a `bigint` as a decimal string: inline tools may
- * put one in `details`, and one odd field must not fail a whole response.
- */
+/** Writes a `bigint` as a decimal string: inline tools may put one in `details`, and one odd field must not fail a response. */
 export function toJsonText(value: unknown): string {
   try {
     return JSON.stringify(value, replaceBigint);

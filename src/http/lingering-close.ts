@@ -1,4 +1,3 @@
-/** Closing a connection whose request was answered before its body arrived, so the client can read the answer. */
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 
@@ -7,11 +6,9 @@ export const LINGER_MAX_BYTES = 64 * 1024 * 1024;
 const LINGER_TIMEOUT_MS = 10_000;
 
 /**
- * Ends the sending side, reads and discards the rest of `request`, then
- * closes. Closing at once, as Node does, makes the kernel reset the client's
- * next bytes, so a client writing its whole body first (Python's
- * `http.client`) fails with EPIPE and never sees the 413. Like nginx's
- * `lingering_close`, bounded by {@link LINGER_MAX_BYTES} and {@link LINGER_TIMEOUT_MS}.
+ * Ends the sending side, discards the rest of `request`, then closes. Closing
+ * at once, as Node does, resets a client still writing its body (Python's
+ * `http.client`), which never sees the 413. Bounded like nginx's `lingering_close`.
  */
 export function lingerThenClose(socket: Socket, request: IncomingMessage): void {
   const cut = (): void => {

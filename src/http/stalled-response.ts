@@ -1,14 +1,9 @@
-/** The bound on a response whose client stopped reading, shared by toolpool's HTTP fronts' streams. */
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 
 import { systemClock, type Clock } from "../clock.js";
 
-/**
- * Resolves once `response`, which refused a write, drains or closes. If
- * neither happens within `stalledMs`, the connection is reset: a plain close
- * would keep what the kernel holds queued for a peer that never reads.
- */
+/** Resolves once `response` drains or closes; past `stalledMs`, resets it: a plain close keeps the kernel's queue for a dead peer. */
 export async function whenDrained(response: ServerResponse, stalledMs: number, clock: Clock = systemClock): Promise<void> {
   if (response.destroyed || !response.writableNeedDrain) return;
   const ac = new AbortController();
@@ -24,10 +19,9 @@ export async function whenDrained(response: ServerResponse, stalledMs: number, c
 }
 
 /**
- * Writes to a response whose client may stop reading, and resets the
- * connection once the socket has taken nothing for `stalledMs` while a write
- * waits, however little. Waiting for `write()` to return false would start no
- * clock below the high-water mark, where a quiet stream stays for minutes.
+ * Resets the connection once the socket has taken nothing for `stalledMs`
+ * while any write waits: `write()` returning false would start no clock below
+ * the high-water mark, where a quiet stream stays for minutes.
  */
 export class StallGuardedWriter {
   readonly #response: ServerResponse;

@@ -18,10 +18,7 @@ interface RegularFile {
   readonly stats: Stats;
 }
 
-/**
- * Throws naming `label` (e.g. `hash: path /x`) for a missing file, a
- * directory, and anything that is not a regular file.
- */
+/** Throws naming `label` (e.g. `hash: path /x`) for a missing file, a directory, and anything that is not a regular file. */
 export function openRegularFile(path: string, label: string): RegularFile {
   let fd: number;
   try {
@@ -92,10 +89,7 @@ export interface ReadScratch {
   buffer: Buffer;
 }
 
-/**
- * One `read` call for a file whose size `fstat` gives: a short read is its
- * end. The bytes are valid until the next read into `scratch`.
- */
+/** One `read` call for a file whose size `fstat` gives: a short read is its end. The bytes are valid until the next read into `scratch`. */
 export function readRegularFileInto(path: string, label: string, maxBytes: number, scratch: ReadScratch): number {
   const file = openRegularFile(path, label);
   try {

@@ -134,10 +134,7 @@ export class FileListReader {
     this.#paths = paths;
   }
 
-  /**
-   * Waits until chunk `index` is listed, the list ended or stop is set;
-   * undefined once `deadline` (`performance.now()`) passed.
-   */
+  /** Waits until chunk `index` is listed, the list ended or stop is set; undefined once `deadline` (`performance.now()`) passed. */
   waitForChunk(index: number, signal: AbortSignal, pollMs: number, deadline: number): number | undefined {
     const control = this.#control;
     for (;;) {

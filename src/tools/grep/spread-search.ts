@@ -51,10 +51,7 @@ export interface SharedSearch {
   readonly outcomes: Promise<SpreadOutcome[]>;
 }
 
-/**
- * Every file records as much as merging could use if it came first; past the
- * result's limits the stop flag is set.
- */
+/** Every file records as much as merging could use if it came first; past the result's limits the stop flag is set. */
 function searchChunk(search: Search, root: string, rel: readonly string[], index: number, maxResults: number, control: Int32Array): GrepChunk;
 function searchChunk(
   search: Search,
