@@ -29,7 +29,6 @@ const BATCH_SPAN_NAME = "toolpool.batch";
 
 const batchSpanOptions = Object.freeze({ kind: SPAN_KIND_INTERNAL });
 
-/** Longest status message a span gets from an error result's text. */
 const maxStatusMessageLength = 512;
 
 interface BatchTraceInfo {
@@ -39,7 +38,6 @@ interface BatchTraceInfo {
   sessionKey?: string | undefined;
 }
 
-/** Where a call ran, for `toolpool.execution`. */
 export type CallExecution = "worker" | "inline" | "none";
 
 /** Made only when the batch span records; the call spans follow its sampling decision. */

@@ -1,10 +1,4 @@
-/**
- * The pool's `queued` and `started` events become span events of the call's
- * `execute_tool` span. Listens only while a recorded batch is in flight, so
- * untraced work pays nothing.
- *
- * @module
- */
+/** Pool `queued`/`started` events become events of the call's span; listens only while a recorded batch is in flight. */
 import type { PoolCallEvent, PoolEventSource } from "../contracts/pool-events.js";
 import { ATTR_NODE, ATTR_QUEUE_WAIT_MS, ATTR_THREAD_ID } from "./tool-span-attributes.js";
 

@@ -1,10 +1,4 @@
-/**
- * The worker side of trace propagation. A worker thread is a separate realm:
- * its tools' spans nest under the call's only if it has its own provider and
- * context manager.
- *
- * @module
- */
+/** The worker side of trace propagation: a worker is a separate realm, so its tools' spans nest only under its own OTel set-up. */
 import { loadOtelApi } from "./otel-api.js";
 import { parseTraceparent } from "./traceparent.js";
 
