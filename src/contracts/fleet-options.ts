@@ -5,72 +5,25 @@ import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../option-ch
 
 /** Options of a runtime's fleet: where its remote worker calls go. */
 export interface FleetOptions {
-  /** The Redis the fleet shares, as a `redis://host:port[/db]` URL. */
+  /** A `redis://host:port[/db]` URL. */
   redis: string;
-  /**
-   * The worker tools whose calls run on the fleet: `"all"`, or a list of
-   * worker tool names. The others run on the local pool.
-   * @default "all"
-   */
+  /** The worker tools whose calls run on the fleet; the others run locally. @default "all" */
   remote?: "all" | string[];
-  /**
-   * How long a node's hold on a running call lasts without renewal (BullMQ's
-   * `lockDuration`; renewed every half of it). With `stalledIntervalMs` it
-   * bounds how soon a lost node is noticed: within
-   * `lockDurationMs + 2 × stalledIntervalMs`. The same bound holds the other
-   * way: the coordinator's presence key lives that long unless renewed, and
-   * nodes start none of its calls (and stop its running ones) once it lapsed.
-   * Nodes must use the same value.
-   * @default 10000
-   */
+  /** BullMQ's `lockDuration`, the same on every node: a lost node is noticed within `lockDurationMs + 2 × stalledIntervalMs`. @default 10000 */
   lockDurationMs?: number;
-  /**
-   * How often the fleet looks for calls whose node lost its hold (BullMQ's
-   * `stalledInterval`). The coordinator looks too, so that a call is reported
-   * lost even when no node survives.
-   * @default 5000
-   */
+  /** BullMQ's `stalledInterval`; the coordinator looks too, so a call is reported lost even when no node survives. @default 5000 */
   stalledIntervalMs?: number;
-  /**
-   * Most remote calls of this runtime in flight at once (calls still being
-   * admitted count too); past it a call ends at once with `TP_ERR_QUEUE_FULL`.
-   * @default 10000
-   */
+  /** Most remote calls in flight at once; past it a call ends with `TP_ERR_QUEUE_FULL`. @default 10000 */
   maxOutstanding?: number;
-  /**
-   * How long a call waits for Redis before it ends with
-   * `TP_ERR_FLEET_UNAVAILABLE`: at the first call while the connection is
-   * made, and while Redis is unreachable with calls in flight (they then end,
-   * as their outcome can no longer be learned). A call submitted while Redis
-   * is known to be down ends at once.
-   * @default 5000
-   */
+  /** How long a call waits for Redis before it ends with `TP_ERR_FLEET_UNAVAILABLE`; with Redis known to be down, at once. @default 5000 */
   redisTimeoutMs?: number;
-  /**
-   * How long calls may wait in the fleet's queue while no live node serves
-   * the runtime's toolset; then the calls not yet started end with
-   * `TP_ERR_FLEET_UNAVAILABLE`. A call submitted while no node is known ends at once.
-   * @default 10000
-   */
+  /** How long calls wait while no live node serves the toolset before they end with `TP_ERR_FLEET_UNAVAILABLE`. @default 10000 */
   noNodeGraceMs?: number;
-  /**
-   * After a batch abort, how long past the pool's `abortGraceMs` the
-   * coordinator waits for a remote call's end before it ends it with
-   * `TP_ERR_ABORTED` itself (the node may be unreachable).
-   * @default 2000
-   */
+  /** After a batch abort, how long past `abortGraceMs` to wait for a remote call before ending it (`TP_ERR_ABORTED`). @default 2000 */
   abortSlackMs?: number;
-  /**
-   * How many times a call of an `idempotent: true` tool is resubmitted after
-   * its node was lost. Other tools' calls are never run twice.
-   * @default 1
-   */
+  /** Resubmissions of an `idempotent: true` tool's call after its node was lost; other calls never run twice. @default 1 */
   nodeLossRetries?: number;
-  /**
-   * The prefix of every Redis key the fleet uses (BullMQ's `prefix`).
-   * Coordinators and nodes must agree on it.
-   * @default "toolpool"
-   */
+  /** BullMQ's `prefix` of every Redis key; coordinators and nodes must agree. @default "toolpool" */
   prefix?: string;
 }
 
@@ -90,7 +43,7 @@ export interface ResolvedFleetOptions {
 
 const milliseconds = (minimum: number, fallback: number) => ({ type: "number", minimum, maximum: maxTimerMs, default: fallback });
 
-/** The schema of `fleet`; defaults live here and nowhere else (compiled at build time: see compiled-validators.ts). */
+/** Defaults live here and nowhere else (compiled at build time). */
 export const fleetOptionsSchema = {
   type: "object",
   additionalProperties: false,
@@ -112,10 +65,7 @@ export const fleetOptionsSchema = {
   },
 } as const;
 
-/**
- * Validates a runtime's `fleet` option once, applies defaults and freezes the
- * result. Throws `TP_ERR_INVALID_OPTION` naming the option.
- */
+/** Validates once, applies defaults, freezes; throws `TP_ERR_INVALID_OPTION` naming the option. */
 export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions {
   if (typeof options !== "object" || options === null || Array.isArray(options)) throw invalidOption("fleet", "an object", options);
   let data: FleetOptions;
@@ -142,7 +92,6 @@ export function resolveFleetOptions(options: FleetOptions): ResolvedFleetOptions
   });
 }
 
-/** ajv's error for `fleet` itself, with its path as seen from the runtime's options. */
 function prefixed(error: ErrorObject): ErrorObject {
   return { ...error, instancePath: `/fleet${error.instancePath}` };
 }

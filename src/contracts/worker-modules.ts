@@ -1,16 +1,4 @@
-/**
- * A runtime's worker modules, checked when it is created rather than at the
- * first call: each must exist as a file, and must load as an ES module.
- *
- * The trap this catches: `npm init -y` (npm 11) writes `"type": "commonjs"`
- * into package.json, and a worker module written with `export` in such a
- * project's `.js` file then fails every call with "Unexpected token
- * 'export'" while Node prints its hint to the host's stderr. Worker modules
- * are ES modules: `.mjs`, or `.js` under `"type": "module"` (or under no
- * `type` at all, which Node 20.19 and later detect from the syntax).
- *
- * @module
- */
+/** Checked at runtime creation: `npm init -y` (npm 11) writes `"type": "commonjs"`, and an ESM `.js` there fails every call. */
 import { closeSync, openSync, readFileSync, readSync, statSync, type Stats } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,22 +6,16 @@ import { fileURLToPath } from "node:url";
 import { ToolpoolError } from "../errors.js";
 import type { WorkerTool } from "./worker-tool.js";
 
-/** How much of a module the syntax check reads: its imports and exports are near the top, and a check must stay cheap. */
+/** Imports and exports are near the top, and the check must stay cheap. */
 const sniffBytes = 256 * 1024;
 
-/** A line that only an ES module can hold: `export …` or a static `import`. */
+/** `export …` or a static `import`: only an ES module holds such a line. */
 const esmSyntax =
   /^[ \t]*(?:export[ \t]+(?:default\b|async\b|function\b|const\b|let\b|var\b|class\b|\{|\*)|import[ \t]*(?:["']|[\w$*{][^;\n]*?[ \t}]from[ \t]*["']))/m;
 
-/**
- * Throws `TP_ERR_INVALID_TOOL` for the first of `tools` whose module does not
- * exist, is not a file, or is written as an ES module in a file Node loads
- * as CommonJS (`.cjs`, or `.js` under `"type": "commonjs"`), naming the tool,
- * the path and the fix.
- */
+/** Throws `TP_ERR_INVALID_TOOL` for the first module that is missing, not a file, or ESM in a file Node loads as CommonJS, naming the fix. */
 export function checkWorkerModules(tools: Iterable<WorkerTool>): void {
   const checked = new Set<string>();
-  // Many modules share a folder: each folder's package.json is looked up once per check.
   const packageJsons: PackageJsonCache = new Map();
   for (const tool of tools) {
     const path = fileURLToPath(tool.moduleUrl);
@@ -56,16 +38,14 @@ export function checkWorkerModules(tools: Iterable<WorkerTool>): void {
   }
 }
 
-/** A package.json as the check reads it: its path and its `type`. */
 interface PackageJson {
   readonly path: string;
   readonly type: unknown;
 }
 
-/** Folder → the package.json that governs the files in it (undefined: none, or one Node cannot parse). */
+/** Folder → governing package.json (undefined: none, or unparsable). */
 type PackageJsonCache = Map<string, PackageJson | undefined>;
 
-/** Why Node loads `path` as CommonJS whatever its syntax, if it does. */
 function commonJsReason(path: string, packageJsons: PackageJsonCache): { reason: string; packageJson?: string } | undefined {
   const extension = extname(path);
   if (extension === ".cjs") return { reason: "a .cjs file" };
@@ -75,10 +55,7 @@ function commonJsReason(path: string, packageJsons: PackageJsonCache): { reason:
   return packageJson.type === "commonjs" ? { reason: `${packageJson.path} has "type": "commonjs"`, packageJson: packageJson.path } : undefined;
 }
 
-/**
- * The nearest package.json at or above `folder` (as Node finds it), with its
- * `type`; every folder walked through is cached with the answer.
- */
+/** Nearest package.json at or above `folder`, as Node finds it; caches every folder walked. */
 function governingPackageJson(folder: string, cache: PackageJsonCache): PackageJson | undefined {
   const walked: string[] = [];
   let found: PackageJson | undefined;
@@ -109,7 +86,6 @@ function governingPackageJson(folder: string, cache: PackageJsonCache): PackageJ
   return found;
 }
 
-/** The first {@link sniffBytes} of a file of `fileSize` bytes, as UTF-8. */
 function readStart(path: string, fileSize: number): string {
   const fd = openSync(path, "r");
   try {

@@ -9,134 +9,62 @@ import { findTooSmallResourceLimit } from "./minimum-resource-limits.js";
 
 /** JS heap limits of each worker thread (Node's `resourceLimits`). */
 export interface WorkerResourceLimits {
-  /** Size of the main heap, in MiB; at least 16 (see `minimumResourceLimits`). */
+  /** MiB; at least 16 (see `minimumResourceLimits`). */
   maxOldGenerationSizeMb?: number;
-  /** Size of the heap space for recently created objects, in MiB. */
   maxYoungGenerationSizeMb?: number;
-  /** Size of the pre-allocated memory range for generated code, in MiB. */
   codeRangeSizeMb?: number;
-  /** Default maximum stack size of the thread, in MiB; at least 1 (see `minimumResourceLimits`). */
+  /** MiB; at least 1 (see `minimumResourceLimits`). */
   stackSizeMb?: number;
 }
 
-/** What {@link workerTool} takes. */
 export interface WorkerToolOptions<TArgs = any> {
-  /** The name the model calls the tool by; unique within a runtime. */
+  /** Unique within a runtime. */
   name: string;
   /** Human-readable label. @default name */
   label?: string;
   description: string;
   /** JSON Schema of the arguments (TypeBox schemas qualify). */
   parameters: JsonSchema;
-  /**
-   * The ES module holding the execute function: a `file:` URL (string or
-   * `URL`), or a path (relative paths resolve against `process.cwd()`).
-   * Prefer `new URL("./my-tool.js", import.meta.url)`.
-   */
+  /** A `file:` URL or a path (relative to `process.cwd()`); prefer `new URL("./my-tool.js", import.meta.url)`. */
   module: string | URL;
-  /** The module's export to call, `async (args, ctx) => AgentToolResult`. @default "execute" */
+  /** `async (args, ctx) => AgentToolResult`. @default "execute" */
   exportName?: string;
   /** `"sequential"` forces the whole batch to run sequentially, as in pi. */
   executionMode?: ToolExecutionMode;
-  /** Compatibility shim for raw arguments; runs in the coordinator, before validation. */
+  /** Runs in the coordinator, before validation. */
   prepareArguments?: (args: unknown) => TArgs;
-  /**
-   * Time limit in milliseconds, counted from when the call starts running in a
-   * worker (never while it waits in the queue). Past it the worker is
-   * terminated and the call ends with a `TP_ERR_TIMEOUT` error result.
-   * @default undefined (no limit)
-   */
+  /** Milliseconds from when the call starts in a worker; past it the worker is terminated (`TP_ERR_TIMEOUT`). @default undefined (no limit) */
   timeoutMs?: number;
-  /**
-   * JS heap limits for this tool's calls. A tool that sets them runs on a
-   * pool of its own, so that its limits cannot tighten (or loosen) anyone
-   * else's; past them the call ends with `TP_ERR_OUT_OF_MEMORY`. Limits too
-   * small for a worker to start are refused (see `minimumResourceLimits`).
-   * @default the runtime's `pool.resourceLimits`
-   */
+  /** JS heap limits for this tool's calls, on a pool of its own (`TP_ERR_OUT_OF_MEMORY` past them). @default the runtime's `pool.resourceLimits` */
   resourceLimits?: WorkerResourceLimits;
-  /** Overrides the runtime's `pool.maxResultBytes` for this tool. @default the runtime's */
+  /** @default the runtime's `pool.maxResultBytes` */
   maxResultBytes?: number;
-  /**
-   * Most calls of this tool executing at once, across every batch and session
-   * of the runtime (nested calls included). A call over it waits for a slot,
-   * first come first served, and never fails for it. An integer >= 1. The
-   * runtime's `maxConcurrency` option may set it for any tool by name.
-   * @default undefined (no cap)
-   */
+  /** Most calls of this tool executing at once across the runtime; others wait, first come first served. @default undefined (no cap) */
   maxConcurrency?: number;
-  /**
-   * How many turns of its session's share one call uses when sessions take
-   * turns on the pool: give a heavy tool a higher cost, so that a session
-   * calling it waits longer between its calls than one calling light tools.
-   * An integer from 1 to 1000.
-   * @default 1
-   */
+  /** Turns of its session's share one call uses (1 to 1000): a heavy tool's session waits longer between calls. @default 1 */
   cost?: number;
-  /**
-   * Declares that running a call twice does no harm (a pure function of its
-   * arguments, like `hash`). Only such a tool's remote calls are resubmitted
-   * after their fleet node was lost (`fleet.nodeLossRetries`); any other call
-   * then ends with `TP_ERR_NODE_LOST`, never run a second time.
-   * @default false
-   */
+  /** Running a call twice does no harm: only then is a call resubmitted after its fleet node was lost. @default false */
   idempotent?: boolean;
-  /**
-   * Computes, on the main thread, a value the call's execute receives as
-   * `ctx.context` (structured-cloned to the worker): what a tool needs to
-   * know of the call's session that its arguments do not say, such as the
-   * session's workspace folder. Called once per call, just before the call
-   * is handed to the pool, with the call's id and its batch's `sessionKey`;
-   * a throw ends the call with an error result holding its message.
-   * Calls sent to fleet nodes do not get it.
-   * @default undefined (`ctx.context` is undefined)
-   */
+  /** Computes `ctx.context` on the main thread before the call goes to the pool; a throw is the call's error result. Not for fleet calls. */
   context?: (call: WorkerCallInfo) => unknown;
-  /**
-   * Runs the tool's calls on a pool of their own, shared by every tool of the
-   * runtime that names the same pool, with `maxThreads` threads (the
-   * runtime's `pool` options otherwise): for tools that spend their calls
-   * waiting on child processes or I/O rather than on CPU, which want more
-   * threads than cores, without giving CPU-bound tools as many. Tools with
-   * `resourceLimits` keep a pool of their own and may not name one.
-   * @default undefined (the runtime's shared pool)
-   */
+  /** A pool shared by the tools naming it, for tools waiting on processes or I/O (more threads than cores). Not with `resourceLimits`. */
   pool?: WorkerToolPool;
-  /**
-   * More fields of the pi `AgentTool` that `runtime.agentTools()` gives for
-   * this tool, as they are: for a worker tool that stands in for a pi tool
-   * whose `AgentTool` has them (pi's `outputSchema` and
-   * `constrainedSampling`, which pi hands to the model's provider; a pi
-   * coding tool's `promptSnippet` and `promptGuidelines`, which pi's coding
-   * agent puts into its system prompt). The runtime neither reads nor checks
-   * them. A name that is one of this definition's own options (`name`,
-   * `parameters`, `prepareArguments`, …) or `execute` is refused.
-   * @default undefined (none)
-   */
+  /** More pi `AgentTool` fields for `runtime.agentTools()`, passed through unchecked (e.g. `outputSchema`, `promptSnippet`). */
   agentToolFields?: Readonly<Record<string, unknown>>;
 }
 
-/** A pool that worker tools share (see {@link WorkerToolOptions.pool}). */
 interface WorkerToolPool {
-  /** Tools naming the same pool share it. */
   readonly name: string;
-  /** Its threads. @default the runtime's `pool.maxThreads` */
+  /** @default the runtime's `pool.maxThreads` */
   readonly maxThreads?: number;
-  /**
-   * Most threads of this pool one session holds at once, as the runtime's
-   * `pool.maxRunningPerSession` does for its shared pool: a session's other
-   * calls of this pool wait while other sessions' calls take its free
-   * threads. Like `maxThreads`, the first definition naming the pool that
-   * gives one sets it.
-   * @default the runtime's `pool.maxRunningPerSession`
-   */
+  /** Most threads of this pool one session holds; set by the first definition giving one. @default the runtime's `pool.maxRunningPerSession` */
   readonly maxRunningPerSession?: number;
 }
 
 /** What a worker tool's {@link WorkerToolOptions.context} function learns of a call. */
 export interface WorkerCallInfo {
   readonly toolCallId: string;
-  /** The batch's `sessionKey`; undefined for calls without one. */
+  /** Undefined for calls without one. */
   readonly sessionKey: string | undefined;
 }
 
@@ -149,7 +77,7 @@ export interface WorkerTool<TArgs = any> {
   readonly label: string;
   readonly description: string;
   readonly parameters: JsonSchema;
-  /** The module as an absolute `file:` URL string. */
+  /** An absolute `file:` URL. */
   readonly moduleUrl: string;
   readonly exportName: string;
   readonly executionMode?: ToolExecutionMode;
@@ -157,20 +85,15 @@ export interface WorkerTool<TArgs = any> {
   readonly timeoutMs?: number;
   readonly resourceLimits?: Readonly<WorkerResourceLimits>;
   readonly maxResultBytes?: number;
-  /** See {@link WorkerToolOptions.maxConcurrency}. */
   readonly maxConcurrency?: number;
-  /** Turns of its session's share a call uses (see {@link WorkerToolOptions.cost}). */
   readonly cost: number;
   readonly idempotent: boolean;
-  /** See {@link WorkerToolOptions.context}. */
   readonly context?: (call: WorkerCallInfo) => unknown;
-  /** See {@link WorkerToolOptions.pool}. */
   readonly pool?: WorkerToolPool;
-  /** See {@link WorkerToolOptions.agentToolFields}. Frozen. */
   readonly agentToolFields?: Readonly<Record<string, unknown>>;
 }
 
-/** Every option of {@link WorkerToolOptions}, by name: a name not here is refused (typed, so that a new option is listed). */
+/** Typed, so that a new option must be listed. */
 const workerToolOptionNames = Object.keys({
   name: true,
   label: true,
@@ -190,7 +113,6 @@ const workerToolOptionNames = Object.keys({
   pool: true,
   agentToolFields: true,
 } satisfies Record<keyof WorkerToolOptions, true>);
-/** Names `agentToolFields` may not hold: those the definition sets itself, and the `execute` the runtime makes. */
 const ownAgentToolNames: ReadonlySet<string> = new Set([
   "name",
   "label",
@@ -208,17 +130,13 @@ const resourceLimitNames = Object.keys({
   stackSizeMb: true,
 } satisfies Record<keyof WorkerResourceLimits, true>);
 
-/** Refuses an option of a worker tool's definition (or of its `path`) that does not exist, naming the closest known one. */
 function refuseUnknownToolOptions(options: object, known: readonly string[], path = ""): void {
   refuseUnknownOptions(options, known, path, "worker tool option", "TP_ERR_INVALID_TOOL");
 }
 
 /**
  * Defines a tool whose execute function runs on a worker thread of the pool.
- * Throws a `ToolpoolError` (`TP_ERR_INVALID_TOOL`) for an invalid definition,
- * an option that does not exist included (``Unknown worker tool option
- * `timeotMs`; did you mean `timeoutMs`?``).
- *
+ * Throws `TP_ERR_INVALID_TOOL` for an invalid definition or unknown option.
  * @example
  * ```ts
  * const wordCount = workerTool({
@@ -341,12 +259,7 @@ export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): Work
   return Object.freeze(tool);
 }
 
-/**
- * The size and per-session cap of the named pool `name`, as the runtime makes
- * it for `tools` (its worker tools that run on this machine): each from the
- * first tool naming the pool that gives it; undefined where none does, and
- * the runtime's `pool` options apply.
- */
+/** Each setting from the first tool naming pool `name` that gives it; undefined means the runtime's `pool` options. */
 export function namedPoolSettings(
   tools: readonly WorkerTool[],
   name: string,
@@ -358,7 +271,6 @@ export function namedPoolSettings(
   };
 }
 
-/** True for a definition made by {@link workerTool}. */
 export function isWorkerTool(value: unknown): value is WorkerTool {
   return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[workerToolBrand] === true;
 }

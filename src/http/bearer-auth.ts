@@ -1,26 +1,9 @@
-/**
- * Bearer-token authentication of requests, and the rule for a token that
- * clients can send at all.
- *
- * @module
- */
+/** Bearer-token authentication, and the rule for a token clients can send at all. */
 import { createHash, timingSafeEqual } from "node:crypto";
 
 import { ToolpoolError } from "../errors.js";
 
-/**
- * What makes `token` impossible to present in `Authorization: Bearer TOKEN`,
- * or `undefined` when nothing does. Clients send header values as visible
- * ASCII (0x21–0x7E) around whitespace: `fetch` refuses any other character,
- * and Node reads a header's bytes as Latin-1, so a token with `€` in it
- * could never match what arrives. Names the first offending character by
- * its code point and position, never the token itself.
- *
- * @example
- * ```ts
- * unsendableTokenReason("secret€token"); // "holds U+20AC at character 7, outside visible ASCII (0x21–0x7E)"
- * ```
- */
+/** Why `token` cannot be sent as a bearer token (clients send visible ASCII only), or `undefined`; never quotes the token. */
 export function unsendableTokenReason(token: string): string | undefined {
   if (token === "") return "is empty";
   let position = 0;
@@ -36,11 +19,7 @@ export function unsendableTokenReason(token: string): string | undefined {
   return undefined;
 }
 
-/**
- * Throws `TP_ERR_INVALID_OPTION` when no client could send `token` (see
- * {@link unsendableTokenReason}): a server started with it would refuse
- * every request.
- */
+/** Throws `TP_ERR_INVALID_OPTION` when no client could send `token`: the server would refuse every request. */
 export function checkBearerToken(token: string): void {
   const reason = unsendableTokenReason(token);
   if (reason === undefined) return;
@@ -50,24 +29,18 @@ export function checkBearerToken(token: string): void {
   );
 }
 
-/**
- * Checks `Authorization: Bearer TOKEN` headers against one token, in constant
- * time: both sides are hashed first, because `timingSafeEqual` needs equal
- * lengths and comparing lengths would leak the token's.
- */
+/** Constant-time check: both sides are hashed first, since `timingSafeEqual` needs equal lengths and comparing lengths leaks. */
 export class BearerAuth {
   readonly #expected: Buffer;
 
-  /** Throws `TP_ERR_INVALID_OPTION` for a token no client could send (see {@link checkBearerToken}). */
   constructor(token: string) {
     checkBearerToken(token);
     this.#expected = digest(token);
   }
 
-  /** Whether `header` (the raw `Authorization` value) carries the token. */
   isAuthorized(header: string | undefined): boolean {
     const match = header === undefined ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    // Compare even without a token, so that a missing header takes as long as a wrong one.
+    // Compare even without a token, so a missing header takes as long as a wrong one.
     const presented = digest(match?.[1] ?? "");
     return timingSafeEqual(presented, this.#expected) && match !== null;
   }

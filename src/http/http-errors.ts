@@ -1,9 +1,4 @@
-/**
- * The server's error answers: one JSON shape for all of them, and the
- * mapping of Fastify's and the runtime's errors onto HTTP statuses.
- *
- * @module
- */
+/** The server's error answers: one JSON shape, and Fastify's and the runtime's errors mapped onto HTTP statuses. */
 import { STATUS_CODES } from "node:http";
 
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
@@ -11,7 +6,6 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ToolpoolError } from "../errors.js";
 import type { ErrorBody, RequestBodyError } from "./error-body.js";
 
-/** Answers `statusCode` with an {@link ErrorBody}. */
 export function sendError(
   reply: FastifyReply,
   statusCode: number,
@@ -29,16 +23,10 @@ export function sendError(
   return reply.code(statusCode).type("application/json; charset=utf-8").send(body);
 }
 
-/**
- * Fastify's error handler: an invalid body is a 400 listing every problem;
- * the runtime's misuse errors map to 400 (`TP_ERR_INVALID_BATCH`) or 503
- * (`TP_ERR_CLOSED`); Fastify's client errors (413, 415, 408, …) keep their
- * status and code; anything else is a 500 that reveals nothing.
- */
+/** Invalid body: 400 listing every problem; misuse: 400 or 503; Fastify's client errors keep theirs; else a 500 revealing nothing. */
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (error.validation !== undefined) {
-    // An `if`/`then` failure is also reported as the `then` branch's own
-    // errors; the extra "must match \"then\" schema" line says nothing more.
+    // An `if`/`then` failure is reported as the `then` branch's errors too; the `if` line adds nothing.
     const errors = error.validation
       .filter((issue) => issue.keyword !== "if")
       .map((issue) => ({
@@ -60,7 +48,6 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   return sendError(reply, 500, undefined, "Internal server error");
 }
 
-/** ajv's message, plus the value it expected where that helps (`const`, `enum`, extra properties). */
 function describeIssue(issue: NonNullable<FastifyError["validation"]>[number]): string {
   const params = issue.params as Record<string, unknown>;
   if (issue.keyword === "const") return `must be ${JSON.stringify(params.allowedValue)}`;

@@ -1,37 +1,17 @@
-/**
- * The bound on a response whose client stopped reading, shared by the
- * streams of toolpool's HTTP fronts: the live view's watchers and MCP's
- * responses.
- *
- * @module
- */
 import { once } from "node:events";
 import type { ServerResponse } from "node:http";
 
 import { systemClock, type Clock } from "../clock.js";
 
-/**
- * Resolves once `response`, which refused a write (`write()` returned
- * false), drains or closes. If it does neither within `stalledMs`, its
- * client has read nothing for that long: the connection is reset, which
- * closes the response (so this resolves) and frees at once what the kernel
- * still held to send it. A plain close would keep those bytes queued, up to
- * megabytes a socket, while the kernel waits on a peer that never reads.
- *
- * @example
- * ```ts
- * if (!response.write(frame)) await whenDrained(response, 30_000);
- * ```
- */
+/** Resolves once `response` drains or closes; past `stalledMs`, resets it: a plain close keeps the kernel's queue for a dead peer. */
 export async function whenDrained(response: ServerResponse, stalledMs: number, clock: Clock = systemClock): Promise<void> {
   if (response.destroyed || !response.writableNeedDrain) return;
   const ac = new AbortController();
   const stalled = clock.setTimeout(() => resetResponse(response), stalledMs);
   try {
-    // `drain` never comes to a socket that closes instead, so wait for either.
+    // `drain` never comes to a socket that closes instead.
     await Promise.race([once(response, "drain", { signal: ac.signal }), once(response, "close", { signal: ac.signal })]);
   } catch {
-    // Aborted below, once either came.
   } finally {
     clock.clearTimeout(stalled);
     ac.abort();
@@ -39,24 +19,9 @@ export async function whenDrained(response: ServerResponse, stalledMs: number, c
 }
 
 /**
- * Writes to a response whose client may stop reading, and resets its
- * connection once its socket has taken nothing of what was written for
- * `stalledMs`. The clock runs whenever a write waits in the server (the
- * kernel's buffers for the socket are full), however little waits, and
- * restarts each time the socket takes a write: a client that reads slowly
- * keeps its connection, one that reads nothing loses it within `stalledMs`
- * of the first write it leaves waiting. (Waiting only for `write()` to
- * return false would start no clock while less than the high-water mark
- * waits, and a quiet stream writes that little for minutes.)
- *
- * The reset closes the response and frees at once what the kernel held to
- * send it (see {@link whenDrained}).
- *
- * @example
- * ```ts
- * const writer = new StallGuardedWriter(response, 30_000);
- * if (!writer.write(frame)) response.once("drain", writeMore);
- * ```
+ * Resets the connection once the socket has taken nothing for `stalledMs`
+ * while any write waits: `write()` returning false would start no clock below
+ * the high-water mark, where a quiet stream stays for minutes.
  */
 export class StallGuardedWriter {
   readonly #response: ServerResponse;
@@ -73,10 +38,7 @@ export class StallGuardedWriter {
     resetResponse(this.#response);
   };
 
-  /**
-   * @param stalledMs Milliseconds the socket may take nothing while a write waits, before the connection is reset.
-   * @param clock Times `stalledMs`.
-   */
+  /** @param stalledMs Milliseconds the socket may take nothing while a write waits, before the connection is reset. */
   constructor(response: ServerResponse, stalledMs: number, clock: Clock = systemClock) {
     this.#response = response;
     this.#stalledMs = stalledMs;
@@ -84,17 +46,16 @@ export class StallGuardedWriter {
     response.once("close", () => this.#stopClock());
   }
 
-  /** Writes `text`; returns what `response.write` does (false: wait for `drain` before writing more). */
+  /** False: wait for `drain` before writing more. */
   write(text: string): boolean {
     const response = this.#response;
     if (response.destroyed || response.writableEnded) return false;
-    // The callback comes once the socket has taken this write (or failed it).
     const isBelowMark = response.write(text, this.#onTaken);
     this.#startClockIfWaiting();
     return isBelowMark;
   }
 
-  /** Ends the response; the clock still runs until the socket has taken its last bytes. */
+  /** The clock still runs until the socket has taken the last bytes. */
   end(): void {
     const response = this.#response;
     if (response.writableEnded) return;
@@ -102,7 +63,6 @@ export class StallGuardedWriter {
     this.#startClockIfWaiting();
   }
 
-  /** Whether the clock runs: a write waits for the socket. */
   get isWaiting(): boolean {
     return this.#timer !== undefined;
   }
@@ -120,7 +80,7 @@ export class StallGuardedWriter {
   }
 }
 
-/** Closes `response`'s connection with a reset (RST), dropping what is queued for it. */
+/** A reset (RST) drops what is queued for the connection. */
 function resetResponse(response: ServerResponse): void {
   const socket = response.socket;
   if (socket !== null && !socket.destroyed) socket.resetAndDestroy();

@@ -1,9 +1,4 @@
-/**
- * A worker tool as a pi `AgentTool`, so that a pi `Agent` can use the pool
- * directly (`Runtime.agentTools()`).
- *
- * @module
- */
+/** A worker tool as a pi `AgentTool`, so a pi `Agent` can use the pool directly (`Runtime.agentTools()`). */
 import type { ToolCallPool } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 import { enterCapContext, leaveCapContext, type CapContext } from "../coordinator/call-caps.js";
@@ -11,19 +6,12 @@ import { isPromiseLike } from "../coordinator/maybe-async.js";
 import { errorFromThrown, ToolpoolError } from "../errors.js";
 import type { AgentTool, AgentToolResult } from "../types.js";
 
-/**
- * Runs one call of the tool named `toolName` under the runtime's caps (see
- * `runCapped` in `coordinator/call-caps.ts`): `run` gets the call's cap
- * context once it holds its slots, undefined where no cap applies.
- */
+/** Runs one call under the runtime's caps; `run` gets the call's cap context once it holds its slots. */
 export type CappedRun = <T>(toolName: string, toolCallId: string, run: (context: CapContext | undefined) => T) => T | Promise<T>;
 
 /**
- * An `AgentTool` whose execute runs `tool` on `pool`, with the fields of
- * `tool.agentToolFields` besides its own. pi's tools fail by throwing, so a
- * failed call throws: the tool's error remade (its name, message, `code` and
- * other plain fields, see `errorFromThrown`), or a `ToolpoolError` with its
- * code for toolpool's faults.
+ * pi's tools fail by throwing, so a failed call throws: the tool's error
+ * remade (`errorFromThrown`), or a `ToolpoolError` for toolpool's faults.
  */
 export function toAgentTool(tool: WorkerTool, pool: ToolCallPool, capped?: CappedRun): AgentTool {
   return {
@@ -44,14 +32,11 @@ export function toAgentTool(tool: WorkerTool, pool: ToolCallPool, capped?: Cappe
 }
 
 /**
- * An inline tool whose calls count against the runtime's caps: `tool`
- * behind a proxy whose execute waits for its slots and runs the tool's own
- * in its cap context, so that the calls it makes through
- * `runtime.runToolCall` are its children. Everything else reads through to
- * the tool, its getters and methods with the tool itself as `this` (class
- * tools with private fields work). A tool whose `execute` cannot change (a
- * frozen tool: a proxy must give it back as it is) is copied instead, its
- * properties' descriptors and prototype kept.
+ * An inline tool whose calls count against the runtime's caps: a proxy whose
+ * execute runs the tool's in its cap context, so calls it makes through
+ * `runtime.runToolCall` are its children. Methods are bound to the tool
+ * (private fields work); a frozen `execute` cannot be proxied, so such a tool
+ * is copied instead.
  */
 export function toCappedInlineTool(tool: AgentTool, capped: CappedRun): AgentTool {
   const execute: AgentTool["execute"] = (toolCallId, args, signal, onUpdate) =>
@@ -64,7 +49,7 @@ export function toCappedInlineTool(tool: AgentTool, capped: CappedRun): AgentToo
         leaveCapContext();
         throw error;
       }
-      // The tool's own promise goes back to the caller, which awaits it in the turns it would without caps.
+      // The tool's own promise goes back to the caller, awaited in the same turns as without caps.
       if (isPromiseLike(result)) Promise.resolve(result).then(leaveCapContext, leaveCapContext);
       else leaveCapContext();
       return result;
@@ -90,7 +75,7 @@ export function toCappedInlineTool(tool: AgentTool, capped: CappedRun): AgentToo
   });
 }
 
-/** Whether `key` is an own property of `object` that a proxy must give back as it is (neither writable nor configurable). */
+/** Neither writable nor configurable: a proxy must give it back as it is. */
 function isFixed(object: object, key: PropertyKey): boolean {
   const own = Object.getOwnPropertyDescriptor(object, key);
   return own !== undefined && own.configurable === false && own.writable === false;

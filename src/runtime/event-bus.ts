@@ -1,20 +1,12 @@
-/**
- * The runtime's events on their way to its listeners: a throwing listener is
- * reported (`listener_error`, or a process warning), never propagated into
- * the batch that published the event.
- *
- * @module
- */
+/** Runtime events to their listeners: a throwing listener is reported, never propagated into the batch. */
 import type { EventEmitter } from "eventemitter3";
 
 import { describeValue } from "../errors.js";
 import type { EventMeta, RuntimeEvents } from "../events.js";
 import type { CallDurations } from "../tracing/call-durations.js";
 
-/** The events a batch's pipeline publishes, for {@link EventBus.hasBatchListeners}. */
 const batchEventTypes = ["tool_execution_start", "tool_execution_update", "tool_execution_end", "message_start", "message_end"] as const;
 
-/** Publishes to the listeners of one emitter (the runtime itself). */
 export class EventBus {
   readonly #emitter: EventEmitter<RuntimeEvents>;
 
@@ -22,28 +14,20 @@ export class EventBus {
     this.#emitter = emitter;
   }
 
-  /**
-   * Whether the emitter has no listener of any event: a runtime nobody
-   * listens to, the common case, asked several times a call. eventemitter3
-   * counts the event names that have listeners (`_eventsCount`, kept by
-   * every way of adding and removing one); where it has no such count, the
-   * answer is no and each type is looked up.
-   */
+  /** The common case, asked several times a call: eventemitter3's `_eventsCount`; where absent, each type is looked up. */
   #hasNone(): boolean {
     return (this.#emitter as unknown as { _eventsCount?: unknown })._eventsCount === 0;
   }
 
-  /** Whether anyone listens to `type`: an event nobody hears is not made. */
+  /** An event nobody hears is not made. */
   hasListeners(type: keyof RuntimeEvents): boolean {
     return !this.#hasNone() && this.#emitter.listenerCount(type) > 0;
   }
 
-  /** Whether anyone listens to the events of a batch's calls and messages. */
   hasBatchListeners(): boolean {
     return !this.#hasNone() && batchEventTypes.some((type) => this.#emitter.listenerCount(type) > 0);
   }
 
-  /** Emits to the listeners of `type`; a throwing listener is reported, never propagated. */
   publish(type: keyof RuntimeEvents, ...args: unknown[]): void {
     if (this.#emitter.listenerCount(type) === 0) return;
     try {
@@ -58,7 +42,6 @@ export class EventBus {
   }
 }
 
-/** The `meta` of a batch's events: its id, its session key if it has one, and a call's durations on its end event. */
 export function batchMeta(batchId: string, sessionKey: string | undefined, durations?: CallDurations): EventMeta {
   const meta: EventMeta = durations === undefined ? { batchId } : { batchId, ...durations };
   if (sessionKey !== undefined) meta.sessionKey = sessionKey;

@@ -1,24 +1,12 @@
-/**
- * `runtime.poolEvents`: the pool events of every pool of a runtime (the fleet's included), in
- * one listener set. It listens to the pools only while it has a listener of
- * its own, so pools with no one watching make no event objects.
- *
- * @module
- */
+/** `runtime.poolEvents`: every pool's events in one set, listening to the pools only while it has listeners itself. */
 import { PoolEventSource, type PoolCallListener, type PoolThreadListener } from "../contracts/pool-events.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 
-/** A pool that emits pool events. */
 interface EmittingPool {
   readonly events: PoolEventSource;
 }
 
-/**
- * The aggregate of `pools`' events, each event's `pool` set to the pool's
- * name (its key, or the tool's name for a tool's own pool). The pools are
- * the runtime's, all made before this is. Its `threads()` lists every
- * pool's threads, named the same way.
- */
+/** Each event's `pool` is set to its pool's key, or the tool's name for a tool's own pool. */
 export function createPoolEventRelay(pools: ReadonlyMap<WorkerTool | string, EmittingPool>): PoolEventSource {
   const detachers: (() => void)[] = [];
   const named = [...pools].map(([key, pool]) => [typeof key === "string" ? key : key.name, pool] as const);

@@ -1,21 +1,11 @@
-/**
- * A runtime's caps (see `coordinator/call-caps.ts`): the tools' caps from
- * their definitions and the `maxConcurrency` option, the per-session cap, and
- * the caps each batch's calls count against.
- *
- * @module
- */
+/** A runtime's caps (see `coordinator/call-caps.ts`): per tool, per session, and per batch. */
 import { CapGate, CapKey } from "../cap-gate.js";
 import { currentCapContext, ToolCap, type BatchCaps, type RuntimeCaps } from "../coordinator/call-caps.js";
 import type { RegisteredTool } from "../coordinator/tool-registry.js";
 import { ToolpoolError } from "../errors.js";
 import type { ResolvedRuntimeOptions } from "../options.js";
 
-/**
- * The runtime's caps: a tool's cap is the option's for its name, else its
- * definition's. Throws `TP_ERR_INVALID_OPTION` for a name in
- * `maxConcurrency` that is no tool of the runtime.
- */
+/** A tool's cap is the option's for its name, else its definition's; names in `maxConcurrency` must be tools. */
 export function createRuntimeCaps(options: ResolvedRuntimeOptions, registry: ReadonlyMap<string, RegisteredTool>): RuntimeCaps {
   for (const name of Object.keys(options.maxConcurrency)) {
     if (!registry.has(name)) {
@@ -33,18 +23,14 @@ export function createRuntimeCaps(options: ResolvedRuntimeOptions, registry: Rea
   return Object.freeze({ gate: new CapGate(), tools, perSession: options.maxConcurrencyPerSession });
 }
 
-/** Whether any call of the runtime may be capped without a batch saying so. */
 export function hasRuntimeCaps(caps: RuntimeCaps): boolean {
   return caps.tools.size > 0 || caps.perSession !== undefined;
 }
 
 /**
- * The caps of a new batch (or of one `runToolCall`), and the session its
- * calls belong to. A batch made by a capped call's execute is that call's
- * child: it counts against its parent's batch, and its session is the
- * parent's unless it names one. `undefined` caps when none can apply.
- * `mayBeNested`: whether any call of the runtime ever ran capped (no
- * nested call can find a parent otherwise).
+ * A batch made by a capped call's execute is that call's child: it counts
+ * against the parent's batch and takes its session unless it names one.
+ * `mayBeNested`: whether any call ever ran capped (else none can have a parent).
  */
 export function batchCapsOf(
   runtime: RuntimeCaps,
@@ -71,7 +57,7 @@ export function batchCapsOf(
   }
   const poolSession = sessionKey ?? ownSession();
   if (perBatch === undefined && !hasRuntimeCaps(runtime)) return { caps: undefined, session: poolSession };
-  // A batch without a sessionKey is its own session: one key for both (see BatchCaps.session).
+  // A batch without a sessionKey is its own session: one key for both.
   const batchKey = new CapKey();
   return { caps: { runtime, batchKey, perBatch, session: sessionKey ?? batchKey, poolSession, parent: undefined }, session: poolSession };
 }

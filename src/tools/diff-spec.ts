@@ -1,18 +1,9 @@
-/**
- * Tool definition of the built-in worker tool `diff` (what the model sees), apart
- * from its implementation (diff.ts): the main thread needs the definition, only a
- * worker needs the implementation and the `diff` package.
- *
- * @module
- */
+/** Definition of the worker tool `diff`, apart from diff.ts so the main thread does not load the `diff` package. */
 import type { JsonSchema } from "../types.js";
 
-/** Default number of context lines around each change. */
 export const DIFF_DEFAULT_CONTEXT = 3;
-/** Upper bound accepted for `context`. */
 export const DIFF_MAX_CONTEXT = 10_000;
 
-/** Tool definition of `diff`, handed to the model. */
 export const diffSpec = {
   name: "diff",
   label: "Diff",

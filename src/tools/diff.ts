@@ -1,16 +1,11 @@
 /**
- * Built-in worker tool `diff`: unified diff of two files or two texts.
- *
- * Loaded inside a worker thread, so it imports nothing from the coordinator or
- * the worker runtime; the diff itself comes from the `diff` package.
+ * Built-in worker tool `diff`: unified diff of two files or two texts. Runs in a
+ * worker, so it imports nothing from the coordinator. File reads are
+ * synchronous on purpose: a worker runs one call at a time, and the promise API
+ * would queue on libuv's small shared thread pool.
  *
  * @module
  */
-
-// Synchronous file calls on purpose: a worker runs one call at a time, so
-// blocking it costs nothing, while the promise API would queue each read on
-// libuv's small thread pool, shared by the whole process (workers would then
-// sit idle, waiting for it, through much of a busy run).
 import { FILE_HEADERS_ONLY, formatPatch, structuredPatch, type StructuredPatchOptionsAbortable } from "diff";
 import type { AgentToolResult, WorkerToolContext } from "../types.js";
 import { quotePath } from "./quote-path.js";
@@ -19,76 +14,40 @@ import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./wo
 
 import { DIFF_DEFAULT_CONTEXT, DIFF_MAX_CONTEXT } from "./diff-spec.js";
 export { DIFF_DEFAULT_CONTEXT, DIFF_MAX_CONTEXT, diffSpec } from "./diff-spec.js";
-/** Inputs read from files may not be larger than this. */
 const DIFF_MAX_FILE_BYTES = 8 * 1024 * 1024;
-/** Cap on the UTF-8 size of the result text. */
 const DIFF_MAX_OUTPUT_BYTES = 64 * 1024;
 
-/**
- * Largest edit distance (lines added plus removed) jsdiff searches for. Its
- * line diff costs O((N + M) · D); past this bound it gives up and the call
- * says so instead of running for minutes.
- */
+/** Largest edit distance jsdiff searches (its line diff costs O((N + M) · D)). */
 export const DIFF_MAX_EDIT_LENGTH = 10_000;
-/** Milliseconds jsdiff may search before it gives up. */
 const DIFF_MAX_SEARCH_MS = 2_000;
 
-/** Line comparisons between two abort checks. */
 const COMPARISONS_PER_ABORT_CHECK = 1024;
 
-/**
- * Arguments of the `diff` tool: the old side from exactly one of
- * `oldText`/`oldPath`, the new side from exactly one of `newText`/`newPath`.
- */
+/** The old side from exactly one of `oldText`/`oldPath`, the new from exactly one of `newText`/`newPath`. */
 interface DiffArgs {
   oldText?: string;
   newText?: string;
-  /** File holding the old side; also its name in the patch header. */
   oldPath?: string;
-  /** File holding the new side; also its name in the patch header. */
   newPath?: string;
-  /** Context lines around each change: integer 0..10000, default 3. */
   context?: number;
 }
 
-/** Structured details of a `diff` result. */
 interface DiffDetails {
-  /** Number of hunks in the full patch. */
   hunks: number;
-  /** Added lines in the full patch. */
   additions: number;
-  /** Deleted lines in the full patch. */
   deletions: number;
-  /** True when the two sides have no line differences. */
   identical: boolean;
-  /** True when the patch text was cut at the 64 KiB output cap. */
   truncated: boolean;
 }
 
 /**
- * Computes a unified diff (`--- old` / `+++ new` headers, then hunks) of the
- * two sides.
- *
- * Contract:
- * - Header names are the paths when given, otherwise "old" / "new"; a name
- *   holding control characters, quotes or non-ASCII characters is quoted
- *   with C-style escapes, as git does.
- * - Identical inputs give the text "The inputs are identical." and
- *   `identical: true`, `hunks: 0`.
- * - The patch text is cut at a line boundary at 64 KiB, with a note; the
- *   counts in `details` always describe the full patch.
- * - `ctx.signal` is checked while the diff is computed, so a huge diff can be
- *   aborted.
- * - Gives up, with an error saying so, when the two sides differ by more than
- *   {@link DIFF_MAX_EDIT_LENGTH} lines or the search takes longer than
- *   {@link DIFF_MAX_SEARCH_MS}.
- * - Throws unless each side has exactly one source, for a bad `context`, for
- *   a path outside the workspace root, and for a missing, unreadable,
- *   not-regular or over-8-MiB file.
+ * Unified diff of the two sides. Header names are the paths (quoted as git
+ * does) or "old"/"new"; the text is cut at a line boundary at 64 KiB, while
+ * `details` counts the full patch. `ctx.signal` aborts a long diff; gives up
+ * past {@link DIFF_MAX_EDIT_LENGTH} lines or {@link DIFF_MAX_SEARCH_MS}.
  */
 export const execute = createDiffTool(workspaceFromModuleUrl(import.meta.url));
 
-/** `diff`'s execute function confined to `workspace`. */
 export function createDiffTool(workspace: Workspace): (args: DiffArgs, ctx: WorkerToolContext<DiffDetails>) => Promise<AgentToolResult<DiffDetails>> {
   return (args, ctx) => executeDiff(workspace, args, ctx);
 }
@@ -106,8 +65,7 @@ async function executeDiff(workspace: Workspace, args: DiffArgs, ctx: WorkerTool
   signal.throwIfAborted();
 
   let comparisons = 0;
-  // jsdiff has no AbortSignal support, but its sync line diff calls
-  // `comparator` for every line comparison, which is where its time goes.
+  // jsdiff takes no AbortSignal; its comparator runs for every line comparison.
   const options: StructuredPatchOptionsAbortable & { comparator: (left: string, right: string) => boolean } = {
     context,
     maxEditLength: DIFF_MAX_EDIT_LENGTH,
@@ -122,7 +80,6 @@ async function executeDiff(workspace: Workspace, args: DiffArgs, ctx: WorkerTool
   };
   const patch = structuredPatch(oldSide.name, newSide.name, oldSide.text, newSide.text, undefined, undefined, options);
   signal.throwIfAborted();
-  // jsdiff answers undefined when it stopped at maxEditLength or timeout.
   if (patch === undefined) {
     throw new Error(
       `diff: gave up: the inputs differ by more than ${DIFF_MAX_EDIT_LENGTH} lines, or finding the differences ` +
@@ -167,11 +124,9 @@ function readSide(workspace: Workspace, side: "old" | "new", text: string | unde
   if (text !== undefined) return { name: side, text };
   const file = path!;
   const realPath = resolveInWorkspace(workspace, "diff", pathKey, file);
-  // The name goes into the patch header, where jsdiff quotes it as git does.
   return { name: file, text: readRegularFile(realPath, `diff: ${pathKey} ${quotePath(file)}`, DIFF_MAX_FILE_BYTES).toString("utf8") };
 }
 
-/** Keeps whole lines while the UTF-8 size stays within `maxBytes`. */
 function capAtLine(text: string, maxBytes: number): { text: string; truncated: boolean } {
   if (Buffer.byteLength(text, "utf8") <= maxBytes) return { text, truncated: false };
   let bytes = 0;

@@ -1,50 +1,37 @@
 /**
- * Built-in worker tool `hash`: hex digest of a file or of a text.
- *
- * Loaded inside a worker thread, so it imports nothing from the coordinator or
- * the worker runtime.
+ * Built-in worker tool `hash`: hex digest of a file or of a text. Runs in a
+ * worker; synchronous reads on purpose (see diff.ts).
  *
  * @module
  */
 
 import { createHash } from "node:crypto";
-// Synchronous file calls on purpose: see the note in diff.ts.
 import { closeSync, readSync } from "node:fs";
 import type { AgentToolResult, JsonSchema, WorkerToolContext } from "../types.js";
 import { quotePath } from "./quote-path.js";
 import { openRegularFile } from "./regular-file.js";
 import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./workspace.js";
 
-/** Digest algorithms `hash` accepts. */
 const HASH_ALGORITHMS = ["sha256", "sha1", "md5"] as const;
-/** One of {@link HASH_ALGORITHMS}. */
 type HashAlgorithm = (typeof HASH_ALGORITHMS)[number];
 
-/** Bytes read per chunk; the signal is checked between chunks. */
+/** The signal is checked between chunks. */
 const CHUNK_BYTES = 1024 * 1024;
-/** Minimum interval between two progress updates. */
 const PROGRESS_INTERVAL_MS = 200;
 
-/** Arguments of the `hash` tool: exactly one of `text` and `path`. */
 interface HashArgs {
-  /** Text to hash, encoded as UTF-8. */
   text?: string;
-  /** File to hash, inside the workspace root; relative paths resolve against the root. */
   path?: string;
-  /** Digest algorithm; default "sha256". */
   algorithm?: HashAlgorithm;
 }
 
-/** Structured details of a `hash` result. Progress updates carry `bytes` hashed so far. */
 interface HashDetails {
   algorithm: HashAlgorithm;
-  /** Lower-case hex digest ("" in progress updates). */
+  /** "" in progress updates. */
   hex: string;
-  /** Number of bytes hashed. */
   bytes: number;
 }
 
-/** Tool definition of `hash`, handed to the model. */
 export const hashSpec = {
   name: "hash",
   label: "Hash",
@@ -62,22 +49,9 @@ export const hashSpec = {
   },
 } as const satisfies { name: string; label: string; description: string; parameters: JsonSchema };
 
-/**
- * Hashes `args.text` (as UTF-8) or the file at `args.path`.
- *
- * Contract:
- * - Result text: `<algorithm> <hex>  <path or "(text)">`; a path holding
- *   control characters is quoted (see quote-path.ts).
- * - Files are streamed in 1 MiB chunks; `ctx.signal` is checked between
- *   chunks and a progress update is sent at most every 200 ms (never in the
- *   first 200 ms).
- * - Throws unless exactly one of `text`/`path` is given, for an unknown
- *   algorithm, for a path outside the workspace root, and for a missing or
- *   unreadable file, a directory, or anything that is not a regular file.
- */
+/** Streams files in chunks, checking `ctx.signal` between them and throttling progress updates. */
 export const execute = createHashTool(workspaceFromModuleUrl(import.meta.url));
 
-/** `hash`'s execute function confined to `workspace`. */
 export function createHashTool(workspace: Workspace): (args: HashArgs, ctx: WorkerToolContext<HashDetails>) => Promise<AgentToolResult<HashDetails>> {
   return (args, ctx) => executeHash(workspace, args, ctx);
 }
@@ -115,7 +89,7 @@ async function executeHash(workspace: Workspace, args: HashArgs, ctx: WorkerTool
   };
 }
 
-/** Hashes the file at `realPath`; `path` is how messages name it (quoted already). */
+/** `path` is how messages name the file (quoted already). */
 function hashFile(
   realPath: string,
   path: string,
@@ -125,7 +99,7 @@ function hashFile(
 ): number {
   const { fd, stats: info } = openRegularFile(realPath, `hash: ${path}`);
   try {
-    // Sized to the file: most are a few KiB, and a 1 MiB buffer per call is garbage.
+    // Sized to the file: most are small, and a full-size buffer per call is garbage.
     const chunkBytes = Math.max(1, Math.min(CHUNK_BYTES, info.size));
     const buf = Buffer.allocUnsafe(chunkBytes);
     let total = 0;

@@ -1,16 +1,8 @@
-/**
- * Tool definition of the built-in worker tool `patch` (what the model sees), apart
- * from its implementation (patch.ts): the main thread needs the definition, only a
- * worker needs the implementation and the `diff` package.
- *
- * @module
- */
+/** Definition of the worker tool `patch`, apart from patch.ts so the main thread does not load the `diff` package. */
 import type { JsonSchema } from "../types.js";
 
-/** Upper bound accepted for `fuzzFactor`. */
 export const PATCH_MAX_FUZZ = 10;
 
-/** Tool definition of `patch`, handed to the model. */
 export const patchSpec = {
   name: "patch",
   label: "Patch",

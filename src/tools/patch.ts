@@ -1,8 +1,6 @@
 /**
  * Built-in worker tool `patch`: applies a unified diff to a text or a file.
- *
- * Loaded inside a worker thread, so it imports nothing from the coordinator or
- * the worker runtime; parsing and hunk placement come from the `diff` package.
+ * Runs in a worker, so it imports nothing from the coordinator.
  *
  * @module
  */
@@ -16,71 +14,35 @@ import { resolveInWorkspace, workspaceFromModuleUrl, type Workspace } from "./wo
 
 import { PATCH_MAX_FUZZ } from "./patch-spec.js";
 export { PATCH_MAX_FUZZ, patchSpec } from "./patch-spec.js";
-/** A file to patch may not be larger than this. */
 const PATCH_MAX_FILE_BYTES = 8 * 1024 * 1024;
-/** Cap on the UTF-8 size of the result text. */
 const PATCH_MAX_OUTPUT_BYTES = 64 * 1024;
 
-/** Line comparisons between two abort checks. */
 const COMPARISONS_PER_ABORT_CHECK = 1024;
 
-/** Arguments of the `patch` tool: the patch plus exactly one of `path` and `text`. */
 interface PatchArgs {
-  /** Unified diff of a single file (headers optional, at least one hunk). */
   patch: string;
-  /** File to patch, inside the workspace root; relative paths resolve against the root. */
   path?: string;
-  /** Text to patch. */
   text?: string;
-  /** Mismatched context lines tolerated per hunk: integer 0..10, default 0. */
   fuzzFactor?: number;
-  /** Write the result back to `path` (default false: only return it); needs `allowWrite`. */
   write?: boolean;
 }
 
-/** Structured details of a successful `patch` result. */
 interface PatchDetails {
-  /** Always true: a patch that does not apply throws instead. */
   applied: true;
-  /** Number of hunks applied. */
   hunks: number;
-  /** True when the result was written to `path`. */
   written: boolean;
-  /** UTF-8 size of the patched content. */
   bytes: number;
-  /** True when the returned content was cut at the 64 KiB output cap. */
   truncated: boolean;
 }
 
 /**
- * Applies `args.patch` to `args.text` or to the file at `args.path`.
- *
- * Contract:
- * - All or nothing: when any hunk cannot be placed, throws
- *   `patch: hunk N of M (@@ ... @@) does not apply ...` and writes nothing.
- * - Without `write`, the result text is the patched content (cut at 64 KiB
- *   with a note); with `write: true` (requires `path` and a workspace that
- *   allows writes) the patched content goes to a temporary file in the same
- *   directory, which is then renamed over the file, and the text is a
- *   one-line summary. The new file keeps the old one's owner, group and
- *   permission bits, setuid and setgid cleared; a read-only file, one with
- *   several hard links, or one whose owner cannot be kept is refused before
- *   anything is written; so is a file replaced or changed in place by
- *   another writer since it was read, or whose folder moved meanwhile (see
- *   replace-file.ts).
- * - Paths in the result and in error texts are quoted when they hold control
- *   characters (see quote-path.ts).
- * - `ctx.signal` is checked during the hunk placement search (whose cost grows
- *   with file size and fuzz) and once more right before writing.
- * - Throws for a patch that cannot be parsed, has no hunks or targets several
- *   files; unless exactly one of `path`/`text` is given; for `write` without
- *   `path` or without `allowWrite`; for a bad `fuzzFactor`; for a path outside
- *   the workspace root; and for a missing, unreadable, not-regular or
- *   over-8-MiB file.
+ * Applies `args.patch` to `args.text` or to the file at `args.path`, all or
+ * nothing. With `write: true` the file is replaced atomically, keeping owner
+ * and mode (setuid/setgid cleared); see replace-file.ts for what is refused.
+ * Without it the patched content is returned, cut at 64 KiB.
  */
 export const execute = createPatchTool(workspaceFromModuleUrl(import.meta.url));
 
-/** `patch`'s execute function confined to `workspace`. */
 export function createPatchTool(
   workspace: Workspace,
 ): (args: PatchArgs, ctx: WorkerToolContext<PatchDetails>) => Promise<AgentToolResult<PatchDetails>> {
@@ -114,7 +76,6 @@ async function executePatch(workspace: Workspace, args: PatchArgs, ctx: WorkerTo
   else {
     read = readRegularFileWithStats(realPath, label, PATCH_MAX_FILE_BYTES);
     source = read.bytes.toString("utf8");
-    // A file that will be refused is refused before the work of placing the hunks.
     if (write) checkReplaceable(realPath, read.stats, label);
   }
   signal.throwIfAborted();
@@ -122,8 +83,7 @@ async function executePatch(workspace: Workspace, args: PatchArgs, ctx: WorkerTo
   let comparisons = 0;
   const options: ApplyPatchOptions = {
     fuzzFactor,
-    // applyPatch is synchronous; its line comparisons are the only hook into
-    // the placement search, so the abort check lives here.
+    // applyPatch is synchronous: its line comparisons are the only place to check for abort.
     compareLine: (_lineNumber, line, _operation, patchContent) => {
       if (++comparisons >= COMPARISONS_PER_ABORT_CHECK) {
         comparisons = 0;
@@ -172,12 +132,9 @@ function parseSingle(patch: string): StructuredPatch {
 }
 
 /**
- * applyPatch only says "false". Hunks are placed first to last, each
- * placement depending only on the hunks before it, so "the first k hunks
- * apply" holds for every k below the failing hunk and for none from it on: a
- * binary search over prefixes finds it with a logarithmic number of
- * applyPatch runs (growing prefixes one by one took quadratic time: 18 s for
- * 8,000 hunks). This costs extra work only on the failure path.
+ * applyPatch only says "false". Hunk placement depends only on earlier hunks,
+ * so "the first k hunks apply" is monotonic in k: binary search finds the
+ * failing hunk in a logarithmic number of runs, on the failure path only.
  */
 function notApplying(source: string, patch: StructuredPatch, options: ApplyPatchOptions, path: string | undefined, fuzzFactor: number): Error {
   const total = patch.hunks.length;

@@ -1,23 +1,15 @@
 /**
- * Replacing a file's content the way `patch` writes: a new file beside it,
- * renamed over it, so that a reader sees the old content or the new one,
- * never half of it.
- *
- * A new file is a new inode, created by whoever runs toolpool, often root in
- * a container. What made the old file what it was must then be carried over
- * or refused, never silently changed: its owner and group are given to the
- * new file (or the file is refused when they cannot be), its permission bits
- * are kept except setuid and setgid (new content under a privilege someone
- * granted to the old one would let a caller choose what runs with it), a
- * read-only file is refused (root may write anything, so the permission
- * check alone would not), and so is a file with more than one hard link (the
- * other names would keep the old content).
- *
- * Loaded inside a worker thread; imports only Node built-ins and its siblings.
+ * Replacing a file the way `patch` writes: a new file beside it, renamed over
+ * it, so a reader never sees half of it. The new inode is created by
+ * toolpool's user (often root), so what made the old file what it was is
+ * carried over or refused: owner and group are kept, mode bits too except
+ * setuid/setgid (new content must not inherit a granted privilege); read-only
+ * files (root bypasses the permission check) and files with several hard
+ * links (the other names would keep the old content) are refused.
+ * Synchronous on purpose (see diff.ts).
  *
  * @module
  */
-// Synchronous file calls on purpose: see the note in diff.ts.
 import {
   accessSync,
   closeSync,
@@ -38,39 +30,28 @@ import { closeFolder, isFolderStillAt, openFolder, pathInFolder, type OpenedFold
 import { messageOf } from "./quote-path.js";
 import { createTemporaryFile, sweepTemporaryFiles } from "./temporary-file.js";
 
-/** Permission bits a rewritten file keeps: all but setuid and setgid. */
 const KEPT_MODE_BITS = 0o1777;
 
 /**
- * File system timestamps come from a clock that ticks in steps (a few
- * milliseconds on Linux, 2 s on FAT): a change within the step of the read
- * may leave size, mtime and ctime as they were. A file whose ctime is this
- * close to the moment of the write has its content compared too, as git
- * does with a "racily clean" index entry.
+ * File timestamps tick in steps (2 s on FAT): a file whose ctime is this
+ * close to the write also has its bytes compared, as git does for a
+ * "racily clean" index entry.
  */
 const TIMESTAMP_STEP_NS = 2_000_000_000n;
 
-/** What `patch` read of the file it rewrites. */
 export interface ReadFile {
-  /** The bytes read. */
   readonly bytes: Buffer;
-  /** The `fstat` of the descriptor read, taken before reading, in nanoseconds. */
+  /** `fstat` of the descriptor read, taken before reading. */
   readonly stats: BigIntStats;
 }
 
-/** The parts of a `stat` that {@link checkReplaceable} looks at, as numbers or bigints. */
 interface ReplaceableStats {
   readonly nlink: number | bigint;
   readonly mode: number | bigint;
   readonly uid: number | bigint;
 }
 
-/**
- * Throws, naming `label`, when the file at `path` whose `stats` are given may not be
- * rewritten by replacing it (see the module's note): read-only, not writable
- * by this process, more than one hard link, or an owner this process could
- * not give a new file.
- */
+/** Throws, naming `label`, when the file may not be rewritten by replacing it. */
 export function checkReplaceable(path: string, stats: ReplaceableStats, label: string): void {
   const nlink = Number(stats.nlink);
   const mode = Number(stats.mode);
@@ -89,29 +70,19 @@ export function checkReplaceable(path: string, stats: ReplaceableStats, label: s
     throw new Error(`${label} is not writable by toolpool's user${describeUser()}: not written`);
   }
   const uid = process.getuid?.();
-  // Only root can give a file to someone else; a file of another user would become this user's.
+  // Only root can give a file to someone else.
   if (uid !== undefined && uid !== 0 && owner !== uid) {
     throw new Error(`${label} belongs to uid ${owner}, and toolpool runs as uid ${uid}, which cannot give a new file that owner: not written`);
   }
 }
 
 /**
- * Replaces the file at `realPath` (a real path, read as `original`) with
- * `content`: checks it (see {@link checkReplaceable}), opens its folder once
- * (see opened-folder.ts; every create, rename and remove below goes through
- * it), removes the temporary files there from writers that are gone (never
- * the file itself, whatever its name), writes a temporary file with the old
- * file's owner, group and permission bits (setuid and setgid cleared), then
- * renames it over the file, unless the file was replaced or changed in place
- * meanwhile (size, mtime, ctime in nanoseconds, and its bytes while its
- * timestamps are within a clock step), its folder moved, or it no longer
- * passes the checks. Throws an `Error` naming `label` when anything fails;
- * the temporary file is then removed (a thread terminated mid-write leaves it
- * to the next sweep of the folder).
- *
- * What remains: a change made between the last comparison and the rename (a
- * rename is not a compare-and-swap), and a write through a descriptor opened
- * on the old file before the rename, land in the old file and are lost.
+ * Replaces the file at real path `realPath`, read as `original`, through its
+ * folder opened once (opened-folder.ts), after sweeping abandoned temporary
+ * files. Refuses when the file was replaced or changed meanwhile (inode,
+ * size, times, and bytes within a clock step) or its folder moved. Not closed:
+ * a change between the last comparison and the rename, or a write through a
+ * descriptor opened on the old file, is lost.
  */
 export function replaceFile(realPath: string, original: ReadFile, content: string, label: string): void {
   const name = basename(realPath);
@@ -134,7 +105,7 @@ export function replaceFile(realPath: string, original: ReadFile, content: strin
     }
     if (!isFolderStillAt(folder)) throw new Error("its folder changed while the file was written");
     const current = checkUnchanged(target, original, created);
-    // A link added or the write bits removed meanwhile count as much as before.
+    // A link added or write bits removed meanwhile count too.
     checkReplaceable(target, current, label);
     renameSync(temporary, target);
     temporary = undefined;
@@ -143,7 +114,7 @@ export function replaceFile(realPath: string, original: ReadFile, content: strin
       try {
         unlinkSync(temporary);
       } catch {
-        // Removed already (by a sweep after its writer seemed gone): nothing to clean up.
+        // Removed already by a sweep.
       }
     }
     const message = messageOf(error);
@@ -153,12 +124,7 @@ export function replaceFile(realPath: string, original: ReadFile, content: strin
   }
 }
 
-/**
- * Throws unless the file at `target` is the one read as `original`, as it
- * was read: same inode, size, mtime and ctime, and same bytes when its ctime
- * lies within a clock step of `created`'s (the temporary file, stamped by the
- * same file system's clock). Returns its stats.
- */
+/** Throws unless `target` is still the file read as `original`; returns its stats. */
 function checkUnchanged(target: string, original: ReadFile, created: BigIntStats): BigIntStats {
   let fd: number;
   try {
@@ -181,7 +147,6 @@ function checkUnchanged(target: string, original: ReadFile, created: BigIntStats
   }
 }
 
-/** Whether the file open as `fd` holds exactly `bytes`. */
 function hasBytes(fd: number, bytes: Buffer): boolean {
   const read = Buffer.allocUnsafe(bytes.length + 1);
   let length = 0;
@@ -194,10 +159,6 @@ function hasBytes(fd: number, bytes: Buffer): boolean {
   return length === bytes.length && read.subarray(0, length).equals(bytes);
 }
 
-/**
- * Gives the new file the old one's owner and group, then its permission bits
- * without setuid and setgid. Returns the new file's stats as created.
- */
 function keepOwnerAndMode(fd: number, original: BigIntStats, label: string): BigIntStats {
   const created = fstatSync(fd, { bigint: true });
   if (created.uid !== original.uid || created.gid !== original.gid) {

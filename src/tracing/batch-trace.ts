@@ -1,10 +1,4 @@
-/**
- * The spans of one batch: one span for the batch, one `execute_tool {name}`
- * span per call as its child, following OpenTelemetry's GenAI semantic
- * conventions for tool execution.
- *
- * @module
- */
+/** A batch's span and one `execute_tool {name}` child span per call, per OpenTelemetry's GenAI conventions. */
 import { errorCodes } from "../errors.js";
 import type { AgentToolResult, BatchOutcome, ToolCall, ToolExecutionMode } from "../types.js";
 import type { CallDurations } from "./call-durations.js";
@@ -31,30 +25,22 @@ import {
 import { formatTraceparent } from "./traceparent.js";
 import type { PoolEventSpan, PoolSpanEvents } from "./pool-span-events.js";
 
-/** The name of a batch's span. */
 const BATCH_SPAN_NAME = "toolpool.batch";
 
 const batchSpanOptions = Object.freeze({ kind: SPAN_KIND_INTERNAL });
 
-/** Longest status message a span gets from an error result's text. */
 const maxStatusMessageLength = 512;
 
-/** What a batch's span says about it. */
 interface BatchTraceInfo {
   batchId: string;
   toolCallCount: number;
   toolExecution: ToolExecutionMode;
-  /** The session the batch belongs to, if its caller named one. */
   sessionKey?: string | undefined;
 }
 
-/** Where a call ran, for `toolpool.execution`. */
 export type CallExecution = "worker" | "inline" | "none";
 
-/**
- * The spans of one batch. Made only when `@opentelemetry/api` is loaded and
- * the batch span is recording; the call spans follow its sampling decision.
- */
+/** Made only when the batch span records; the call spans follow its sampling decision. */
 export class BatchTrace {
   readonly #api: OtelApi;
   readonly #tracer: OtelTracer;
@@ -63,7 +49,7 @@ export class BatchTrace {
   readonly #sessionKey: string | undefined;
   readonly #batchId: string;
   readonly #poolSpans: PoolSpanEvents | undefined;
-  /** Its calls' spans by call id, for their pool events; absent without {@link PoolSpanEvents}. */
+  /** Absent without {@link PoolSpanEvents}. */
   readonly #callSpans: Map<string, PoolEventSpan> | undefined;
   #errors = 0;
 
@@ -75,23 +61,17 @@ export class BatchTrace {
     this.#batchId = info.batchId;
     this.#poolSpans = poolSpans;
     this.#callSpans = poolSpans?.watch(info.batchId);
-    // The batch span's context, taken from the caller's active context: an
-    // application's agent-turn span becomes the batch's parent.
+    // From the caller's active context: an application's agent-turn span becomes the batch's parent.
     this.#context = api.trace.setSpan(api.context.active(), span);
   }
 
-  /**
-   * Starts the batch's span under the active context; `undefined` when it is
-   * not recording (no tracer provider registered, or not sampled), so an
-   * untraced batch pays for nothing more.
-   */
+  /** `undefined` when not recording (no provider, or not sampled), so an untraced batch pays for nothing more. */
   static start(api: OtelApi, tracer: OtelTracer, describe: () => BatchTraceInfo, poolSpans?: PoolSpanEvents): BatchTrace | undefined {
     const span = tracer.startSpan(BATCH_SPAN_NAME, batchSpanOptions, api.context.active());
     if (!span.isRecording()) {
       span.end();
       return undefined;
     }
-    // Described only once it is known to be recorded: an untraced batch pays for no attributes.
     const info = describe();
     span.setAttribute(ATTR_BATCH_ID, info.batchId);
     span.setAttribute(ATTR_BATCH_TOOL_CALLS, info.toolCallCount);
@@ -100,7 +80,6 @@ export class BatchTrace {
     return new BatchTrace(api, tracer, span, info, poolSpans);
   }
 
-  /** Starts the `execute_tool {name}` span of a call entering preparation. */
   startCall(toolCall: ToolCall, description: string | undefined): CallTrace {
     const attributes: Record<string, string> = {
       [ATTR_GEN_AI_OPERATION_NAME]: "execute_tool",
@@ -111,12 +90,10 @@ export class BatchTrace {
     if (description !== undefined) attributes[ATTR_GEN_AI_TOOL_DESCRIPTION] = description;
     if (this.#sessionKey !== undefined) attributes[ATTR_SESSION] = this.#sessionKey;
     const span = this.#tracer.startSpan(`execute_tool ${toolCall.name}`, { kind: SPAN_KIND_INTERNAL, attributes }, this.#context);
-    // The pool's queued and started events of the call become events of its span.
     this.#callSpans?.set(toolCall.id, { toolName: toolCall.name, addEvent: (name, eventAttributes) => span.addEvent(name, eventAttributes) });
     return new CallTrace(this.#api, span, this.#context, () => (this.#errors += 1));
   }
 
-  /** Ends the batch's span with its outcome, or with the error that rejected it. */
   end(outcome: { kind: "ok"; value: BatchOutcome } | { kind: "error"; error: unknown }): void {
     this.#poolSpans?.unwatch(this.#batchId);
     this.#span.setAttribute(ATTR_BATCH_ERRORS, this.#errors);
@@ -128,7 +105,7 @@ export class BatchTrace {
   }
 }
 
-/** The span of one call. Ending it twice ends it once. */
+/** Ending it twice ends it once. */
 export class CallTrace {
   readonly #api: OtelApi;
   readonly #span: OtelSpan;
@@ -144,20 +121,16 @@ export class CallTrace {
     this.#onError = onError;
   }
 
-  /** The W3C `traceparent` of this span: what a worker (or a remote node) makes its parent. */
+  /** What a worker (or a remote node) makes its parent. */
   get traceparent(): string {
     return (this.#traceparent ??= formatTraceparent(this.#span.spanContext()));
   }
 
-  /** Runs `fn` (an inline tool's execute) with this span active, so spans it starts are children of the call's. */
+  /** Runs an inline tool's execute with this span active, so its spans are children of the call's. */
   runInContext<T>(fn: () => T): T {
     return this.#api.context.with(this.#context, fn);
   }
 
-  /**
-   * Ends the span with the call's final result: `error.type` and an error
-   * status for an error result, the queue wait and run time when it ran.
-   */
   end(result: AgentToolResult<unknown>, isError: boolean, execution: CallExecution, durations?: CallDurations): void {
     if (this.#isEnded) return;
     this.#isEnded = true;
@@ -178,7 +151,7 @@ export class CallTrace {
   }
 }
 
-/** A toolpool fault's code from `details.code`, else `"tool_error"` (a tool's own codes are not toolpool's). */
+/** A toolpool fault's code, else `"tool_error"`: a tool's own codes are not toolpool's. */
 function errorTypeOf(result: AgentToolResult<unknown>): string {
   const code = (result.details as { code?: unknown } | null | undefined)?.code;
   return typeof code === "string" && Object.hasOwn(errorCodes, code) ? code : TOOL_ERROR_TYPE;

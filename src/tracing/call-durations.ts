@@ -2,19 +2,15 @@ import type { CallTiming } from "../contracts/call-timing.js";
 
 /** A call's queue wait and run time, in milliseconds, with where it ran. */
 export interface CallDurations {
-  /** From submission to the pool until a thread was picked (0 for an inline tool). */
+  /** 0 for an inline tool. */
   queueWaitMs: number;
-  /**
-   * How long the tool ran: as its thread timed it when it replied, else from
-   * the thread's pick until the outcome was known (a crash, a timeout; 0 for
-   * a call that never reached a thread).
-   */
+  /** As its thread timed it when it replied, else from the thread's pick until the outcome (0 if it never reached one). */
   runMs: number;
   threadId?: number;
   node?: string;
 }
 
-/** The durations of a {@link CallTiming}; never negative. */
+/** Never negative. */
 export function toCallDurations(timing: CallTiming): CallDurations {
   const startedAt = timing.startedAt ?? timing.endedAt;
   const durations: CallDurations = {

@@ -1,19 +1,14 @@
 /**
- * The part of `@opentelemetry/api` toolpool uses, and how it is found.
- *
- * `@opentelemetry/api` is an optional peer dependency: toolpool never imports
- * it at module load, so importing `toolpool` costs nothing more without it.
- * The types below are structural, the few members toolpool calls, so that no
+ * The part of `@opentelemetry/api` toolpool uses. It is an optional peer
+ * dependency, never imported at module load; the types are structural so no
  * emitted declaration refers to a package the user may not have.
  *
  * @module
  */
 import { createRequire } from "node:module";
 
-/** An OpenTelemetry `Context` (opaque). */
 export type OtelContext = object;
 
-/** The members of an OpenTelemetry `SpanContext` toolpool reads. */
 export interface OtelSpanContext {
   traceId: string;
   spanId: string;
@@ -21,7 +16,6 @@ export interface OtelSpanContext {
   isRemote?: boolean;
 }
 
-/** The members of an OpenTelemetry `Span` toolpool calls. */
 export interface OtelSpan {
   spanContext(): OtelSpanContext;
   isRecording(): boolean;
@@ -32,12 +26,10 @@ export interface OtelSpan {
   end(): void;
 }
 
-/** The members of an OpenTelemetry `Tracer` toolpool calls. */
 export interface OtelTracer {
   startSpan(name: string, options?: { kind?: number; attributes?: Record<string, string | number | boolean> }, context?: OtelContext): OtelSpan;
 }
 
-/** The members of `@opentelemetry/api` toolpool calls. */
 export interface OtelApi {
   trace: {
     getTracer(name: string, version?: string): OtelTracer;
@@ -50,25 +42,13 @@ export interface OtelApi {
   };
 }
 
-/** `SpanKind.INTERNAL` of `@opentelemetry/api`. */
 export const SPAN_KIND_INTERNAL = 0;
-/** `SpanStatusCode.ERROR` of `@opentelemetry/api`. */
 export const SPAN_STATUS_ERROR = 2;
 
-/**
- * Where `@opentelemetry/api` 1.x keeps what an application registers (its
- * `registerGlobal`): one object on `globalThis` under this symbol, holding
- * `trace` once a tracer provider is registered and `context` once a context
- * manager is.
- */
+/** Where `@opentelemetry/api` 1.x's `registerGlobal` keeps `trace` and `context` on `globalThis`. */
 const otelGlobalKey = Symbol.for("opentelemetry.js.api.1");
 
-/**
- * Whether the application registered a tracer provider or a context manager
- * with `@opentelemetry/api`, read without loading the API: until it does, a
- * batch would make only non-recording spans, so toolpool does not pay for
- * loading the API for them.
- */
+/** Read without loading the API: until something is registered, spans would not record, so loading it is not worth paying for. */
 export function isOtelRegistered(): boolean {
   const registered = (globalThis as Record<symbol, { trace?: unknown; context?: unknown } | undefined>)[otelGlobalKey];
   return registered !== undefined && (registered.trace !== undefined || registered.context !== undefined);
@@ -78,15 +58,10 @@ export function isOtelRegistered(): boolean {
 let api: OtelApi | null | undefined;
 
 /**
- * `@opentelemetry/api`, or `undefined` when it is not installed; looked for
- * once per thread, on first use (never when `toolpool` is imported).
- *
- * Loaded synchronously (its CommonJS build, through `createRequire`) on
- * purpose: a batch's span must start with the batch, so an asynchronous
- * `import()` would leave the first batches of a process untraced or delay
- * them. Both builds of the API keep their state (the tracer provider, the
- * context manager) on one global keyed by `Symbol.for`, so what the
- * application registers through `import` is what toolpool sees here.
+ * Looked for once per thread, on first use. Loaded synchronously (CommonJS
+ * build) on purpose: a batch's span starts with the batch, and an async
+ * `import()` would leave the first batches untraced. Both builds share state
+ * on one `Symbol.for` global, so what the application registers is seen here.
  */
 export function loadOtelApi(): OtelApi | undefined {
   if (api === undefined) {

@@ -1,31 +1,17 @@
-/**
- * The pool's part of a call's span: its `queued` and `started` pool events
- * become span events of the call's `execute_tool` span, so a trace shows
- * when the call joined its pool's queue and when (and where) it started.
- *
- * **Nothing is paid for untraced work.** It listens to `runtime.poolEvents`
- * only while a recorded batch is in flight, and drops the events of other
- * batches by one map lookup.
- *
- * @module
- */
+/** Pool `queued`/`started` events become events of the call's span; listens only while a recorded batch is in flight. */
 import type { PoolCallEvent, PoolEventSource } from "../contracts/pool-events.js";
 import { ATTR_NODE, ATTR_QUEUE_WAIT_MS, ATTR_THREAD_ID } from "./tool-span-attributes.js";
 
-/** The attribute of a span event that names the pool. */
 export const ATTR_POOL = "toolpool.pool";
 
-/** A call's span, as the pool's events reach it. */
 export interface PoolEventSpan {
-  /** The tool the span is of: a spread call's parts (other tools, same call id) are not the call's own events. */
+  /** A spread call's parts (other tools, same call id) are not the call's own events. */
   readonly toolName: string;
   addEvent(name: string, attributes: Record<string, string | number>): void;
 }
 
-/** Routes pool events to the spans of the recorded batches' calls, by batch and call id. */
 export class PoolSpanEvents {
   readonly #source: PoolEventSource;
-  /** Per recorded batch in flight, its calls' spans by call id. */
   readonly #batches = new Map<string, Map<string, PoolEventSpan>>();
 
   readonly #onPoolEvent = (event: PoolCallEvent): void => {
@@ -46,7 +32,7 @@ export class PoolSpanEvents {
     this.#source = source;
   }
 
-  /** The spans of batch `batchId`'s calls, filled as its calls start: listened to until {@link unwatch}. */
+  /** Filled as its calls start; listened to until {@link unwatch}. */
   watch(batchId: string): Map<string, PoolEventSpan> {
     const spans = new Map<string, PoolEventSpan>();
     this.#batches.set(batchId, spans);

@@ -1,21 +1,15 @@
-/**
- * W3C Trace Context `traceparent` values: how a call's span crosses to a
- * worker thread (or another machine) as a string.
- *
- * @module
- */
+/** W3C `traceparent` values: how a call's span crosses to a worker thread or another machine. */
 import type { OtelSpanContext } from "./otel-api.js";
 
 const traceparentPattern = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 const invalidTraceId = "0".repeat(32);
 const invalidSpanId = "0".repeat(16);
 
-/** `00-TRACEID-SPANID-FLAGS`, the version 00 header value of a span context. */
 export function formatTraceparent(spanContext: OtelSpanContext): string {
   return `00-${spanContext.traceId}-${spanContext.spanId}-${(spanContext.traceFlags & 0xff).toString(16).padStart(2, "0")}`;
 }
 
-/** The remote span context a `traceparent` names, or `undefined` for a malformed or all-zero one. */
+/** `undefined` for a malformed or all-zero value. */
 export function parseTraceparent(traceparent: string): OtelSpanContext | undefined {
   const match = traceparentPattern.exec(traceparent);
   if (match === null || match[1] === invalidTraceId || match[2] === invalidSpanId) return undefined;

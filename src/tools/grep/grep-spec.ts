@@ -1,18 +1,9 @@
-/**
- * Tool definition of the built-in worker tool `grep` (what the model sees), apart
- * from its implementation (grep.ts): the main thread needs the definition, only a
- * worker needs the implementation and its `ignore` package.
- *
- * @module
- */
+/** Definition of the worker tool `grep`, apart from grep.ts so the main thread does not load `ignore`. */
 import type { JsonSchema } from "../../types.js";
 
-/** Default number of matching lines returned. */
 export const GREP_DEFAULT_MAX_RESULTS = 200;
-/** Upper bound accepted for `maxResults`. */
 export const GREP_MAX_RESULTS_LIMIT = 5000;
 
-/** Tool definition of `grep`, handed to the model. */
 export const grepSpec = {
   name: "grep",
   label: "Grep",

@@ -1,11 +1,6 @@
 /**
- * Built-in worker tool `grep`: regex search over a directory tree.
- *
- * Loaded inside a worker thread, so it imports nothing from the coordinator or
- * the worker runtime; it only uses Node built-ins and the `ignore` package.
- * Its parts: the walk (`walk.ts`), one file's search and the merge
- * (`search-file.ts`), and a search spread over the pool's idle threads
- * (`spread-search.ts`, on the shared-memory protocol of `shared-file-list.ts`).
+ * Built-in worker tool `grep`: regex search over a directory tree. Runs in a
+ * worker, so it imports nothing from the coordinator.
  *
  * @module
  */
@@ -29,42 +24,23 @@ export type { GrepChunk, GrepPartInput, GrepPartOutput } from "./spread-search.j
 export { createGrepPart } from "./spread-search.js";
 export { globToRegExp } from "./walk.js";
 
-/** Minimum interval between two progress updates. */
 const PROGRESS_INTERVAL_MS = 200;
 
-/** Arguments of the `grep` tool. */
 interface GrepArgs {
-  /** JavaScript regular expression source, matched against each line separately. */
   pattern: string;
-  /** File or directory to search, inside the workspace root; relative paths resolve against the root. Default ".". */
   path?: string;
-  /** RegExp flags from "imsuv"; "g" and "y" are accepted and ignored. */
   flags?: string;
-  /** Basename filter with `*` and `?` wildcards, e.g. "*.ts". */
   glob?: string;
-  /** Maximum matching lines returned: integer 1..5000, default 200. */
   maxResults?: number;
 }
 
-/** Structured details of a `grep` result (and of its progress updates). */
 interface GrepDetails {
-  /** Matching lines included in the text. */
   matches: number;
-  /** Text files actually searched (skipped binary/oversized/ignored files are not counted). */
   filesScanned: number;
-  /** True when the search stopped at `maxResults` or at the output cap. */
   truncated: boolean;
 }
 
-/**
- * Returns a function that answers "is a progress update due now?": false until
- * `intervalMs` has passed since creation, then true at most once per
- * `intervalMs`. Pure apart from the injected clock, so it can be tested without
- * sleeping.
- *
- * @param intervalMs Minimum time between two `true` answers.
- * @param now Clock in milliseconds; defaults to `performance.now()`, read at each call.
- */
+/** "Is a progress update due now?": false for the first `intervalMs`, then true at most once per `intervalMs`. */
 export function createProgressThrottle(intervalMs: number = PROGRESS_INTERVAL_MS, now: () => number = () => performance.now()): () => boolean {
   let due = now() + intervalMs;
   return () => {
@@ -76,38 +52,16 @@ export function createProgressThrottle(intervalMs: number = PROGRESS_INTERVAL_MS
 }
 
 /**
- * Searches every non-ignored text file under `args.path` for lines matching
- * `args.pattern`, walking directories in sorted (code point) order so the
- * output is stable.
- *
- * Contract:
- * - Result text: one `file:line: text` line per match (file relative to
- *   `path` with `/` separators; the basename when `path` is a file), or a
- *   "no matches" sentence; a truncated result ends with a note saying so.
- *   No file can forge a line: a name holding control characters is quoted,
- *   and control characters in a matched line (tab excepted) are escaped
- *   (see quote-path.ts).
- * - Honors `.gitignore` files at the root of `path` and below (not those above
- *   it); never enters `.git/` or `node_modules/`; skips `patch`'s temporary
- *   files (`.*.toolpool.tmp`); does not follow symlinks;
- *   skips files with a NUL byte in their first 8 KiB and files over 4 MiB;
- *   silently skips entries it cannot read.
- * - Checks `ctx.signal` for every file and every 4096 lines passed (a file
- *   scanned whole at once counts its lines up to its last match), and sends
- *   a progress update at most every 200 ms (never in the first 200 ms).
- *   A single pathological regex match cannot be interrupted.
- * - Reads only regular files, at most 4 MiB of each, whatever their size
- *   says (devices, FIFOs and `/proc` files never hang or balloon a call).
- * - Throws on an invalid pattern or flags, a bad `maxResults`, a path outside
- *   the workspace root, a missing path, or a path that is neither a
- *   directory nor a regular file.
- * - Given `ctx.spread` (a toolpool pool), a walk that finds 256 files or more
- *   spreads the search over the pool's idle threads (see `spread-search.ts`); the
- *   result is the one this thread alone would give.
+ * Searches non-ignored text files under `args.path` in sorted order, so the
+ * output is stable. No file can forge an output line: names and matched
+ * lines have control characters escaped (quote-path.ts). Only regular files
+ * are read, so devices and FIFOs never hang a call. A single pathological
+ * regex match cannot be interrupted: the pool's timeout covers it. Given
+ * `ctx.spread`, a large walk is spread over idle threads with the result
+ * this thread alone would give.
  */
 export const execute = createGrepTool(workspaceFromModuleUrl(import.meta.url));
 
-/** `grep`'s execute function confined to `workspace`. */
 export function createGrepTool(workspace: Workspace): (args: GrepArgs, ctx: WorkerToolContext<GrepDetails>) => Promise<AgentToolResult<GrepDetails>> {
   return (args, ctx) => executeGrep(workspace, args, ctx);
 }
@@ -136,14 +90,12 @@ async function executeGrep(workspace: Workspace, args: GrepArgs, ctx: WorkerTool
     if (code === "ENOENT" || code === "ENOTDIR") throw new Error(`grep: path not found: ${quotePath(rootArg)}`);
     throw new Error(`grep: cannot read path ${quotePath(rootArg)}: ${messageOf(err)}`);
   }
-  // A path given explicitly must be searchable: a FIFO or device is an error,
-  // not a silent "no matches".
+  // An explicit path must be searchable: a FIFO is an error, not "no matches".
   if (!rootIsDir) closeSync(openRegularFile(root, `grep: path ${quotePath(rootArg)}`).fd);
 
   const merge = new Merge(maxResults);
   const search = createSearch(regex, signal);
   const progressDue = createProgressThrottle();
-  /** Files searched so far, merged or not (progress only). */
   let filesSearched = 0;
 
   const reportProgress = async (): Promise<void> => {
@@ -152,8 +104,7 @@ async function executeGrep(workspace: Workspace, args: GrepArgs, ctx: WorkerTool
       content: [{ type: "text", text: `grep: scanned ${Math.max(filesSearched, merge.filesScanned)} files, ${merge.lines.length} matches so far` }],
       details: { matches: merge.lines.length, filesScanned: Math.max(filesSearched, merge.filesScanned), truncated: false },
     });
-    // The search is synchronous I/O; let the worker's event loop run so the
-    // update is flushed and any incoming messages are handled.
+    // The search is synchronous: yield so the update is flushed.
     await yieldToEventLoop();
   };
 
@@ -161,8 +112,7 @@ async function executeGrep(workspace: Workspace, args: GrepArgs, ctx: WorkerTool
     merge.add(searchFile(search, root, basename(rootArg), merge.budget()));
   } else {
     const spread = ctx.spread as SpreadFunction | undefined;
-    // A tree big enough is spread over the pool as soon as the walk has found
-    // that many files: parts search the chunks already listed while the walk goes on.
+    // Spread as soon as the walk has found enough files; parts search listed chunks while the walk goes on.
     let shared: SharedSearch | undefined;
     let files: FileList;
     try {
@@ -180,7 +130,6 @@ async function executeGrep(workspace: Workspace, args: GrepArgs, ctx: WorkerTool
     }
     (shared as SharedSearch | undefined)?.list.end(files.rel);
     if (shared === undefined) {
-      // On this thread alone: each file merged as soon as it is searched, as the walk gave it.
       for (let i = 0; i < files.rel.length; i++) {
         signal.throwIfAborted();
         const outcome = searchFile(search, files.abs[i]!, files.rel[i]!, merge.budget());
@@ -209,9 +158,5 @@ async function executeGrep(workspace: Workspace, args: GrepArgs, ctx: WorkerTool
   return { content: [{ type: "text", text }], details: { matches: lines.length, filesScanned, truncated } };
 }
 
-/**
- * A part of a spread `grep` call (see `spread-search.ts`), run by the pool
- * on an idle thread through `ctx.spread`: takes chunks from the shared
- * counter until none is left. Not a tool of its own.
- */
+/** A part of a spread `grep` call, run on an idle thread through `ctx.spread`; not a tool of its own. */
 export const searchPart = createGrepPart(workspaceFromModuleUrl(import.meta.url));

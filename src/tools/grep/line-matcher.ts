@@ -1,54 +1,32 @@
 /**
- * Finding the lines of a text that a regular expression matches, one line at
- * a time: `grep`'s matching rule. A line is what lies between two `\n`, a
- * trailing `\r` removed, and it matches when `regex.test(line)` says so.
- *
- * Splitting a whole file into lines and testing each one costs a string per
- * line; most lines of most files match nothing. So, where it gives the same
- * answers, the regular expression runs over the whole text instead (with the
- * `g` and `m` flags), and only the lines where it finds a match are cut out
- * and tested on their own. That is exact when every match of a line on its
- * own is also a match of the whole text at the same place, which holds when
- * the pattern cannot match a line break and cannot look at what lies
- * outside its line (see {@link canScanWholeText}); any other pattern is
- * matched line by line.
- *
- * Loaded inside a worker thread; imports nothing.
+ * `grep`'s matching rule: a line lies between two `\n` (a trailing `\r`
+ * dropped) and matches when `regex.test(line)` does. Most lines match
+ * nothing, so where the answers are the same ({@link canScanWholeText}) the
+ * regex runs over the whole text and only lines with a match are cut out
+ * and tested; other patterns run line by line.
  *
  * @module
  */
 
-/**
- * Receives each matching line in order: its 1-based number and its text
- * (without the line break). Returns false to stop.
- */
+/** Gets each matching line (1-based number, no line break); returns false to stop. */
 type LineVisitor = (lineNumber: number, line: string) => boolean;
 
-/** Told how many lines were passed since it was last told; may throw (an abort) to stop the search. */
+/** Told how many lines were passed since last told; may throw (an abort). */
 type LineTicker = (lines: number) => void;
 
-/** The lines of a text that one regular expression matches. */
 export interface LineMatcher {
-  /** Whether the whole text is scanned at once (false: line by line). */
   readonly isWholeText: boolean;
-  /**
-   * Visits the matching lines of `text` in order; returns false when the
-   * visitor stopped the search. `tick` hears of the lines passed, at least
-   * every few thousand lines searched.
-   */
+  /** Returns false when the visitor stopped the search. */
   forEachMatch(text: string, visit: LineVisitor, tick: LineTicker): boolean;
 }
 
-/** Lines passed between two ticks in the line-by-line search. */
 const linesPerTick = 1024;
 
 /**
- * Whether a pattern, with `flags`, is matched the same over a whole text as
- * line by line (see the module's note). Conservative: no construct that can
- * match `\n` or `\r` (a negated class, `\s`, `\W`, `\D`, an escape naming a
- * code point, a range from a control character, `.` with the `s` flag), no
- * lookaround (it could see past the line), no backreference or `v`-mode set
- * notation (not analysed).
+ * Conservative: false for anything that could match `\n` or `\r` (negated
+ * class, `\s`, `\W`, `\D`, code point escapes, ranges from a control
+ * character, `s` flag), lookaround (it sees past the line), backreferences
+ * and `v`-mode sets (not analysed).
  */
 export function canScanWholeText(source: string, flags: string): boolean {
   if (flags.includes("s") || flags.includes("v")) return false;
@@ -80,7 +58,7 @@ function isLineBreak(code: number): boolean {
   return code === 0x0a || code === 0x0d || code === 0x2028 || code === 0x2029;
 }
 
-/** Escapes that may match a line break, name a code point, or refer back: not analysed. */
+/** May match a line break, name a code point, or refer back: not analysed. */
 const unsafeEscapes = new Set(["s", "W", "D", "n", "r", "x", "u", "c", "p", "P", "k", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]);
 
 function isSafeEscape(source: string, at: number): boolean {
@@ -90,15 +68,10 @@ function isSafeEscape(source: string, at: number): boolean {
   return !unsafeEscapes.has(next);
 }
 
-/**
- * The index of the `]` closing the class opened at `at`, or -1 when the class
- * could match a line break (negated, an unsafe escape, a range starting at a
- * control character or at an escape) or does not close.
- */
+/** Index of the class's closing `]`, or -1 when the class could match a line break or does not close. */
 function safeClassEnd(source: string, at: number): number {
   let i = at + 1;
   if (source[i] === "^") return -1;
-  /** What came last: nothing (or a whole range), a literal character, an escape. */
   let previous: "none" | "char" | "escape" = "none";
   let previousCode = 0;
   while (i < source.length) {
@@ -130,17 +103,14 @@ function safeClassEnd(source: string, at: number): number {
   return -1;
 }
 
-/** The flags of the whole-text scan: `g` to resume at a line, `m` so that `^` and `$` hold at every line break. */
+/** `g` to resume at a line, `m` so `^` and `$` hold at every line break. */
 function scanFlags(flags: string): string {
   let out = `${flags.replace(/[gy]/g, "")}g`;
   if (!out.includes("m")) out += "m";
   return out;
 }
 
-/**
- * A matcher for `regex` (whose `g` and `y` flags, if any, are ignored): whole
- * text where that is exact, line by line otherwise.
- */
+/** `g` and `y` flags of `regex` are ignored. */
 export function createLineMatcher(regex: RegExp): LineMatcher {
   const test = regex.global || regex.sticky ? new RegExp(regex.source, regex.flags.replace(/[gy]/g, "")) : regex;
   if (!canScanWholeText(regex.source, test.flags)) {
@@ -184,7 +154,6 @@ function scanWholeText(scan: RegExp, test: RegExp, text: string, visit: LineVisi
     const found = scan.exec(text);
     if (found === null) break;
     const at = found.index;
-    // Move to the line holding the match.
     let lineEnd = text.indexOf("\n", lineStart);
     while (lineEnd !== -1 && lineEnd < at) {
       lineNumber += 1;
@@ -197,8 +166,7 @@ function scanWholeText(scan: RegExp, test: RegExp, text: string, visit: LineVisi
     }
     let line = lineEnd === -1 ? text.slice(lineStart) : text.slice(lineStart, lineEnd);
     if (line.endsWith("\r")) line = line.slice(0, -1);
-    // The scan may find a match that the line alone does not have (one
-    // that starts here and runs on, say); the line's own test decides.
+    // The scan may find a match the line alone lacks; the line's own test decides.
     if (test.test(line) && !visit(lineNumber, line)) {
       tick(lineNumber - ticked + 1);
       return false;
@@ -211,22 +179,15 @@ function scanWholeText(scan: RegExp, test: RegExp, text: string, visit: LineVisi
     lineNumber += 1;
     scan.lastIndex = lineStart;
   }
-  // The lines after the last match are not counted: one scan found no
-  // match there, and nothing could have been checked in between.
+  // Lines after the last match are not ticked: no check could have run in between.
   tick(lineNumber - ticked + 1);
   return true;
 }
 
-/** Characters that stand for themselves after a backslash. */
 const identityEscapes = new Set("^$\\.*+?()[]{}|/-".split(""));
-/** Two-character escapes of a class or an assertion: no literal. */
 const classEscapes = new Set("wWdDsSbB".split(""));
 
-/**
- * The index after the quantifier at `at` (`*`, `+`, `?`, `{n}`, `{n,}`,
- * `{n,m}`, each perhaps lazy), `at` itself when there is none, or -1 for a
- * `{` that is not a quantifier.
- */
+/** Index after the quantifier at `at`, `at` when there is none, -1 for a `{` that is not one. */
 function skipQuantifier(source: string, at: number): number {
   const ch = source[at];
   let end: number;
@@ -240,14 +201,10 @@ function skipQuantifier(source: string, at: number): number {
 }
 
 /**
- * ASCII strings that every line the pattern matches must contain: the runs
- * of literal characters of its top level (not inside a group or class, not
- * made optional by a quantifier). A text without one of them has no
- * matching line, whatever the rest of the pattern says, so a file's bytes
- * can be searched for them before it is decoded. Conservative: a top-level
- * `|` gives none; with the `i` flag only runs without letters are kept; the
- * scan stops at the first construct it does not analyse, keeping what it
- * found before.
+ * ASCII runs every matching line must contain (top-level literals not made
+ * optional), so a file's bytes can be searched before decoding. Conservative:
+ * a top-level `|` gives none, with `i` only letterless runs are kept, and the
+ * scan stops at the first construct it does not analyse.
  */
 export function requiredLiterals(source: string, flags: string): string[] {
   const ignoreCase = flags.includes("i");
@@ -258,7 +215,6 @@ export function requiredLiterals(source: string, flags: string): string[] {
     if (run !== "" && (!ignoreCase || !/[a-z]/i.test(run))) runs.push(run);
     run = "";
   };
-  /** Index after the class opened at `at`, or -1. */
   const skipClass = (at: number): number => {
     if (isV) return -1;
     let i = at + 1;
@@ -266,7 +222,7 @@ export function requiredLiterals(source: string, flags: string): string[] {
     return i < source.length ? i + 1 : -1;
   };
   const n = source.length;
-  // A top-level alternative anywhere, even past what the scan below reaches, makes every run optional.
+  // A top-level `|` anywhere makes every run optional.
   let depth = 0;
   for (let j = 0; j < n; j++) {
     const c = source[j];
@@ -282,7 +238,6 @@ export function requiredLiterals(source: string, flags: string): string[] {
   let i = 0;
   while (i < n) {
     const ch = source[i]!;
-    // A zero-width or non-literal atom ends the run; a quantifier after it is skipped.
     let atomEnd = -1;
     let literal: string | undefined;
     if (ch === "\\") {
@@ -332,11 +287,9 @@ export function requiredLiterals(source: string, flags: string): string[] {
     if (next === after) {
       run += literal;
     } else if (source[after] === "+") {
-      // At least once: required, but what follows is not next to it.
       run += literal;
       endRun();
     } else {
-      // Perhaps absent: not required, and it splits the run.
       endRun();
     }
     i = next;

@@ -1,9 +1,4 @@
-/**
- * `grep`'s walk: every file to search under a root, in sorted (code point)
- * order, honoring `.gitignore` files as git does.
- *
- * @module
- */
+/** `grep`'s walk: every file to search under a root, in code point order, honoring `.gitignore` as git does. */
 import { readdirSync, type Dirent } from "node:fs";
 import { join, sep } from "node:path";
 import ignore, { type Ignore } from "ignore";
@@ -11,17 +6,12 @@ import ignore, { type Ignore } from "ignore";
 import { readRegularFile } from "../regular-file.js";
 import { isTemporaryFileName } from "../temporary-file.js";
 
-/** A .gitignore larger than this is treated as absent. */
 const MAX_GITIGNORE_BYTES = 1024 * 1024;
-/** Entries never descended into, whatever the .gitignore files say. */
 const ALWAYS_SKIPPED = new Set([".git", "node_modules"]);
 /** Git defaults core.ignorecase to true on the usual case-insensitive file systems. */
 const caseInsensitiveFs = process.platform === "darwin" || process.platform === "win32";
 
-/**
- * Converts a basename glob (`*` = any run of characters, `?` = one character,
- * everything else literal) into an anchored RegExp.
- */
+/** Basename glob (`*`, `?`, everything else literal) to an anchored RegExp. */
 export function globToRegExp(glob: string): RegExp {
   let source = "";
   for (const ch of glob) {
@@ -32,17 +22,13 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${source}$`, "su");
 }
 
-/** One .gitignore file's rules, anchored at the directory that holds it. */
 interface IgnoreLayer {
-  /** Directory of the .gitignore, relative to the search root ("" for the root). */
+  /** Relative to the search root ("" for the root). */
   base: string;
   rules: Ignore;
 }
 
-/**
- * Git semantics: the deepest .gitignore with a matching rule decides, so a
- * nested `!pattern` can re-include what a parent excluded.
- */
+/** As git: the deepest .gitignore with a matching rule decides, so a nested `!pattern` re-includes. */
 function isIgnored(relPath: string, layers: readonly IgnoreLayer[]): boolean {
   for (let i = layers.length - 1; i >= 0; i--) {
     const layer = layers[i]!;
@@ -54,19 +40,14 @@ function isIgnored(relPath: string, layers: readonly IgnoreLayer[]): boolean {
   return false;
 }
 
-/** Thrown through the walk's recursion to end it early. */
 const walkStopped = new Error("walk stopped");
 
-/** The files to search, in walk order: absolute paths and paths relative to the search root. */
+/** Absolute and root-relative paths, in walk order. */
 export interface FileList {
   abs: string[];
   rel: string[];
 }
 
-/**
- * Lists every file to search under `root`, in sorted (code point) order,
- * honoring .gitignore files; checks the signal for every directory.
- */
 export async function walkTree(
   root: string,
   nameFilter: RegExp | undefined,
@@ -90,11 +71,10 @@ export async function walkTree(
         const rules = ignore({ ignorecase: caseInsensitiveFs }).add(text);
         layers = [...parentLayers, { base: relDir, rules }];
       } catch {
-        // An unreadable .gitignore is treated as absent, as git does.
+        // Unreadable: treated as absent, as git does.
       }
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    // absDir is normalized and a name holds no separator: joined without normalizing again.
     const prefix = absDir.endsWith(sep) ? absDir : absDir + sep;
     for (const entry of entries) {
       if (ALWAYS_SKIPPED.has(entry.name)) continue;
@@ -103,16 +83,15 @@ export async function walkTree(
         if (isIgnored(`${rel}/`, layers)) continue;
         await walk(prefix + entry.name, rel, layers);
       } else if (entry.isFile()) {
-        // patch's temporary files, complete or cut short: never search results.
         if (isTemporaryFileName(entry.name)) continue;
         if (nameFilter && !nameFilter.test(entry.name)) continue;
         if (isIgnored(rel, layers)) continue;
         files.abs.push(prefix + entry.name);
         files.rel.push(rel);
-        // Enough found already (a spread search): the files after these cannot be in the result.
+        // A spread search has enough: later files cannot be in the result.
         if (!onFile(files)) throw walkStopped;
       }
-      // Symlinks, sockets and the like are skipped: following links could loop.
+      // Symlinks are not followed: they could loop.
     }
     await reportProgress();
   };
