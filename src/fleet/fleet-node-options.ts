@@ -10,8 +10,7 @@ export interface FleetNodeOptions {
   tools: readonly ToolDefinition[];
   /**
    * The pi of the coordinators it serves (part of the toolset hash): a runtime with the other pi gets
-   * `TP_ERR_TOOL_MISMATCH`. pi's rules run on the coordinators; `"1.6"` needs Node >= 22.19, as on a runtime.
-   * @default "0.73"
+   * `TP_ERR_TOOL_MISMATCH`. pi's rules run on the coordinators; `"1.6"` needs Node >= 22.19, as on a runtime. @default "0.73"
    */
   pi?: PiVersion;
   /** The node's name, unique in the fleet (no `:`). @default `<hostname>-<pid>` */

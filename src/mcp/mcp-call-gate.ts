@@ -15,8 +15,7 @@ export interface McpCallGateOptions {
    * Places of the runtime's other pools, by the name a call gives to {@link McpCallGate.acquire} (`mcpCallGatePools`
    * names them): a call waits only for its own pool. `{ places, maxSessionRunning }` also caps one session's share
    * (the pool's own `maxRunningPerSession`: past it a call would only hold a gate place while waiting in the pool).
-   * `"shared"` replaces `maxRunning`.
-   * @default {}
+   * `"shared"` replaces `maxRunning`. @default {}
    */
   pools?: Readonly<Record<string, number | McpCallGatePool>>;
   /**

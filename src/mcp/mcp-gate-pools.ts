@@ -3,10 +3,7 @@ import { isWorkerTool, namedPoolSettings, type WorkerTool } from "../contracts/w
 import type { Runtime } from "../runtime.js";
 import type { McpCallGatePool } from "./mcp-call-gate.js";
 
-/**
- * By tool name: `"shared"`, `"pool:NAME"` (a named pool), `"tool:NAME"` (a tool with `resourceLimits`) or `"fleet"`.
- * Inline tools are absent: they use no thread.
- */
+/** By tool name: `"shared"`, `"pool:NAME"`, `"tool:NAME"` (own `resourceLimits`) or `"fleet"`; inline tools use no thread. */
 export function mcpToolPools(runtime: Runtime): Map<string, string> {
   const { tools, fleet } = runtime.options;
   const pools = new Map<string, string>();

@@ -35,7 +35,6 @@ export interface McpHttpServerOptions extends McpSessionLimits {
   headersTimeoutMs?: number;
 }
 
-/** The endpoint of the MCP server. */
 export const MCP_PATH = "/mcp";
 
 /** A client that sends its headers, or its whole request, slower than these is cut off. */
@@ -82,17 +81,14 @@ export class McpHttpServer {
     });
   }
 
-  /** `http://HOST:PORT/mcp` once listening. */
   get url(): string | undefined {
     return this.#url;
   }
 
-  /** MCP sessions open now. */
   get sessionCount(): number {
     return this.#sessions.size;
   }
 
-  /** Starts listening; resolves to the endpoint's URL. */
   async listen(): Promise<string> {
     await new Promise<void>((resolve, reject) => {
       this.#http.once("error", reject);

@@ -43,7 +43,6 @@ export class McpPressure {
     this.#timer.unref();
   }
 
-  /** What is past its limit, or `undefined` while none is. */
   overload(): string | undefined {
     return this.#overload;
   }

@@ -15,7 +15,6 @@ export interface McpRefusalData {
 
 /** Thrown from a request handler, the SDK answers it as the JSON-RPC error `{ code: -32000, message, data }`. */
 export class McpRefusal extends Error {
-  /** The SDK reads it from a thrown error. */
   readonly code = refusalErrorCode;
   readonly data: McpRefusalData;
 

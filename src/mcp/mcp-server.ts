@@ -27,8 +27,7 @@ export interface McpServerOptions {
   log?: (line: string) => void;
   /**
    * Where calls wait for a place on their pool, shared by every session (see {@link McpCallGate}): a refused call gets
-   * its JSON-RPC error, and one cancelled while it waits never starts.
-   * @default none (every call goes to the runtime at once)
+   * its JSON-RPC error, and one cancelled while it waits never starts. @default none (every call goes to the runtime at once)
    */
   callGate?: McpCallGate;
 }

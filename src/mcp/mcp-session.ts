@@ -34,10 +34,8 @@ interface McpSessionHooks {
 export type McpEarlyRefusals = (sessionKey: string, tools: readonly string[]) => readonly (McpRefusal | undefined)[];
 
 /**
- * The SDK's Streamable HTTP transport, plus: it knows the requests in flight, so a busy session is never taken for idle;
- * a request whose POST's connection closed (the SDK answers only on that stream) is cancelled as by
- * `notifications/cancelled`; and `send` of progress resolves only once the socket took the bytes, so a slow reader
- * slows its own calls instead of growing the server's memory.
+ * The SDK's transport, plus: requests in flight are known (a busy session is never idle); one whose POST's connection
+ * closed is cancelled (the SDK answers only there); progress `send` waits for the socket, so a slow reader slows its own calls.
  */
 export class McpSession implements Transport {
   readonly #inner: StreamableHTTPServerTransport;
@@ -155,9 +153,8 @@ export class McpSession implements Transport {
   }
 
   /**
-   * Answers a POST's early-refused `tools/call`s at once, so a flood past the gate's limits costs one JSON-RPC error
-   * each rather than the SDK's validation, a handler run and a thrown error. With other requests in the POST they are
-   * taken out of the body and prepended to its stream; else they go through the transport and are answered as it passes them on.
+   * Answers early-refused `tools/call`s at once (one JSON-RPC error each, not a handler run): prepended to the POST's
+   * stream when other requests remain, else answered as the transport passes them on.
    */
   #refuseEarly(body: unknown, response: ServerResponse): { forwarded: unknown; refused: RequestId[] } {
     const none = { forwarded: body, refused: [] };
@@ -218,7 +215,6 @@ export class McpSession implements Transport {
     this.onmessage?.(message, extra);
   }
 
-  /** True if it was in flight. */
   #settle(id: RequestId): boolean {
     if (!this.#inFlight.delete(id)) return false;
     if (this.#inFlight.size === 0) this.lastUsedAt = performance.now();
@@ -230,10 +226,7 @@ export class McpSession implements Transport {
     this.onmessage?.({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } });
   }
 
-  /**
-   * The SDK's server sends nothing for a request it cancelled, and its transport keeps a POST's ids, answers and stream
-   * until every request of it is answered: without this answer they would stay for the session's lifetime.
-   */
+  /** The SDK keeps a POST's ids, answers and stream until each request is answered: unanswered, they would stay for good. */
   #release(answer: JSONRPCErrorResponse): void {
     void this.#inner.send(answer).catch(() => {});
   }
@@ -251,8 +244,8 @@ export class McpSession implements Transport {
   }
 
   /**
-   * The HTTP layer drains the SDK's writes at the socket's pace: a turn of the event loop moves what the socket takes,
-   * a full socket means `drain`. One full for `stalledResponseMs` is reset (`whenDrained`): its client counts as gone.
+   * The HTTP layer drains the SDK's writes at the socket's pace: a tick moves what the socket takes, a full one means
+   * `drain`. Full for `stalledResponseMs`, it is reset (`whenDrained`): its client counts as gone.
    */
   async #whenFlushed(response: ServerResponse): Promise<void> {
     while (!response.destroyed && !response.writableEnded) {

@@ -18,8 +18,7 @@ import { McpSession, type McpEarlyRefusals } from "./mcp-session.js";
 export interface McpSessionLimits extends McpPressureLimits {
   /**
    * Most sessions open at once. An `initialize` beyond it closes the idle session used least recently (its client gets
-   * 404 and initializes anew), or gets 503 `TP_ERR_TOO_MANY_SESSIONS` while every session has work under way.
-   * @default 64
+   * 404 and initializes anew), or gets 503 `TP_ERR_TOO_MANY_SESSIONS` while every session has work under way. @default 64
    */
   maxSessions?: number;
   /** Milliseconds a session may go without a request, and none in flight, before it is closed. @default 600000 */
@@ -28,8 +27,7 @@ export interface McpSessionLimits extends McpPressureLimits {
   retryAfterSeconds?: number;
   /**
    * Milliseconds a response may stay full (its client reading nothing) while progress waits; then the connection is
-   * reset and the client treated as gone (its calls are cancelled).
-   * @default 30000
+   * reset and the client treated as gone (its calls are cancelled). @default 30000
    */
   stalledResponseMs?: number;
   /** Receives one line per notable event (a client gone with requests in flight); must not throw. @default none */
@@ -37,8 +35,7 @@ export interface McpSessionLimits extends McpPressureLimits {
   /**
    * Refuses `tools/call` requests as their POST arrives, before the SDK's server handles them, so that a flood past the
    * gate's limits stays cheap. Give it the gate's verdict, as `toolpool mcp --http` does:
-   * `gate.refusalsOf(sessionKey, tools.map((name) => mcpToolPools(runtime).get(name) ?? false))`.
-   * @default none (every call reaches the SDK's server)
+   * `gate.refusalsOf(sessionKey, tools.map((name) => mcpToolPools(runtime).get(name) ?? false))`. @default none (every call reaches the SDK's server)
    */
   earlyRefusals?: McpEarlyRefusals;
 }
@@ -177,7 +174,6 @@ export class McpSessions {
     return true;
   }
 
-  /** True if it answered 503. */
   #refuseOverload(response: ServerResponse): boolean {
     const overload = this.#pressure.overload();
     if (overload === undefined) return false;
@@ -200,7 +196,6 @@ export class McpSessions {
   }
 }
 
-/** Not only notifications (a cancellation) or responses. */
 function carriesRequests(body: unknown): boolean {
   return Array.isArray(body) ? body.some((message) => isJSONRPCRequest(message)) : isJSONRPCRequest(body);
 }

@@ -12,10 +12,7 @@ import {
 
 import type { McpRefusal } from "./mcp-refusal.js";
 
-/**
- * Knows the requests in flight, so a server whose client closed its end of the pipe (`cat requests | toolpool mcp`)
- * still answers them: {@link McpStdioTransport.drain} waits within a bound, then refuses and cancels the rest.
- */
+/** Knows the requests in flight, so a client that closed its end of the pipe still gets their answers ({@link McpStdioTransport.drain}). */
 export class McpStdioTransport implements Transport {
   readonly #inner: StdioServerTransport;
   readonly #inFlight = new Set<RequestId>();

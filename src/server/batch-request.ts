@@ -55,7 +55,6 @@ export const batchRequestSchema = {
   },
 } as const;
 
-/** The header that may carry a batch's session key instead of the body. */
 export const sessionHeader = "x-toolpool-session";
 
 /** The body's `sessionKey`, else the `X-Toolpool-Session` header; an error text for a header that is not 1 to 256 characters. */

@@ -55,10 +55,7 @@ export type { ResolvedServerOptions, ServerOptions } from "./server-options.js";
 
 /** Options of {@link ToolpoolServer.close}. */
 export interface CloseServerOptions {
-  /**
-   * Milliseconds in-flight batches get before they are aborted; a second `close` with a shorter grace shortens the wait.
-   * @default the server's `shutdownGraceMs`
-   */
+  /** Milliseconds in-flight batches get before they are aborted; a shorter second `close` shortens it. @default the server's `shutdownGraceMs` */
   graceMs?: number;
 }
 
@@ -91,8 +88,7 @@ export class ToolpoolServer {
       logger: false,
       bodyLimit: this.#options.maxBodyBytes,
       requestTimeout: this.#options.requestTimeoutMs,
-      // Report every problem of a body at once, and never alter it: Fastify's
-      // defaults coerce types and drop unknown properties silently.
+      // Report every problem of a body at once, never alter it (Fastify's defaults coerce and drop silently).
       ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
     });
     new ConnectionGuard(this.#app.server, this.#options);
@@ -111,8 +107,7 @@ export class ToolpoolServer {
       // A refused client keeps no connection, so it cannot hold a slot past its refusal.
       const verdict = checkBrowserGuard(firstHeader(request.headers.host), firstHeader(request.headers.origin), guard);
       if (verdict.kind === "deny") return sendError(reply.header("connection", "close"), verdict.status, verdict.code, verdict.reason);
-      // Health checks come from load balancers, which hold no token; the
-      // live view's page holds no pool data (its stream needs the token).
+      // Load balancers' health checks hold no token; the live view's page holds no pool data (its stream needs the token).
       if (auth !== undefined && !this.#isPublicRoute(request.routeOptions.url) && !auth.isAuthorized(request.headers.authorization)) {
         reply.header("www-authenticate", 'Bearer realm="toolpool"').header("connection", "close");
         return sendError(reply, 401, "TP_ERR_UNAUTHORIZED", "Missing or invalid bearer token (Authorization: Bearer TOKEN)");
@@ -214,8 +209,7 @@ export class ToolpoolServer {
     const clock = this.#runtime.options.clock;
     const reason = new DOMException("The server is shutting down", "AbortError");
     this.#graceTimers.push(clock.setTimeout(() => this.#batches.abortAll(reason), graceMs));
-    // A batch whose client stopped reading cannot finish its writes: once the
-    // aborted calls have had the pool's abort grace, its socket is destroyed.
+    // A batch whose client stopped reading cannot finish its writes: after the pool's abort grace, its socket goes.
     this.#graceTimers.push(
       clock.setTimeout(
         () => {
@@ -256,15 +250,9 @@ function destroyGraceMs(runtime: Runtime): number {
 /**
  * Creates an HTTP server for `runtime`, not yet listening; the server then owns the runtime and closes it last.
  * Throws `TP_ERR_INVALID_OPTION` for invalid options, and for a non-loopback `host` without a `token`.
- *
  * @example
- * ```ts
- * import { builtinTools, createRuntime, createServer } from "toolpool";
- *
  * const server = createServer(createRuntime({ tools: builtinTools() }), { port: 0 });
  * console.log(`listening on ${await server.listen()}`);
- * process.once("SIGTERM", () => void server.close());
- * ```
  */
 export function createServer(runtime: Runtime, options?: ServerOptions): ToolpoolServer {
   return new ToolpoolServer(runtime, options);

@@ -7,8 +7,7 @@ import { createDeferred } from "../deferred.js";
 interface TrackedBatch {
   /** Hand it to `executeToolCalls`: it aborts the batch for any of the reasons above. */
   readonly signal: AbortSignal;
-  /** The outcome is known: a later disconnect or deadline no longer aborts it. It stays tracked until its response
-   * has closed, so that a shutdown waits for the last bytes. */
+  /** The outcome is known: a later disconnect or deadline no longer aborts it; tracked until its response closes (the last bytes). */
   settle(): void;
 }
 
@@ -26,8 +25,7 @@ export class InFlightBatches {
   readonly #entries = new Set<Entry>();
   readonly #idleWaiters: (() => void)[] = [];
 
-  /** @param destroyGraceMs How long past its deadline a batch may deliver results before its socket is destroyed:
-   *   a client that stops reading would otherwise block the batch's writes forever. */
+  /** @param destroyGraceMs Past the deadline, until the socket is destroyed: a client that stops reading would block writes forever. */
   constructor(clock: Clock, timeoutMs: number, destroyGraceMs: number) {
     this.#clock = clock;
     this.#timeoutMs = timeoutMs;
@@ -38,7 +36,6 @@ export class InFlightBatches {
     return this.#entries.size;
   }
 
-  /** Starts tracking a batch answered on `response`. */
   track(response: ServerResponse): TrackedBatch {
     const entry: Entry = { controller: new AbortController(), response, isSettled: false };
     this.#entries.add(entry);
@@ -53,8 +50,7 @@ export class InFlightBatches {
       }, this.#destroyGraceMs);
     }, this.#timeoutMs);
     const settled = createDeferred();
-    // `close` comes both when the response is done and when the client goes
-    // away first; only the second finds the batch unsettled.
+    // `close` comes when the response is done and when the client leaves first; only the second finds the batch unsettled.
     const closed = new Promise<void>((resolve) => {
       response.once("close", () => {
         abort(new DOMException("The client disconnected", "AbortError"));
@@ -91,7 +87,6 @@ export class InFlightBatches {
     for (const entry of this.#entries) entry.response.destroy();
   }
 
-  /** Resolves once no batch is tracked. */
   whenIdle(): Promise<void> {
     if (this.#entries.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));

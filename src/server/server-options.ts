@@ -11,24 +11,21 @@ import { checkBearerToken } from "../http/bearer-auth.js";
 /** Options of `createServer`. */
 export interface ServerOptions {
   /**
-   * The address to listen on; anything but loopback (`127.0.0.0/8`, `::1`, `localhost`) requires a `token`.
-   * @default "127.0.0.1"
+   * The address to listen on; anything but loopback (`127.0.0.0/8`, `::1`, `localhost`) requires a `token`. @default "127.0.0.1"
    */
   host?: string;
   /** The TCP port; `0` picks a free one (read it from `listen()`'s URL). @default 8080 */
   port?: number;
   /**
    * Bearer token every request but `GET /healthz` and the live view's page must present; required off loopback.
-   * Visible ASCII only (0x21–0x7E), as clients send in a header.
-   * @default undefined (no authentication, loopback only)
+   * Visible ASCII only (0x21–0x7E), as clients send in a header. @default undefined (no authentication, loopback only)
    */
   token?: string;
   /** Largest request body accepted, in bytes; a larger one is answered 413. @default 1048576 */
   maxBodyBytes?: number;
   /**
    * Most milliseconds one request may take, on the runtime's clock from the batch's start: a slower request body gets
-   * 408, a batch still running is aborted (its error results are still delivered).
-   * @default 300000
+   * 408, a batch still running is aborted (its error results are still delivered). @default 300000
    */
   requestTimeoutMs?: number;
   /** Milliseconds `close()` lets in-flight batches finish before aborting them; `close({ graceMs })` overrides it. @default 10000 */
@@ -37,44 +34,38 @@ export interface ServerOptions {
   retryAfterSeconds?: number;
   /**
    * `Host` values (`name` or `name:port`, no case) accepted besides the loopback names by a server without a token;
-   * others get 403 `TP_ERR_FORBIDDEN` (DNS rebinding). With a token any `Host` passes: a rebinding page cannot have it.
-   * @default []
+   * others get 403 `TP_ERR_FORBIDDEN` (DNS rebinding). With a token any `Host` passes: a rebinding page cannot have it. @default []
    */
   allowedHosts?: string[];
   /**
    * Browser origins (`https://app.example`) accepted; any other `Origin` gets 403 `TP_ERR_FORBIDDEN`. Requests
-   * without one (SDKs, curl) are not affected.
-   * @default []
+   * without one (SDKs, curl) are not affected. @default []
    */
   allowedOrigins?: string[];
   /** Most tool calls one batch may hold; a larger batch is answered 400 `TP_ERR_INVALID_BATCH`. @default 256 */
   maxCallsPerBatch?: number;
   /**
    * Most TCP connections open at once. Past it a new one replaces one with no request in flight (closing, idle
-   * longest, or oldest without a request); when all are busy the new one is closed.
-   * @default 1024
+   * longest, or oldest without a request); when all are busy the new one is closed. @default 1024
    */
   maxConnections?: number;
   /**
    * Most connections from one IPv4 address or IPv6 /64, with the same rule. Behind a reverse proxy raise it to
-   * `maxConnections`: every connection comes from the proxy.
-   * @default 256
+   * `maxConnections`: every connection comes from the proxy. @default 256
    */
   maxConnectionsPerAddress?: number;
   /** Milliseconds until a connection's first request headers are complete; then 408 `TP_ERR_HEADERS_TIMEOUT`. @default 5000 */
   headersTimeoutMs?: number;
   /**
    * Whether SSE `tool_execution_update` frames carry `args`, as pi's do; `false` saves repeating large arguments
-   * already in `tool_execution_start`.
-   * @default true
+   * already in `tool_execution_start`. @default true
    */
   updateArgs?: boolean;
   /** Whether to serve the live view (`GET /ui`, and `GET /v1/pool/events` behind the token); `false` answers 404. @default true */
   ui?: boolean;
   /**
    * Milliseconds a pool-events watcher's socket may take nothing of what waits for it before its connection is reset,
-   * giving back its place and the kernel's buffers. Restarts each time the socket takes a write.
-   * @default 30000
+   * giving back its place and the kernel's buffers. Restarts each time the socket takes a write. @default 30000
    */
   stalledWatcherMs?: number;
   /** Most watchers of `GET /v1/pool/events` at once; one more gets 503 `TP_ERR_OVERLOADED`. @default 32 */

@@ -53,7 +53,6 @@ export class PoolEventClient {
     this.#writer = new StallGuardedWriter(response, stalledMs, clock);
   }
 
-  /** Queues an ended call; past the bound, the oldest one queued is dropped. */
   pushCall(record: PoolCallRecord): void {
     if (this.#pending.length >= maxPendingCalls) {
       this.#pending.shift();
@@ -92,7 +91,6 @@ export class PoolEventClient {
     }
   }
 
-  /** Writes one frame at once (the stream's first). */
   writeFrame(type: string, data: unknown): void {
     this.#writer.write(`event: ${type}\ndata: ${toJsonText(data)}\n\n`);
   }

@@ -35,7 +35,6 @@ export interface PoolCallRecord {
   queueWaitMs?: number;
   /** Milliseconds it ran; absent when it was never dispatched. */
   runMs?: number;
-  /** Unix milliseconds on the server's clock. */
   endedAt: number;
 }
 
