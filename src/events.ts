@@ -35,7 +35,6 @@ export interface MessageStartEvent {
   message: ToolResultMessage;
 }
 
-/** Follows each `message_start`. */
 export interface MessageEndEvent {
   type: "message_end";
   message: ToolResultMessage;

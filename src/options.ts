@@ -150,7 +150,6 @@ export const dataOptionsSchema = {
       additionalProperties: false,
       properties: {
         maxThreads: { type: "integer", minimum: 1 },
-        // Piscina replaces a lost worker only up to minThreads: with none, calls queued behind a killed one wait forever.
         minThreads: { type: "integer", minimum: 1 },
         idleTimeout: { type: "number", minimum: 0, maximum: maxTimerMs, default: 30_000 },
         maxQueue: { type: "integer", minimum: 0 },

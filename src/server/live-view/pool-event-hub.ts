@@ -1,7 +1,4 @@
-/**
- * The source of `GET /v1/pool/events`. It listens only while someone watches, and shows only what the pools'
- * events say (`runtime.poolEvents`), begun from their list of threads as it attaches: it never polls a diagnosis.
- */
+/** The source of `GET /v1/pool/events`: listens only while watched, and shows what the pools' events say (begun from their threads), never a poll. */
 import type { ServerResponse } from "node:http";
 
 import { errorCodes } from "../../errors.js";
@@ -158,7 +155,6 @@ export class PoolEventHub {
     return this.#clients.size;
   }
 
-  /** Most watchers at once; one more is answered 503. */
   get maxWatchers(): number {
     return this.#maxWatchers;
   }
@@ -179,7 +175,6 @@ export class PoolEventHub {
     });
   }
 
-  /** Ends every stream (the server is closing). */
   close(): void {
     for (const client of this.#clients) client.end();
   }
@@ -195,7 +190,6 @@ export class PoolEventHub {
     runtime.on("pool_error", this.#onPoolError);
     runtime.poolEvents.on(this.#onPoolEvent);
     runtime.poolEvents.onThread(this.#onThreadEvent);
-    // The threads there are now; the events say what changes from here on.
     for (const { pool, threadId, running } of runtime.poolEvents.threads()) {
       setBounded(this.#threads, `${pool}\0${threadId}`, { pool, threadId });
       if (running !== undefined) this.#onPoolEvent(running);
@@ -277,10 +271,7 @@ export class PoolEventHub {
     };
   }
 
-  /**
-   * Waiting batch calls (by batch and call id), and the call each thread runs: the one that started last, since a
-   * call's end may still be on its way as its thread takes the next.
-   */
+  /** The call each thread runs is the one that started last: a call's end may still be on its way as its thread takes the next. */
   #callStates(): { waiting: Set<string>; running: Map<string, PoolCallState> } {
     const waiting = new Set<string>();
     const running = new Map<string, PoolCallState>();
