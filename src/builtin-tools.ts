@@ -13,41 +13,26 @@ import { patchSpec } from "./tools/patch-spec.js";
 import { toWorkspaceModuleUrl, workspaceFromModuleUrl } from "./tools/workspace.js";
 import { isWorkerTool, workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 
-/** The names of the built-in tools. */
 export type BuiltinToolName = "grep" | "hash" | "diff" | "patch";
 
 /** Options of {@link builtinTools}. */
 export interface BuiltinToolsOptions {
   /**
-   * The workspace root. Every path argument resolves against it, and its real
-   * path (symlinks resolved) must lie inside the real root, otherwise the call
-   * is an error result saying the path is outside the workspace root.
-   * Absolute paths inside the root are fine. Must be an existing directory.
-   * @default process.cwd() when `builtinTools` is called
+   * The workspace root: a path argument whose real path lies outside its real path is an error result. Must be an
+   * existing directory. @default process.cwd() when `builtinTools` is called
    */
   root?: string;
   /**
-   * Whether `patch` may write files (`write: true`); without it such a call
-   * is an error result. Writes go to a temporary file in the same directory,
-   * which is then renamed into place, with the old file's owner, group and
-   * permission bits (setuid and setgid cleared); read-only files, files with
-   * several hard links and files whose owner cannot be kept are refused.
-   * @default false
+   * Whether `patch` may write files. It renames a temporary file into place, keeping owner, group and permissions
+   * (setuid and setgid cleared), and refuses read-only and multiply linked files. @default false
    */
   allowWrite?: boolean;
-  /**
-   * Time limit of each call in milliseconds (see `workerTool`'s `timeoutMs`):
-   * past it the worker is terminated and the call ends with `TP_ERR_TIMEOUT`.
-   * A regular expression with catastrophic backtracking cannot be
-   * interrupted any other way.
-   * @default 30000
-   */
+  /** Milliseconds per call; past it the worker is terminated (`TP_ERR_TIMEOUT`), as only that stops catastrophic backtracking. @default 30000 */
   timeoutMs?: number;
 }
 
 const allBuiltinNames: readonly BuiltinToolName[] = ["grep", "hash", "diff", "patch"];
 const builtinSpecs = { grep: grepSpec, hash: hashSpec, diff: diffSpec, patch: patchSpec } as const;
-/** Each tool's module, relative to this file's. */
 const builtinModules: Record<BuiltinToolName, string> = {
   grep: "./tools/grep/grep.js",
   hash: "./tools/hash.js",
@@ -67,16 +52,11 @@ export const builtinToolsOptionsSchema = {
 } as const;
 
 /**
- * The built-in worker tools (`grep`, `hash`, `diff`, `patch`), each running on
- * the pool, confined to a workspace root. Pass `names` to take a subset.
- * Throws `TP_ERR_INVALID_OPTION` for invalid options, an unknown name, or a
- * `root` that is not an existing directory.
- *
+ * The built-in worker tools (`grep`, `hash`, `diff`, `patch`), confined to a workspace root; `names` takes a subset.
+ * Throws `TP_ERR_INVALID_OPTION` for invalid options, an unknown name, or a `root` that is not a directory.
  * @example
- * ```ts
  * const runtime = createRuntime({ tools: builtinTools({ root: "/srv/workspace" }) });
  * const readOnly = builtinTools(["grep", "hash"], { root: "/srv/workspace", timeoutMs: 10_000 });
- * ```
  */
 export function builtinTools(options?: BuiltinToolsOptions): WorkerTool[];
 export function builtinTools(names: readonly BuiltinToolName[], options?: BuiltinToolsOptions): WorkerTool[];
@@ -99,7 +79,6 @@ export function builtinTools(namesOrOptions?: readonly BuiltinToolName[] | Built
   );
 }
 
-/** The options of {@link builtinTools}, validated, with defaults and the real root. */
 interface ResolvedBuiltinToolsOptions {
   readonly realRoot: string;
   readonly root: string;
@@ -131,11 +110,8 @@ function resolveBuiltinToolsOptions(options: BuiltinToolsOptions | undefined): R
 }
 
 /**
- * `tool` in another workspace, when it is one of this package's built-in
- * tools (its module one of theirs, its name its own); `undefined` for any
- * other tool. The CLI applies `--root` and `--allow-write` this way to the
- * built-ins a `--tools` module holds (`export default [...builtinTools(), ...]`).
- * What `change` leaves out stays as the tool had it; its `timeoutMs` too.
+ * `tool` in another workspace when it is one of the built-in tools (its module theirs), else `undefined`: how the CLI
+ * applies `--root` and `--allow-write` to the built-ins of a `--tools` module. What `change` leaves out stays as it was.
  */
 export function rebaseBuiltinTool(tool: unknown, change: { root?: string | undefined; allowWrite?: boolean | undefined }): WorkerTool | undefined {
   if (!isWorkerTool(tool)) return undefined;

@@ -1,30 +1,23 @@
-/**
- * The source of time for timeouts and grace periods. Injectable so that tests
- * can drive time; the default is the real one.
- */
+/** The source of time for timeouts and grace periods, injectable so that tests drive time. */
 export interface Clock {
-  /** Milliseconds, monotonic. */
+  /** Monotonic milliseconds. */
   now(): number;
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
 
-/** The real clock: `performance.now()` and the global timers (unref'd, so a pending timer never holds the process open). */
+/** Timers unref'd, so a pending timer never holds the process open. */
 export const systemClock: Clock = Object.freeze({
   now: () => performance.now(),
   setTimeout: (callback: () => void, ms: number) => setTimeout(callback, ms).unref(),
   clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
 });
 
-/** A task that `every` runs again and again until stopped. */
 export interface Repeating {
   stop(): void;
 }
 
-/**
- * Runs `task` every `ms` on `clock` (the next run is set once the task has
- * run, so a slow task never overlaps itself), until stopped.
- */
+/** The next run is set once the task has run, so a slow task never overlaps itself. */
 export function every(clock: Clock, ms: number, task: () => void): Repeating {
   let timer: unknown;
   let isStopped = false;

@@ -1,23 +1,7 @@
 /**
- * The "did you mean" of toolpool's refusals of unknown names (options,
- * settings): the known name closest to a misspelt one.
- *
- * @module
- */
-
-/**
- * The name of `known` closest to `name` by edit distance (insertions,
- * deletions, substitutions and swaps of two neighbours each count one; case
- * is ignored) when it is within a third of `name`'s length (at least 1, at
- * most 3 edits); else the first known name that holds `name` whole (3
- * characters or more: `threads` → `maxThreads`); else `undefined`. Ties go to
- * the first of `known`.
- *
- * @example
- * closestName("confnie", ["tools", "confine", "workspace"]); // "confine"
- * closestName("pol", ["pool", "pi", "tools"]); // "pool"
- * closestName("threads", ["maxThreads", "minThreads"]); // "maxThreads"
- * closestName("zzz", ["pool"]); // undefined
+ * The "did you mean" of refusals of unknown names: the known name within a third of `name`'s length in edit distance
+ * (1 to 3 edits, swaps count one, case ignored), else the first that holds `name` whole (3 characters or more).
+ * @example closestName("confnie", ["tools", "confine"]); // "confine"; closestName("threads", ["maxThreads"]); // "maxThreads"
  */
 export function closestName(name: string, known: Iterable<string>): string | undefined {
   const lowerName = name.toLowerCase();
@@ -37,7 +21,7 @@ export function closestName(name: string, known: Iterable<string>): string | und
   return best ?? holder;
 }
 
-/** Levenshtein distance with adjacent swaps (the optimal string alignment distance). */
+/** The optimal string alignment distance: Levenshtein with adjacent swaps. */
 function editDistance(a: string, b: string): number {
   // Rows i-2, i-1 and i of the table, over the characters of b.
   let beforePrevious: number[] = [];

@@ -1,8 +1,4 @@
-/**
- * The events of a batch (pi's shapes, unchanged) and the runtime-wide events.
- *
- * @module
- */
+/** The events of a batch (pi's shapes, unchanged) and the runtime-wide events. */
 import type { AgentToolResult, BatchOutcome, ToolResultMessage } from "./types.js";
 
 /** Emitted when a call enters preparation; `args` are the raw call arguments. */
@@ -39,7 +35,6 @@ export interface MessageStartEvent {
   message: ToolResultMessage;
 }
 
-/** Follows each `message_start`. */
 export interface MessageEndEvent {
   type: "message_end";
   message: ToolResultMessage;
@@ -51,17 +46,12 @@ export type BatchEvent = ToolExecutionStartEvent | ToolExecutionUpdateEvent | To
 /** The sink of a batch's events; awaited like pi awaits its `emit`. */
 export type EmitFunction = (event: BatchEvent) => void | Promise<void>;
 
-/** Where a runtime-wide event comes from. */
 export interface EventMeta {
-  /** Identifies the batch, unique within the runtime (`"b1"`, `"b2"`, …). */
+  /** Unique within the runtime (`"b1"`, `"b2"`, …). */
   batchId: string;
-  /**
-   * On `tool_execution_end` of a call that was executed: milliseconds it
-   * waited for a worker thread (0 for an inline tool). Absent for a call that
-   * ended in preparation (unknown tool, invalid arguments, blocked).
-   */
+  /** On `tool_execution_end` of an executed call: milliseconds it waited for a thread (0 inline); absent if it ended in preparation. */
   queueWaitMs?: number;
-  /** On `tool_execution_end` of a call that was executed: milliseconds it ran. */
+  /** On `tool_execution_end` of an executed call: milliseconds it ran. */
   runMs?: number;
   /** On `tool_execution_end` of a worker call that reached a thread: that thread's id. */
   threadId?: number;
@@ -71,22 +61,18 @@ export interface EventMeta {
   sessionKey?: string;
 }
 
-/** A batch started on the runtime. */
 export interface BatchStartEvent {
   type: "batch_start";
   toolCallCount: number;
 }
 
-/** A batch ended on the runtime, with its outcome. */
 export interface BatchEndEvent extends BatchOutcome {
   type: "batch_end";
 }
 
 /**
- * The events of `runtime.on(...)`. Batch events carry `meta.batchId`.
- * `listener_error` reports a runtime listener that threw (it never breaks a
- * batch); `pool_error` reports a worker failure that belonged to no call;
- * `fleet_call` reports each remote call's end (for metrics).
+ * The events of `runtime.on(...)`. `listener_error`: a listener threw (it never breaks a batch); `pool_error`: a worker
+ * failure that belonged to no call; `fleet_call`: a remote call's end, for metrics.
  */
 export interface RuntimeEvents {
   tool_execution_start: (event: ToolExecutionStartEvent, meta: EventMeta) => void;
@@ -98,15 +84,14 @@ export interface RuntimeEvents {
   batch_end: (event: BatchEndEvent, meta: EventMeta) => void;
   listener_error: (error: unknown, eventType: string) => void;
   pool_error: (error: unknown) => void;
-  /** A remote call ended (a runtime with `fleet`): its tool, outcome and the fleet's overhead. */
   fleet_call: (record: RemoteCallRecord) => void;
 }
 
-/** How one remote call ended, for metrics: the record of a `fleet_call` event. */
+/** The record of a `fleet_call` event. */
 export interface RemoteCallRecord {
   tool: string;
-  /** `ok`, `error` (the tool's own failure), or the fault's code in lower case (`tp_err_node_lost`). */
+  /** `ok`, `error`, or the fault's code in lower case (`tp_err_node_lost`). */
   outcome: string;
-  /** Round trip minus the node's own time for the call, in seconds; absent when no node answered. */
+  /** Round trip minus the node's own time, in seconds; absent when no node answered. */
   overheadSeconds: number | undefined;
 }

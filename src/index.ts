@@ -1,9 +1,4 @@
-/**
- * toolpool: executes the tool calls of an LLM agent's assistant message with
- * pi's exact semantics, running CPU-heavy tools on a Piscina worker pool.
- *
- * @module
- */
+/** toolpool: executes an LLM agent's tool calls with pi's exact semantics, running CPU-heavy tools on a Piscina worker pool. */
 export { createRuntime, Runtime } from "./runtime.js";
 export type { ExecuteOptions, RunToolCallOptions, RuntimeDiagnosis, ToolCallOutcome } from "./runtime.js";
 export { workerTool, isWorkerTool } from "./contracts/worker-tool.js";

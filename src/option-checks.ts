@@ -1,12 +1,6 @@
 /**
- * The one home of option checks' parts shared by every options module (the
- * runtime's, the fleet's, the server's, the built-in tools', MCP's): the
- * largest timer Node honours, the `TP_ERR_INVALID_OPTION` errors, and the
- * refusal of an option that does not exist.
- * A leaf: it imports no options module, so none of them import each other
- * for these.
- *
- * @module
+ * The option checks' parts every options module shares: the largest timer, the `TP_ERR_INVALID_OPTION` errors, the
+ * refusal of unknown options. A leaf, so that no options module imports another for these.
  */
 import type { ErrorObject } from "ajv";
 
@@ -16,11 +10,7 @@ import { describeValue, type ErrorCode, ToolpoolError } from "./errors.js";
 /** Node fires a timer set past this many milliseconds after 1 ms instead. */
 export const maxTimerMs = 2_147_483_647;
 
-/**
- * The `TP_ERR_INVALID_OPTION` error for ajv's first error on an options
- * object: names the option (dotted), what was expected and what arrived.
- * `kind` names the options in the message of an unknown one.
- */
+/** For ajv's first error: names the option (dotted), what was expected and what arrived; `kind` names the options. */
 export function invalidOptionFromSchema(error: ErrorObject, original: Record<string, unknown>, kind = "option"): ToolpoolError {
   const segments = error.instancePath.split("/").filter(Boolean);
   let received: unknown = original;
@@ -28,7 +18,7 @@ export function invalidOptionFromSchema(error: ErrorObject, original: Record<str
   const path = segments.join(".");
   if (error.keyword === "additionalProperties") {
     const extra = (error.params as { additionalProperty: string }).additionalProperty;
-    // The validators are compiled `verbose`: the error carries the object schema that lists the known names.
+    // Compiled `verbose`: the error carries the object schema that lists the known names.
     const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
     return unknownOption(path, extra, known, kind);
   }
@@ -63,14 +53,10 @@ export function invalidOption(name: string, expected: string, received: unknown)
 }
 
 /**
- * Throws `TP_ERR_INVALID_OPTION` for the first own key of `options` that is
- * not one of `known`, naming it (under `path`, dotted) and the closest known
- * name: a misspelt option is never ignored in silence. `code` is the error's
- * (`workerTool` throws `TP_ERR_INVALID_TOOL` for every fault of a definition).
- *
+ * Refuses the first unknown key of `options` (under `path`), naming the closest known one: a misspelt option is never
+ * ignored in silence. `code`: `workerTool` throws `TP_ERR_INVALID_TOOL` for every fault of a definition.
  * @example
- * refuseUnknownOptions({ workspace: "/w", confnie: true }, ["workspace", "confine"]);
- * // throws: Unknown option `confnie`; did you mean `confine`?
+ * refuseUnknownOptions({ workspace: "/w", confnie: true }, ["workspace", "confine"]); // Unknown option `confnie`; did you mean `confine`?
  */
 export function refuseUnknownOptions(
   options: object,
@@ -84,7 +70,7 @@ export function refuseUnknownOptions(
   }
 }
 
-/** ``Unknown option `path.name`; did you mean `path.closest`?``, or the known names (of `path`) when none is close. */
+/** ``Unknown option `path.name`; did you mean `path.closest`?``, else the known names. */
 export function unknownOption(
   path: string,
   name: string,

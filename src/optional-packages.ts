@@ -1,28 +1,18 @@
 /**
- * The optional packages behind toolpool's features. `import "toolpool"`
- * needs only the runtime's own dependencies (Piscina, Ajv, TypeBox, ...);
- * the HTTP server, MCP and the fleet need more, which package.json lists as
- * optional peer dependencies, so that a library-only install stays light.
- * A feature whose packages are missing fails when it is first used, with
- * `TP_ERR_MISSING_PACKAGE` and the `npm install` line that fixes it.
- *
- * @module
+ * The server, MCP and the fleet need packages listed as optional peer dependencies, so that a library-only install stays
+ * light; a feature whose packages are missing fails on first use with `TP_ERR_MISSING_PACKAGE` and the install line.
  */
 import { createRequire } from "node:module";
 
 import { ToolpoolError } from "./errors.js";
 
-/**
- * Each feature's optional packages with the versions toolpool supports (a
- * test keeps them equal to package.json's `peerDependencies`).
- */
+/** A test keeps the versions equal to package.json's `peerDependencies`. */
 export const optionalPackages = Object.freeze({
   server: { what: "toolpool serve (createServer)", packages: { fastify: "^5.12.8", "@fastify/under-pressure": "^9.2.0", "prom-client": "^15.1.3" } },
   mcp: { what: "toolpool mcp (toolpool/mcp)", packages: { "@modelcontextprotocol/sdk": "^1.32.2", zod: "^4.6.7" } },
   fleet: { what: "the fleet (fleet options, toolpool node)", packages: { bullmq: "6.7.0", ioredis: "^6.0.0" } },
 } as const);
 
-/** A feature with optional packages. */
 type OptionalFeature = keyof typeof optionalPackages;
 
 /** The `npm install` line of `feature`'s packages. */
@@ -33,12 +23,7 @@ export function installLine(feature: OptionalFeature): string {
     .join(" ")}`;
 }
 
-/**
- * Whether `error` says that `name` itself could not be found (as opposed to
- * a module it imports, or a failure while it loads): Node's
- * `MODULE_NOT_FOUND` (require) or `ERR_MODULE_NOT_FOUND` (import), naming
- * the package in quotes.
- */
+/** `name` itself not found (not a module it imports): Node's `MODULE_NOT_FOUND` or `ERR_MODULE_NOT_FOUND`, naming it in quotes. */
 export function isPackageMissing(error: unknown, name: string): boolean {
   if (typeof error !== "object" || error === null) return false;
   const { code, message } = error as { code?: unknown; message?: unknown };
@@ -48,7 +33,7 @@ export function isPackageMissing(error: unknown, name: string): boolean {
 
 const require = createRequire(import.meta.url);
 
-/** Which of `feature`'s packages cannot be resolved from toolpool's folder. */
+/** Those that cannot be resolved from toolpool's folder. */
 function missingOf(feature: OptionalFeature): string[] {
   return Object.keys(optionalPackages[feature].packages).filter((name) => {
     try {
@@ -61,10 +46,7 @@ function missingOf(feature: OptionalFeature): string[] {
   });
 }
 
-/**
- * The error of `feature` used without its package `name`: `TP_ERR_MISSING_PACKAGE`,
- * naming the feature, every package of it that is missing, and the `npm install` line.
- */
+/** `TP_ERR_MISSING_PACKAGE`, naming the feature, every missing package of it, and the install line. */
 function missingPackageError(feature: OptionalFeature, name: string, cause?: unknown): ToolpoolError {
   const { what } = optionalPackages[feature];
   const missing = [...new Set([name, ...missingOf(feature)])];
@@ -79,7 +61,7 @@ function missingPackageError(feature: OptionalFeature, name: string, cause?: unk
   );
 }
 
-/** `require(name)` of one of `feature`'s packages; a missing package throws {@link missingPackageError}. */
+/** A missing package throws {@link missingPackageError}. */
 export function requireOptional<T>(feature: OptionalFeature, name: string): T {
   try {
     return require(name) as T;
@@ -89,10 +71,7 @@ export function requireOptional<T>(feature: OptionalFeature, name: string): T {
   }
 }
 
-/**
- * `load()`, a dynamic import of what needs `feature`'s packages; when one of
- * them is missing, rejects with {@link missingPackageError} naming it.
- */
+/** A dynamic import of what needs `feature`'s packages; a missing one rejects with {@link missingPackageError}. */
 export async function importOptional<T>(feature: OptionalFeature, load: () => Promise<T>): Promise<T> {
   try {
     return await load();

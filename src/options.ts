@@ -14,10 +14,9 @@ import type { WorkerResourceLimits, WorkerTool } from "./contracts/worker-tool.j
 /** Which pi's rules a runtime follows: see {@link RuntimeOptions.pi}. */
 export type PiVersion = "0.73" | "1.6";
 
-/** The oldest Node that pi 1.6 (and so `pi: "1.6"`) runs on: its packages' `engines`. */
+/** The oldest Node that pi 1.6 runs on: its packages' `engines`. */
 export const pi16MinimumNode = [22, 19, 0] as const;
 
-/** Whether this Node can run pi 1.6's rules. */
 export function supportsPi16(version: string = process.versions.node): boolean {
   const parts = version.split(".").map(Number);
   for (let index = 0; index < pi16MinimumNode.length; index++) {
@@ -32,73 +31,27 @@ export type ToolDefinition = AgentTool | WorkerTool;
 
 /** Options of the worker-thread pool. */
 export interface PoolOptions {
-  /**
-   * Most worker threads. Worker calls beyond it wait in the queue.
-   * @default os.availableParallelism()
-   */
+  /** Most worker threads; further worker calls wait in the queue. @default os.availableParallelism() */
   maxThreads?: number;
-  /**
-   * Threads kept alive while idle, at least 1. Equal to `maxThreads` by
-   * default so that a burst never pays a thread's start-up (Piscina's own
-   * default lets extra threads die the moment they idle). Never 0: Piscina
-   * replaces a lost worker only up to `minThreads`, so calls queued behind a
-   * terminated worker would wait forever.
-   * @default maxThreads
-   */
+  /** Kept alive while idle, so a burst never pays a start-up. Never 0: Piscina replaces lost workers only up to it. @default maxThreads */
   minThreads?: number;
-  /**
-   * Milliseconds an idle thread above `minThreads` lives before it is stopped.
-   * @default 30000
-   */
+  /** Milliseconds an idle thread above `minThreads` lives. @default 30000 */
   idleTimeout?: number;
-  /**
-   * Most worker calls waiting for a thread. Past it a call ends at once with a
-   * `TP_ERR_QUEUE_FULL` error result.
-   * @default undefined (unbounded)
-   */
+  /** Most worker calls waiting for a thread; past it a call ends at once with `TP_ERR_QUEUE_FULL`. @default undefined (unbounded) */
   maxQueue?: number;
   /** JS heap limits of each worker thread. @default Node's defaults */
   resourceLimits?: WorkerResourceLimits;
-  /**
-   * Milliseconds a worker call may take to stop after its batch is aborted
-   * (cooperative abort through `ctx.signal`) before its worker is terminated.
-   * Counted from the abort, or from the call's start if it was still queued.
-   * @default 500
-   */
+  /** Milliseconds a worker call may take to stop after its batch's abort before its worker is terminated. @default 500 */
   abortGraceMs?: number;
-  /**
-   * Most bytes a worker call's result may hold: every string (as UTF-8) and
-   * binary buffer in it. A larger result ends with `TP_ERR_RESULT_TOO_LARGE`,
-   * checked in the worker before anything is copied. A tool may set its own.
-   * @default 1048576 (1 MiB)
-   */
+  /** Most bytes (strings as UTF-8, buffers) a worker call's result may hold; past it, `TP_ERR_RESULT_TOO_LARGE`. @default 1048576 */
   maxResultBytes?: number;
-  /**
-   * Milliseconds a call's leftover work (timers, I/O it did not await) may
-   * take to finish after the tool returned. Work still pending then gets the
-   * worker retired, so it can never run, or throw, during an unrelated call.
-   * @default 20
-   */
+  /** Milliseconds a call's leftover work (timers, unawaited I/O) may take; still pending, it retires the worker. @default 20 */
   leftoverGraceMs?: number;
-  /**
-   * The environment of the worker threads. By default they share the host's
-   * `process.env`; pass an object to give tools only what they need.
-   * @default undefined (the host's environment)
-   */
+  /** The worker threads' environment; pass an object to give tools only what they need. @default undefined (the host's `process.env`) */
   env?: Record<string, string>;
-  /**
-   * Most threads one session may hold at once (see `executeToolCalls`'s
-   * `sessionKey`). Its other calls wait while other sessions' calls take the
-   * free threads; without a cap a session may use every idle thread.
-   * @default undefined (no cap)
-   */
+  /** Most threads one session (`sessionKey`) may hold at once; its other calls wait. @default undefined (no cap) */
   maxRunningPerSession?: number;
-  /**
-   * How waiting calls get threads: `"fair"`, sessions take turns (see
-   * `executeToolCalls`'s `sessionKey` and `workerTool`'s `cost`); `"fifo"`,
-   * first come, first served, whatever the session.
-   * @default "fair"
-   */
+  /** `"fair"`: sessions take turns for threads (see `sessionKey`, `workerTool`'s `cost`); `"fifo"`: first come, first served. @default "fair" */
   scheduling?: "fair" | "fifo";
 }
 
@@ -107,12 +60,8 @@ export interface RuntimeOptions {
   /** The tools of this runtime: inline pi `AgentTool`s and/or `workerTool(...)` definitions. @default [] */
   tools?: readonly ToolDefinition[];
   /**
-   * Which pi's rules a batch follows: `"0.73"`, `@mariozechner/pi-agent-core`
-   * 0.73.1; `"1.6"`, `@earendil-works/pi-agent-core` 1.6.0 (its abort checks,
-   * blocked calls that terminate, `durationMs`, `usage`, truncated responses,
-   * pi-ai 1.6's validation on `@earendil-works/pi-schema`). `"1.6"` needs
-   * Node >= 22.19, as pi 1.6 does.
-   * @default "0.73"
+   * Which pi's rules a batch follows: `"0.73"` (`@mariozechner/pi-agent-core` 0.73.1) or `"1.6"`
+   * (`@earendil-works/pi-agent-core` 1.6.0, which needs Node >= 22.19). @default "0.73"
    */
   pi?: PiVersion;
   /** How a batch runs, as pi's `toolExecution`. @default "parallel" */
@@ -121,40 +70,21 @@ export interface RuntimeOptions {
   beforeToolCall?: BeforeToolCallHook;
   /** pi's `afterToolCall`: may override the result field by field. Runs in the coordinator's mailbox. */
   afterToolCall?: AfterToolCallHook;
-  /** Options of the worker-thread pool. */
   pool?: PoolOptions;
   /** Source of time for timeouts and grace periods. @default the system clock */
   clock?: Clock;
-  /**
-   * Emit OpenTelemetry spans (a batch span, an `execute_tool {name}` span per
-   * call) through `@opentelemetry/api`'s global tracer provider, when that
-   * optional peer dependency is installed. Without it, or with `false`,
-   * nothing is loaded and nothing changes.
-   * @default true
-   */
+  /** Emit OpenTelemetry spans through `@opentelemetry/api`'s global tracer provider, when that optional package is installed. @default true */
   tracing?: boolean;
-  /**
-   * Runs worker calls on a fleet of nodes (`toolpool node`) through Redis
-   * instead of, or beside, the local pool. See docs/fleet.md.
-   * @default undefined (every worker call runs on the local pool)
-   */
+  /** Runs worker calls on a fleet of nodes (`toolpool node`) through Redis; see docs/fleet.md. @default undefined (local pool only) */
   fleet?: FleetOptions;
   /**
-   * Most calls of a tool executing at once, by tool name: worker and inline
-   * tools alike, nested calls (`runtime.runToolCall` from inside a tool)
-   * included. A call over its cap waits for a slot, first come first served,
-   * and never fails for it; pi's order of events and messages is kept. Each
-   * value an integer >= 1; a name here wins over the tool's own
-   * `workerTool({ maxConcurrency })`.
-   * @default {} (no tool is capped)
+   * Most calls of a tool executing at once, by tool name, nested calls included; a call over its cap waits, never fails,
+   * and pi's order of events is kept. Wins over `workerTool({ maxConcurrency })`. @default {}
    */
   maxConcurrency?: Readonly<Record<string, number>>;
   /**
-   * Most calls of one session (`sessionKey`; a batch without one is a session
-   * of its own) executing at once, across all its batches and their nested
-   * calls, inline and worker calls alike. An integer >= 1. Unlike
-   * `pool.maxRunningPerSession` (threads of one pool), it counts calls.
-   * @default undefined (no cap)
+   * Most calls of one session (`sessionKey`; a batch without one is its own) executing at once, across its batches and
+   * nested calls; `pool.maxRunningPerSession` counts threads instead. @default undefined (no cap)
    */
   maxConcurrencyPerSession?: number;
 }
@@ -185,7 +115,7 @@ export interface ResolvedRuntimeOptions {
   readonly clock: Clock;
   readonly tracing: boolean;
   readonly fleet: ResolvedFleetOptions | undefined;
-  /** Caps by tool name, as given (a worker tool's own cap is on its definition); frozen. */
+  /** A worker tool's own cap is on its definition. */
   readonly maxConcurrency: Readonly<Record<string, number>>;
   readonly maxConcurrencyPerSession: number | undefined;
 }
@@ -204,11 +134,7 @@ export const resourceLimitsSchema = {
   },
 } as const;
 
-/**
- * The schema of the options that are data; defaults live here and nowhere
- * else, but for `pool.maxThreads`, whose default (the machine's parallelism)
- * is known only at runtime while the validator is compiled at build time.
- */
+/** Defaults live here and nowhere else, but `pool.maxThreads`'s: the machine's parallelism is known only at runtime. */
 export const dataOptionsSchema = {
   type: "object",
   additionalProperties: false,
@@ -224,8 +150,6 @@ export const dataOptionsSchema = {
       additionalProperties: false,
       properties: {
         maxThreads: { type: "integer", minimum: 1 },
-        // At least one: Piscina replaces a lost worker only up to minThreads,
-        // so with none kept, calls queued behind a killed worker would wait forever.
         minThreads: { type: "integer", minimum: 1 },
         idleTimeout: { type: "number", minimum: 0, maximum: maxTimerMs, default: 30_000 },
         maxQueue: { type: "integer", minimum: 0 },
@@ -241,7 +165,7 @@ export const dataOptionsSchema = {
   },
 } as const;
 
-/** Every option of {@link RuntimeOptions}, by name: a name not here is refused (typed, so that a new option is listed). */
+/** Typed, so that a new option must be listed. */
 const runtimeOptionNames = Object.keys({
   tools: true,
   pi: true,
@@ -256,11 +180,7 @@ const runtimeOptionNames = Object.keys({
   maxConcurrencyPerSession: true,
 } satisfies Record<keyof RuntimeOptions, true>);
 
-/**
- * Validates `createRuntime`'s options once, applies defaults and freezes the
- * result. Never mutates the caller's object. Throws `TP_ERR_INVALID_OPTION`
- * naming the option, what was expected and what arrived.
- */
+/** Validates once, applies defaults, freezes; never mutates the caller's object. Throws `TP_ERR_INVALID_OPTION`. */
 export function resolveRuntimeOptions(options: RuntimeOptions | undefined): ResolvedRuntimeOptions {
   if (options === undefined) options = {};
   if (typeof options !== "object" || options === null || Array.isArray(options)) {

@@ -1,27 +1,21 @@
 /**
- * Public types of toolpool. The message, tool and hook shapes are pi's
- * (`@mariozechner/pi-agent-core` 0.73.1, with the fields pi 1.6.0 added, each
- * marked so), declared structurally so that pi's own values can be passed in
- * and toolpool's values can be handed to pi.
- *
- * @module
+ * Public types. The message, tool and hook shapes are pi's (0.73.1, with pi 1.6.0's fields marked), declared
+ * structurally so that pi's values can be passed in and toolpool's handed to pi.
  */
 
-/** Plain text content of a message or tool result. */
 export interface TextContent {
   type: "text";
   text: string;
   textSignature?: string;
 }
 
-/** Base64 image content of a message or tool result. */
 export interface ImageContent {
   type: "image";
   data: string;
   mimeType: string;
 }
 
-/** Reasoning content of an assistant message; ignored by the executor. */
+/** Reasoning content; ignored by the executor. */
 export interface ThinkingContent {
   type: "thinking";
   thinking: string;
@@ -29,31 +23,23 @@ export interface ThinkingContent {
   redacted?: boolean;
 }
 
-/** One tool call block of an assistant message. */
 export interface ToolCall {
   type: "toolCall";
   id: string;
   name: string;
   arguments: Record<string, unknown>;
   thoughtSignature?: string;
-  /**
-   * pi 1.6: why the model's arguments could not be parsed. A call carrying it
-   * fails validation with this text (with `pi: "1.6"`).
-   */
+  /** pi 1.6: why the model's arguments could not be parsed; with `pi: "1.6"` the call fails validation with it. */
   argumentsError?: string;
 }
 
-/**
- * The assistant message whose tool calls form a batch. Only `content` is read
- * (and, with `pi: "1.6"`, `stopReason`); the other fields of pi's
- * `AssistantMessage` pass through to hooks untouched.
- */
+/** Only `content` is read (and `stopReason` with `pi: "1.6"`); the other fields pass through to hooks untouched. */
 export interface AssistantMessage {
   role: "assistant";
   content: (TextContent | ThinkingContent | ToolCall)[];
-  /** pi 1.6: `"length"` (the output token limit cut the response) fails every tool call unexecuted. */
+  /** pi 1.6: `"length"` (output token limit) fails every tool call unexecuted. */
   stopReason?: string;
-  // an `any` index signature is what lets pi's AssistantMessage (an interface) be passed in
+  // An `any` index signature lets pi's AssistantMessage (an interface) be passed in.
   [field: string]: any;
 }
 
@@ -79,54 +65,42 @@ export interface Usage {
     totalFromProvider?: boolean;
     [field: string]: unknown;
   };
-  // an `any` index signature is what lets pi-ai's Usage (an interface) be assigned
+  // An `any` index signature lets pi-ai's Usage (an interface) be assigned.
   [field: string]: any;
 }
 
 /** What a tool returns: pi's `AgentToolResult`. */
 export interface AgentToolResult<TDetails = unknown> {
-  /** Text or image content returned to the model. */
   content: (TextContent | ImageContent)[];
-  /** Structured details for logs or UI rendering. */
   details: TDetails;
-  /** Hint that the agent should stop after this batch (only when every call sets it). */
+  /** The agent should stop after this batch (only when every call sets it). */
   terminate?: boolean;
-  /** pi 1.6: a machine-readable result for programmatic callers; not sent to the model. */
+  /** pi 1.6: a machine-readable result for programmatic callers, not sent to the model. */
   structuredContent?: JsonValue;
-  /** pi 1.6: usage of the tool's own execution; carried onto the result message. */
+  /** pi 1.6: carried onto the result message. */
   usage?: Usage;
-  /**
-   * pi 1.6: reports a failure without throwing (the call's `isError`). With
-   * `pi: "0.73"` it is a field like any other.
-   */
+  /** pi 1.6: reports a failure without throwing; with `pi: "0.73"` a field like any other. */
   isError?: boolean;
 }
 
-/** Callback through which a tool streams partial results. */
 export type AgentToolUpdateCallback<TDetails = unknown> = (partialResult: AgentToolResult<TDetails>) => void;
 
 /** Per-call execution mode override, as in pi. */
 export type ToolExecutionMode = "sequential" | "parallel";
 
-/**
- * A JSON Schema object describing a tool's arguments (TypeBox schemas, pi
- * 0.73.1's `TSchema` and pi 1.6.0's `object` parameters qualify: the index
- * signature's `any` is what lets an interface without one be assigned).
- */
-// only an `any` index signature accepts interfaces such as TypeBox's TSchema
+/** A JSON Schema of a tool's arguments (TypeBox, pi 0.73.1's `TSchema`, pi 1.6.0's `object` parameters). */
+// Only an `any` index signature accepts interfaces such as TypeBox's TSchema.
 export type JsonSchema = { [keyword: string]: any };
 
-/**
- * A tool that runs on the main thread, exactly as in pi: pi's `AgentTool`.
- */
+/** A tool that runs on the main thread, exactly as in pi: pi's `AgentTool`. */
 export interface AgentTool<TArgs = any, TDetails = any> {
   name: string;
   label: string;
   description: string;
   parameters: JsonSchema;
-  /** Compatibility shim applied to raw arguments before validation. */
+  /** Applied to raw arguments before validation. */
   prepareArguments?: (args: unknown) => TArgs;
-  /** Execute the call. Throw on failure instead of encoding errors in `content`. */
+  /** Throw on failure instead of encoding errors in `content`. */
   execute: (
     toolCallId: string,
     params: TArgs,
@@ -134,55 +108,32 @@ export interface AgentTool<TArgs = any, TDetails = any> {
     onUpdate?: AgentToolUpdateCallback<TDetails>,
   ) => Promise<AgentToolResult<TDetails>>;
   executionMode?: ToolExecutionMode;
-  /** pi 1.6: the JSON Schema of `structuredContent` in successful results (read and bash of pi's coding tools declare one). */
+  /** pi 1.6: the JSON Schema of `structuredContent` in successful results. */
   outputSchema?: object;
 }
 
-/** The `ctx` a worker tool's execute function receives inside a worker thread. */
+/** The `ctx` a worker tool's execute function receives inside its worker thread. */
 export interface WorkerToolContext<TDetails = unknown> {
-  /** The id of the tool call being executed. */
   toolCallId: string;
-  /**
-   * Aborted when the batch is aborted. Its `aborted` flag is backed by shared
-   * memory, so a synchronous loop that polls `signal.aborted` (or calls
-   * `signal.throwIfAborted()`) sees an abort without yielding to the event loop.
-   */
+  /** Aborted with the batch; backed by shared memory, so a synchronous loop polling `signal.aborted` sees it without yielding. */
   signal: AbortSignal;
   /** Streams a partial result to the coordinator; never throws. */
   onUpdate: AgentToolUpdateCallback<TDetails>;
-  /**
-   * The W3C `traceparent` of the call's `execute_tool` span, present when the
-   * call is traced. With `@opentelemetry/api` installed, that span context is
-   * also the active context while `execute` runs (in the worker's own
-   * context manager, if the thread registered one).
-   */
+  /** The call's `execute_tool` span (W3C `traceparent`) when traced; with `@opentelemetry/api` it is the active context too. */
   traceparent?: string;
-  /** The value the tool's `context` function computed for this call on the main thread (see `workerTool`); absent for tools without one. */
+  /** What the tool's `context` function computed for this call on the main thread (see `workerTool`). */
   context?: unknown;
   /**
-   * Runs `exportName` of the tool's own module on the pool's idle threads,
-   * once per input (at most 64), each as `exportName(input, ctx)` with a
-   * `ctx` of its own, and resolves with one outcome per input, in order.
-   * Only threads idle at the request are used: an input that finds none is
-   * not run (`ran: false`), so the caller must be able to do that work
-   * itself. A part that throws, crashes its thread or is stopped is an
-   * outcome with its error, never a failure of the call. Parts see their
-   * signal abort when the call is aborted, and are stopped when the call
-   * ends; a part cannot spread further. Present in worker tools run by a
-   * toolpool pool; absent elsewhere (a tool must do without it).
+   * Runs `exportName` of the tool's module as `exportName(input, ctx)` per input (at most 64) on threads idle at the
+   * request, resolving with one outcome per input, in order. An input that finds no idle thread is not run
+   * (`ran: false`): the caller must be able to do that work itself. A failing part is an outcome, never the call's
+   * failure; parts abort with the call, are stopped when it ends, and cannot spread further. Absent outside a toolpool pool.
    */
   spread?<TOutput = unknown>(exportName: string, inputs: readonly unknown[]): Promise<SpreadOutcome<TOutput>[]>;
   /**
-   * Whether the pool asks this call to give its thread back: true once the
-   * call runs as a part of a spread call ({@link spread}) and calls of
-   * another session wait for a thread. A part that leaves work its caller
-   * can do should then return what it has at its next step (grep's parts
-   * stop before their next file). A part that has not returned within the
-   * pool's `abortGraceMs` of being asked, while such a call still waits, is
-   * preempted: its thread is terminated, and its outcome is a
-   * `TP_ERR_ABORTED` error. One read of shared memory: cheap to poll in a
-   * loop. Never true for a call that is not a part. Present in worker tools
-   * run by a toolpool pool; absent elsewhere.
+   * True once this call runs as a part of a spread call and another session's calls wait for a thread: return what
+   * you have at the next step (grep's parts stop before their next file). A part not returned within the pool's
+   * `abortGraceMs` is preempted (`TP_ERR_ABORTED`). One shared-memory read: cheap to poll. Absent outside a toolpool pool.
    */
   shouldYield?(): boolean;
 }
@@ -190,20 +141,18 @@ export interface WorkerToolContext<TDetails = unknown> {
 /** One part's outcome in {@link WorkerToolContext.spread}. */
 export type SpreadOutcome<TOutput = unknown> =
   | { ok: true; value: TOutput }
-  /** `ran`: false when the part never started (no idle thread, the pool closing). */
+  /** `ran`: false when the part never started. */
   | { ok: false; error: string; ran: boolean };
 
-/**
- * The function a worker tool module exports: runs inside a worker thread.
- */
+/** The function a worker tool module exports; runs inside a worker thread. */
 export type WorkerToolExecute<TArgs = any, TDetails = any> = (
   args: TArgs,
   ctx: WorkerToolContext<TDetails>,
 ) => Promise<AgentToolResult<TDetails>> | AgentToolResult<TDetails>;
 
-/** Context of the agent handed to hooks (pi's `AgentContext`). */
+/** pi's `AgentContext`, handed to hooks. */
 export interface AgentContext {
-  /** The runtime's system prompt (`""` unless given); optional in the type, as pi 1.6's context has none. */
+  /** `""` unless given; optional, as pi 1.6's context has none. */
   systemPrompt?: string;
   messages: unknown[];
   tools?: AgentTool[];
@@ -213,7 +162,7 @@ export interface AgentContext {
 export interface BeforeToolCallResult {
   block?: boolean;
   reason?: string;
-  /** pi 1.6: a blocked call's error result asks the batch to terminate (with `pi: "1.6"`). */
+  /** pi 1.6: a blocked call's error result asks the batch to terminate. */
   terminate?: boolean;
 }
 
@@ -223,63 +172,51 @@ export interface AfterToolCallResult {
   details?: unknown;
   isError?: boolean;
   terminate?: boolean;
-  /**
-   * pi 1.6: replaces the structured content; `content` given without it drops
-   * it (it may no longer match). With `pi: "0.73"`, ignored.
-   */
+  /** pi 1.6: replaces the structured content; `content` without it drops it. Ignored with `pi: "0.73"`. */
   structuredContent?: JsonValue;
-  /** pi 1.6: replaces the result's usage. With `pi: "0.73"`, ignored. */
+  /** pi 1.6: replaces the result's usage. */
   usage?: Usage;
 }
 
-/** What `beforeToolCall` receives. */
 export interface BeforeToolCallContext {
   assistantMessage: AssistantMessage;
-  /** The raw tool call block from `assistantMessage.content`. */
   toolCall: ToolCall;
-  /** Validated (and coerced) arguments. */
   args: unknown;
   context: AgentContext;
 }
 
-/** What `afterToolCall` receives. */
 export interface AfterToolCallContext extends BeforeToolCallContext {
-  /** The executed result before any override. */
   result: AgentToolResult<any>;
   isError: boolean;
 }
 
-/** pi's `beforeToolCall` hook. */
 export type BeforeToolCallHook = (
   context: BeforeToolCallContext,
   signal?: AbortSignal,
 ) => Promise<BeforeToolCallResult | undefined> | BeforeToolCallResult | undefined;
 
-/** pi's `afterToolCall` hook. */
 export type AfterToolCallHook = (
   context: AfterToolCallContext,
   signal?: AbortSignal,
 ) => Promise<AfterToolCallResult | undefined> | AfterToolCallResult | undefined;
 
-/** A tool result message, built once per call. */
 export interface ToolResultMessage<TDetails = any> {
   role: "toolResult";
   toolCallId: string;
   toolName: string;
   content: (TextContent | ImageContent)[];
   details: TDetails;
-  /** pi 1.6: the result's usage (the key is present, maybe `undefined`, with `pi: "1.6"`). */
+  /** pi 1.6: present, maybe `undefined`, with `pi: "1.6"`. */
   usage?: Usage;
   isError: boolean;
-  /** pi 1.6: milliseconds the tool's execution took; absent for a call that did not run. */
+  /** pi 1.6: absent for a call that did not run. */
   durationMs?: number;
   timestamp: number;
 }
 
-/** The outcome of one batch. */
 export interface BatchOutcome {
-  /** One tool result message per tool call, in the assistant's order. */
+  /** One per tool call, in the assistant's order. */
   messages: ToolResultMessage[];
-  /** True when the batch is non-empty and every finalized result set `terminate: true`. */
+  /** True when the batch is non-empty and every finalized result set it. */
   terminate: boolean;
 }

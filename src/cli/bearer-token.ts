@@ -7,24 +7,18 @@ import { UsageError } from "./usage-error.js";
 /** The environment variable a server's bearer token may come from. */
 export const TOKEN_ENV = "TOOLPOOL_TOKEN";
 
-/** Where a server's bearer token may come from, in order of precedence. */
 interface BearerTokenSources {
   /** `--token` (visible in `ps`). */
   token?: string | undefined;
-  /** `--token-file`. */
   tokenFile?: string | undefined;
-  /** A config file's `token`, then its `tokenFile`: used only when the above and `$TOOLPOOL_TOKEN` are absent. */
+  /** A config file's `token`, then its `tokenFile`: last, after `$TOOLPOOL_TOKEN`. */
   configToken?: string | undefined;
   configTokenFile?: string | undefined;
 }
 
 /**
- * The bearer token from `--token`, `--token-file`, `$TOOLPOOL_TOKEN`, then a
- * config file, in that order; `undefined` when none is given. A token that
- * is empty or holds anything but visible ASCII (whitespace, `€`) could never
- * authenticate (clients send `Authorization: Bearer TOKEN` in visible
- * ASCII), so it is refused. The caller removes
- * `$TOOLPOOL_TOKEN` from the environment before any worker starts.
+ * The token from `--token`, `--token-file`, `$TOOLPOOL_TOKEN`, then a config file. One that is not visible ASCII
+ * could never authenticate, so it is refused. The caller removes `$TOOLPOOL_TOKEN` before any worker starts.
  */
 export async function readBearerToken(sources: BearerTokenSources): Promise<string | undefined> {
   const envToken = process.env[TOKEN_ENV];
@@ -43,7 +37,6 @@ export async function readBearerToken(sources: BearerTokenSources): Promise<stri
   return token;
 }
 
-/** The token in `path`, surrounding whitespace (a final newline) trimmed. */
 async function readTokenFile(path: string, where: string): Promise<string> {
   try {
     return (await readFile(path, "utf8")).trim();

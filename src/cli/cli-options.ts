@@ -1,8 +1,4 @@
-/**
- * The options commands share, as commander options with their parsers.
- *
- * @module
- */
+/** The options commands share, as commander options with their parsers. */
 import { InvalidArgumentError, Option } from "commander";
 
 import type { PiVersion, ToolExecutionMode } from "../index.js";
@@ -23,27 +19,20 @@ export interface RuntimeCliOptions extends FleetCliOptions {
   pi?: PiVersion;
   root?: string;
   allowWrite?: boolean;
-  /** `--coding-tools`: true alone, or the names given. */
   codingTools?: true | string[];
   bashTimeout?: number;
-  /** `--max-concurrency`: caps by tool name. */
   maxConcurrency?: Record<string, number>;
 }
 
 /** The options of `run`, as commander hands them over. */
 export interface RunCliOptions extends BatchCliOptions, RuntimeCliOptions {
-  /** `--full`: results whole in the view for people. */
   full?: boolean;
-  /** `--fail-on-error`: exit 1 when any call ended in an error result. */
   failOnError?: boolean;
 }
 
 const toolExecutionModes: readonly ToolExecutionMode[] = ["parallel", "sequential"];
 
-/**
- * Parses `--threads`: digits only, at least 1. Commander reports the thrown
- * error as a usage error naming the option.
- */
+/** Parses `--threads`: digits only, at least 1 (commander reports a throw as a usage error naming the option). */
 export function parseThreads(value: string): number {
   const threads = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(threads) || threads < 1) {
@@ -57,11 +46,7 @@ export function threadsOption(): Option {
   return new Option("--threads <n>", "worker threads in the pool (default: the number of CPUs)").argParser(parseThreads);
 }
 
-/**
- * Parses one `--max-concurrency TOOL=N` into the caps given so far (the
- * runtime's `maxConcurrency`): a later one for the same tool wins. N is
- * digits only, at least 1; whether TOOL is a tool, the runtime says.
- */
+/** Parses one `--max-concurrency TOOL=N`: a later one for the same tool wins; whether TOOL exists, the runtime says. */
 export function parseMaxConcurrency(value: string, previous: Record<string, number> | undefined): Record<string, number> {
   const match = /^(.+)=(\d+)$/.exec(value);
   const cap = match === null ? Number.NaN : Number(match[2]);
@@ -89,10 +74,8 @@ export function modeOption(): Option {
 const piVersions: readonly PiVersion[] = ["0.73", "1.6"];
 
 /**
- * `--pi 0.73|1.6`: the runtime's `pi`. Left undefined when absent, so that the
- * runtime's default applies (and, for `serve`, the config file's `pi`). A
- * Node too old for 1.6 is refused by the runtime, whose message names it.
- * `description` replaces the help text (a fleet node's `--pi` means more).
+ * `--pi 0.73|1.6`: left undefined when absent, so the runtime's (or config file's) default applies; the runtime refuses
+ * a Node too old for 1.6. `description` replaces the help text (a fleet node's `--pi` means more).
  */
 export function piOption(
   description = `which pi's tool-execution rules batches follow: 0.73 (pi-agent-core 0.73.1) or 1.6 (pi-agent-core 1.6.0, needs Node >= ${pi16MinimumNode.join(".")}) (default: 0.73)`,
@@ -107,7 +90,6 @@ export function toolsOption(): Option {
     .default([], "the built-in tools");
 }
 
-/** `--hooks MODULE`. */
 export function hooksOption(): Option {
   return new Option("--hooks <module>", "ES module exporting beforeToolCall and/or afterToolCall");
 }
@@ -206,14 +188,12 @@ export function connectionOptions(): Option[] {
   ];
 }
 
-/** Parses a count: digits only, at least 1. */
 function parseCount(value: string): number {
   const count = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(count) || count < 1) throw new InvalidArgumentError("Expected an integer >= 1.");
   return count;
 }
 
-/** Parses a duration in milliseconds: digits only, from 1 to the largest timer delay. */
 function parseMilliseconds(value: string): number {
   const ms = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(ms) || ms < 1 || ms > 2_147_483_647) throw new InvalidArgumentError("Expected an integer from 1 to 2147483647.");

@@ -1,11 +1,6 @@
 /**
- * What `toolpool serve` and `toolpool mcp --http` require before they serve
- * pi's coding tools: a bearer token when the tools can run commands or write
- * files (generated and shown to the operator when none is given), and, for
- * `serve`, a `--root` under which each session's folder lies. See
- * docs/coding-tools.md, "Serving them".
- *
- * @module
+ * What `serve` and `mcp --http` require before serving pi's coding tools: a token when they can run commands or write
+ * files, and for `serve` a `--root` (docs/coding-tools.md, "Serving them").
  */
 import { randomBytes } from "node:crypto";
 
@@ -15,18 +10,14 @@ import { defaultIoThreads } from "../coding-tools.js";
 import { TOKEN_ENV } from "./bearer-token.js";
 import { UsageError } from "./usage-error.js";
 
-/** pi's coding tools that run commands or write files: served, they make the server a shell for whoever reaches it. */
+/** Served, these make the server a shell for whoever reaches it. */
 const commandOrWriteTools: readonly string[] = ["bash", "edit", "write"];
 
-/** What `--coding-tools` alone serves: pi's default four. */
 const defaultCodingTools: readonly string[] = ["read", "bash", "edit", "write"];
 
-/** The options of a server that may serve coding tools, as commander hands them over. */
 export interface CodingServeCliOptions {
   codingTools?: true | string[];
-  /** `--unsafe-no-token`. */
   unsafeNoToken?: boolean;
-  /** `--coding-threads-per-session`. */
   codingThreadsPerSession?: number;
 }
 
@@ -50,27 +41,21 @@ export function codingThreadsPerSessionOption(): Option {
   });
 }
 
-/** The served coding tools, out of `--coding-tools`, that run commands or write files. */
 export function commandOrWriteToolsOf(codingTools: true | string[] | undefined): string[] {
   if (codingTools === undefined) return [];
   return (codingTools === true ? defaultCodingTools : codingTools).filter((name) => commandOrWriteTools.includes(name));
 }
 
-/** The server's token: the one given, one generated for it, or none. */
 export interface ServedToken {
   token: string | undefined;
-  /** The token was generated here: the operator must be shown it. */
+  /** Generated here: the operator must be shown it. */
   isGenerated: boolean;
 }
 
 /**
- * The token a server of `options`' tools runs with. A server whose coding
- * tools run commands or write files (bash, edit, write) is a shell for
- * whoever reaches it, loopback included (any local user, program or
- * container sharing the network namespace): without a token given it gets a
- * generated one (32 random bytes, base64url), unless `--unsafe-no-token`
- * says to serve without. `--unsafe-no-token` is refused where it could not
- * apply: beside a token, or with no such tool served.
+ * A server of bash, edit or write is a shell for whoever reaches it, loopback included (any local user, or a container
+ * sharing the network namespace): without a token it gets a generated one, unless `--unsafe-no-token`. That flag is
+ * refused where it cannot apply.
  */
 export function resolveServedToken(token: string | undefined, options: CodingServeCliOptions): ServedToken {
   const risky = commandOrWriteToolsOf(options.codingTools);
@@ -87,10 +72,7 @@ export function resolveServedToken(token: string | undefined, options: CodingSer
   return { token: randomBytes(32).toString("base64url"), isGenerated: true };
 }
 
-/**
- * The lines that show the operator a generated token (on stderr, as Jupyter
- * shows its own), with where to send it; `prefix` names the command.
- */
+/** Shows the operator a generated token (on stderr, as Jupyter does); `prefix` names the command. */
 export function describeGeneratedToken(prefix: string, token: string, url: string, codingTools: true | string[] | undefined): string {
   const tools = commandOrWriteToolsOf(codingTools).join(", ");
   return [
@@ -101,11 +83,7 @@ export function describeGeneratedToken(prefix: string, token: string, url: strin
   ].join("\n");
 }
 
-/**
- * `serve --coding-tools` needs a root: every batch without a session key runs
- * in the root itself, and each session in a folder under it, so the current
- * folder (where the server happened to start) is never a workspace by accident.
- */
+/** Each session works in a folder under the root, so the folder the server happened to start in is never a workspace by accident. */
 export function requireCodingRoot(codingTools: true | string[] | undefined, root: string | undefined): void {
   if (codingTools !== undefined && root === undefined) {
     throw new UsageError(
@@ -115,10 +93,8 @@ export function requireCodingRoot(codingTools: true | string[] | undefined, root
 }
 
 /**
- * The servers' share of the coding-io pool per session: `--coding-threads-per-session`,
- * else half of the pool's threads (at least 1), so that one session's long
- * bash calls leave the other half to the other sessions. Refused without
- * `--coding-tools`, where it would change nothing.
+ * `--coding-threads-per-session`, else half the coding-io pool (at least 1), so one session's long bash calls leave
+ * the rest to others. Refused without `--coding-tools`.
  */
 export function codingThreadsPerSession(options: CodingServeCliOptions): number | undefined {
   if (options.codingTools === undefined) {

@@ -1,26 +1,17 @@
-/**
- * The batch `toolpool demo` runs: real calls of every built-in tool over the
- * toolpool repository, plus one call that fails on purpose.
- *
- * @module
- */
+/** The batch `toolpool demo` runs: real calls of every built-in tool over the repository, and one that fails on purpose. */
 import { existsSync } from "node:fs";
 import { join, relative } from "node:path";
 
 import type { AssistantMessage, ToolCall } from "../index.js";
 
-/** The tool name of the deliberately failing call: no such tool exists. */
 const DEMO_MISSING_TOOL = "summon_dragon";
 
-/** The text the demo's patch is applied to, and the patch (made here, applied as a dry run). */
 const GREETING = "Hello,\nworld\n!\n";
 const GREETING_PATCH = ["--- greeting.txt", "+++ greeting.txt", "@@ -1,3 +1,3 @@", " Hello,", "-world", "+toolpool", " !", ""].join("\n");
 
 /**
- * Builds the demo's assistant message. Paths are relative to `cwd` (the worker
- * threads share the process's working directory), so results read as a person
- * would type them. In an installed package only `dist/` and the manifest
- * exist, so each call falls back to files that are there.
+ * Paths are relative to `cwd` (the threads share the process's), so results read as a person types them. An installed
+ * package has only `dist/` and the manifest, so each call falls back to files that are there.
  */
 export function createDemoBatch(root: string, cwd: string = process.cwd()): AssistantMessage {
   const at = (...segments: string[]): string => relative(cwd, join(root, ...segments)) || ".";
@@ -51,7 +42,6 @@ export function createDemoBatch(root: string, cwd: string = process.cwd()): Assi
   };
 }
 
-/** One line saying what the demo runs, for its first line of output. */
 export function describeDemo(batch: AssistantMessage, root: string, threads: number | undefined): string {
   const calls = batch.content.filter((block) => block.type === "toolCall").length;
   const pool = threads === undefined ? "one worker thread per CPU" : `${threads} worker thread${threads === 1 ? "" : "s"}`;

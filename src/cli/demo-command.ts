@@ -1,9 +1,4 @@
-/**
- * `toolpool demo` (what `npm start` runs): a real batch of the built-in tools
- * over the toolpool repository, shown like `run` shows one.
- *
- * @module
- */
+/** `toolpool demo` (what `npm start` runs): a real batch of the built-in tools over the repository, shown as `run` shows one. */
 import type { Command } from "commander";
 
 import { ndjsonOption, threadsOption, type BatchCliOptions } from "./cli-options.js";
@@ -13,11 +8,9 @@ import { processStreams } from "./output-streams.js";
 import { locateRepoRoot } from "./repo-root.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 
-/** Runs the demo batch in parallel mode. */
 async function runDemo(options: BatchCliOptions): Promise<void> {
   const root = locateRepoRoot();
-  // The built-in tools are confined to the repository, and its paths are
-  // written relative to it, wherever the command runs from.
+  // Confined to the repository, with paths relative to it, wherever the command runs from.
   const assistantMessage = createDemoBatch(root, root);
   const streams = processStreams();
   const isNdjson = options.ndjson === true;

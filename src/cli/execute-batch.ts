@@ -1,9 +1,4 @@
-/**
- * Runs one batch for the command line: shows the batch through a view, and
- * always closes the runtime.
- *
- * @module
- */
+/** Runs one batch for the command line: shows it through a view, and always closes the runtime. */
 import type { BatchOutcome, Runtime } from "../index.js";
 import type { BatchView } from "./batch-view.js";
 import { HumanView } from "./human-view.js";
@@ -12,23 +7,18 @@ import { NdjsonView } from "./ndjson-view.js";
 import type { CliStreams } from "./output-streams.js";
 import { toInputError } from "./usage-error.js";
 
-/** Everything one command-line batch needs. */
 interface BatchRequest {
   batch: BatchInput;
-  /** The runtime that executes it; closed once the batch is shown. */
+  /** Closed once the batch is shown. */
   runtime: Runtime;
-  /** One JSON line per event instead of the view for people. */
   isNdjson: boolean;
-  /** The view for people shows results whole (`--full`). */
   isFull?: boolean;
   streams: CliStreams;
 }
 
 /**
- * Executes the batch and shows it. Resolves with the outcome once it is
- * written and the runtime closed. Throws a {@link UsageError} for invalid options, tools
- * or batch (the runtime's `ToolpoolError` message), anything else unchanged.
- * Ctrl-C aborts the batch: its calls end with error results, which are shown.
+ * Resolves with the outcome once it is written and the runtime closed. The runtime's `ToolpoolError` becomes a
+ * {@link UsageError}. Ctrl-C aborts the batch: its calls end with error results, which are shown.
  */
 export async function executeBatch(request: BatchRequest): Promise<BatchOutcome> {
   const { runtime } = request;

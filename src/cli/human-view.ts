@@ -1,21 +1,15 @@
 /**
- * The view for people: progress and one line per ended call (completion
- * order) on stderr while the batch runs, then the results in call order (the
- * first lines of each, or whole with `run --full`) and a summary on stdout.
- *
- * @module
+ * The view for people: progress and one line per ended call on stderr while the batch runs, then the results in call
+ * order and a summary on stdout.
  */
 import type { BatchEvent, BatchOutcome, EmitFunction, ToolResultMessage } from "../index.js";
 import type { BatchView } from "./batch-view.js";
 import { writeText, type CliStreams } from "./output-streams.js";
 import { createProgressDisplay, type ProgressDisplay } from "./progress-display.js";
 
-/** Result lines shown per call; the rest is counted, not shown. */
 const RESULT_PREVIEW_LINES = 4;
-/** Result lines longer than this are cut and end with "…". */
 const RESULT_LINE_CHARS = 160;
 
-/** Shows a batch to a person. One instance per batch. */
 export class HumanView implements BatchView {
   readonly #streams: CliStreams;
   readonly #progress: ProgressDisplay;
@@ -23,11 +17,7 @@ export class HumanView implements BatchView {
   readonly #startedAt = new Map<string, number>();
   readonly #isFull: boolean;
 
-  /**
-   * @param total The number of tool calls in the batch, for the progress display.
-   * @param now Clock in milliseconds, for the durations of calls.
-   * @param isFull Whether results are shown whole (`run --full`) rather than their first lines, cut.
-   */
+  /** @param isFull Results whole (`run --full`) rather than their first lines, cut. */
   constructor(streams: CliStreams, total: number, now: () => number = () => performance.now(), isFull = false) {
     this.#streams = streams;
     this.#now = now;
@@ -61,7 +51,6 @@ export class HumanView implements BatchView {
   }
 }
 
-/** A result as a header line and the first lines of its text (all of it when `isFull`), indented. */
 function formatResult(message: ToolResultMessage, index: number, isFull: boolean): string {
   const header = `${String(index + 1).padStart(3)}. ${statusMark(message.isError)} ${message.toolName}  ${message.toolCallId}`;
   const lines = previewLines(message, isFull);

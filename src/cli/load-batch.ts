@@ -1,29 +1,18 @@
-/**
- * Reads the batch file of `toolpool run`: an assistant message, or
- * `{ assistantMessage, context }`.
- *
- * @module
- */
+/** Reads the batch file of `toolpool run`: an assistant message, or `{ assistantMessage, context }`. */
 import { readFile } from "node:fs/promises";
 
 import type { AssistantMessage, ExecuteOptions } from "../index.js";
 import { describeThrown } from "../errors.js";
 import { UsageError } from "./usage-error.js";
 
-/** A batch read from a file: the assistant message and the optional hook context. */
 export interface BatchInput {
   assistantMessage: AssistantMessage;
   context?: ExecuteOptions["context"];
 }
 
-/** The path that stands for standard input. */
 const STDIN_PATH = "-";
 
-/**
- * Reads and checks a batch file (`-` reads standard input). Throws a
- * {@link UsageError} for a missing or unreadable file, invalid JSON, or JSON
- * that is not an assistant message.
- */
+/** `-` reads standard input. Throws a {@link UsageError} for an unreadable file, invalid JSON, or not an assistant message. */
 export async function loadBatch(path: string): Promise<BatchInput> {
   const source = path === STDIN_PATH ? "standard input" : path;
   let text: string;
@@ -43,11 +32,7 @@ export async function loadBatch(path: string): Promise<BatchInput> {
   return parseBatch(json, source);
 }
 
-/**
- * Checks parsed JSON as a batch. Only the shape the CLI needs is checked here;
- * the tool call blocks themselves are checked by `executeToolCalls`
- * (`TP_ERR_INVALID_BATCH`), which the CLI also reports as invalid input.
- */
+/** Only the shape the CLI needs; `executeToolCalls` checks the tool call blocks (`TP_ERR_INVALID_BATCH`). */
 function parseBatch(json: unknown, source: string): BatchInput {
   if (isRecord(json) && "assistantMessage" in json) {
     const { assistantMessage, context } = json;

@@ -1,10 +1,4 @@
-/**
- * Loads the user modules named on the command line: `--tools` modules (default
- * export: an array of tools) and the `--hooks` module (named exports
- * `beforeToolCall` / `afterToolCall`).
- *
- * @module
- */
+/** Loads the `--tools` modules (default export: an array of tools) and the `--hooks` module (`beforeToolCall`, `afterToolCall`). */
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -12,18 +6,12 @@ import type { AfterToolCallHook, BeforeToolCallHook, ToolDefinition } from "../i
 import { describeThrown } from "../errors.js";
 import { UsageError } from "./usage-error.js";
 
-/** The hooks a `--hooks` module provides. */
 interface LoadedHooks {
   beforeToolCall?: BeforeToolCallHook;
   afterToolCall?: AfterToolCallHook;
 }
 
-/**
- * Imports each `--tools` module and concatenates their default exports, in
- * the order given. The tools themselves are checked by `createRuntime`
- * (`TP_ERR_INVALID_TOOL`). Throws a {@link UsageError} for a module that fails
- * to import or whose default export is not an array.
- */
+/** Concatenates the default exports in the order given; `createRuntime` checks the tools themselves. */
 export async function loadToolModules(paths: readonly string[]): Promise<ToolDefinition[]> {
   const tools: ToolDefinition[] = [];
   for (const path of paths) {
@@ -36,10 +24,7 @@ export async function loadToolModules(paths: readonly string[]): Promise<ToolDef
   return tools;
 }
 
-/**
- * Imports the `--hooks` module. Throws a {@link UsageError} when it fails to
- * import, exports neither hook, or exports a hook that is not a function.
- */
+/** Throws a {@link UsageError} when it fails to import, exports neither hook, or a hook that is not a function. */
 export async function loadHooksModule(path: string): Promise<LoadedHooks> {
   const module = await importUserModule(path, "--hooks");
   const beforeToolCall = pickHook(module, "beforeToolCall", path) as BeforeToolCallHook | undefined;
@@ -59,7 +44,7 @@ function pickHook(module: Record<string, unknown>, name: keyof LoadedHooks, path
   throw new UsageError(`--hooks module ${path}: expected export "${name}" to be a function, got ${kindOf(hook)}`);
 }
 
-/** Imports a module given as a path relative to the working directory, as users type it. */
+/** Relative to the working directory, as users type it. */
 async function importUserModule(path: string, flag: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(resolve(path)).href;
   try {

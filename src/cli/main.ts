@@ -1,11 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `toolpool` executable. Exit codes: 0 when the batch ran (error results
- * included, unless `run --fail-on-error`: then 1 when any call ended in
- * one), 2 with one line on stderr for bad usage or invalid input, 1 for
- * anything unexpected.
- *
- * @module
+ * The `toolpool` executable. Exit codes: 0 when the batch ran (1 with `run --fail-on-error` and an error result),
+ * 2 with one line on stderr for bad usage or input, 1 for anything unexpected.
  */
 import { CommanderError } from "commander";
 
@@ -13,11 +9,9 @@ import { createProgram } from "./program.js";
 import { describeThrown } from "../errors.js";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, toOneLine, UsageError } from "./usage-error.js";
 
-/** Runs the command line `argv` (as `process.argv`) and resolves to the exit code. */
 async function main(argv: readonly string[]): Promise<number> {
   try {
-    // Commander answers a missing command with its whole help on stderr; the
-    // contract is one line for any usage error.
+    // Commander answers a missing command with its whole help; the contract is one line for any usage error.
     if (argv.length <= 2) throw new UsageError("missing command: expected run, demo, serve or mcp (see toolpool --help)");
     await createProgram().parseAsync(argv);
     return EXIT_OK;
@@ -29,7 +23,6 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-/** Resolves once everything written so far to `stream` has been handed to the OS. */
 function flush(stream: NodeJS.WriteStream): Promise<void> {
   return new Promise((resolve) => stream.write("", () => resolve()));
 }
@@ -42,6 +35,5 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 
 const exitCode = await main(process.argv);
 await Promise.all([flush(process.stdout), flush(process.stderr)]);
-// Exit explicitly: the runtime is closed by now, but a user's tool or hook may
-// have left a timer or socket open, and the command must not hang on it.
+// A user's tool or hook may have left a timer or socket open: the command must not hang on it.
 process.exit(exitCode);

@@ -1,21 +1,13 @@
-/**
- * The options of `toolpool mcp`, as commander hands them over (apart from
- * the command, so that the server's module and the command's need not
- * import each other).
- *
- * @module
- */
+/** The options of `toolpool mcp`, apart from the command so that the server's module and the command's need not import each other. */
 import type { ConnectionCliOptions, RuntimeCliOptions } from "./cli-options.js";
 import type { CodingServeCliOptions } from "./coding-tools-serving.js";
 import type { McpLimitCliOptions } from "./mcp-limit-options.js";
 
-/** Where `--http` listens. */
 export interface HttpAddress {
   host: string;
   port: number;
 }
 
-/** The options of `mcp`, as commander hands them over. */
 export interface McpCliOptions extends ConnectionCliOptions, McpLimitCliOptions, RuntimeCliOptions, CodingServeCliOptions {
   http?: HttpAddress;
   token?: string;

@@ -1,9 +1,4 @@
-/**
- * `toolpool mcp`: the command's options. The MCP SDK is loaded only when the
- * command runs (see serve-mcp.ts), so no other command pays for it.
- *
- * @module
- */
+/** `toolpool mcp`: the command's options. The MCP SDK loads only when it runs (serve-mcp.ts), so no other command pays for it. */
 import { type Command, InvalidArgumentError, Option } from "commander";
 
 import {

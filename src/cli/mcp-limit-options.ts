@@ -1,9 +1,4 @@
-/**
- * `toolpool mcp`'s limits on load: calls, sessions, pressure. The flags,
- * their parsers, and what the MCP server is made with from them.
- *
- * @module
- */
+/** `toolpool mcp`'s limits on load (calls, sessions, pressure): the flags and what the MCP server is made with from them. */
 import { InvalidArgumentError, Option } from "commander";
 
 import type { Runtime } from "../index.js";
@@ -12,7 +7,6 @@ import { mcpCallGatePools } from "../mcp/mcp-gate-pools.js";
 import type { McpSessionLimits } from "../mcp/mcp-sessions.js";
 import { UsageError } from "./usage-error.js";
 
-/** The limit flags of `mcp`, as commander hands them over. */
 export interface McpLimitCliOptions {
   callTimeout?: number;
   maxQueue?: number;
@@ -26,7 +20,6 @@ export interface McpLimitCliOptions {
   drainTimeout?: number;
 }
 
-/** The flags that only mean something with `--http`. */
 const httpOnly = {
   maxSessions: "--max-sessions",
   maxSessionRunning: "--max-session-running",
@@ -38,7 +31,6 @@ const httpOnly = {
 /** What `--drain-timeout` is without the flag: as long as a built-in tool's call may run. */
 export const defaultDrainTimeoutMs = 30_000;
 
-/** The limit flags, for `mcp` to add. */
 export function mcpLimitOptions(): Option[] {
   return [
     new Option("--call-timeout <ms>", "time limit of every worker tool without one of its own (default: 30000 for the built-ins)").argParser(
@@ -84,14 +76,9 @@ export function checkHttpOnlyLimits(options: McpLimitCliOptions, isHttp: boolean
 }
 
 /**
- * The call gate's options: as many calls of each pool run at once as it has
- * threads (the fleet's `maxOutstanding` for remote tools), so that calls
- * wait in the gate, where a call whose client is gone leaves unstarted.
- * Over HTTP one session holds at most its share of a pool (half its threads,
- * rounded up, or `--max-session-running`), and never more than a pool's own
- * per-session cap (`--coding-threads-per-session` for coding-io, which sets
- * the share without `--max-session-running`); on stdio there is one
- * session, which may hold every thread a pool runs for one session.
+ * Each pool runs as many calls as it has threads (the fleet's `maxOutstanding` for remote tools), so calls wait in the
+ * gate, where one whose client is gone leaves unstarted. Over HTTP a session holds at most its share of a pool (half,
+ * rounded up, or `--max-session-running`) and never more than the pool's own per-session cap; on stdio one session may hold all.
  */
 export function callGateOptions(runtime: Runtime, options: McpLimitCliOptions, isHttp = true): McpCallGateOptions {
   const sessionRunning = isHttp ? options.maxSessionRunning : Number.MAX_SAFE_INTEGER;
@@ -105,7 +92,6 @@ export function callGateOptions(runtime: Runtime, options: McpLimitCliOptions, i
   };
 }
 
-/** The HTTP server's limits on sessions and pressure. */
 export function sessionLimits(options: McpLimitCliOptions): McpSessionLimits {
   const limits: McpSessionLimits = {
     maxSessions: options.maxSessions,

@@ -1,16 +1,10 @@
-/**
- * The `--ndjson` view: every event as one JSON line on stdout, then one
- * `batch_end` line. Nothing else is written to stdout.
- *
- * @module
- */
+/** The `--ndjson` view: every event as one JSON line on stdout, then one `batch_end` line; nothing else on stdout. */
 import type { Writable } from "node:stream";
 
 import type { BatchEvent, BatchOutcome, EmitFunction } from "../index.js";
 import type { BatchView } from "./batch-view.js";
 import { writeText } from "./output-streams.js";
 
-/** Writes each event exactly as the runtime emits it, one JSON object a line. */
 export class NdjsonView implements BatchView {
   readonly #stdout: Writable;
 
@@ -27,11 +21,7 @@ export class NdjsonView implements BatchView {
   dispose(): void {}
 }
 
-/**
- * One JSON line. Inline tools run on the main thread and may put a `bigint`
- * in `details`, which `JSON.stringify` rejects; it is written as a decimal
- * string rather than failing the whole batch.
- */
+/** An inline tool may put a `bigint` in `details`, which `JSON.stringify` rejects: it becomes a decimal string instead. */
 function toJsonLine(value: unknown): string {
   return `${JSON.stringify(value, (_key, field: unknown) => (typeof field === "bigint" ? field.toString() : field))}\n`;
 }

@@ -1,9 +1,4 @@
-/**
- * `toolpool node --redis URL`: serves the worker tools of its `--tools`
- * modules to the fleet's coordinators until SIGTERM or SIGINT.
- *
- * @module
- */
+/** `toolpool node --redis URL`: serves its `--tools` modules' worker tools to the fleet until SIGTERM or SIGINT. */
 import { type Command, InvalidArgumentError, Option } from "commander";
 
 import { FleetNode, type PiVersion } from "../index.js";
@@ -12,7 +7,6 @@ import { parseThreads, piOption, toolsOption } from "./cli-options.js";
 import { toolsFromFlags } from "./runtime-from-flags.js";
 import { toInputError, UsageError } from "./usage-error.js";
 
-/** The options of `node`, as commander hands them over. */
 interface NodeCliOptions {
   redis: string;
   tools: string[];
@@ -25,11 +19,7 @@ interface NodeCliOptions {
   prefix?: string;
 }
 
-/**
- * Starts a node, prints `node ready name=… threads=… toolset=… pi=…` on stdout
- * once it serves, and on SIGTERM or SIGINT lets its running calls finish, then
- * returns (the process exits 0).
- */
+/** Prints `node ready …` on stdout once it serves; on SIGTERM or SIGINT lets running calls finish, then returns. */
 async function serveNode(options: NodeCliOptions): Promise<void> {
   if (!/^rediss?:\/\//.test(options.redis)) throw new UsageError(`--redis: expected a redis:// URL, got "${options.redis}"`);
   const tools = await toolsFromFlags({ tools: options.tools });
@@ -65,7 +55,6 @@ async function serveNode(options: NodeCliOptions): Promise<void> {
   }
 }
 
-/** Adds the `node` command to `program`. */
 export function addNodeCommand(program: Command): Command {
   const milliseconds = (value: string) => {
     const ms = /^\d+$/.test(value) ? Number(value) : Number.NaN;

@@ -1,11 +1,6 @@
-/**
- * toolpool's own version, from its package.json.
- *
- * @module
- */
 import { readFileSync } from "node:fs";
 
-/** The version in toolpool's package.json, two levels up from `dist/cli/`. */
+/** From toolpool's package.json, two levels up from `dist/cli/`. */
 export function readPackageVersion(): string {
   try {
     const manifest = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };

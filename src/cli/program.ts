@@ -1,10 +1,4 @@
-/**
- * The commander program: its commands, and how commander reports usage
- * errors (one `toolpool: …` line, exit code 2).
- *
- * @module
- */
-
+/** The commander program: its commands, and usage errors as one `toolpool: …` line (exit code 2). */
 import { Command } from "commander";
 
 import { addBenchCommand } from "./bench-command.js";
@@ -16,16 +10,12 @@ import { addRunCommand } from "./run-command.js";
 import { addServeCommand } from "./serve-command.js";
 import { toOneLine } from "./usage-error.js";
 
-/**
- * Creates the `toolpool` program. It never exits the process: with
- * `exitOverride`, commander throws a `CommanderError` instead (exit code 0 for
- * help and version, 1 for usage errors, which `main` turns into 2).
- */
+/** Never exits the process: with `exitOverride` commander throws a `CommanderError` (0 for help and version, 1 for usage, which `main` makes 2). */
 export function createProgram(version: string = readPackageVersion()): Command {
   const program = new Command("toolpool")
     .description("Execute the tool calls of an LLM agent's assistant message with pi's semantics, on a worker-thread pool.")
     .version(version)
-    // Both settings are inherited by the commands added below, so they must come first.
+    // Inherited by the commands added below, so these come first.
     .exitOverride()
     .configureOutput({
       outputError: (message, write) => write(`toolpool: ${toOneLine(message.replace(/^error: /, ""))}\n`),

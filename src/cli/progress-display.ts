@@ -1,26 +1,16 @@
-/**
- * Progress while a batch runs, on stderr: a live bar of ended calls on a
- * terminal, plain lines as calls end anywhere else (logs, CI, pipes).
- *
- * @module
- */
+/** Progress on stderr: a live bar on a terminal, plain lines anywhere else (logs, CI, pipes). */
 import { MultiBar, Presets } from "cli-progress";
 
 import type { CliStreams } from "./output-streams.js";
 
 /** Shows calls ending; `stop` must be called before anything else is written. */
 export interface ProgressDisplay {
-  /** One call ended; `line` describes it (status, tool, id, duration). */
   callEnded(line: string): void;
-  /** Removes the live part of the display; idempotent. */
+  /** Idempotent. */
   stop(): void;
 }
 
-/**
- * A bar when stderr is a TTY, plain `[n/total] line` lines otherwise.
- *
- * @param total The number of tool calls in the batch.
- */
+/** A bar when stderr is a TTY, plain `[n/total] line` lines otherwise. */
 export function createProgressDisplay(stderr: CliStreams["stderr"], total: number): ProgressDisplay {
   return stderr.isTTY === true && total > 0 ? createBarDisplay(stderr, total) : createLineDisplay(stderr, total);
 }
@@ -37,8 +27,7 @@ function createLineDisplay(stderr: CliStreams["stderr"], total: number): Progres
 }
 
 function createBarDisplay(stderr: CliStreams["stderr"], total: number): ProgressDisplay {
-  // A MultiBar rather than a SingleBar: only MultiBar can print lines above a
-  // live bar (`log`) without the next redraw overwriting them.
+  // Only a MultiBar can print lines above a live bar (`log`) without the next redraw overwriting them.
   const bars = new MultiBar(
     {
       stream: stderr as NodeJS.WritableStream,
@@ -60,8 +49,7 @@ function createBarDisplay(stderr: CliStreams["stderr"], total: number): Progress
     stop() {
       if (isStopped) return;
       isStopped = true;
-      // `stop` drops log lines not yet drawn (cli-progress 3.12 flushes them
-      // only on its next timed redraw), so force that redraw first.
+      // `stop` drops log lines not yet drawn (cli-progress flushes them only on its timed redraw): redraw first.
       bars.update();
       bars.stop();
     },

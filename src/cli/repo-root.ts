@@ -1,17 +1,8 @@
-/**
- * Finds the toolpool repository (or installed package) the demo runs over.
- *
- * @module
- */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/**
- * The working directory when it is a toolpool checkout (someone trying the
- * repository), otherwise the package this CLI was loaded from: two levels up
- * from `dist/cli/`.
- */
+/** The working directory when it is a toolpool checkout, else the package this CLI was loaded from (two levels up from `dist/cli/`). */
 export function locateRepoRoot(cwd: string = process.cwd(), moduleUrl: string = import.meta.url): string {
   if (isToolpoolPackage(cwd)) return cwd;
   return fileURLToPath(new URL("../../", moduleUrl));

@@ -1,9 +1,4 @@
-/**
- * `toolpool run BATCH.json`: executes the tool calls of an assistant message
- * from a file (or standard input) and shows them.
- *
- * @module
- */
+/** `toolpool run BATCH.json`: executes the tool calls of an assistant message from a file (or stdin) and shows them. */
 import { type Command, Option } from "commander";
 
 import {
@@ -28,7 +23,6 @@ import { processStreams } from "./output-streams.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { CallsFailed } from "./usage-error.js";
 
-/** Loads the batch and the user modules, then executes the batch. */
 async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<void> {
   const batch = await loadBatch(batchPath);
   const { messages } = await executeBatch({
@@ -42,7 +36,6 @@ async function runBatchFile(batchPath: string, options: RunCliOptions): Promise<
   if (options.failOnError === true && errors > 0) throw new CallsFailed(errors, messages.length);
 }
 
-/** Adds the `run` command to `program`. */
 export function addRunCommand(program: Command): Command {
   return program
     .command("run")

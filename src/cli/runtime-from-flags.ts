@@ -1,13 +1,4 @@
-/**
- * The one way the commands (`run`, `serve`, `mcp`, `node`) turn their flags
- * into tools and a runtime: `--tools` modules or the built-in tools (confined
- * to `--root`, writing only with `--allow-write`), `--call-timeout`,
- * `--hooks`, `--threads`, `--mode`, `--pi`, `--max-concurrency`, `--fleet`
- * and `--remote`.
- * Invalid values are usage errors (exit 2), with the runtime's message.
- *
- * @module
- */
+/** The one way the commands turn their flags into tools and a runtime; invalid values are usage errors with the runtime's message. */
 import {
   builtinTools,
   codingTools,
@@ -26,35 +17,28 @@ import { type FleetCliOptions, fleetFromCli } from "./cli-options.js";
 import { loadHooksModule, loadToolModules } from "./load-modules.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
-/** The flags that say which tools run, and how. */
 interface ToolFlags {
-  /** `--tools` modules; none means the built-in tools. */
+  /** None means the built-in tools. */
   tools: readonly string[];
-  /** The built-in tools' workspace root. */
   root?: string | undefined;
-  /** Whether the built-in `patch` may write. */
   allowWrite?: boolean | undefined;
-  /** Time limit (ms) of every worker tool that has none of its own; the built-ins' limit. */
+  /** Time limit (ms) of every worker tool that has none of its own. */
   callTimeout?: number | undefined;
-  /** `--coding-tools`: pi's coding tools (true: pi's default four), besides any `--tools` modules and instead of the built-ins. */
+  /** True: pi's default four; beside any `--tools` modules, instead of the built-ins. */
   codingTools?: true | string[] | undefined;
-  /** `--bash-timeout`: the coding tools' bash deadline of a call that gives none. */
   bashTimeout?: number | undefined;
-  /** The coding tools' `ioThreadsPerSession` (servers: `--coding-threads-per-session` or its default). */
+  /** The coding tools' `ioThreadsPerSession`. */
   codingThreadsPerSession?: number | undefined;
 }
 
-/** The flags a runtime is made from. */
 interface RuntimeFlags extends ToolFlags, FleetCliOptions {
   hooks?: string | undefined;
   threads?: number | undefined;
   mode?: ToolExecutionMode | undefined;
   pi?: PiVersion | undefined;
-  /** `--max-concurrency`: caps by tool name. */
   maxConcurrency?: Readonly<Record<string, number>> | undefined;
 }
 
-/** The tools the flags name. */
 export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]> {
   if (flags.bashTimeout !== undefined && flags.codingTools === undefined) throw new UsageError("--bash-timeout needs --coding-tools");
   if (flags.codingTools !== undefined) {
@@ -85,10 +69,8 @@ export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]
 }
 
 /**
- * The tools of `--tools` modules with `--root` and `--allow-write` applied to
- * the built-ins among them. Unless `isOnlyUse` is false (`--root` also
- * serves the coding tools), either flag with modules that hold no built-in
- * is a usage error: it would have no effect.
+ * Applies `--root` and `--allow-write` to the built-ins among the modules' tools. Either flag with no built-in there is a
+ * usage error (it would do nothing), unless `--root` also serves the coding tools (`isOnlyUse` false).
  */
 function withWorkspaceFlags(tools: ToolDefinition[], flags: ToolFlags, isOnlyUse = true): ToolDefinition[] {
   if (flags.root === undefined && flags.allowWrite !== true) return tools;
@@ -109,10 +91,7 @@ function withWorkspaceFlags(tools: ToolDefinition[], flags: ToolFlags, isOnlyUse
   return rebased;
 }
 
-/**
- * The runtime the flags describe; `pool` adds pool options (a serve
- * config's), which `--threads` overrides for the thread counts.
- */
+/** `pool` adds a serve config's pool options, which `--threads` overrides. */
 export async function runtimeFromFlags(flags: RuntimeFlags, pool: PoolOptions = {}): Promise<Runtime> {
   // Asked before the tools are built, in createRuntime's words: a usage error even where they cannot be built.
   const mismatch = flags.codingTools === undefined || flags.pi === undefined ? undefined : codingToolsPiMismatch(flags.pi);

@@ -1,9 +1,4 @@
-/**
- * `toolpool serve`: runs the HTTP server in front of a runtime until SIGTERM
- * or SIGINT, then shuts it down gracefully.
- *
- * @module
- */
+/** `toolpool serve`: the HTTP server in front of a runtime, until SIGTERM or SIGINT shuts it down gracefully. */
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 
@@ -45,9 +40,6 @@ import { describeLiveViewLink, type LinkedToken } from "./live-view-link.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
-/** The environment variable that may hold the bearer token. */
-
-/** The options of `serve`, as commander hands them over. */
 interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions, CodingServeCliOptions {
   host?: string;
   port?: number;
@@ -56,52 +48,41 @@ interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions, Codin
   maxBody?: number;
   config?: string;
   callTimeout?: number;
-  /** `--update-args` / `--no-update-args`; undefined when neither is given. */
   updateArgs?: boolean;
-  /** `--ui` / `--no-ui`; undefined when neither is given. */
   ui?: boolean;
 }
 
-/** What a config file holds beyond `createServer`'s options: the runtime's and the tools' settings. */
+/** A config file's settings beyond `createServer`'s options. */
 interface ServeRuntimeConfig {
-  /** A file holding the token (surrounding whitespace trimmed). */
   tokenFile?: string;
-  /** The built-in tools' workspace root. */
   root?: string;
-  /** Whether the built-in `patch` may write. */
   allowWrite?: boolean;
-  /** Time limit (ms) of every worker tool that has none of its own; the built-ins' limit. */
   callTimeoutMs?: number;
   tools?: string[];
   hooks?: string;
   threads?: number;
   toolExecution?: ToolExecutionMode;
-  /** Which pi's rules every batch follows, as the runtime's `pi`; `--pi` overrides it. */
+  /** `--pi` overrides it. */
   pi?: PiVersion;
-  /** The runtime's pool options (`maxQueue`, `abortGraceMs`, …); `threads` overrides the thread counts. */
+  /** `threads` overrides the thread counts. */
   pool?: PoolOptions;
-  /** Caps by tool name, as the runtime's `maxConcurrency`; `--max-concurrency` adds to them (and wins for its tools). */
+  /** `--max-concurrency` adds to them, and wins for its tools. */
   maxConcurrency?: Record<string, number>;
 }
 
 /**
- * A `--config` file (JSON): every option of `createServer` (written once, in
- * `server/server-options.ts`) and the runtime's settings. Module paths,
- * `root` and `tokenFile` are relative to the file's folder. The command line
- * wins over the file; `TOOLPOOL_TOKEN` wins over the file's token.
+ * A `--config` file: every option of `createServer` and the runtime's settings; paths are relative to the file's folder.
+ * The command line wins over the file, and `TOOLPOOL_TOKEN` over the file's token.
  */
 type ServeConfig = ServerOptions & ServeRuntimeConfig;
 
-/** `createServer`'s options, named once: those of its schema. */
 const serverOptionNames = Object.keys(serverOptionsSchema.properties) as (keyof ServerOptions)[];
 
-/** A JSON Schema reduced to its shape (`type`, and the items' type): values are checked by the code that takes them. */
+/** Values are checked by the code that takes them, whose messages name the option: only the shape is checked here. */
 function shapeOf(schema: { type?: string; items?: { type?: string } }): Record<string, unknown> {
   return schema.items === undefined ? { type: schema.type } : { type: schema.type, items: { type: schema.items.type } };
 }
 
-// Only the shape is checked here; the values are checked once, by
-// createRuntime and createServer, whose messages name the option.
 const configSchema = {
   type: "object",
   additionalProperties: false,
@@ -117,8 +98,7 @@ const configSchema = {
     hooks: { type: "string" },
     threads: { type: "integer", minimum: 1 },
     toolExecution: { enum: ["parallel", "sequential"] },
-    // Any value: createRuntime checks it, and its message names the choices
-    // (`"pi": 1.6`, a number, is the likely slip).
+    // Any value: createRuntime's message names the choices (`"pi": 1.6`, a number, is the likely slip).
     pi: {},
     pool: { type: "object" },
     maxConcurrency: { type: "object" },
@@ -127,20 +107,14 @@ const configSchema = {
 
 const validateConfig = new Ajv({ allErrors: true, strict: true }).compile(configSchema);
 
-/**
- * Starts the server, prints `listening on http://HOST:PORT` on stdout, and
- * resolves once a SIGTERM or SIGINT has shut it down (a second signal aborts
- * the in-flight batches at once instead of waiting for the grace period).
- */
+/** Resolves once a signal has shut the server down; a second signal aborts in-flight batches at once. */
 async function serve(options: ServeCliOptions): Promise<void> {
   const config = options.config === undefined ? {} : await loadServeConfig(options.config);
-  // Read first and then removed from the environment, so that no worker
-  // thread (they copy the environment when they start) ever sees the token.
+  // Read, then removed: no worker thread (they copy the environment) ever sees the token.
   const { serverOptions, isTokenGenerated } = await resolveServerCliOptions(options, config);
   delete process.env[TOKEN_ENV];
   const root = options.root ?? config.root;
   requireCodingRoot(options.codingTools, root);
-  // The command line wins over the config file.
   const runtime = await runtimeFromFlags(
     {
       tools: options.tools.length > 0 ? options.tools : (config.tools ?? []),
@@ -167,8 +141,7 @@ async function serve(options: ServeCliOptions): Promise<void> {
     await runtime.close();
     throw error;
   }
-  // Listening for signals before `listen`: a SIGTERM during start-up must
-  // shut down gracefully too, not kill the process.
+  // Before `listen`: a SIGTERM during start-up must shut down gracefully too.
   const signals = watchSignals(server);
   try {
     const url = await server.listen();
@@ -186,13 +159,11 @@ async function serve(options: ServeCliOptions): Promise<void> {
   }
 }
 
-/** What the live view's link may carry of the server's token (`live-view-link.ts`). */
 function linkedTokenOf(token: string | undefined, isGenerated: boolean): LinkedToken {
   if (token === undefined) return { kind: "none" };
   return isGenerated ? { kind: "generated", token } : { kind: "given" };
 }
 
-/** Adds the `serve` command to `program`. */
 export function addServeCommand(program: Command): Command {
   const command = program
     .command("serve")
@@ -233,13 +204,8 @@ export function addServeCommand(program: Command): Command {
 }
 
 /**
- * Merges the command line, the environment and the config file into
- * `createServer`'s options. The token comes from `--token`, `--token-file`,
- * `$TOOLPOOL_TOKEN`, the file's `token` or `tokenFile`, in that order; a
- * token no client can send (whitespace, anything beyond visible ASCII) could
- * never authenticate, so it is refused. With coding tools that run commands
- * or write, a loopback server without one gets a generated token (see
- * `resolveServedToken`), `isTokenGenerated` then saying to show it.
+ * The token comes from `--token`, `--token-file`, `$TOOLPOOL_TOKEN`, then the file; with coding tools that run commands
+ * or write, a loopback server without one gets a generated token, which `isTokenGenerated` says to show.
  */
 async function resolveServerCliOptions(
   options: ServeCliOptions,
@@ -256,7 +222,6 @@ async function resolveServerCliOptions(
     throw new UsageError(`--host ${host} is not a loopback address: set --token or ${TOKEN_ENV} to require a bearer token`);
   }
   const { token, isGenerated } = resolveServedToken(given, options);
-  // The flags that override a server option of the file.
   const fromFlags: ServerOptions = {
     host,
     port: options.port,
@@ -273,13 +238,12 @@ async function resolveServerCliOptions(
   return { serverOptions, isTokenGenerated: isGenerated };
 }
 
-/** A config file's unknown setting, named with the closest known one. */
 function unknownSetting(name: string): string {
   const closest = closestName(name, Object.keys(configSchema.properties));
   return `unknown setting "${name}"${closest === undefined ? "" : `; did you mean "${closest}"?`}`;
 }
 
-/** Reads and checks a `--config` file; its module paths become absolute. */
+/** Module paths become absolute. */
 async function loadServeConfig(path: string): Promise<ServeConfig> {
   let json: unknown;
   try {

@@ -1,13 +1,6 @@
 /**
- * `toolpool mcp`'s work: a runtime from the command line's tools and hooks,
- * served over MCP on stdio until standard input ends (and the requests read
- * are answered), or on Streamable HTTP
- * until SIGTERM or SIGINT.
- *
- * On stdio, standard output belongs to the protocol: everything else toolpool
- * has to say goes to standard error.
- *
- * @module
+ * `toolpool mcp`'s work: serves MCP on stdio until input ends (and the requests read are answered), or on Streamable HTTP
+ * until SIGTERM or SIGINT. On stdio, stdout belongs to the protocol: everything else goes to stderr.
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 
@@ -29,10 +22,8 @@ import { codingThreadsPerSession, describeGeneratedToken, resolveServedToken } f
 import { runtimeFromFlags } from "./runtime-from-flags.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
-/** Largest MCP message read from standard input, in bytes. */
 const maxStdioMessageBytes = 16 * 1024 * 1024;
 
-/** Runs the MCP server until its client goes away (stdio) or a signal stops it (HTTP). */
 export async function serveMcp(options: McpCliOptions): Promise<void> {
   checkHttpOnlyLimits(options, options.http !== undefined);
   const isBuiltin = options.tools.length === 0;
@@ -67,13 +58,8 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
 }
 
 /**
- * Serves on stdio until input ends or a signal comes. Requests already read
- * when input ends are answered before the server stops: a client that
- * pipes its requests in (`cat requests | toolpool mcp`) gets every answer.
- * Calls still running after `drainTimeoutMs` (at once on SIGTERM or SIGINT)
- * are answered with a JSON-RPC error, `data.code` `TP_ERR_CLOSED`, as over
- * HTTP at shutdown, and aborted. Every answer is on stdout before this
- * resolves; the process then exits 0.
+ * Requests already read when input ends are answered first, so a piped client (`cat requests | toolpool mcp`) gets every
+ * answer. Calls still running after `drainTimeoutMs` (at once on a signal) get `TP_ERR_CLOSED`, as over HTTP, and are aborted.
  */
 async function serveStdio(runtime: Runtime, serverOptions: McpServerOptions, drainTimeoutMs: number): Promise<void> {
   const server = createMcpServer(runtime, serverOptions);
@@ -91,7 +77,7 @@ async function serveStdio(runtime: Runtime, serverOptions: McpServerOptions, dra
   const refused = await transport.drain(isEndOfInput ? drainTimeoutMs : 0, refusal);
   if (refused > 0) serverOptions.log?.(`${refused} requests were still running and were answered TP_ERR_CLOSED`);
   await server.close();
-  // Every answer was handed to stdout; its callback fires once the bytes are out of the process.
+  // Resolves once every answer is out of the process.
   await new Promise<void>((resolve) => process.stdout.write("", () => resolve()));
 }
 

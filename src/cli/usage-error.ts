@@ -1,29 +1,12 @@
 import { ToolpoolError } from "../errors.js";
 
-/**
- * The error of the command line's second channel: bad usage or unreadable /
- * invalid input. It exits with code 2 and one line on stderr, where any other
- * failure is a bug or an environment problem (exit 1).
- *
- * @module
- */
+/** Bad usage or invalid input exits 2 with one line on stderr; any other failure is a bug or the environment's (exit 1). */
 
-/** Exit code of a batch that ran, error results included. */
 export const EXIT_OK = 0;
-/** Exit code of an unexpected failure (a bug, a broken pipe, …). */
 export const EXIT_FAILURE = 1;
-/** Exit code of bad usage or unreadable / invalid input. */
 export const EXIT_USAGE = 2;
 
-/**
- * Thrown for bad usage or invalid input; `main` prints `toolpool: <message>`
- * on one line and exits with {@link EXIT_USAGE}.
- *
- * @example
- * ```ts
- * throw new UsageError(`cannot read batch file ${path}: no such file`);
- * ```
- */
+/** Thrown for bad usage or invalid input; `main` prints `toolpool: <message>` on one line and exits with {@link EXIT_USAGE}. */
 export class UsageError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -31,11 +14,7 @@ export class UsageError extends Error {
   }
 }
 
-/**
- * Thrown by `run --fail-on-error` once the batch ran and was shown, when any
- * call ended in an error result: `main` prints `toolpool: <message>` and
- * exits with {@link EXIT_FAILURE}.
- */
+/** `run --fail-on-error` once the batch was shown: `main` prints the message and exits with {@link EXIT_FAILURE}. */
 export class CallsFailed extends Error {
   constructor(errors: number, calls: number) {
     super(`${errors} of ${calls} call${calls === 1 ? "" : "s"} ended in an error result (--fail-on-error)`);
@@ -43,11 +22,7 @@ export class CallsFailed extends Error {
   }
 }
 
-/**
- * Folds a message onto one line: the contract promises exactly one line on
- * stderr, and messages from Node (a `SyntaxError` in an imported module) or
- * commander (a "Did you mean" hint) may span several.
- */
+/** One line, as the contract promises: Node's messages (a `SyntaxError` in a module) or commander's hints may span several. */
 export function toOneLine(message: string): string {
   return message
     .split(/\r?\n/)
@@ -56,10 +31,7 @@ export function toOneLine(message: string): string {
     .join(" ");
 }
 
-/**
- * Runs `create`; the runtime's, the server's and the built-in tools' option
- * errors are, seen from the command line, invalid input.
- */
+/** The runtime's, the server's and the built-in tools' option errors are, seen from the command line, invalid input. */
 export function inputErrors<T>(create: () => T): T {
   try {
     return create();
@@ -68,11 +40,7 @@ export function inputErrors<T>(create: () => T): T {
   }
 }
 
-/**
- * A `TP_ERR_INVALID_OPTION`, `TP_ERR_INVALID_TOOL` or `TP_ERR_INVALID_BATCH` error as a
- * {@link UsageError} with its message; any other thrown value unchanged.
- * For errors that arrive as rejections (see {@link inputErrors}).
- */
+/** `TP_ERR_INVALID_OPTION`, `_TOOL` or `_BATCH` as a {@link UsageError}; anything else unchanged. */
 export function toInputError(error: unknown): unknown {
   const isInputError =
     error instanceof ToolpoolError &&

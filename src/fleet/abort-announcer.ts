@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 
-/** How long an abort key lives in Redis; an announcement still pending after this long is dropped. */
+/** An announcement still pending after the abort key's lifetime is dropped. */
 const abortKeyTtlMs = 600_000;
 
 interface Announcement {
@@ -11,13 +11,9 @@ interface Announcement {
 }
 
 /**
- * Announces batch aborts to the fleet: sets the abort key (read by a node
- * when it fetches a call) and publishes it (for calls running now). An
- * announcement Redis did not take (it was down, or the connection was being
- * made anew) stays pending and is sent again by {@link retry}, which the
- * coordinator calls when Redis is back and on every watch pass: an abort is
- * never lost to a brief outage. Pending announcements are at most one per
- * aborted batch, and dropped once their key would have expired.
+ * Sets a batch's abort key (read by a node as it fetches a call) and publishes it (for calls running now). One Redis
+ * did not take stays pending and is resent by {@link retry} (on reconnection and every watch pass): a brief outage
+ * never loses an abort. At most one pending per batch, dropped once its key would have expired.
  */
 export class AbortAnnouncer {
   readonly #cancelChannel: string;
@@ -25,18 +21,16 @@ export class AbortAnnouncer {
   #commands: Redis | undefined;
   readonly #now: () => number;
 
-  /** @param now The coordinator's clock. */
   constructor(cancelChannel: string, now: () => number) {
     this.#cancelChannel = cancelChannel;
     this.#now = now;
   }
 
-  /** Announcements Redis has not taken yet. */
   get pending(): number {
     return this.#pending.size;
   }
 
-  /** The connection to announce on (the coordinator's command connection, once made). */
+  /** The coordinator's command connection, once made. */
   useConnection(commands: Redis): void {
     this.#commands = commands;
     this.retry();
@@ -50,7 +44,6 @@ export class AbortAnnouncer {
     this.#send(announcement);
   }
 
-  /** Sends every pending announcement again. */
   retry(): void {
     const now = this.#now();
     for (const announcement of this.#pending.values()) {

@@ -3,18 +3,12 @@ import type { Redis } from "ioredis";
 import type { RemoteJobData } from "./fleet-protocol.js";
 
 /**
- * What a node does with a call it fetched: run it; run it with an aborted
- * signal (submitted after its batch's abort, as pi runs such a call); or
- * not start it, because it waited in the queue when its batch was aborted,
- * or because its coordinator is gone (no one would receive its end).
+ * `run-aborted`: submitted after its batch's abort, run with an aborted signal as pi does. `aborted`: it waited in the
+ * queue when its batch was aborted. `coordinator-gone`: no one would receive its end.
  */
 type Admission = "run" | "run-aborted" | "aborted" | "coordinator-gone";
 
-/**
- * Reads the call's coordinator presence (its key, and the subscribers of its
- * channel: see `CoordinatorPresence`) and its batch's abort key, in one
- * round trip.
- */
+/** Reads the coordinator's presence (key and channel subscribers: `CoordinatorPresence`) and the abort key in one round trip. */
 export async function admitCall(commands: Redis, data: RemoteJobData): Promise<Admission> {
   const checksAbort = data.abortKey !== undefined && data.startsAborted !== true;
   const pipeline = commands.pipeline().exists(data.presenceKey).pubsub("NUMSUB", data.presenceKey);
@@ -27,12 +21,11 @@ export async function admitCall(commands: Redis, data: RemoteJobData): Promise<A
   return data.startsAborted === true ? "run-aborted" : "run";
 }
 
-/** The count in a `PUBSUB NUMSUB channel` reply (`[channel, count]`). */
 function subscriberCount(reply: unknown): number {
   return Array.isArray(reply) ? Number(reply[1]) : 0;
 }
 
-/** Whether each of `keys` exists (one round trip); a key whose check failed is left out. */
+/** A key whose check failed is left out. */
 export async function readKeys(commands: Redis, keys: Iterable<string>): Promise<Map<string, boolean>> {
   const list = [...new Set(keys)];
   const found = new Map<string, boolean>();

@@ -1,20 +1,15 @@
-/** What the watchdog reads of a remote call. */
 interface WatchedCall {
   readonly jobId: string;
-  /** The clock's time when it was submitted. */
   readonly sentAt: number;
   readonly isAdded: boolean;
   readonly isSettled: boolean;
 }
 
-/** The job states in which a call's end should have been read by now. */
 const goneStates = new Set(["unknown", "failed", "completed"]);
 
 /**
- * The backstop for lost signals (QueueEvents is best-effort): a call older
- * than `lockDurationMs + 2 × stalledIntervalMs` whose job has gone, failed
- * or completed with no end read, on two passes in a row, was lost with its
- * node. Passes never overlap (a slow one, Redis busy, counts once).
+ * The backstop for lost signals (QueueEvents is best-effort): a call older than `lockDurationMs + 2 × stalledIntervalMs`
+ * whose job is gone, failed or completed with no end read, two passes in a row, was lost with its node. Passes never overlap.
  */
 export class CallWatchdog<Call extends WatchedCall> {
   readonly #limitMs: number;
@@ -27,7 +22,7 @@ export class CallWatchdog<Call extends WatchedCall> {
     this.#now = now;
   }
 
-  /** Looks at each call's job once; `onLost` gets those found gone twice in a row. */
+  /** `onLost` gets the calls found gone twice in a row. */
   async pass(queue: { getJobState(jobId: string): Promise<string> }, calls: Iterable<Call>, onLost: (call: Call) => void): Promise<void> {
     if (this.#isWatching) return;
     this.#isWatching = true;

@@ -4,7 +4,6 @@ import type { Redis } from "ioredis";
 import { reconnectDelay, redisOptionsFromUrl, type RemoteJobData } from "./fleet-protocol.js";
 import { loadRedisLibraries, type RedisLibraries } from "./redis-libraries.js";
 
-/** What {@link CoordinatorClients.connect} needs. */
 interface CoordinatorClientsOptions {
   redis: string;
   prefix: string;
@@ -12,25 +11,21 @@ interface CoordinatorClientsOptions {
   redisTimeoutMs: number;
   lockDurationMs: number;
   stalledIntervalMs: number;
-  /** A node lost its hold on a job (BullMQ's `stalled`). */
   onStalled: (jobId: string) => void;
-  /** A job failed on a node (its processor threw, or it was failed as stalled). */
+  /** Its processor threw, or it was failed as stalled. */
   onFailed: (jobId: string, failedReason: string) => void;
-  /** The command connection closed / is ready again. */
   onRedisLost: () => void;
   onRedisBack: () => void;
 }
 
 /**
- * A coordinator's Redis clients: a fail-fast command connection (shared with
- * the BullMQ `Queue` that adds jobs), a blocking reader for the reply stream,
- * a `QueueEvents` for the loss signals only, and a stalled checker that
- * processes nothing.
+ * A fail-fast command connection (shared with the `Queue` that adds jobs), a blocking reader for the reply stream, a
+ * `QueueEvents` for the loss signals only, and a stalled checker that processes nothing.
  */
 export class CoordinatorClients {
   readonly commands: Redis;
   readonly reader: Redis;
-  /** Subscribed to the coordinator's presence channel, and to nothing else (see `CoordinatorPresence`). */
+  /** Subscribed to the presence channel and nothing else (see `CoordinatorPresence`). */
   readonly presence: Redis;
   readonly queue: Queue<RemoteJobData>;
   readonly events: QueueEvents;
@@ -42,17 +37,13 @@ export class CoordinatorClients {
     this.commands = commands;
     this.queue = new Queue<RemoteJobData>(options.queueName, { connection: commands, prefix: options.prefix });
     this.queue.on("error", () => {});
-    // QueueEvents carries only the loss signals here: `stalled` (a node lost its
-    // call) and `failed` (a node's processor failed). Results take the reply
-    // stream: QueueEvents is best-effort (trimmed) and every listener reads all.
+    // Results take the reply stream: QueueEvents is best-effort (trimmed), and every listener reads all of it.
     this.events = new QueueEvents(options.queueName, { connection, prefix: options.prefix });
     this.events.on("error", () => {});
     this.events.on("stalled", ({ jobId }) => options.onStalled(jobId));
     this.events.on("failed", ({ jobId, failedReason }) => options.onFailed(jobId, failedReason));
-    // A checker that processes nothing: a lost call is found even when no node
-    // survives. It looks twice per interval: a pass only confirms what the
-    // previous one marked, so this keeps the loss within lock + 2 × interval
-    // even when timers run late on a busy machine.
+    // Finds a lost call even when no node survives. A pass only confirms what the previous one marked, so checking twice
+    // per interval keeps the loss within lock + 2 × interval even when timers run late.
     this.stalledChecker = new Worker(options.queueName, null, {
       connection,
       prefix: options.prefix,
@@ -64,28 +55,26 @@ export class CoordinatorClients {
     this.stalledChecker.on("error", () => {});
     this.reader = new Redis(connection);
     this.reader.on("error", () => {});
-    // Named, so that CLIENT LIST shows what it is; ioredis subscribes it again after a reconnection.
+    // Named for CLIENT LIST; ioredis subscribes it again after a reconnection.
     this.presence = new Redis({ ...connection, connectionName: "toolpool-coordinator-presence" });
     this.presence.on("error", () => {});
     commands.on("close", options.onRedisLost);
     commands.on("ready", options.onRedisBack);
   }
 
-  /** Connects; resolves undefined when Redis does not answer within `redisTimeoutMs`. */
+  /** Resolves undefined when Redis does not answer within `redisTimeoutMs`. */
   static async connect(options: CoordinatorClientsOptions): Promise<CoordinatorClients | undefined> {
     const libraries = await loadRedisLibraries();
     const { Redis } = libraries;
     const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
-    // Fail fast: a command while Redis is down rejects at once instead of
-    // waiting in a queue; the commands of one tick go out in one write.
+    // Fail fast: a command while Redis is down rejects at once instead of waiting in a queue.
     const commands = new Redis({
       ...redisOptions,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       lazyConnect: true,
       enableAutoPipelining: true,
-      // A Redis that stops answering without closing the connection (paused,
-      // or cut off without a reset) fails commands instead of hanging them.
+      // A Redis that stops answering without closing the connection fails commands instead of hanging them.
       commandTimeout: options.redisTimeoutMs,
       connectionName: "toolpool-coordinator",
     });
@@ -103,7 +92,7 @@ export class CoordinatorClients {
     return clients;
   }
 
-  /** Deletes the reply stream and disconnects everything, each step within `timeoutMs`. */
+  /** Each step within `timeoutMs`. */
   async close(replyKey: string, timeoutMs: number): Promise<void> {
     this.reader.disconnect();
     this.presence.disconnect();
@@ -114,7 +103,6 @@ export class CoordinatorClients {
   }
 }
 
-/** `promise`, or a rejection after `ms`. */
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([

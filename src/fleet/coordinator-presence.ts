@@ -3,29 +3,14 @@ import type { Redis } from "ioredis";
 import { type Clock, every, type Repeating } from "../clock.js";
 
 /**
- * A coordinator's sign of life in Redis, twice over. Every job carries its
- * name; a node starts no call whose coordinator shows no sign of life, and
- * stops a running one, so that no call runs for nobody.
- *
- * - A connection of its own subscribed to a channel of that name. Redis
- *   drops a connection the moment its process dies (SIGKILL, crash, out of
- *   memory: the kernel closes the socket), so `PUBSUB NUMSUB` of the channel
- *   falls to 0 at once; a node asks it in the round trip that reads the
- *   call's keys, so the check costs no extra round trip.
- * - A key that expires unless renewed, for what no socket tells: a
- *   coordinator cut off from Redis by a partition keeps its connections
- *   open in Redis's eyes until TCP gives up. The key lives
- *   `lockDurationMs + 2 × stalledIntervalMs`, the same bound a coordinator
- *   gives a node before it reports the node lost, and is renewed three times
- *   per lock duration.
- *
- * The channel decides whether a call *starts*: while the subscribed
- * connection is down and reconnecting (ioredis subscribes again once it is
- * back), a node starts none of the coordinator's calls, for Redis cannot
- * tell a coordinator it cannot reach from a dead one. A *running* call is
- * stopped only once the key is gone (or the coordinator's close announced
- * it), so that a coordinator's brief disconnection does not cost the calls
- * it is waiting for.
+ * A coordinator's sign of life, named in every job: a node starts no call, and stops running ones, of a coordinator
+ * without one, so that no call runs for nobody. Two signs:
+ * - A subscribed channel: Redis drops the connection the moment the process dies, so `PUBSUB NUMSUB` falls to 0 at once
+ *   (asked in the round trip that reads the call's keys).
+ * - A key renewed until it expires (`lockDurationMs + 2 × stalledIntervalMs`, the bound a node gets before it is
+ *   reported lost), for a partition no socket tells of.
+ * The channel decides whether a call starts (Redis cannot tell an unreachable coordinator from a dead one); a running
+ * call stops only once the key is gone, so a brief disconnection does not cost the calls it waits for.
  */
 export class CoordinatorPresence {
   readonly key: string;
@@ -42,26 +27,19 @@ export class CoordinatorPresence {
     this.#renewEveryMs = Math.max(50, Math.floor(settings.lockDurationMs / 3));
   }
 
-  /**
-   * Subscribes `subscriber` (a connection used for nothing else) to the
-   * presence channel, sets the key and renews it until {@link end}.
-   * Resolves once both hold (rejects if Redis refused).
-   */
+  /** Subscribes `subscriber` (used for nothing else), sets the key and renews it until {@link end}. */
   async start(commands: Redis, subscriber: Redis): Promise<void> {
     this.#commands = commands;
     this.#renewal ??= every(this.#clock, this.#renewEveryMs, () => void this.renew().catch(() => {}));
     await Promise.all([subscriber.subscribe(this.key), this.renew()]);
   }
 
-  /** Sets the key again (also at once after a reconnection: a restarted Redis has lost it). */
+  /** Also at once after a reconnection: a restarted Redis has lost it. */
   async renew(): Promise<void> {
     await this.#commands?.set(this.key, "1", "PX", this.#ttlMs);
   }
 
-  /**
-   * The coordinator leaves: the key goes, and `cancelChannel` tells nodes to
-   * stop the calls of this coordinator that still run.
-   */
+  /** Deletes the key; `cancelChannel` tells nodes to stop this coordinator's calls that still run. */
   async end(cancelChannel: string): Promise<void> {
     this.#renewal?.stop();
     await this.#commands?.multi().del(this.key).publish(cancelChannel, this.key).exec();

@@ -1,9 +1,4 @@
-/**
- * The options of a fleet node (`FleetNode.start`), and the refusal of one
- * that does not exist.
- *
- * @module
- */
+/** The options of a fleet node (`FleetNode.start`), and the refusal of unknown ones. */
 import { invalidOption, refuseUnknownOptions } from "../option-checks.js";
 import type { PiVersion, PoolOptions, ToolDefinition } from "../options.js";
 
@@ -14,12 +9,8 @@ export interface FleetNodeOptions {
   /** The tools; the node serves the worker tools among them (inline tools run on coordinators). */
   tools: readonly ToolDefinition[];
   /**
-   * The pi of the coordinators the node serves: only runtimes with the same
-   * `pi` hand it calls (it is part of the toolset hash); a runtime with the
-   * other pi gets `TP_ERR_TOOL_MISMATCH` naming both. pi's rules run on the
-   * coordinators; the node only runs tools. `"1.6"` needs Node >= 22.19, as
-   * on a runtime.
-   * @default "0.73"
+   * The pi of the coordinators it serves (part of the toolset hash): a runtime with the other pi gets
+   * `TP_ERR_TOOL_MISMATCH`. pi's rules run on the coordinators; `"1.6"` needs Node >= 22.19, as on a runtime. @default "0.73"
    */
   pi?: PiVersion;
   /** The node's name, unique in the fleet (no `:`). @default `<hostname>-<pid>` */
@@ -40,7 +31,7 @@ export interface FleetNodeOptions {
   onError?: (error: unknown) => void;
 }
 
-/** Every option of {@link FleetNodeOptions}, by name: a name not here is refused (typed, so that a new option is listed). */
+/** Typed, so that a new option must be listed. */
 const fleetNodeOptionNames = Object.keys({
   redis: true,
   tools: true,
@@ -55,11 +46,7 @@ const fleetNodeOptionNames = Object.keys({
   onError: true,
 } satisfies Record<keyof FleetNodeOptions, true>);
 
-/**
- * Throws `TP_ERR_INVALID_OPTION` unless `options` is an object whose every
- * key is an option of {@link FleetNodeOptions} (naming the closest known one
- * to a misspelt key); the values are checked where they are used.
- */
+/** `TP_ERR_INVALID_OPTION` for a non-object or an unknown key (naming the closest); values are checked where used. */
 export function checkFleetNodeOptions(options: unknown): asserts options is object {
   if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
   refuseUnknownOptions(options, fleetNodeOptionNames);

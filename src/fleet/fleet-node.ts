@@ -40,18 +40,13 @@ interface RunningCall {
 /** A reply stream expires this long after a node last wrote to it. */
 const replyStreamTtlMs = 600_000;
 
-/** Keeps a node's registration alive: renewed three times per lock duration. */
+/** Renewals of a node's registration per lock duration. */
 const heartbeatsPerLock = 3;
 
 /**
- * A fleet node: takes the remote calls of coordinators whose worker tools are
- * identical to its own from Redis (one BullMQ queue per toolset) and runs each
- * on its own local {@link WorkerPool}, so every fault ends exactly as it would
- * locally. Partials and then the end of each call go back on the calling
- * coordinator's reply stream, in order.
- *
- * At most once: BullMQ runs with `maxStalledCount: 0`, so a call whose node
- * died is never handed to another node (the coordinator reports it lost).
+ * A fleet node: runs the remote calls of coordinators whose worker tools equal its own (one BullMQ queue per toolset) on
+ * a local {@link WorkerPool}, so every fault ends as it would locally; partials, then the end, go back on the calling
+ * coordinator's reply stream. At most once: with `maxStalledCount: 0` a dead node's call is never handed to another.
  */
 export class FleetNode {
   readonly #name: string;
@@ -105,8 +100,7 @@ export class FleetNode {
       }
     }
     const redisOptions = { ...redisOptionsFromUrl(options.redis), retryStrategy: reconnectDelay };
-    // Every call's end must reach Redis, even across a reconnection: no retry limit.
-    // Auto-pipelining: the commands of one tick go out in one write (many calls end at once under load).
+    // No retry limit: every call's end must reach Redis, even across a reconnection.
     this.#commands = new Redis({
       ...redisOptions,
       maxRetriesPerRequest: null,
@@ -149,14 +143,9 @@ export class FleetNode {
   }
 
   /**
-   * Starts a node: connects to Redis, registers the node and begins taking
-   * calls. Resolves once it serves.
-   *
+   * Connects, registers the node and resolves once it takes calls.
    * @example
-   * ```ts
    * const node = await FleetNode.start({ redis: "redis://127.0.0.1:6379", tools: builtinTools(), threads: 4 });
-   * process.once("SIGTERM", () => void node.close());
-   * ```
    */
   static async start(options: FleetNodeOptions): Promise<FleetNode> {
     checkFleetNodeOptions(options);
@@ -183,7 +172,6 @@ export class FleetNode {
     return node;
   }
 
-  /** The node's name in the fleet. */
   get name(): string {
     return this.#name;
   }
@@ -203,15 +191,11 @@ export class FleetNode {
     return this.#toolset.pi;
   }
 
-  /** Calls running on the node now. */
   get running(): number {
     return this.#running.size;
   }
 
-  /**
-   * Stops taking calls, lets the running ones finish and deliver their ends,
-   * then stops the pools and leaves the fleet. Safe to call again.
-   */
+  /** Stops taking calls, lets the running ones deliver their ends, then leaves the fleet. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       clearInterval(this.#heartbeat);
@@ -288,7 +272,6 @@ export class FleetNode {
       // A call that never started keeps its "was not run"; one whose tool returned keeps its result.
       const isStopped = isStarted && outcome.kind === "error";
       if (isStopped && running.stoppedBy === "lock-lost") {
-        // Stopped because the node lost its hold on the job, not because anyone asked.
         outcome = {
           kind: "error",
           code: "TP_ERR_NODE_LOST",
@@ -310,7 +293,6 @@ export class FleetNode {
     return 0;
   }
 
-  /** Runs an admitted call on its pool; resolves once its partials are written too. */
   async #run(tool: WorkerTool, jobId: string, data: RemoteJobData, signal: AbortSignal): Promise<WorkerCallOutcome> {
     let updates: Promise<unknown> = Promise.resolve();
     const pool = this.#pools.get(tool) ?? this.#pools.get("shared")!;
@@ -319,8 +301,7 @@ export class FleetNode {
       toolCallId: data.toolCallId,
       args: decodeJobArgs(data),
       signal,
-      // One connection, each XADD chained after the last: partials reach the stream in order, before the end.
-      // Each renews the stream's expiry, as the end does: a stream nobody reads goes away.
+      // Chained on one connection, so partials reach the stream in order and before the end; each renews its expiry.
       onUpdate: (partial: AgentToolResult<unknown>) => {
         const fields = encodeUpdate(jobId, partial);
         updates = updates

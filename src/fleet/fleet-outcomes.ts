@@ -5,16 +5,14 @@ import type { NodeDirectory } from "./node-directory.js";
 import { describeToolset, type Toolset } from "./toolset.js";
 
 /**
- * The outcomes a fleet call can end with other than its tool's own: each
- * text says whether the call ran, so that a caller knows whether it may have
- * had effects ("was not run" never ran; "may have had some of its effects"
- * or "may have run partly or fully" could have).
+ * A fleet call's outcomes other than its tool's own. Each text says whether the call ran ("was not run" never did;
+ * "may have had some of its effects" or "may have run partly or fully" could have).
  */
 export function fault(code: ErrorCode, message: string): WorkerCallOutcome {
   return { kind: "error", code, message };
 }
 
-/** Outcomes of a call that was turned away before it reached Redis (no node, Redis gone, closed, full). */
+/** Turned away before it reached Redis (no node, Redis gone, closed, full). */
 export function isUnsubmitted(outcome: WorkerCallOutcome): boolean {
   return (
     outcome.kind === "error" &&
@@ -22,17 +20,15 @@ export function isUnsubmitted(outcome: WorkerCallOutcome): boolean {
   );
 }
 
-/** A call that waited in the queue when its batch was aborted: taken back, or refused by the node that fetched it. */
+/** Waited in the queue when its batch was aborted. */
 export function abortedBeforeStart(tool: string): WorkerCallOutcome {
   return fault("TP_ERR_ABORTED", `Tool "${tool}" was not run: its batch was aborted before a fleet node started it`);
 }
 
-/** A node found no sign of life of the call's coordinator (its presence key expired) before starting the call. */
 export function coordinatorGoneBeforeStart(tool: string, node: string): WorkerCallOutcome {
   return fault("TP_ERR_FLEET_UNAVAILABLE", `Tool "${tool}" was not run: node "${node}" found no sign of life of the calling coordinator in Redis`);
 }
 
-/** A node stopped a running call because its coordinator's presence key expired. */
 export function coordinatorGoneWhileRunning(tool: string, node: string): WorkerCallOutcome {
   return fault(
     "TP_ERR_FLEET_UNAVAILABLE",
@@ -40,7 +36,6 @@ export function coordinatorGoneWhileRunning(tool: string, node: string): WorkerC
   );
 }
 
-/** No end from the node within the coordinator's bound after an abort (the node unreachable, or slow). */
 export function noEndAfterAbort(tool: string, limitMs: number): WorkerCallOutcome {
   return fault(
     "TP_ERR_ABORTED",
@@ -48,7 +43,7 @@ export function noEndAfterAbort(tool: string, limitMs: number): WorkerCallOutcom
   );
 }
 
-/** The node running the call was lost (its lock expired, or its job vanished without an end). */
+/** Its lock expired, or its job vanished without an end. */
 export function nodeLost(tool: string, afterMs: number): WorkerCallOutcome {
   const seconds = (afterMs / 1_000).toFixed(1);
   return fault(
@@ -57,12 +52,10 @@ export function nodeLost(tool: string, afterMs: number): WorkerCallOutcome {
   );
 }
 
-/** The node's processor failed (the end could not be sent). */
 export function nodeFailed(tool: string, failedReason: string): WorkerCallOutcome {
   return fault("TP_ERR_WORKER_CRASH", `Tool "${tool}" failed on its fleet node: ${failedReason}; the call may have run partly or fully`);
 }
 
-/** Ended by a forced close: a call already in the fleet may have run. */
 export function closedByForce(tool: string, isInFleet: boolean): WorkerCallOutcome {
   return fault(
     "TP_ERR_CLOSED",
@@ -72,13 +65,12 @@ export function closedByForce(tool: string, isInFleet: boolean): WorkerCallOutco
   );
 }
 
-/** `host:port` of a `redis://` URL, for texts. */
 export function redisHostOf(redisUrl: string): string {
   const url = new URL(redisUrl);
   return `${url.hostname}:${url.port || 6379}`;
 }
 
-/** Redis unreachable for `redisTimeoutMs` with the call in the fleet: its outcome can no longer be learned. */
+/** The call was in the fleet: its outcome can no longer be learned. */
 export function redisLost(tool: string, host: string, timeoutMs: number): WorkerCallOutcome {
   return fault(
     "TP_ERR_FLEET_UNAVAILABLE",
@@ -86,10 +78,7 @@ export function redisLost(tool: string, host: string, timeoutMs: number): Worker
   );
 }
 
-/**
- * No live node for the toolset: a mismatch if nodes serve a tool of that
- * name with other tools or for another pi (both pis named), else unavailable.
- */
+/** A mismatch if nodes serve that tool name with other tools or another pi, else unavailable. */
 export function unservedOutcome(name: string, directory: NodeDirectory, ours: Toolset, tools: readonly WorkerTool[]): WorkerCallOutcome {
   const other = directory.otherToolsetOf(name);
   if (other !== undefined && other.pi !== undefined && other.pi !== ours.pi) {

@@ -1,17 +1,10 @@
-/**
- * BullMQ and ioredis, loaded on first use: only a runtime with `fleet` (when
- * it first connects) and a fleet node need them, and together they are ~290
- * files that took ~300 ms to import, which `import("toolpool")` must not pay.
- *
- * @module
- */
+/** BullMQ and ioredis load on first use: only a fleet runtime or node needs them, and `import("toolpool")` must not pay for them. */
 import type * as BullMQ from "bullmq";
 import type * as IORedis from "ioredis";
 
 import { ToolpoolError, describeThrown } from "../errors.js";
 import { installLine, isPackageMissing } from "../optional-packages.js";
 
-/** The classes toolpool's fleet code constructs. */
 export interface RedisLibraries {
   Queue: typeof BullMQ.Queue;
   QueueEvents: typeof BullMQ.QueueEvents;
@@ -21,13 +14,9 @@ export interface RedisLibraries {
 
 let libraries: Promise<RedisLibraries> | undefined;
 
-/** The start of the message when the fleet's libraries cannot be imported. */
 const librariesFailedToLoad = "The fleet's libraries (bullmq, ioredis) failed to load";
 
-/**
- * BullMQ and ioredis, imported once per process. A failed import rejects with
- * `TP_ERR_FLEET_UNAVAILABLE` naming the cause, and the next call tries again.
- */
+/** Imported once per process; a failure rejects with `TP_ERR_FLEET_UNAVAILABLE` and the next call tries again. */
 export function loadRedisLibraries(): Promise<RedisLibraries> {
   libraries ??= Promise.all([import("bullmq"), import("ioredis")]).then(
     ([bullmq, ioredis]) => ({

@@ -1,8 +1,4 @@
-/**
- * The MCP HTTP server's own answers (those the SDK's transport never sees).
- *
- * @module
- */
+/** The MCP HTTP server's own answers (those the SDK's transport never sees). */
 import type { ServerResponse } from "node:http";
 
 /** A JSON-RPC error answering no particular request (`id: null`). */
@@ -17,12 +13,8 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
 }
 
 /**
- * Writes `messages` as the first events of `response`'s event stream, as
- * the SDK's transport writes its own (`event: message`), once the transport
- * has sent a `200 text/event-stream` head; a response answered otherwise
- * (an error for the whole POST) gets none of them. A head that gives a
- * `content-length` (the transport's stream had ended before the head went
- * out) is lengthened by theirs.
+ * Writes `messages` as the first events (`event: message`) of the stream, once the transport has sent a
+ * `200 text/event-stream` head; an error answer gets none. A head with a `content-length` is lengthened by theirs.
  */
 export function prependSseEvents(response: ServerResponse, messages: readonly unknown[]): void {
   const events = Buffer.from(messages.map((message) => `event: message\ndata: ${JSON.stringify(message)}\n\n`).join(""));

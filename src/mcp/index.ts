@@ -1,9 +1,4 @@
-/**
- * `toolpool/mcp`: a runtime's tools over the Model Context Protocol. A
- * subpath of its own, so that importing `toolpool` never loads the MCP SDK.
- *
- * @module
- */
+/** `toolpool/mcp`: a runtime's tools over MCP; a subpath of its own, so that importing `toolpool` never loads the SDK. */
 export { createMcpServer, PARTIAL_RESULT_META_KEY } from "./mcp-server.js";
 export type { McpServerOptions } from "./mcp-server.js";
 export { McpHttpServer, MCP_PATH } from "./mcp-http-server.js";

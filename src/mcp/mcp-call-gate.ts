@@ -1,10 +1,4 @@
-/**
- * Admission of MCP tool calls: how many are handed to each pool at once,
- * how many of a pool's places one session may hold, how many calls may
- * wait, and how many one session may have.
- *
- * @module
- */
+/** Admission of MCP tool calls: places per pool, one session's share, and how many calls may wait or one session have. */
 import { invalidOption, refuseUnknownOptions } from "../option-checks.js";
 import { mcpCallGateOptionNames } from "./mcp-option-names.js";
 import { integerOption } from "./mcp-options.js";
@@ -13,51 +7,26 @@ import { McpRefusal } from "./mcp-refusal.js";
 /** Options of {@link McpCallGate}. */
 export interface McpCallGateOptions {
   /**
-   * Calls of the shared pool's worker tools handed to the runtime at once
-   * (its places); the others wait here, sessions taking turns. Set it to the
-   * shared pool's `maxThreads`, so that the pool's own queue stays empty. A
-   * call whose pool `pools` does not name counts here.
+   * Places of the shared pool: calls of its worker tools handed to the runtime at once, the others waiting here.
+   * Set it to the shared pool's `maxThreads`, so the pool's own queue stays empty. Calls of pools `pools` lacks count here.
    */
   maxRunning: number;
   /**
-   * Places of the runtime's other pools, by the name a call gives in
-   * {@link McpCallGate.acquire} (see `mcpCallGatePools`, which names each
-   * pool of a runtime and gives it its threads). A call waits only for a
-   * place of its own pool: a pool whose threads are idle starts its calls
-   * at once, however busy the others are. A pool given as
-   * `{ places, maxSessionRunning }` also caps one session's share of it
-   * (the pool's own `maxRunningPerSession`: a call past it would only wait
-   * in the pool's queue, holding a place of the gate another session could
-   * use), and without the gate's `maxSessionRunning` that cap is the share
-   * (not half the pool). The name `"shared"` gives the shared pool's (its places then
-   * replace `maxRunning`).
-   * @default {} (every worker call counts against `maxRunning`)
+   * Places of the runtime's other pools, by the name a call gives to {@link McpCallGate.acquire} (`mcpCallGatePools`
+   * names them): a call waits only for its own pool. `{ places, maxSessionRunning }` also caps one session's share
+   * (the pool's own `maxRunningPerSession`: past it a call would only hold a gate place while waiting in the pool).
+   * `"shared"` replaces `maxRunning`. @default {}
    */
   pools?: Readonly<Record<string, number | McpCallGatePool>>;
   /**
-   * Places of one pool one session may hold at once (its share); a call of
-   * a session at its share waits, while other sessions' calls start on the
-   * places left. At most a pool's places count (a larger value means no
-   * share: one session may hold the whole pool), nor more than a pool's own
-   * cap (see `pools`).
-   * @default a pool's own cap where `pools` gives one, else half of the
-   * pool's places, rounded up: on a pool of 2 places
-   * or more, one session's long calls (a `sleep` in bash) always leave
-   * another session a place
+   * Places of one pool one session may hold at once; its further calls wait while other sessions' start. Never more
+   * than a pool's places or its own cap.
+   * @default the pool's own cap, else half its places rounded up, so one session's long calls always leave another a place
    */
   maxSessionRunning?: number;
-  /**
-   * Calls waiting for a place, all sessions together; a call past it is
-   * refused with a JSON-RPC error (`data.code` `TP_ERR_QUEUE_FULL`).
-   * @default 1024
-   */
+  /** Calls waiting for a place, all sessions together; past it a call is refused (`TP_ERR_QUEUE_FULL`). @default 1024 */
   maxQueue?: number;
-  /**
-   * Calls one session may have waiting or running, inline tools included;
-   * a call past it is refused with a JSON-RPC error (`data.code`
-   * `TP_ERR_QUEUE_FULL`).
-   * @default 128
-   */
+  /** Calls one session may have waiting or running, inline tools included; past it, `TP_ERR_QUEUE_FULL`. @default 128 */
   maxSessionCalls?: number;
   /** Seconds a refused client is told to wait (`data.retryAfterSeconds`). @default 1 */
   retryAfterSeconds?: number;
@@ -65,13 +34,8 @@ export interface McpCallGateOptions {
 
 /** A pool of {@link McpCallGateOptions.pools} with a per-session cap of its own. */
 export interface McpCallGatePool {
-  /** Calls of the pool handed on at once: its threads. */
   places: number;
-  /**
-   * Places of the pool one session may hold at once, whatever
-   * `maxSessionRunning` is (the pool's `maxRunningPerSession`).
-   * @default undefined (`maxSessionRunning`'s share)
-   */
+  /** Places one session may hold, whatever `maxSessionRunning` is (the pool's `maxRunningPerSession`). */
   maxSessionRunning?: number;
 }
 
@@ -80,7 +44,7 @@ export interface McpCallSlot {
   release(): void;
 }
 
-/** The name of the pool `maxRunning` counts (a call that names no pool of `pools`). */
+/** The pool `maxRunning` counts (a call naming no pool of `pools`). */
 const sharedPool = "shared";
 
 interface Waiter {
@@ -92,38 +56,23 @@ interface Waiter {
 }
 
 /**
- * Where MCP calls wait for a place on their pool. They wait here rather
- * than in the pool's queue because a call handed to the pool always starts,
- * even once aborted (pi's rule: the tool sees its signal and decides), while
- * a call that waits here and whose client is gone (its signal aborted)
- * leaves without ever starting. Waiting calls get places with sessions
- * taking turns, one call each, so one session's hundred calls do not hold
- * up another session's one; each pool's places are counted apart, and one
- * session holds at most its share of a pool (`maxSessionRunning`), so that
- * one session's long calls never keep another's out of an idle pool, nor
- * out of the pool it uses.
- *
+ * Where MCP calls wait for a place on their pool. A call handed to a pool always starts, even once aborted (pi's rule),
+ * while one waiting here whose client is gone leaves unstarted. Sessions take turns, one call each, so one session's
+ * hundred calls do not hold up another's one; each pool counts apart, and a session holds at most its share of it.
  * @example
- * ```ts
  * const gate = new McpCallGate({ maxRunning: runtime.options.pool.maxThreads, pools: mcpCallGatePools(runtime) });
  * const server = createMcpServer(runtime, { callGate: gate });
- * ```
  */
 export class McpCallGate {
-  /** Places by pool. */
   readonly #places = new Map<string, number>();
-  /** Per-session caps of pools that give one. */
   readonly #poolShares = new Map<string, number>();
   readonly #maxSessionRunning: number | undefined;
   readonly #maxQueue: number;
   readonly #maxSessionCalls: number;
   readonly #retryAfterSeconds: number;
-  /** Places held by pool. */
   readonly #running = new Map<string, number>();
-  /** Places held by session, then pool. */
   readonly #held = new Map<string, Map<string, number>>();
   #waiting = 0;
-  /** Calls waiting or running, inline ones included, by session. */
   readonly #sessionCalls = new Map<string, number>();
   /** Waiting calls by session, the sessions in the order of their turns. */
   readonly #turns = new Map<string, Waiter[]>();
@@ -150,24 +99,18 @@ export class McpCallGate {
     this.#retryAfterSeconds = integerOption(options.retryAfterSeconds, "retryAfterSeconds", 0, 1);
   }
 
-  /** Calls handed on now that use a thread, every pool together. */
+  /** Calls handed on now that use a thread, all pools together. */
   get running(): number {
     let total = 0;
     for (const count of this.#running.values()) total += count;
     return total;
   }
 
-  /** Calls waiting for a place. */
   get waiting(): number {
     return this.#waiting;
   }
 
-  /**
-   * Places of one session on `pool` (a name `pools` does not give is the
-   * shared pool's): `maxSessionRunning`, at most the pool's own cap where
-   * `pools` gives one (without `maxSessionRunning`, that cap, else half the
-   * pool's places, rounded up), and at most its places.
-   */
+  /** One session's places on `pool` (an unknown name is the shared pool): see `maxSessionRunning`. */
   sessionShare(pool: string = sharedPool): number {
     const name = this.#places.has(pool) ? pool : sharedPool;
     const places = this.#places.get(name)!;
@@ -176,13 +119,9 @@ export class McpCallGate {
   }
 
   /**
-   * A place for one call of `session`: at once for a call that uses no
-   * thread (`pool` false) or while its pool has a place free and the
-   * session holds less than its share of it, else once its turn comes.
-   * `pool` names the call's pool (`true`, or a name `pools` does not give:
-   * the shared pool). Resolves `undefined` if `signal` aborts first: the
-   * call never starts. Throws an {@link McpRefusal} when the session has
-   * `maxSessionCalls` calls, or `maxQueue` calls already wait.
+   * At once for a call that uses no thread (`pool` false), or that fits its pool's free places and the session's share;
+   * else once its turn comes. Resolves `undefined` if `signal` aborts first (the call never starts). Throws an
+   * {@link McpRefusal} past `maxSessionCalls` or `maxQueue`.
    */
   async acquire(session: string, signal: AbortSignal, pool: boolean | string): Promise<McpCallSlot | undefined> {
     if (signal.aborted) return undefined;
@@ -195,7 +134,7 @@ export class McpCallGate {
       return this.#slot(session, undefined);
     }
     const name = typeof pool === "string" && this.#places.has(pool) ? pool : sharedPool;
-    // No waiter fits a place (each release hands out what fits), so only this call may.
+    // Each release hands out what fits, so no waiter fits a place: only this call may.
     if (this.#fits(session, name)) {
       this.#sessionCalls.set(session, calls + 1);
       return this.#start(session, name);
@@ -224,17 +163,8 @@ export class McpCallGate {
   }
 
   /**
-   * The calls of one POST that the gate refuses now, before any of them is
-   * handed on: `pools` gives each call's pool in the order the POST carries
-   * them (as {@link McpCallGate.acquire} takes it), and each call counts as
-   * arrived for those after it, as `acquire` would count it: starting where
-   * its pool has a place free and the session holds less than its share of
-   * it, else waiting; a call refused here counts for none after it. A call
-   * gets the refusal `acquire` would throw (`TP_ERR_QUEUE_FULL`: its session
-   * at `maxSessionCalls`, or `maxQueue` calls waiting), else `undefined`, so
-   * a call refused here is refused by `acquire` as well unless places free
-   * or calls end meanwhile; calls not refused here still go through
-   * `acquire`. Refusals of the same reason are one object.
+   * The refusals `acquire` would throw for one POST's calls (their pools in order), counting each call as arrived for
+   * those after it; `undefined` for a call not refused, which still goes through `acquire`. Refusals of one reason are one object.
    */
   refusalsOf(session: string, pools: readonly (boolean | string)[]): (McpRefusal | undefined)[] {
     let calls = this.#sessionCalls.get(session) ?? 0;
@@ -260,13 +190,11 @@ export class McpCallGate {
     });
   }
 
-  /** Whether `pool` has a place free and `session` holds less than its share of it. */
   #fits(session: string, pool: string): boolean {
     if ((this.#running.get(pool) ?? 0) >= this.#places.get(pool)!) return false;
     return (this.#held.get(session)?.get(pool) ?? 0) < this.sessionShare(pool);
   }
 
-  /** Takes a place of `pool` for `session`. */
   #start(session: string, pool: string): McpCallSlot {
     this.#running.set(pool, (this.#running.get(pool) ?? 0) + 1);
     let held = this.#held.get(session);
@@ -294,12 +222,7 @@ export class McpCallGate {
     };
   }
 
-  /**
-   * Hands out the places that fit: in the order of the sessions' turns, each
-   * session's first waiting call that fits a place (a call of a full pool,
-   * or of a pool where its session holds its share, lets a later call of the
-   * same session on another pool go first).
-   */
+  /** In the sessions' turn order, each session's first waiting call that fits (a later call on another pool may go first). */
   #grantNext(): void {
     for (const [session, line] of this.#turns) {
       const index = line.findIndex((waiter) => this.#fits(session, waiter.pool));

@@ -1,21 +1,9 @@
-/**
- * Which pool of a runtime runs each worker tool, as the MCP call gate
- * counts places: the same split as the runtime's pools (the shared pool, a
- * named pool, a tool's own pool, the fleet).
- *
- * @module
- */
+/** Which pool of a runtime runs each worker tool, as the MCP call gate counts places: the runtime's own split. */
 import { isWorkerTool, namedPoolSettings, type WorkerTool } from "../contracts/worker-tool.js";
 import type { Runtime } from "../runtime.js";
 import type { McpCallGatePool } from "./mcp-call-gate.js";
 
-/**
- * The gate's pool of each worker tool of `runtime`, by tool name:
- * `"shared"`, `"pool:NAME"` (a named pool, such as the coding tools'
- * `toolpool:coding-io`), `"tool:NAME"` (a tool with `resourceLimits`, alone
- * on its pool) or `"fleet"` (`fleet.remote`). Inline tools are absent: they
- * use no thread.
- */
+/** By tool name: `"shared"`, `"pool:NAME"`, `"tool:NAME"` (own `resourceLimits`) or `"fleet"`; inline tools use no thread. */
 export function mcpToolPools(runtime: Runtime): Map<string, string> {
   const { tools, fleet } = runtime.options;
   const pools = new Map<string, string>();
@@ -30,20 +18,9 @@ export function mcpToolPools(runtime: Runtime): Map<string, string> {
 }
 
 /**
- * The places of `runtime`'s pools, for `McpCallGateOptions.pools`: each
- * pool's threads and per-session cap as the runtime makes the pool (a named
- * pool's from the first of its tools that gives each, the runtime's
- * `pool.maxThreads` and `pool.maxRunningPerSession` otherwise), and the
- * fleet's `maxOutstanding`. A pool with a per-session cap (the coding-io
- * pool under `codingThreadsPerSession`, or any pool under the runtime's
- * `pool.maxRunningPerSession`) is given as `{ places, maxSessionRunning }`,
- * so that one session never holds more of the gate's places than the pool
- * runs for it; the shared pool is named only then.
- *
- * @example
- * ```ts
- * const gate = new McpCallGate({ maxRunning: runtime.options.pool.maxThreads, pools: mcpCallGatePools(runtime) });
- * ```
+ * The places of `runtime`'s pools, for `McpCallGateOptions.pools`: threads and per-session cap as the runtime makes each
+ * pool, and the fleet's `maxOutstanding`. A capped pool is `{ places, maxSessionRunning }`, so one session never holds
+ * more gate places than the pool runs for it; the shared pool is named only then.
  */
 export function mcpCallGatePools(runtime: Runtime): Record<string, number | McpCallGatePool> {
   const { tools, fleet, pool } = runtime.options;

@@ -1,10 +1,4 @@
-/**
- * MCP over Streamable HTTP, with the protections of toolpool's HTTP server:
- * the browser guard (Host and Origin checks) and the bearer token, checked
- * before the SDK's transport sees a byte.
- *
- * @module
- */
+/** MCP over Streamable HTTP, behind the protections of toolpool's HTTP server, checked before the SDK sees a byte. */
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
@@ -25,11 +19,7 @@ export interface McpHttpServerOptions extends McpSessionLimits {
   host?: string;
   /** TCP port; 0 picks a free one. @default 0 */
   port?: number;
-  /**
-   * Bearer token every request must carry; visible ASCII only (0x21–0x7E),
-   * else the constructor throws `TP_ERR_INVALID_OPTION`.
-   * @default undefined (none: then only loopback Host values are answered)
-   */
+  /** Bearer token every request must carry (visible ASCII only). @default undefined (only loopback Host values are answered) */
   token?: string;
   /** `Host` values accepted besides the loopback names on a tokenless server. @default [] */
   allowedHosts?: readonly string[];
@@ -45,21 +35,15 @@ export interface McpHttpServerOptions extends McpSessionLimits {
   headersTimeoutMs?: number;
 }
 
-/** The endpoint of the MCP server. */
 export const MCP_PATH = "/mcp";
 
-/** Milliseconds to receive a request's headers, and the whole request: a client that sends slower is cut off. */
+/** A client that sends its headers, or its whole request, slower than these is cut off. */
 const headersTimeoutMs = 10_000;
 const requestTimeoutMs = 30_000;
 
 /**
- * An HTTP server carrying MCP's Streamable HTTP transport at `/mcp`, one MCP
- * session (an SDK `Server` and its transport) per client, all in front of the
- * same runtime. Requests are checked in this order: Host and Origin (403
- * `TP_ERR_FORBIDDEN`), bearer token (401 `TP_ERR_UNAUTHORIZED`), body size
- * (413), then the session and the server's load (see `McpSessions`: 404 for
- * an unknown session, 503 while shutting down, under pressure, or with no
- * session slot free).
+ * MCP's Streamable HTTP transport at `/mcp`, one MCP session (an SDK `Server`) per client, in front of one runtime.
+ * Checks in order: Host and Origin (403), bearer token (401), body size (413), then session and load (`McpSessions`).
  */
 export class McpHttpServer {
   readonly #host: string;
@@ -97,17 +81,14 @@ export class McpHttpServer {
     });
   }
 
-  /** `http://HOST:PORT/mcp` once listening. */
   get url(): string | undefined {
     return this.#url;
   }
 
-  /** MCP sessions open now. */
   get sessionCount(): number {
     return this.#sessions.size;
   }
 
-  /** Starts listening; resolves to the endpoint's URL. */
   async listen(): Promise<string> {
     await new Promise<void>((resolve, reject) => {
       this.#http.once("error", reject);
@@ -122,11 +103,7 @@ export class McpHttpServer {
     return this.#url;
   }
 
-  /**
-   * Closes every session (requests in flight get a JSON-RPC error,
-   * `data.code` `TP_ERR_CLOSED`, and are cancelled), then the HTTP server.
-   * The runtime stays the caller's to close.
-   */
+  /** Closes every session (requests in flight get `TP_ERR_CLOSED` and are cancelled), then the HTTP server; not the runtime. */
   async close(): Promise<void> {
     await this.#sessions.close();
     await new Promise<void>((resolve) => {
@@ -165,7 +142,7 @@ export class McpHttpServer {
 
 type BodyRead = { kind: "ok"; value: unknown } | { kind: "too-large" } | { kind: "invalid"; message: string };
 
-/** Reads a JSON body of at most `maxBytes`; stops reading at the limit, leaving the rest to the 413's lingering close. */
+/** Stops reading at the limit, leaving the rest to the 413's lingering close. */
 async function readJsonBody(request: IncomingMessage, maxBytes: number): Promise<BodyRead> {
   const chunks: Buffer[] = [];
   let size = 0;

@@ -1,19 +1,12 @@
 /**
- * The names of the options of MCP's public parts (`createMcpServer`,
- * `McpHttpServer`, `McpCallGate`, `builtinToolAnnotations`): each refuses a
- * name not listed here with `TP_ERR_INVALID_OPTION`, naming the closest
- * known one, so that a misspelt option never leaves its default in force.
- * The lists are typed against the options' interfaces: an option added
- * there and not here fails the typecheck.
- *
- * @module
+ * The option names of MCP's public parts, each refusing any other with the closest known name, so that a misspelt
+ * option never leaves its default in force. Typed against the interfaces: an option missing here fails the typecheck.
  */
 import type { McpCallGateOptions } from "./mcp-call-gate.js";
 import type { McpHttpServerOptions } from "./mcp-http-server.js";
 import type { McpServerOptions } from "./mcp-server.js";
 import type { builtinToolAnnotations } from "./mcp-tools.js";
 
-/** The options of `createMcpServer`. */
 export const mcpServerOptionNames = Object.keys({
   name: true,
   version: true,
@@ -22,7 +15,6 @@ export const mcpServerOptionNames = Object.keys({
   callGate: true,
 } satisfies Record<keyof McpServerOptions, true>);
 
-/** The options of `McpHttpServer`, its sessions' and pressure limits included. */
 export const mcpHttpServerOptionNames = Object.keys({
   host: true,
   port: true,
@@ -44,7 +36,6 @@ export const mcpHttpServerOptionNames = Object.keys({
   earlyRefusals: true,
 } satisfies Record<keyof McpHttpServerOptions, true>);
 
-/** The options of `McpCallGate`. */
 export const mcpCallGateOptionNames = Object.keys({
   maxRunning: true,
   pools: true,
@@ -54,7 +45,6 @@ export const mcpCallGateOptionNames = Object.keys({
   retryAfterSeconds: true,
 } satisfies Record<keyof McpCallGateOptions, true>);
 
-/** The options of `builtinToolAnnotations`. */
 export const builtinToolAnnotationsOptionNames = Object.keys({ allowWrite: true } satisfies Record<
   keyof Parameters<typeof builtinToolAnnotations>[0],
   true

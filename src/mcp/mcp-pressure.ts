@@ -1,10 +1,4 @@
-/**
- * The MCP server's pressure check, the same limits as `toolpool serve`'s
- * (which gets them from `@fastify/under-pressure`, a Fastify plugin the MCP
- * server, on plain `node:http`, cannot use).
- *
- * @module
- */
+/** The MCP server's pressure check: `toolpool serve`'s limits, without `@fastify/under-pressure` (a Fastify plugin). */
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 
 import { integerOption } from "./mcp-options.js";
@@ -19,12 +13,12 @@ export interface McpPressureLimits {
   maxRssBytes?: number;
 }
 
-/** How often the gauge samples, as under-pressure does by default. */
+/** As under-pressure does by default. */
 const sampleIntervalMs = 1000;
-/** The event-loop histogram's resolution; it is taken off the mean, as under-pressure does. */
+/** Taken off the mean, as under-pressure does. */
 const resolutionMs = 10;
 
-/** Samples event-loop delay and memory every second; `overload()` says which limit is past, if any. */
+/** `overload()` says which limit is past, if any. */
 export class McpPressure {
   readonly #limits: Required<McpPressureLimits>;
   readonly #histogram: IntervalHistogram | undefined;
@@ -49,7 +43,6 @@ export class McpPressure {
     this.#timer.unref();
   }
 
-  /** What is past its limit (`"event-loop delay 1200 ms"`), or `undefined` while none is. */
   overload(): string | undefined {
     return this.#overload;
   }

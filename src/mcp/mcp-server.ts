@@ -1,11 +1,4 @@
-/**
- * An MCP server (the official SDK's low-level `Server`) in front of a
- * runtime: `tools/list` from the runtime's tools, `tools/call` as a batch of
- * one through the runtime, so that every stage, hook and validation of a
- * batch applies.
- *
- * @module
- */
+/** An MCP server (the SDK's low-level `Server`): `tools/call` runs as a batch of one, so every stage, hook and validation applies. */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type ServerNotification } from "@modelcontextprotocol/sdk/types.js";
 
@@ -33,37 +26,19 @@ export interface McpServerOptions {
   /** Receives one line per notable event (a call cancelled by the client); must not throw. @default none */
   log?: (line: string) => void;
   /**
-   * Where calls wait for a place on their tool's pool, shared by every
-   * session of the runtime (see {@link McpCallGate}; its `pools` from
-   * `mcpCallGatePools(runtime)`): a call refused there is answered with
-   * its JSON-RPC error, and a call cancelled while it waits never starts.
-   * @default none (every call goes to the runtime at once)
+   * Where calls wait for a place on their pool, shared by every session (see {@link McpCallGate}): a refused call gets
+   * its JSON-RPC error, and one cancelled while it waits never starts. @default none (every call goes to the runtime at once)
    */
   callGate?: McpCallGate;
 }
 
 /**
- * Creates an MCP server for `runtime`; connect it to a transport with
- * `server.connect(transport)`. The runtime stays the caller's to close.
- *
- * - `tools/call` runs `{ name, arguments }` as an assistant message with one
- *   tool call: unknown tools, invalid arguments and blocked calls come back as
- *   `isError` results, as every failure does (the model can correct itself).
- * - With a `progressToken`, each partial result the tool sends becomes a
- *   `notifications/progress` (progress 1, 2, …, its text as `message`, the
- *   partial itself under `_meta["toolpool/partialResult"]`), in order.
- * - `notifications/cancelled` aborts the batch: the tool's `ctx.signal`
- *   fires, and a tool that ignores it is terminated after `abortGraceMs`.
- * - With a `callGate`, a call waits there for its turn; cancelled meanwhile,
- *   it never starts.
- *
+ * Creates an MCP server for `runtime`; the runtime stays the caller's to close. Failures come back as `isError`
+ * results, as in pi. With a `progressToken` each partial result becomes a `notifications/progress`, in order;
+ * `notifications/cancelled` aborts the call's signal.
  * @example
- * ```ts
  * import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
- * import { createMcpServer } from "toolpool/mcp";
- *
  * await createMcpServer(runtime).connect(new StdioServerTransport());
- * ```
  */
 export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}): Server {
   refuseUnknownOptions(options, mcpServerOptionNames);
@@ -71,7 +46,6 @@ export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}
     { name: options.name ?? "toolpool", version: options.version ?? "0.0.0" },
     { capabilities: { tools: { listChanged: false } } },
   );
-  // The tools never change after the runtime is created.
   const tools = toMcpTools(runtime.agentTools(), options.annotations);
   // Only worker tools wait for a place, on their own pool's; an inline tool runs on the main thread at once.
   const toolPools = mcpToolPools(runtime);
@@ -96,15 +70,14 @@ export function createMcpServer(runtime: Runtime, options: McpServerOptions = {}
                 _meta: { [PARTIAL_RESULT_META_KEY]: event.partialResult },
               },
             };
-            // A client gone away must not fail the call: its result is owed to nobody, but the batch still ends cleanly.
+            // A client gone away must not fail the call: the batch still ends cleanly.
             await extra.sendNotification(notification).catch(() => {});
           };
     const assistantMessage: AssistantMessage = {
       role: "assistant",
       content: [{ type: "toolCall", id: toolCallId, name, arguments: args }],
     };
-    // An MCP session (Streamable HTTP) is the batch's session: its spans
-    // name it, and a runtime that schedules by session takes turns by it.
+    // An MCP session is the batch's session: its spans name it, and scheduling takes turns by it.
     const executeOptions: ExecuteOptions & { sessionKey?: string } = { signal: extra.signal };
     if (emit !== undefined) executeOptions.emit = emit;
     if (extra.sessionId !== undefined) executeOptions.sessionKey = `mcp:${extra.sessionId}`;

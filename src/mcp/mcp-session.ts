@@ -1,10 +1,4 @@
-/**
- * One MCP session over Streamable HTTP: the SDK's transport, wrapped so that
- * toolpool knows which requests are in flight and which HTTP response must
- * carry each answer.
- *
- * @module
- */
+/** One MCP session over Streamable HTTP: the SDK's transport, knowing which requests are in flight and which response carries each. */
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -25,47 +19,23 @@ import { whenDrained } from "../http/stalled-response.js";
 import { jsonRpcError, prependSseEvents, sendJson } from "./http-replies.js";
 import { cancelReasons, McpRefusal, refusalErrorCode } from "./mcp-refusal.js";
 
-/**
- * Messages of a batch past which the SDK's Streamable HTTP transport answers
- * the whole POST 400 (its `MAX_BATCH_SIZE`, 100 in SDK 1.32; a batch of more
- * is never taken apart by early refusals).
- */
+/** The SDK transport's `MAX_BATCH_SIZE`: a larger batch is answered 400 whole, never taken apart by early refusals. */
 const sdkMaxBatchSize = 100;
 
-/** What the session tells the table of sessions. */
 interface McpSessionHooks {
-  /** The transport closed (the client's DELETE, or `close()`). */
   onClosed(session: McpSession): void;
-  /** Receives one line per notable event; must not throw. */
   log?: (line: string) => void;
-  /** Milliseconds a response may stay full (its client reading nothing) before its connection is reset. */
+  /** How long a response may stay full (its client reading nothing) before its connection is reset. */
   stalledResponseMs: number;
-  /** The `tools/call` requests of a POST refused before the SDK's server sees them (see `McpSessionLimits.earlyRefusals`). */
   earlyRefusals?: McpEarlyRefusals;
 }
 
-/**
- * For the `tools/call` requests of one POST of session `sessionKey`
- * (`mcp:SESSION-ID`), by tool name in the POST's order: the refusal of each
- * one refused at once, else `undefined`.
- */
+/** For the `tools/call` requests of one POST (tool names in order): each one's refusal, or `undefined`. */
 export type McpEarlyRefusals = (sessionKey: string, tools: readonly string[]) => readonly (McpRefusal | undefined)[];
 
 /**
- * A session's transport, as the SDK's `Server` sees it: the SDK's
- * Streamable HTTP transport with three things added.
- *
- * - It knows the requests in flight (received, not yet answered), so that a
- *   session with work under way is never mistaken for an idle one.
- * - A request whose answer can no longer be delivered — the connection of
- *   the POST that carried it closed (without an event store, the SDK's
- *   transport sends a response only on its own POST's stream) — is
- *   cancelled as if its client had sent `notifications/cancelled`: its call
- *   is aborted, and one still waiting for a thread never starts.
- * - `send` of a call's progress resolves only once the POST's socket has
- *   taken the bytes, so that a client that reads slowly slows its own calls
- *   down (toolpool's coordinator then holds a bounded number of a call's
- *   partials, the latest winning) instead of growing the server's memory.
+ * The SDK's transport, plus: requests in flight are known (a busy session is never idle); one whose POST's connection
+ * closed is cancelled (the SDK answers only there); progress `send` waits for the socket, so a slow reader slows its own calls.
  */
 export class McpSession implements Transport {
   readonly #inner: StreamableHTTPServerTransport;
@@ -74,10 +44,9 @@ export class McpSession implements Transport {
   readonly #inFlight = new Map<RequestId, ServerResponse | undefined>();
   /** Requests of POSTs being handled, not yet passed on by the SDK's transport. */
   readonly #carriers = new Map<RequestId, ServerResponse>();
-  /** Requests of POSTs being handled that are answered with a refusal as they come through, never reaching the SDK's server. */
+  /** Early refusals to answer as they come through, never reaching the SDK's server. */
   readonly #refused = new Map<RequestId, McpRefusal>();
   #server: Server | undefined;
-  /** When the session's last request came, or its last request in flight was answered (`performance.now()`). */
   lastUsedAt = performance.now();
 
   onclose?: () => void;
@@ -102,12 +71,12 @@ export class McpSession implements Transport {
     return this.#inner.sessionId;
   }
 
-  /** Whether a request of the session is in flight: then it is never closed for being idle. */
+  /** A busy session is never closed for being idle. */
   get isBusy(): boolean {
     return this.#inFlight.size > 0 || this.#carriers.size > 0;
   }
 
-  /** The responses still owed an answer (a shutdown waits for them to go out). */
+  /** The responses still owed an answer (a shutdown waits for them). */
   get openResponses(): ServerResponse[] {
     const responses = [...this.#inFlight.values()].filter(
       (response): response is ServerResponse => response !== undefined && !response.writableFinished,
@@ -115,7 +84,6 @@ export class McpSession implements Transport {
     return [...new Set(responses)];
   }
 
-  /** Connects `server` to this session; it is closed with the session. */
   async connect(server: Server): Promise<void> {
     this.#server = server;
     await server.connect(this);
@@ -125,7 +93,6 @@ export class McpSession implements Transport {
     await this.#inner.start();
   }
 
-  /** Closes the SDK server, and with it the transport. */
   async close(): Promise<void> {
     if (this.#server !== undefined) {
       const server = this.#server;
@@ -136,7 +103,6 @@ export class McpSession implements Transport {
     }
   }
 
-  /** Handles one HTTP request of the session (`body`: a POST's parsed JSON). */
   async handleRequest(request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {
     this.lastUsedAt = performance.now();
     const ids = request.method === "POST" ? requestIdsOf(body) : [];
@@ -163,15 +129,11 @@ export class McpSession implements Transport {
     }
   }
 
-  /**
-   * Answers every request in flight with `refusal` where the answer can
-   * still be delivered, and cancels them all (their calls are aborted, and
-   * calls still waiting never start).
-   */
+  /** Answers every request in flight with `refusal` where it can still be delivered, and cancels them all. */
   cutShort(refusal: McpRefusal): void {
     for (const [id] of [...this.#inFlight]) {
       this.#inFlight.delete(id);
-      // Written where its POST's stream is still open; either way the SDK's transport lets go of the request.
+      // Either way the SDK's transport lets go of the request.
       this.#release(refusal.toResponse(id));
       this.#cancel(id, refusal.message);
     }
@@ -191,21 +153,12 @@ export class McpSession implements Transport {
   }
 
   /**
-   * Answers at once the `tools/call` requests of a POST's `body` that are
-   * refused as they arrive (see `McpEarlyRefusals`), so that a flood of
-   * calls past the call gate's limits costs one JSON-RPC error each instead
-   * of the SDK's validation, a handler run, an abort controller and a
-   * thrown error each (garbage enough to grow the resident set by tens of
-   * MB). While other requests of the POST go to the SDK's transport, the
-   * refused ones are taken out of the body it gets, and their errors are
-   * the first events of the POST's stream; else they go through the
-   * transport, and are answered as it passes them on, never reaching the
-   * SDK's server. Returns the body for the transport and the ids refused.
+   * Answers early-refused `tools/call`s at once (one JSON-RPC error each, not a handler run): prepended to the POST's
+   * stream when other requests remain, else answered as the transport passes them on.
    */
   #refuseEarly(body: unknown, response: ServerResponse): { forwarded: unknown; refused: RequestId[] } {
     const none = { forwarded: body, refused: [] };
     if (this.#hooks.earlyRefusals === undefined || this.sessionId === undefined) return none;
-    // A batch the SDK's transport refuses whole (400) goes to it as it came: none of its calls is answered apart.
     if (Array.isArray(body) && body.length > sdkMaxBatchSize) return none;
     const messages: unknown[] = Array.isArray(body) ? body : [body];
     const calls: { id: RequestId; name: string }[] = [];
@@ -262,34 +215,22 @@ export class McpSession implements Transport {
     this.onmessage?.(message, extra);
   }
 
-  /** The request is answered (or given up): true if it was in flight. */
   #settle(id: RequestId): boolean {
     if (!this.#inFlight.delete(id)) return false;
     if (this.#inFlight.size === 0) this.lastUsedAt = performance.now();
     return true;
   }
 
-  /** Cancels request `id` in the SDK's server, as a client's `notifications/cancelled` would. */
   #cancel(id: RequestId, reason: string): void {
     this.#settle(id);
     this.onmessage?.({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } });
   }
 
-  /**
-   * Hands the SDK's transport the answer of a request given up (cut short,
-   * or whose client is gone). The SDK's server sends nothing for a request
-   * it cancelled, and the transport keeps a POST's request ids, the answers
-   * it already has and the POST's stream until every request of the POST is
-   * answered: without this, each POST cut short would leave them behind for
-   * the session's lifetime, and every later answer would scan them all. On
-   * a stream that is gone nothing is written; the transport then throws
-   * "No connection established", having let go of the request.
-   */
+  /** The SDK keeps a POST's ids, answers and stream until each request is answered: unanswered, they would stay for good. */
   #release(answer: JSONRPCErrorResponse): void {
     void this.#inner.send(answer).catch(() => {});
   }
 
-  /** The POST's connection closed: its requests not yet answered can never be. */
   #onResponseClosed(response: ServerResponse, ids: RequestId[]): void {
     const unanswered = ids.filter((id) => this.#inFlight.get(id) === response);
     if (unanswered.length === 0) return;
@@ -303,12 +244,8 @@ export class McpSession implements Transport {
   }
 
   /**
-   * Resolves once `response` has handed its bytes to the socket: the SDK
-   * writes into a stream that the HTTP layer drains at the socket's pace,
-   * so a turn of the event loop lets it move what the socket takes, and a
-   * full socket means waiting for `drain`. A response that stays full for
-   * `stalledResponseMs` is reset (see `whenDrained`): its client reads
-   * nothing, and is treated as gone.
+   * The HTTP layer drains the SDK's writes at the socket's pace: a tick moves what the socket takes, a full one means
+   * `drain`. Full for `stalledResponseMs`, it is reset (`whenDrained`): its client counts as gone.
    */
   async #whenFlushed(response: ServerResponse): Promise<void> {
     while (!response.destroyed && !response.writableEnded) {
@@ -319,7 +256,6 @@ export class McpSession implements Transport {
   }
 }
 
-/** The ids of the requests (not notifications or responses) in a POST's body. */
 function requestIdsOf(body: unknown): RequestId[] {
   const messages = Array.isArray(body) ? body : [body];
   const ids: RequestId[] = [];

@@ -1,9 +1,4 @@
-/**
- * The MCP HTTP server's sessions: how many may be open, which one makes
- * room for a new client, when load is shed, and how sessions end.
- *
- * @module
- */
+/** The MCP HTTP server's sessions: how many may be open, which makes room for a new client, when load is shed, how they end. */
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -22,49 +17,33 @@ import { McpSession, type McpEarlyRefusals } from "./mcp-session.js";
 /** The limits of an MCP HTTP server's sessions and load. */
 export interface McpSessionLimits extends McpPressureLimits {
   /**
-   * Most MCP sessions open at once. An `initialize` beyond it closes the
-   * idle session (no request in flight) used least recently, whose client
-   * gets 404 and initializes anew; when every session has requests in
-   * flight it is refused: 503 `TP_ERR_TOO_MANY_SESSIONS` with
-   * `Retry-After`. A session with work under way is never closed for room.
-   * @default 64
+   * Most sessions open at once. An `initialize` beyond it closes the idle session used least recently (its client gets
+   * 404 and initializes anew), or gets 503 `TP_ERR_TOO_MANY_SESSIONS` while every session has work under way. @default 64
    */
   maxSessions?: number;
-  /** Milliseconds a session may go without a request, and with none in flight, before it is closed. @default 600000 (10 minutes) */
+  /** Milliseconds a session may go without a request, and none in flight, before it is closed. @default 600000 */
   sessionIdleMs?: number;
   /** Seconds in the `Retry-After` of a 503 (no free session, overload) and in a refused call's `data.retryAfterSeconds`. @default 1 */
   retryAfterSeconds?: number;
   /**
-   * Milliseconds a response may stay full (its client reading nothing)
-   * while a call's progress waits to go out; then its connection is closed
-   * (reset, dropping what the kernel still held for it) and the client is
-   * treated as gone (its calls are cancelled).
-   * @default 30000
+   * Milliseconds a response may stay full (its client reading nothing) while progress waits; then the connection is
+   * reset and the client treated as gone (its calls are cancelled). @default 30000
    */
   stalledResponseMs?: number;
   /** Receives one line per notable event (a client gone with requests in flight); must not throw. @default none */
   log?: (line: string) => void;
   /**
-   * Refuses `tools/call` requests as their POST arrives, before the SDK's
-   * server handles them: each refused one is answered with its JSON-RPC
-   * error on the POST's stream and never reaches a handler. Give it the
-   * call gate's verdict (`gate.refusalsOf(sessionKey, tools.map((name) =>
-   * mcpToolPools(runtime).get(name) ?? false))`, as `toolpool mcp --http`
-   * does): a flood of calls past the gate's limits then costs a fraction of
-   * the memory traffic, which a server otherwise keeps as resident set.
-   * @default none (every call reaches the SDK's server)
+   * Refuses `tools/call` requests as their POST arrives, before the SDK's server handles them, so that a flood past the
+   * gate's limits stays cheap. Give it the gate's verdict, as `toolpool mcp --http` does:
+   * `gate.refusalsOf(sessionKey, tools.map((name) => mcpToolPools(runtime).get(name) ?? false))`. @default none (every call reaches the SDK's server)
    */
   earlyRefusals?: McpEarlyRefusals;
 }
 
-/** How long `close()` lets the answers it sent to cut-short requests go out before connections are closed. */
+/** How long `close()` lets its answers to cut-short requests go out before connections are closed. */
 const closeFlushMs = 5000;
 
-/**
- * The open sessions of an MCP HTTP server, each an SDK `Server` and its
- * transport. Handles every request after the HTTP checks (browser guard,
- * token, body size).
- */
+/** Each session an SDK `Server` and its transport; handles every request after the HTTP checks. */
 export class McpSessions {
   readonly #createServer: () => Server;
   readonly #sessions = new Map<string, McpSession>();
@@ -76,11 +55,10 @@ export class McpSessions {
   readonly #earlyRefusals: McpEarlyRefusals | undefined;
   readonly #pressure: McpPressure;
   readonly #sweeper: NodeJS.Timeout;
-  /** Sessions being created: they hold a place until their `initialize` is answered. */
+  /** Sessions being created hold a place until their `initialize` is answered. */
   #opening = 0;
   #isClosing = false;
 
-  /** @param createServer Makes the MCP server of one session (see `createMcpServer`). */
   constructor(createServer: () => Server, limits: McpSessionLimits = {}) {
     this.#createServer = createServer;
     this.#maxSessions = integerOption(limits.maxSessions, "maxSessions", 1, 64);
@@ -97,12 +75,10 @@ export class McpSessions {
     this.#sweeper.unref();
   }
 
-  /** Sessions open now. */
   get size(): number {
     return this.#sessions.size;
   }
 
-  /** Handles a request to the MCP endpoint; `body` is a POST's parsed JSON. */
   async handle(request: IncomingMessage, response: ServerResponse, body: unknown): Promise<void> {
     if (this.#isClosing) {
       return sendJson(response, 503, new McpRefusal("TP_ERR_CLOSED", "The server is shutting down").toResponse(null), { connection: "close" });
@@ -129,12 +105,7 @@ export class McpSessions {
     await this.#open(request, response, body);
   }
 
-  /**
-   * Ends every session: each request in flight is answered with a JSON-RPC
-   * error (`data.code` `TP_ERR_CLOSED`) where its client can still receive
-   * it, and cancelled; new requests get 503. Resolves once those answers
-   * went out (at most 5 s).
-   */
+  /** New requests get 503; each one in flight gets `TP_ERR_CLOSED` where its client can still receive it, and is cancelled. */
   async close(): Promise<void> {
     this.#isClosing = true;
     clearInterval(this.#sweeper);
@@ -191,11 +162,7 @@ export class McpSessions {
     }
   }
 
-  /**
-   * Whether a new session fits: below `maxSessions`, or once the idle
-   * session used least recently is closed. A session with requests in
-   * flight is never closed here.
-   */
+  /** Closes the idle session used least recently when full; a session with requests in flight is never closed here. */
   #makeRoom(): boolean {
     if (this.#sessions.size + this.#opening < this.#maxSessions) return true;
     let oldest: McpSession | undefined;
@@ -207,7 +174,6 @@ export class McpSessions {
     return true;
   }
 
-  /** 503 `TP_ERR_OVERLOADED` with `Retry-After` while the server is past a pressure limit; true if it answered. */
   #refuseOverload(response: ServerResponse): boolean {
     const overload = this.#pressure.overload();
     if (overload === undefined) return false;
@@ -230,7 +196,6 @@ export class McpSessions {
   }
 }
 
-/** Whether a POST's body holds a request (not only notifications, such as a cancellation, or responses). */
 function carriesRequests(body: unknown): boolean {
   return Array.isArray(body) ? body.some((message) => isJSONRPCRequest(message)) : isJSONRPCRequest(body);
 }

@@ -1,10 +1,4 @@
-/**
- * The stdio transport of `toolpool mcp`, wrapped so that the end of its
- * input does not lose the answers owed: requests already read are answered
- * before the server closes.
- *
- * @module
- */
+/** The stdio transport of `toolpool mcp`: the end of its input does not lose the answers owed. */
 import type { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
@@ -18,17 +12,10 @@ import {
 
 import type { McpRefusal } from "./mcp-refusal.js";
 
-/**
- * The SDK's stdio transport with the requests in flight (read, not yet
- * answered) known, so that a server whose client closed its end of the pipe
- * (`cat requests | toolpool mcp`) can still answer them:
- * {@link McpStdioTransport.drain} waits for their answers, within a bound,
- * and answers those still running past it with a refusal, cancelling them.
- */
+/** Knows the requests in flight, so a client that closed its end of the pipe still gets their answers ({@link McpStdioTransport.drain}). */
 export class McpStdioTransport implements Transport {
   readonly #inner: StdioServerTransport;
   readonly #inFlight = new Set<RequestId>();
-  /** Called each time an answer has been written, while `drain` waits. */
   #onAnswered: (() => void) | undefined;
 
   onclose?: () => void;
@@ -42,7 +29,6 @@ export class McpStdioTransport implements Transport {
     inner.onclose = () => this.onclose?.();
   }
 
-  /** Requests read and not yet answered. */
   get inFlight(): number {
     return this.#inFlight.size;
   }
@@ -62,18 +48,12 @@ export class McpStdioTransport implements Transport {
     // Answered already by `drain`'s refusal: the late answer is wanted by nobody.
     if (!this.#inFlight.has(message.id)) return;
     await this.#inner.send(message);
-    // Counted as answered once written (`send` resolves when stdout took it), so that `drain` ends only after the bytes went out.
+    // Counted once written, so that `drain` ends only after the bytes went out.
     this.#inFlight.delete(message.id);
     this.#onAnswered?.();
   }
 
-  /**
-   * Resolves once every request in flight has been answered, or after
-   * `timeoutMs`: then each one left is answered with `refusal` and
-   * cancelled, as a client's `notifications/cancelled` would (its call is
-   * aborted; one still waiting for a thread never starts). Resolves to the
-   * number of requests refused so.
-   */
+  /** Resolves (to the number refused) once all are answered, or after `timeoutMs` refuses and cancels those left. */
   async drain(timeoutMs: number, refusal: McpRefusal): Promise<number> {
     if (this.#inFlight.size > 0) {
       await new Promise<void>((resolve) => {

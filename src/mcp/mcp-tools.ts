@@ -1,23 +1,14 @@
-/**
- * How a runtime's tools and results look in MCP: `tools/list` entries with
- * their JSON Schemas and annotations, and `tools/call` results.
- *
- * @module
- */
+/** How a runtime's tools and results look in MCP: `tools/list` entries and `tools/call` results. */
 import type { CallToolResult, Tool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 
 import { refuseUnknownOptions } from "../option-checks.js";
 import type { AgentTool, AgentToolResult, ToolResultMessage } from "../types.js";
 import { builtinToolAnnotationsOptionNames } from "./mcp-option-names.js";
 
-/** Annotations by tool name: hints to MCP clients (read-only, destructive, …). */
+/** Hints to MCP clients (read-only, destructive, …) by tool name. */
 export type McpToolAnnotations = Readonly<Record<string, ToolAnnotations>>;
 
-/**
- * The annotations of the built-in tools: `grep`, `hash` and `diff` only read;
- * `patch` writes a file when asked to (`write: true`), so it is destructive
- * when writes are allowed and read-only otherwise.
- */
+/** `patch` is destructive when writes are allowed, read-only otherwise; the others only read. */
 export function builtinToolAnnotations(options: { allowWrite: boolean }): McpToolAnnotations {
   refuseUnknownOptions(options, builtinToolAnnotationsOptionNames);
   const readOnly: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
@@ -31,7 +22,6 @@ export function builtinToolAnnotations(options: { allowWrite: boolean }): McpToo
   };
 }
 
-/** The `tools/list` entries of a runtime's tools, in registration order. */
 export function toMcpTools(tools: readonly AgentTool[], annotations: McpToolAnnotations = {}): Tool[] {
   return tools.map((tool) => {
     const entry: Tool = {
@@ -53,12 +43,7 @@ function toInputSchema(parameters: Record<string, unknown>): Tool["inputSchema"]
   return { ...schema, type: "object" } as Tool["inputSchema"];
 }
 
-/**
- * A call's result message as a `tools/call` result: the content as it is
- * (pi's text and image blocks are MCP's), `isError`, and the details in
- * `structuredContent`, with toolpool's fault code, when there is one, as
- * `structuredContent.code`.
- */
+/** pi's text and image blocks are MCP's; the details go in `structuredContent`, a fault's code as `structuredContent.code`. */
 export function toCallToolResult(message: ToolResultMessage): CallToolResult {
   const code = codeOf(message.details);
   const structuredContent: Record<string, unknown> = { details: message.details ?? null };
@@ -72,7 +57,6 @@ export function toCallToolResult(message: ToolResultMessage): CallToolResult {
   };
 }
 
-/** The text of a partial result, for a progress notification's `message`. */
 export function textOfPartial(partial: AgentToolResult<unknown>): string {
   return partial.content
     .filter((block) => block.type === "text")

@@ -1,15 +1,9 @@
-/**
- * The body of `POST /v1/batches`, its JSON Schema (Fastify validates it
- * before the handler runs), and how the client asked to be answered.
- *
- * @module
- */
+/** The body of `POST /v1/batches`, its JSON Schema, and how the client asked to be answered. */
 import type { ExecuteOptions } from "../runtime.js";
 import type { AssistantMessage, ToolExecutionMode } from "../types.js";
 
 /** What a client posts to `/v1/batches`. */
 export interface BatchRequestBody {
-  /** The assistant message whose tool calls form the batch. */
   assistantMessage: AssistantMessage;
   /** Handed to hooks as `context` (`systemPrompt`, `messages`). */
   context?: ExecuteOptions["context"];
@@ -22,10 +16,8 @@ export interface BatchRequestBody {
 }
 
 /**
- * The body's schema. It checks what `executeToolCalls` would otherwise reject
- * (`TP_ERR_INVALID_BATCH`), so that a client learns every problem at once in
- * a 400; tool arguments are left to each tool's own validation, whose
- * failures are error results as in pi.
+ * Checks what `executeToolCalls` would reject, so that a client learns every problem at once in a 400;
+ * tool arguments are left to each tool's validation (error results, as in pi).
  */
 export const batchRequestSchema = {
   type: "object",
@@ -63,14 +55,9 @@ export const batchRequestSchema = {
   },
 } as const;
 
-/** The header that may carry a batch's session key instead of the body. */
 export const sessionHeader = "x-toolpool-session";
 
-/**
- * The batch's session key: the body's `sessionKey`, else the
- * `X-Toolpool-Session` header; `undefined` when neither is there. A header
- * that is not a string of 1 to 256 characters gives an error text.
- */
+/** The body's `sessionKey`, else the `X-Toolpool-Session` header; an error text for a header that is not 1 to 256 characters. */
 export function readSessionKey(body: BatchRequestBody, header: string | string[] | undefined): string | undefined | { error: string } {
   if (body.sessionKey !== undefined) return body.sessionKey;
   if (header === undefined) return undefined;
@@ -83,11 +70,7 @@ export function readSessionKey(body: BatchRequestBody, header: string | string[]
 /** How the outcome goes back: a Server-Sent Events stream, or one JSON body. */
 type ResponseMode = "sse" | "json";
 
-/**
- * `json` when the client accepts `application/json` and not
- * `text/event-stream`; the event stream otherwise (also for no `Accept`
- * header or `*\/*`), since it carries the outcome too.
- */
+/** `json` when the client accepts `application/json` and not `text/event-stream`; else SSE, which carries the outcome too. */
 export function chooseResponseMode(accept: string | undefined): ResponseMode {
   if (accept === undefined) return "sse";
   const types = accept.split(",").map((part) => part.split(";")[0]!.trim().toLowerCase());

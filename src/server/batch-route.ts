@@ -1,9 +1,4 @@
-/**
- * `POST /v1/batches`: runs one batch and answers with its events as
- * Server-Sent Events, or with its outcome as one JSON body.
- *
- * @module
- */
+/** `POST /v1/batches`: runs one batch, answering with its events as SSE or with its outcome as one JSON body. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
 import { ToolpoolError } from "../errors.js";
@@ -16,7 +11,6 @@ import { toJsonText } from "../http/json-text.js";
 import type { ResolvedServerOptions } from "./server-options.js";
 import { SseStream } from "./sse-stream.js";
 
-/** What the batch route needs from its server. */
 interface BatchRouteContext {
   readonly runtime: Runtime;
   readonly options: ResolvedServerOptions;
@@ -59,9 +53,8 @@ async function runBatch(
       `The batch holds ${calls} tool calls, more than this server's maxCallsPerBatch (${options.maxCallsPerBatch}); split it`,
     );
   }
-  // Checked here as well as in the onRequest hook: a shutdown may have begun
-  // while the body arrived, and the check and `track` below happen in one
-  // synchronous step, so no batch can slip past a shutdown's wait.
+  // Checked again: a shutdown may have begun while the body arrived. This check and `track` run in
+  // one synchronous step, so no batch slips past a shutdown's wait.
   if (isDraining()) return sendDraining(reply);
   const refusedTool = firstQueueFullTool(runtime, toolNames);
   if (refusedTool !== undefined) {
@@ -107,11 +100,7 @@ async function runBatch(
   }
 }
 
-/**
- * The event as its SSE frame carries it: pi's shape, or, with `updateArgs:
- * false`, a `tool_execution_update` without `args` (the call's
- * `tool_execution_start` carried them).
- */
+/** With `updateArgs: false`, a `tool_execution_update` leaves out `args` (its `tool_execution_start` carried them). */
 function framedEvent(event: BatchEvent, options: ResolvedServerOptions): object {
   if (event.type !== "tool_execution_update" || options.updateArgs) return event;
   const { args: _args, ...withoutArgs } = event;
@@ -125,13 +114,8 @@ export function sendDraining(reply: FastifyReply): FastifyReply {
 }
 
 /**
- * The first tool of the batch whose pool would refuse a call now, as the
- * pool itself decides (`runtime.isQueueFull`): only the pools the batch's
- * calls go to count, so a full pool of one tool (one with resource limits
- * of its own, or the fleet) does not turn away batches for the others. A
- * batch that passes may still see some calls refused when others arrive at
- * the same time; those become ordinary `TP_ERR_QUEUE_FULL` error results
- * inside it.
+ * Only the pools this batch's calls go to count, so one full pool does not turn away batches for the
+ * other tools. Calls refused later, in a race, become `TP_ERR_QUEUE_FULL` error results.
  */
 function firstQueueFullTool(runtime: Runtime, toolNames: readonly string[]): string | undefined {
   const asked = new Set<string>();

@@ -1,9 +1,4 @@
-/**
- * `createServer(runtime, options)`: an HTTP server (Fastify) in front of a
- * runtime, with graceful shutdown.
- *
- * @module
- */
+/** `createServer(runtime, options)`: an HTTP server (Fastify) in front of a runtime, with graceful shutdown. */
 import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 
@@ -60,21 +55,13 @@ export type { ResolvedServerOptions, ServerOptions } from "./server-options.js";
 
 /** Options of {@link ToolpoolServer.close}. */
 export interface CloseServerOptions {
-  /**
-   * Milliseconds in-flight batches may take to finish before they are
-   * aborted. A second `close` with a shorter grace shortens the wait.
-   * @default the server's `shutdownGraceMs` (10000)
-   */
+  /** Milliseconds in-flight batches get before they are aborted; a shorter second `close` shortens it. @default the server's `shutdownGraceMs` */
   graceMs?: number;
 }
 
 /**
- * An HTTP server in front of a runtime. Create it with {@link createServer},
- * start it with `listen()`, stop it with `close()`.
- *
- * Every batch of the server runs in its runtime's `toolExecution` mode: a
- * runtime's mode is fixed when it is created, so a request that asks for the
- * other one is answered 400.
+ * An HTTP server in front of a runtime: {@link createServer}, then `listen()`, `close()`. Every batch runs in
+ * the runtime's fixed `toolExecution` mode; a request asking for the other one is answered 400.
  */
 export class ToolpoolServer {
   readonly #app: FastifyInstance;
@@ -83,7 +70,6 @@ export class ToolpoolServer {
   readonly #batches: InFlightBatches;
   readonly #metrics: ServerMetrics;
   readonly #sockets: SocketTracker;
-  /** The live view's event source; `undefined` with `ui: false`. */
   readonly #poolEvents: PoolEventHub | undefined;
   readonly #graceTimers: unknown[] = [];
   #isDraining = false;
@@ -102,8 +88,7 @@ export class ToolpoolServer {
       logger: false,
       bodyLimit: this.#options.maxBodyBytes,
       requestTimeout: this.#options.requestTimeoutMs,
-      // Report every problem of a body at once, and never alter it: Fastify's
-      // defaults coerce types and drop unknown properties silently.
+      // Report every problem of a body at once, never alter it (Fastify's defaults coerce and drop silently).
       ajv: { customOptions: { allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: false } },
     });
     new ConnectionGuard(this.#app.server, this.#options);
@@ -118,14 +103,11 @@ export class ToolpoolServer {
     };
     this.#app.addHook("onRequest", async (request, reply) => {
       if (this.#isDraining) return sendDraining(reply);
-      // Before the token check and before anything runs: a web page must not
-      // learn even whether the server wants a token.
-      // A refused client keeps no connection: it cannot hold a slot past
-      // its refusal (the rest of its body is drained, within bounds).
+      // Before the token check: a web page must not learn even whether the server wants a token.
+      // A refused client keeps no connection, so it cannot hold a slot past its refusal.
       const verdict = checkBrowserGuard(firstHeader(request.headers.host), firstHeader(request.headers.origin), guard);
       if (verdict.kind === "deny") return sendError(reply.header("connection", "close"), verdict.status, verdict.code, verdict.reason);
-      // Health checks come from load balancers, which hold no token; the
-      // live view's page holds no pool data (its stream needs the token).
+      // Load balancers' health checks hold no token; the live view's page holds no pool data (its stream needs the token).
       if (auth !== undefined && !this.#isPublicRoute(request.routeOptions.url) && !auth.isAuthorized(request.headers.authorization)) {
         reply.header("www-authenticate", 'Bearer realm="toolpool"').header("connection", "close");
         return sendError(reply, 401, "TP_ERR_UNAUTHORIZED", "Missing or invalid bearer token (Authorization: Bearer TOKEN)");
@@ -144,11 +126,7 @@ export class ToolpoolServer {
     this.#addPressureCheck();
   }
 
-  /**
-   * 503 `TP_ERR_OVERLOADED` with `Retry-After` while the event loop lags or
-   * memory is past its limit, so that an overloaded server sheds load instead
-   * of queueing it. `GET /healthz` still answers: it reports liveness.
-   */
+  /** Sheds load (503 `TP_ERR_OVERLOADED`) while the event loop lags or memory is past its limit; `/healthz` still answers. */
   #addPressureCheck(): void {
     const { maxEventLoopDelayMs, maxHeapUsedBytes, maxRssBytes, retryAfterSeconds } = this.#options;
     if (maxEventLoopDelayMs === 0 && maxHeapUsedBytes === 0 && maxRssBytes === 0) return;
@@ -175,20 +153,14 @@ export class ToolpoolServer {
     return url === "/healthz" || (this.#poolEvents !== undefined && url !== undefined && publicLiveViewRoutes.has(url));
   }
 
-  /**
-   * The state of `GET /v1/pool/events`: whether it listens to the runtime
-   * (only while someone watches) and what each watcher holds; `undefined`
-   * with `ui: false`.
-   */
+  /** The state of `GET /v1/pool/events` (listening, watchers); `undefined` with `ui: false`. */
   diagnosePoolEvents(): PoolEventsDiagnosis | undefined {
     return this.#poolEvents?.diagnose();
   }
 
   /**
-   * The Fastify instance, for `inject()` or extra routes (add them before
-   * `listen()`). Typed as {@link FastifyApp} so that toolpool's types need no
-   * fastify; it is Fastify's own instance (`server.fastify as FastifyInstance`
-   * for the rest of its API).
+   * The Fastify instance, for `inject()` or extra routes (add them before `listen()`). Typed as {@link FastifyApp}
+   * so that toolpool's types need no fastify; cast to `FastifyInstance` for the rest of its API.
    */
   get fastify(): FastifyApp {
     return this.#app;
@@ -221,12 +193,8 @@ export class ToolpoolServer {
   }
 
   /**
-   * Shuts down gracefully: new requests are answered 503 with
-   * `Connection: close` at once; in-flight batches get `graceMs` to finish,
-   * then are aborted (their calls end with error results — a call that
-   * ignores the abort is terminated after the runtime's `abortGraceMs`);
-   * every stream still ends with its `batch_end`. Then the HTTP server
-   * closes, then the runtime. Idempotent; resolves when all is closed.
+   * Shuts down gracefully: new requests get 503 at once; in-flight batches get `graceMs`, then are aborted
+   * (every stream still ends with `batch_end`); then the HTTP server closes, then the runtime. Idempotent.
    */
   close(options: CloseServerOptions = {}): Promise<void> {
     const graceMs = options.graceMs ?? this.#options.shutdownGraceMs;
@@ -241,8 +209,7 @@ export class ToolpoolServer {
     const clock = this.#runtime.options.clock;
     const reason = new DOMException("The server is shutting down", "AbortError");
     this.#graceTimers.push(clock.setTimeout(() => this.#batches.abortAll(reason), graceMs));
-    // A batch whose client stopped reading cannot finish its writes: once the
-    // aborted calls have had the pool's abort grace, its socket is destroyed.
+    // A batch whose client stopped reading cannot finish its writes: after the pool's abort grace, its socket goes.
     this.#graceTimers.push(
       clock.setTimeout(
         () => {
@@ -271,34 +238,21 @@ export class ToolpoolServer {
   }
 }
 
-/** The first value of a header that may repeat. */
 function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/**
- * How long an aborted batch may take to deliver its last results before its
- * socket is destroyed: the pool's abort grace (after which a call that
- * ignores its abort is terminated) plus a second for the final writes.
- */
+/** The pool's abort grace (after which a call ignoring its abort is terminated) plus a second for the final writes. */
 function destroyGraceMs(runtime: Runtime): number {
   return runtime.options.pool.abortGraceMs + 1000;
 }
 
 /**
- * Creates an HTTP server for `runtime` (not yet listening). From then on the
- * server owns the runtime: its `close()` closes the runtime last. Throws
- * `TP_ERR_INVALID_OPTION` for invalid options, and when `host` is not a
- * loopback address and no `token` is set.
- *
+ * Creates an HTTP server for `runtime`, not yet listening; the server then owns the runtime and closes it last.
+ * Throws `TP_ERR_INVALID_OPTION` for invalid options, and for a non-loopback `host` without a `token`.
  * @example
- * ```ts
- * import { builtinTools, createRuntime, createServer } from "toolpool";
- *
  * const server = createServer(createRuntime({ tools: builtinTools() }), { port: 0 });
  * console.log(`listening on ${await server.listen()}`);
- * process.once("SIGTERM", () => void server.close());
- * ```
  */
 export function createServer(runtime: Runtime, options?: ServerOptions): ToolpoolServer {
   return new ToolpoolServer(runtime, options);

@@ -1,13 +1,6 @@
 /**
- * The part of Fastify's API that toolpool's types promise for the instance
- * behind a server (`ToolpoolServer.fastify`): `inject()` and `route()`.
- * Declared here as plain structural types rather than imported from fastify,
- * because fastify is an optional peer dependency: toolpool's public types
- * must compile (with `skipLibCheck: false` too) where it is not installed.
- * The instance is Fastify's own; where fastify is installed, name it as such
- * for the rest of its API (`server.fastify as FastifyInstance`).
- *
- * @module
+ * The part of Fastify's API that toolpool's types promise for `ToolpoolServer.fastify`, as structural types:
+ * fastify is an optional peer dependency, and toolpool's types must compile (even with `skipLibCheck: false`) without it.
  */
 
 /** A request `inject()` simulates: Fastify's (light-my-request's) options, the common part. */
@@ -21,17 +14,15 @@ export interface FastifyInjectOptions {
   payload?: unknown;
 }
 
-/** The answer `inject()` resolves to (the common part of light-my-request's). */
+/** The answer `inject()` resolves to. */
 export interface FastifyInjectResponse {
   statusCode: number;
   headers: Record<string, string | string[] | number | undefined>;
-  /** The body as text. */
   body: string;
-  /** The body parsed as JSON. */
   json(): unknown;
 }
 
-/** The request a route's handler receives (the common part of Fastify's). */
+/** The request a route's handler receives. */
 export interface FastifyRouteRequest {
   params: unknown;
   query: unknown;
@@ -39,7 +30,7 @@ export interface FastifyRouteRequest {
   headers: Record<string, string | string[] | undefined>;
 }
 
-/** The reply a route's handler answers with (the common part of Fastify's). */
+/** The reply a route's handler answers with. */
 export interface FastifyRouteReply {
   code(statusCode: number): FastifyRouteReply;
   header(name: string, value: unknown): FastifyRouteReply;
@@ -55,13 +46,9 @@ export interface FastifyRouteOptions {
 }
 
 /**
- * The Fastify instance behind a server, as toolpool's types describe it:
- * `inject()` for tests, `route()` for extra routes (add them before
- * `listen()`).
- *
+ * The Fastify instance behind a server: `inject()` for tests, `route()` for extra routes (add them before `listen()`).
  * @example
  * const response = await server.fastify.inject({ method: "GET", url: "/healthz" });
- * response.statusCode; // 200
  */
 export interface FastifyApp {
   /** Answers a simulated request without a socket. */

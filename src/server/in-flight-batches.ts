@@ -1,23 +1,13 @@
-/**
- * The batches a server is answering, with what may end them early: the
- * client going away, the request deadline, the server shutting down.
- *
- * @module
- */
+/** The batches a server is answering, and what may end them early: the client leaving, the deadline, a shutdown. */
 import type { ServerResponse } from "node:http";
 
 import type { Clock } from "../clock.js";
 import { createDeferred } from "../deferred.js";
 
-/** One tracked batch, as the route that runs it sees it. */
 interface TrackedBatch {
   /** Hand it to `executeToolCalls`: it aborts the batch for any of the reasons above. */
   readonly signal: AbortSignal;
-  /**
-   * The batch's outcome is known (or it failed): a later disconnect or
-   * deadline no longer aborts it. The entry stays tracked until its response
-   * has closed too, so that a shutdown waits for the last bytes to go out.
-   */
+  /** The outcome is known: a later disconnect or deadline no longer aborts it; tracked until its response closes (the last bytes). */
   settle(): void;
 }
 
@@ -27,10 +17,7 @@ interface Entry {
   isSettled: boolean;
 }
 
-/**
- * Tracks in-flight batches for graceful shutdown. Time comes from the
- * runtime's clock, so that tests drive deadlines without sleeping.
- */
+/** Time comes from the runtime's clock, so that tests drive deadlines without sleeping. */
 export class InFlightBatches {
   readonly #clock: Clock;
   readonly #timeoutMs: number;
@@ -38,25 +25,17 @@ export class InFlightBatches {
   readonly #entries = new Set<Entry>();
   readonly #idleWaiters: (() => void)[] = [];
 
-  /**
-   * @param timeoutMs Deadline of each batch, from `track`.
-   * @param destroyGraceMs How long past its deadline a batch may still take
-   *   to deliver its results before its response (and socket) is destroyed:
-   *   a client that stops reading blocks the batch's writes, and with them
-   *   the batch, forever otherwise.
-   */
+  /** @param destroyGraceMs Past the deadline, until the socket is destroyed: a client that stops reading would block writes forever. */
   constructor(clock: Clock, timeoutMs: number, destroyGraceMs: number) {
     this.#clock = clock;
     this.#timeoutMs = timeoutMs;
     this.#destroyGraceMs = destroyGraceMs;
   }
 
-  /** How many batches are tracked. */
   get size(): number {
     return this.#entries.size;
   }
 
-  /** Starts tracking a batch answered on `response`. */
   track(response: ServerResponse): TrackedBatch {
     const entry: Entry = { controller: new AbortController(), response, isSettled: false };
     this.#entries.add(entry);
@@ -71,8 +50,7 @@ export class InFlightBatches {
       }, this.#destroyGraceMs);
     }, this.#timeoutMs);
     const settled = createDeferred();
-    // `close` comes both when the response is done and when the client goes
-    // away first; only the second finds the batch unsettled.
+    // `close` comes when the response is done and when the client leaves first; only the second finds the batch unsettled.
     const closed = new Promise<void>((resolve) => {
       response.once("close", () => {
         abort(new DOMException("The client disconnected", "AbortError"));
@@ -104,15 +82,11 @@ export class InFlightBatches {
     for (const entry of this.#entries) if (!entry.isSettled) entry.controller.abort(reason);
   }
 
-  /**
-   * Destroys the response (and socket) of every batch still tracked: the
-   * last step of a shutdown whose grace has run out.
-   */
+  /** Destroys every tracked batch's response (and socket): the last step of a shutdown whose grace ran out. */
   destroyAll(): void {
     for (const entry of this.#entries) entry.response.destroy();
   }
 
-  /** Resolves once no batch is tracked. */
   whenIdle(): Promise<void> {
     if (this.#entries.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));

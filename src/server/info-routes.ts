@@ -1,8 +1,4 @@
-/**
- * The read-only endpoints: `GET /v1/tools`, `GET /healthz`, `GET /metrics`.
- *
- * @module
- */
+/** The read-only endpoints: `GET /v1/tools`, `GET /healthz`, `GET /metrics`. */
 import type { FastifyInstance } from "fastify";
 
 import type { Runtime } from "../runtime.js";

@@ -1,9 +1,6 @@
 /**
- * The HTTP stack, loaded on first use. Importing toolpool must not cost what
- * Fastify and prom-client take to load (about as long as the rest of the
- * package: see "Cold start" in docs/design.md), since most users of the runtime
- * never start a server. Both are CommonJS, so a synchronous
- * `require` keeps `createServer` synchronous.
+ * The HTTP stack loads on first use, since most users of the runtime never start a server ("Cold start" in docs/design.md).
+ * Both are CommonJS, so a synchronous `require` keeps `createServer` synchronous.
  */
 import type * as Fastify from "fastify";
 import type * as PromClient from "prom-client";

@@ -1,14 +1,6 @@
 /**
- * The pool-side metrics of `/metrics` that come from the pools' lifecycle
- * events (`runtime.poolEvents`): per pool and tool, how long calls waited
- * for a thread, how long they ran on it and how they ended, and how many
- * threads run a call now.
- *
- * **Nothing is paid until someone scrapes.** The metrics listen to the pools
- * from the first scrape of `/metrics` on (a server whose metrics nobody
- * reads makes no event objects), so their counts start there.
- *
- * @module
+ * The `/metrics` series that come from the pools' lifecycle events. They listen from the first scrape on (so counts
+ * start there): a server whose metrics nobody reads makes no event objects.
  */
 import type { Counter, Histogram, Registry } from "prom-client";
 
@@ -21,7 +13,6 @@ const OTHER_TOOL_LABEL = "(other)";
 
 const POOL_BUCKETS = [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-/** Metrics from the runtime's pool events, on `registry`. */
 export class PoolEventMetrics {
   readonly #runtime: Runtime;
   readonly #toolNames: ReadonlySet<string>;
@@ -70,7 +61,7 @@ export class PoolEventMetrics {
     });
   }
 
-  /** Starts listening to the pools (on the first scrape); later calls do nothing. */
+  /** Starts listening to the pools (on the first scrape); idempotent. */
   attach(): void {
     if (this.#isAttached || this.#isDisposed) return;
     this.#isAttached = true;
@@ -78,7 +69,6 @@ export class PoolEventMetrics {
     this.#runtime.poolEvents.onThread(this.#onThread);
   }
 
-  /** Stops listening to the pools. */
   dispose(): void {
     this.#isDisposed = true;
     this.#runtime.poolEvents.off(this.#onCall);

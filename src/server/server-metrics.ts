@@ -1,10 +1,4 @@
-/**
- * The server's Prometheus metrics (prom-client), on a registry of its own so
- * that two servers in one process, or the host application's metrics, never
- * collide.
- *
- * @module
- */
+/** The server's Prometheus metrics, on a registry of its own so that two servers, or the host's metrics, never collide. */
 import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
 
 import type { Counter, Histogram, Registry } from "prom-client";
@@ -16,23 +10,17 @@ import { errorCodes } from "../errors.js";
 import type { EventMeta, RemoteCallRecord, ToolExecutionEndEvent, ToolExecutionStartEvent } from "../events.js";
 import type { Runtime } from "../runtime.js";
 
-/** The `tool` label of a call to a tool the runtime does not have: model-chosen names must not grow the label set without bound. */
+/** The `tool` label of an unknown tool: model-chosen names must not grow the label set without bound. */
 const UNKNOWN_TOOL_LABEL = "(unknown)";
 
-/** Sampling interval of the event-loop delay, in milliseconds. */
 const EVENT_LOOP_RESOLUTION_MS = 10;
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-/**
- * Collects the pool's state on each scrape, and counts and times tool calls
- * through the runtime's events (`meta.batchId` tells calls of concurrent
- * batches apart). Every batch of the runtime is counted, also those that do
- * not come through the server.
- */
 /** The prefix of prom-client's default metrics on /metrics. */
 const defaultMetricsPrefix = "toolpool_";
 
+/** Counts every batch of the runtime, also those not sent through the server; `meta.batchId` tells concurrent batches apart. */
 export class ServerMetrics {
   readonly #registry: Registry;
   readonly #runtime: Runtime;
@@ -47,12 +35,10 @@ export class ServerMetrics {
   readonly #runTimes: Histogram<"tool">;
   readonly #poolMetrics: PoolEventMetrics;
 
-  /** @param countBatches The server's in-flight batches, read on each scrape. */
   constructor(runtime: Runtime, countBatches: () => number) {
     const { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } = loadPromClient();
     this.#registry = new Registry();
-    // prom-client's process and Node.js metrics (CPU, memory, handles, GC, event-loop lag), as
-    // Prometheus users expect them, prefixed like toolpool's: toolpool_process_cpu_seconds_total, ...
+    // prom-client's process and Node.js metrics, as Prometheus users expect them, with toolpool's prefix.
     collectDefaultMetrics({ register: this.#registry, prefix: defaultMetricsPrefix });
     this.#runtime = runtime;
     this.#toolNames = new Set(runtime.agentTools().map((tool) => tool.name));
@@ -132,9 +118,8 @@ export class ServerMetrics {
       labelNames: ["quantile"] as const,
       registers,
       collect() {
-        // An empty histogram reports its initial extremes, not zero. Node
-        // records the whole time between two samples, the sampling interval
-        // included, so an idle loop would read 10 ms: take the interval off.
+        // An empty histogram reports its initial extremes, not zero; and Node counts the sampling
+        // interval into each sample, so an idle loop would read the interval: take it off.
         const hasSamples = eventLoopDelay.count > 0;
         const seconds = (nanoseconds: number): number => (hasSamples ? Math.max(0, nanoseconds - EVENT_LOOP_RESOLUTION_MS * 1e6) / 1e9 : 0);
         this.set({ quantile: "0.5" }, seconds(eventLoopDelay.percentile(50)));
@@ -199,19 +184,16 @@ export class ServerMetrics {
     runtime.on("tool_execution_end", this.#onEnd);
   }
 
-  /** The content type of {@link ServerMetrics.render}'s text. */
   get contentType(): string {
     return this.#registry.contentType;
   }
 
-  /** The metrics in Prometheus' text format. */
   render(): Promise<string> {
-    // The pools' events are listened to from the first scrape on: a server nobody scrapes pays nothing for them.
+    // Pool events are listened to from the first scrape on: a server nobody scrapes pays nothing for them.
     this.#poolMetrics.attach();
     return this.#registry.metrics();
   }
 
-  /** Stops listening to the runtime and sampling the event loop. */
   dispose(): void {
     this.#runtime.off("fleet_call", this.#onFleetCall);
     this.#runtime.off("tool_execution_start", this.#onStart);

@@ -1,9 +1,4 @@
-/**
- * The options of {@link createServer}: validated once against a JSON Schema,
- * defaults applied from the schema, frozen.
- *
- * @module
- */
+/** The options of {@link createServer}: validated once against a JSON Schema, defaults from the schema, frozen. */
 import { BlockList, isIP } from "node:net";
 
 import type { ErrorObject } from "ajv";
@@ -16,148 +11,70 @@ import { checkBearerToken } from "../http/bearer-auth.js";
 /** Options of `createServer`. */
 export interface ServerOptions {
   /**
-   * The address to listen on. Anything but a loopback address (`127.0.0.0/8`,
-   * `::1`, `localhost`) requires a `token`.
-   * @default "127.0.0.1"
+   * The address to listen on; anything but loopback (`127.0.0.0/8`, `::1`, `localhost`) requires a `token`. @default "127.0.0.1"
    */
   host?: string;
-  /**
-   * The TCP port to listen on; `0` picks a free one (read it from `listen()`'s URL).
-   * @default 8080
-   */
+  /** The TCP port; `0` picks a free one (read it from `listen()`'s URL). @default 8080 */
   port?: number;
   /**
-   * Bearer token every request but `GET /healthz` (and the live view's
-   * page) must present (`Authorization: Bearer TOKEN`). Required when `host`
-   * is not loopback. Visible ASCII only (0x21–0x7E), the characters clients
-   * send in a header: any other is refused with `TP_ERR_INVALID_OPTION`.
-   * @default undefined (no authentication, loopback only)
+   * Bearer token every request but `GET /healthz` and the live view's page must present; required off loopback.
+   * Visible ASCII only (0x21–0x7E), as clients send in a header. @default undefined (no authentication, loopback only)
    */
   token?: string;
-  /**
-   * Largest request body accepted, in bytes; a larger one is answered 413.
-   * @default 1048576 (1 MiB)
-   */
+  /** Largest request body accepted, in bytes; a larger one is answered 413. @default 1048576 */
   maxBodyBytes?: number;
   /**
-   * Most milliseconds one request may take: Node answers 408 when the request
-   * itself takes longer to arrive, and a batch still running at this deadline
-   * is aborted (its calls end with error results, which are still delivered).
-   * Counted on the runtime's clock from the batch's start.
-   * @default 300000 (5 minutes)
+   * Most milliseconds one request may take, on the runtime's clock from the batch's start: a slower request body gets
+   * 408, a batch still running is aborted (its error results are still delivered). @default 300000
    */
   requestTimeoutMs?: number;
-  /**
-   * Milliseconds `close()` lets in-flight batches finish before it aborts
-   * them; `close({ graceMs })` overrides it per call.
-   * @default 10000
-   */
+  /** Milliseconds `close()` lets in-flight batches finish before aborting them; `close({ graceMs })` overrides it. @default 10000 */
   shutdownGraceMs?: number;
-  /**
-   * Seconds sent in the `Retry-After` header of a 429 (the pool's queue is
-   * full) and of a 503 under pressure.
-   * @default 1
-   */
+  /** Seconds in the `Retry-After` header of a 429 (the pool's queue is full) and of a 503 under pressure. @default 1 */
   retryAfterSeconds?: number;
   /**
-   * `Host` values accepted besides the loopback names, as clients send them
-   * (`name` or `name:port`, compared without case). A server without a token
-   * answers only requests whose `Host` is `localhost`, `127.0.0.1` or
-   * `[::1]` (any port) or is listed here; others get 403 `TP_ERR_FORBIDDEN`
-   * before anything runs. A server with a token accepts any `Host`: the
-   * token is what a rebinding page cannot have.
-   * @default [] (loopback names only, on a server without a token)
+   * `Host` values (`name` or `name:port`, no case) accepted besides the loopback names by a server without a token;
+   * others get 403 `TP_ERR_FORBIDDEN` (DNS rebinding). With a token any `Host` passes: a rebinding page cannot have it. @default []
    */
   allowedHosts?: string[];
   /**
-   * Browser origins (`https://app.example`) whose requests are accepted. A
-   * request with any other `Origin` header gets 403 `TP_ERR_FORBIDDEN`;
-   * requests without one (SDKs, curl) are not affected.
-   * @default [] (no browser origin)
+   * Browser origins (`https://app.example`) accepted; any other `Origin` gets 403 `TP_ERR_FORBIDDEN`. Requests
+   * without one (SDKs, curl) are not affected. @default []
    */
   allowedOrigins?: string[];
-  /**
-   * Most tool calls one batch may hold; a larger batch is answered 400
-   * `TP_ERR_INVALID_BATCH` before any call runs.
-   * @default 256
-   */
+  /** Most tool calls one batch may hold; a larger batch is answered 400 `TP_ERR_INVALID_BATCH`. @default 256 */
   maxCallsPerBatch?: number;
   /**
-   * Most TCP connections open at once. Past it, a new connection takes the
-   * place of one with no request in flight: one being closed after a
-   * refusal, else the one idle longest (a kept-alive connection whose
-   * requests are all answered), else the oldest that has not completed a
-   * request yet; when every connection has a request in flight, the new
-   * one is closed at once.
-   * @default 1024
+   * Most TCP connections open at once. Past it a new one replaces one with no request in flight (closing, idle
+   * longest, or oldest without a request); when all are busy the new one is closed. @default 1024
    */
   maxConnections?: number;
   /**
-   * Most TCP connections open at once from one IPv4 address or one IPv6
-   * /64, with the same rule as `maxConnections` past it, within that
-   * address. Behind a reverse proxy every connection comes from the proxy:
-   * raise it to `maxConnections` there.
-   * @default 256
+   * Most connections from one IPv4 address or IPv6 /64, with the same rule. Behind a reverse proxy raise it to
+   * `maxConnections`: every connection comes from the proxy. @default 256
    */
   maxConnectionsPerAddress?: number;
-  /**
-   * Milliseconds from a connection's opening until its first request's
-   * headers must be complete; past it the connection is answered 408
-   * `TP_ERR_HEADERS_TIMEOUT` and closed.
-   * @default 5000
-   */
+  /** Milliseconds until a connection's first request headers are complete; then 408 `TP_ERR_HEADERS_TIMEOUT`. @default 5000 */
   headersTimeoutMs?: number;
   /**
-   * Whether SSE `tool_execution_update` frames carry the call's `args`, as
-   * pi's event does. `false` leaves them out: a call's arguments are already
-   * in its `tool_execution_start`, and repeating large ones in every update
-   * multiplies the stream's size.
-   * @default true
+   * Whether SSE `tool_execution_update` frames carry `args`, as pi's do; `false` saves repeating large arguments
+   * already in `tool_execution_start`. @default true
    */
   updateArgs?: boolean;
-  /**
-   * Whether the server serves the live view: the page at `GET /ui` and the
-   * pool's event stream at `GET /v1/pool/events` (behind the token, like
-   * every route but the page's files and `/healthz`). `false` answers both 404.
-   * @default true
-   */
+  /** Whether to serve the live view (`GET /ui`, and `GET /v1/pool/events` behind the token); `false` answers 404. @default true */
   ui?: boolean;
   /**
-   * Milliseconds a watcher of `GET /v1/pool/events` may leave what the
-   * server wrote to it waiting, its socket taking none of it (the watcher
-   * reading nothing, the kernel's buffers for it full), before its
-   * connection is reset, which gives its place (one of `maxWatchers`) back
-   * and frees what the kernel queued for it. However little waits: the
-   * clock starts, on the runtime's clock, with the first write the socket
-   * leaves waiting, and restarts each time it takes one.
-   * @default 30000
+   * Milliseconds a pool-events watcher's socket may take nothing of what waits for it before its connection is reset,
+   * giving back its place and the kernel's buffers. Restarts each time the socket takes a write. @default 30000
    */
   stalledWatcherMs?: number;
-  /**
-   * Most watchers of `GET /v1/pool/events` at once; one more is answered
-   * 503 `TP_ERR_OVERLOADED` with `Retry-After`. Each holds at most a few
-   * MiB (see docs/http-api.md, "Live view").
-   * @default 32
-   */
+  /** Most watchers of `GET /v1/pool/events` at once; one more gets 503 `TP_ERR_OVERLOADED`. @default 32 */
   maxWatchers?: number;
-  /**
-   * Mean event-loop delay (ms, sampled every second) past which requests get
-   * 503 `TP_ERR_OVERLOADED` with `Retry-After` (`GET /healthz` excepted);
-   * 0 turns the check off.
-   * @default 1000
-   */
+  /** Event-loop delay (ms) past which requests get 503 `TP_ERR_OVERLOADED` (`/healthz` excepted); 0 is off. @default 1000 */
   maxEventLoopDelayMs?: number;
-  /**
-   * Heap bytes in use past which requests get 503 `TP_ERR_OVERLOADED`
-   * (`GET /healthz` excepted); 0 turns the check off.
-   * @default 0 (off)
-   */
+  /** Heap bytes in use past which requests get 503 `TP_ERR_OVERLOADED` (`/healthz` excepted); 0 is off. @default 0 */
   maxHeapUsedBytes?: number;
-  /**
-   * Resident set size in bytes past which requests get 503
-   * `TP_ERR_OVERLOADED` (`GET /healthz` excepted); 0 turns the check off.
-   * @default 0 (off)
-   */
+  /** Resident set size in bytes past which requests get 503 `TP_ERR_OVERLOADED`; 0 is off. @default 0 */
   maxRssBytes?: number;
 }
 
@@ -214,18 +131,15 @@ export const serverOptionsSchema = {
 } as const;
 
 /**
- * Validates `createServer`'s options, applies defaults and freezes the result.
- * Never mutates the caller's object. Throws `TP_ERR_INVALID_OPTION` naming
- * the option, what was expected and what arrived — also when `host` is not
- * loopback and no `token` is set.
+ * Validates, applies defaults, freezes; never mutates the caller's object. Throws `TP_ERR_INVALID_OPTION`, also for a
+ * non-loopback `host` without a `token`.
  */
 export function resolveServerOptions(options: ServerOptions | undefined): ResolvedServerOptions {
   if (options === undefined) options = {};
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
     throw invalidOption("options", "an object", options);
   }
-  // Copied so that ajv's defaults never land in the caller's object; options
-  // that are `undefined` count as absent.
+  // A copy, so that ajv's defaults never land in the caller's object; `undefined` counts as absent.
   const data: Record<string, unknown> = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
   const validateOptions = compiledValidator("server-options");
   if (!validateOptions(data)) {
@@ -264,11 +178,7 @@ export function resolveServerOptions(options: ServerOptions | undefined): Resolv
   });
 }
 
-/**
- * Whether `host` names only this machine: `localhost`, `127.0.0.0/8`, `::1`
- * (or `127.x` written as an IPv4-mapped IPv6 address). `0.0.0.0` and `::`
- * listen on every interface, so they are not loopback.
- */
+/** `localhost`, `127.0.0.0/8`, `::1` (or `127.x` IPv4-mapped); `0.0.0.0` and `::` listen everywhere, so are not loopback. */
 export function isLoopbackHost(host: string): boolean {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
   if (bare.toLowerCase() === "localhost") return true;

@@ -1,23 +1,12 @@
-/**
- * The server's sockets and whether each has a request in flight, so that a
- * shutdown can close the idle ones.
- *
- * @module
- */
+/** The server's sockets and whether each has a request in flight, so that a shutdown can close the idle ones. */
 import type { Server } from "node:http";
 import type { Socket } from "node:net";
 
 /**
- * Node's `server.close()` (with Fastify's `forceCloseConnections: "idle"`)
- * closes idle keep-alive sockets, but not a socket that has not sent a
- * request yet — a client's preconnect, or the spare connection undici opens
- * after an aborted fetch — which then holds the shutdown open until
- * `headersTimeout` (a minute). This tracker closes every socket without a
- * request in flight once the server shuts down, and each other one as soon
- * as its last response is done.
+ * `server.close()` leaves a socket that has sent no request yet (a preconnect, undici's spare connection after an
+ * aborted fetch), which holds the shutdown open until `headersTimeout`: this closes each socket once it is idle.
  */
 export class SocketTracker {
-  /** Each socket with its number of requests in flight. */
   readonly #sockets = new Map<Socket, number>();
   #isClosing = false;
 

@@ -1,8 +1,4 @@
-/**
- * A Server-Sent Events response, opened lazily on the first event.
- *
- * @module
- */
+/** A Server-Sent Events response, opened lazily on the first event. */
 import { once } from "node:events";
 
 import type { FastifyReply } from "fastify";
@@ -10,17 +6,9 @@ import type { FastifyReply } from "fastify";
 import { toJsonText } from "../http/json-text.js";
 
 /**
- * Writes `event: TYPE\ndata: JSON\n\n` frames to one response.
- *
- * The stream opens (Fastify lets go of the reply, status 200 and the SSE
- * headers go out) only with the first frame, so that a batch the runtime
- * rejects before any event is still answered with a proper HTTP error.
- *
- * `send` resolves once the frame is handed to the socket, or once the socket
- * has room again when its buffer is full: the runtime awaits its `emit` like
- * pi awaits its sink, so a slow client slows its own batch down instead of
- * growing the server's memory. It never rejects: once the client is gone,
- * frames are dropped (the batch is being aborted by then).
+ * Opens (status 200, SSE headers) only with the first frame, so a batch rejected before any event still gets a proper
+ * HTTP error. `send` resolves once the socket takes the frame: the runtime awaits `emit` as pi awaits its sink, so a
+ * slow client slows its own batch instead of growing the server's memory. It never rejects; frames to a gone client are dropped.
  */
 export class SseStream {
   readonly #reply: FastifyReply;
@@ -35,7 +23,6 @@ export class SseStream {
     return this.#isOpen;
   }
 
-  /** Sends one event. */
   async send(type: string, data: unknown): Promise<void> {
     const response = this.#open();
     if (response.destroyed || response.writableEnded) return;

@@ -1,10 +1,4 @@
-/**
- * The body of `GET /v1/tools`, in a module of its own with no Fastify in it:
- * toolpool's public types include it, and must compile where the optional
- * fastify package is not installed.
- *
- * @module
- */
+/** The body of `GET /v1/tools`, free of Fastify: the public types include it and must compile without the optional fastify. */
 import type { PiVersion } from "../options.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
 
@@ -13,7 +7,6 @@ interface ToolDescription {
   name: string;
   label: string;
   description: string;
-  /** JSON Schema of the arguments. */
   parameters: JsonSchema;
   /** Present when the tool forces its batch to run sequentially (or says parallel explicitly). */
   executionMode?: ToolExecutionMode;

@@ -1,10 +1,4 @@
-/**
- * The live view: `GET /ui` (a page, its script and its style sheet, which
- * hold no pool data) and `GET /v1/pool/events` (the server-sent events it
- * draws, behind the token).
- *
- * @module
- */
+/** The live view: `GET /ui` (a page holding no pool data) and `GET /v1/pool/events` (the events it draws, behind the token). */
 import { readFile } from "node:fs/promises";
 
 import type { FastifyInstance, FastifyReply } from "fastify";
@@ -26,10 +20,7 @@ const assets = {
 /** The routes a browser loads without the token: the page shows nothing of the pool until the stream accepts the token. */
 export const publicLiveViewRoutes: ReadonlySet<string> = new Set(Object.keys(assets));
 
-/**
- * Only the page's own script and style sheet, and requests to its own
- * origin: no inline script or style, no frames, no form posts elsewhere.
- */
+/** Only the page's own script and style sheet, and requests to its own origin: no inline code, frames or form posts. */
 const contentSecurityPolicy =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 

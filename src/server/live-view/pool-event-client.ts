@@ -1,9 +1,4 @@
-/**
- * One watcher of `GET /v1/pool/events`: what is waiting to be written to it,
- * within a fixed bound.
- *
- * @module
- */
+/** One watcher of `GET /v1/pool/events`: what waits to be written to it, within a fixed bound. */
 import type { ServerResponse } from "node:http";
 
 import type { Clock } from "../../clock.js";
@@ -14,46 +9,29 @@ import { StallGuardedWriter } from "../../http/stalled-response.js";
 /** Most ended calls held for one watcher between two flushes. */
 export const maxPendingCalls = 256;
 
-/**
- * Ended calls that are written at once rather than on the next tick: a
- * watcher that keeps up sees every call, however many end in one turn of
- * the event loop; calls are dropped only while its socket is full.
- */
+/** Written at once rather than on the next tick, so a watcher that keeps up sees every call however many end in one turn. */
 const earlyFlushCalls = 64;
 
 /** What {@link PoolEventClient.state} reports, for diagnosis and tests. */
 export interface PoolEventClientState {
-  /** Ended calls waiting to be written. */
   pendingCalls: number;
-  /** Calls dropped since the last `calls` frame went out. */
   droppedCalls: number;
-  /** Calls dropped since the watcher connected. */
   droppedTotal: number;
-  /** Whether a snapshot waits to be written. */
   hasSnapshot: boolean;
-  /** Bytes the response holds that the socket has not taken yet. */
   bufferedBytes: number;
-  /** The response's high-water mark: a write that leaves more buffered blocks the next ones (16 KiB on Node 20, 64 KiB from Node 22). */
+  /** The response's high-water mark: a write that leaves more buffered blocks the next ones. */
   highWaterMark: number;
-  /** The largest text one flush wrote. */
   largestFlushBytes: number;
-  /** Whether writing waits for the socket to drain. */
   isBlocked: boolean;
   /** Whether the stall clock runs: something written waits for the socket to take it. */
   isWaiting: boolean;
 }
 
 /**
- * Writes frames to one watcher, coalescing while it does not keep up: it
- * holds at most {@link maxPendingCalls} ended calls (the oldest are dropped
- * and counted in the next `calls` frame) and only the latest snapshot. It
- * writes on the hub's tick, and at once when 64 calls wait. Once
- * a write finds the socket's buffer past its high-water mark, nothing more
- * is written until it drains: a stalled reader costs the server at most
- * one flush in the socket's buffer plus what this object holds. A watcher
- * whose socket takes nothing of what waits for it, however little, for
- * `stalledMs` is reset (see `StallGuardedWriter`), so that it gives its
- * place back, and the kernel the bytes it queued for it.
+ * Writes frames to one watcher, coalescing while it lags: at most {@link maxPendingCalls} ended calls (the oldest are
+ * dropped and counted) and the latest snapshot. Past the socket's high-water mark nothing more is written until it
+ * drains, so a stalled reader costs one flush plus what this holds; one that takes nothing for `stalledMs` is reset
+ * (`StallGuardedWriter`), giving back its place and the kernel's bytes.
  */
 export class PoolEventClient {
   readonly #response: ServerResponse;
@@ -69,17 +47,12 @@ export class PoolEventClient {
     this.flush();
   };
 
-  /**
-   * @param stalledMs Milliseconds the socket may take nothing of what
-   * waits for it (its client reading nothing) before its connection is reset.
-   * @param clock Times `stalledMs`.
-   */
+  /** @param stalledMs How long the socket may take nothing of what waits before its connection is reset. */
   constructor(response: ServerResponse, stalledMs: number, clock: Clock) {
     this.#response = response;
     this.#writer = new StallGuardedWriter(response, stalledMs, clock);
   }
 
-  /** Queues an ended call; past the bound, the oldest one queued is dropped. */
   pushCall(record: PoolCallRecord): void {
     if (this.#pending.length >= maxPendingCalls) {
       this.#pending.shift();
@@ -118,7 +91,6 @@ export class PoolEventClient {
     }
   }
 
-  /** Writes one frame at once (the stream's first). */
   writeFrame(type: string, data: unknown): void {
     this.#writer.write(`event: ${type}\ndata: ${toJsonText(data)}\n\n`);
   }
@@ -128,7 +100,6 @@ export class PoolEventClient {
     this.#writer.end();
   }
 
-  /** What the watcher holds now. */
   get state(): PoolEventClientState {
     return {
       pendingCalls: this.#pending.length,

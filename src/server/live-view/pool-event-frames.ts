@@ -1,19 +1,13 @@
-/**
- * The frames of `GET /v1/pool/events`, the stream behind the live view, for
- * any dashboard that reads it. Types only.
- *
- * @module
- */
+/** The frames of `GET /v1/pool/events`, the stream behind the live view, for any dashboard that reads it. */
 import type { FleetStats, PoolStats } from "../../contracts/pool-contract.js";
 
-/** The first frame of every stream: what the server sends and within which bounds. */
+/** The first frame of every stream. */
 export interface PoolEventsHelloFrame {
   type: "hello";
   /** Milliseconds between two snapshots (and two flushes of ended calls). */
   intervalMs: number;
   /** Most ended calls held for one client between two flushes; older ones are dropped and counted. */
   maxPendingCalls: number;
-  /** The runtime's tools. */
   tools: string[];
 }
 
@@ -36,21 +30,15 @@ export interface PoolCallRecord {
   message?: string;
   /** The thread that ran it (on `node`, for a fleet's call). */
   threadId?: number;
-  /** The fleet node that ran it. */
   node?: string;
   /** Milliseconds it waited for a thread; absent when it was never dispatched. */
   queueWaitMs?: number;
   /** Milliseconds it ran; absent when it was never dispatched. */
   runMs?: number;
-  /** When it ended, Unix milliseconds on the server's clock. */
   endedAt: number;
 }
 
-/**
- * Calls that ended since the client's last `calls` frame, oldest first.
- * `dropped` counts those left out because more than `maxPendingCalls` ended
- * while the client did not keep up.
- */
+/** Calls ended since the client's last `calls` frame, oldest first; `dropped` counts those left out while it lagged. */
 export interface PoolCallsFrame {
   type: "calls";
   calls: PoolCallRecord[];
@@ -58,14 +46,11 @@ export interface PoolCallsFrame {
 }
 
 /**
- * What a thread does: runs a call, waits for one, or is gone (its worker
- * exited or was replaced). Threads come from the pools' thread events, which
- * name a thread once it may take calls: `"starting"` stays in the union for
- * the pages that know it, and no snapshot sends it any more.
+ * What a thread does: runs a call, waits for one, or is gone. No snapshot sends `"starting"` any more (thread
+ * events name a thread once it may take calls); it stays in the union for the pages that know it.
  */
 export type PoolThreadState = "busy" | "idle" | "starting" | "retired";
 
-/** A call running now, as far as the stream knows it. */
 export interface PoolRunningCall {
   tool: string;
   toolCallId: string;
@@ -73,7 +58,6 @@ export interface PoolRunningCall {
   session?: string;
 }
 
-/** One worker thread of a local pool. */
 export interface PoolThreadView {
   /** The pool: `"shared"`, or the name of a tool with resource limits of its own. */
   pool: string;
@@ -87,11 +71,9 @@ export interface PoolThreadView {
 export interface PoolSessionView {
   session?: string;
   batchId?: string;
-  /** Calls waiting for a thread. */
   waiting: number;
   /** Calls waiting for a cap (`maxConcurrency`, `maxConcurrencyPerSession`): started, not yet handed to a pool or run. */
   capped: number;
-  /** Calls running (or in preparation). */
   running: number;
   /** Milliseconds its longest-waiting call (for a thread or a cap) has been under way; 0 when none waits. */
   longestWaitMs: number;
@@ -101,11 +83,9 @@ export interface PoolSessionView {
 export interface PoolToolView {
   tool: string;
   count: number;
-  /** Calls that ended with an error of the tool (or of their preparation). */
   errors: number;
-  /** Faulted calls, by code. */
   faults: Record<string, number>;
-  /** Median and 99th percentile of the run time of its last (at most 512) dispatched calls; absent before any. */
+  /** Median and 99th percentile of the run time of its last dispatched calls; absent before any. */
   p50RunMs?: number;
   p99RunMs?: number;
 }
@@ -124,20 +104,17 @@ export interface PoolFaultView {
 /** The pool's state, sent every `intervalMs` (a client that falls behind gets only the latest). */
 export interface PoolSnapshotFrame {
   type: "snapshot";
-  /** Unix milliseconds on the server's clock. */
   at: number;
   /** The local pools' stats, added up; `null` without worker tools. */
   stats: PoolStats | null;
-  /** The fleet, for a runtime with one; `null` otherwise. */
   fleet: FleetStats | null;
-  /** Local worker threads, and recently retired ones (at most 16). */
+  /** Local worker threads, and a few recently retired ones. */
   threads: PoolThreadView[];
-  /** Sessions with calls under way, most waiting first (at most 64). */
+  /** Sessions with calls under way, most waiting first. */
   sessions: PoolSessionView[];
-  /** Sessions under way beyond those listed. */
   sessionsOmitted: number;
   tools: PoolToolView[];
-  /** The last 20 faults, newest last. */
+  /** The recent faults, newest last. */
   faults: PoolFaultView[];
 }
 

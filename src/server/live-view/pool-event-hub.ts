@@ -1,13 +1,4 @@
-/**
- * The source of `GET /v1/pool/events`: listens to the runtime and looks at
- * its pools only while at least one client watches. Everything it shows of
- * the pools comes from their events (`runtime.poolEvents`): which call
- * waits and which runs on which thread (each call naming its batch), and
- * which threads there are (`ready`, `exited`), begun from the pools' list
- * of threads as the hub starts to listen. It never polls the pools' diagnosis.
- *
- * @module
- */
+/** The source of `GET /v1/pool/events`: listens only while watched, and shows what the pools' events say (begun from their threads), never a poll. */
 import type { ServerResponse } from "node:http";
 
 import { errorCodes } from "../../errors.js";
@@ -26,25 +17,18 @@ import type {
 } from "./pool-event-frames.js";
 import { PoolTallies } from "./pool-tallies.js";
 
-/** Milliseconds between two snapshots (and two flushes of ended calls). */
 const poolEventsIntervalMs = 250;
 
-/** Milliseconds after which a snapshot goes out even if nothing changed: the stream's heartbeat. */
+/** A snapshot goes out this often even if nothing changed: the stream's heartbeat. */
 const snapshotHeartbeatMs = 5000;
 
-/** Retired threads kept in snapshots. */
 const retiredThreadsKept = 16;
 
-/** Sessions listed in a snapshot. */
 const sessionsListed = 64;
 
-/**
- * Calls under way that the hub tracks, at most. Every call ends with an
- * event, so the runtime bounds them; this bound holds whatever happens.
- */
+/** Every call ends with an event, so the runtime bounds the calls tracked; this bound holds whatever happens. */
 const trackedMost = 16_384;
 
-/** A call between its `tool_execution_start` and its end. */
 interface LiveCall {
   readonly batchId: string;
   readonly toolCallId: string;
@@ -53,7 +37,6 @@ interface LiveCall {
   readonly startedAt: number;
 }
 
-/** A call of a pool between its `queued` and `ended` events. */
 interface PoolCallState {
   readonly pool: string;
   readonly batchId: string | undefined;
@@ -65,7 +48,6 @@ interface PoolCallState {
   startedAt: number;
 }
 
-/** What {@link PoolEventHub.diagnose} returns. */
 export interface PoolEventsDiagnosis {
   /** Whether the hub listens to the runtime and takes snapshots (only while someone watches). */
   isAttached: boolean;
@@ -73,16 +55,11 @@ export interface PoolEventsDiagnosis {
 }
 
 /**
- * Fans the runtime's events and periodic snapshots of its pools out to every
- * watcher. With no watcher it holds no listener and no timer: the pool pays
- * nothing for a view no one looks at. Everything it keeps is bounded: the
- * calls under way (which the runtime bounds), the tallies (per
- * tool of the runtime), a few retired threads and faults, and per watcher
- * what {@link PoolEventClient} holds.
+ * Fans the runtime's events and periodic snapshots out to every watcher. With none it holds no listener and no timer,
+ * so an unwatched view costs nothing; everything it keeps is bounded.
  */
 export class PoolEventHub {
   readonly #runtime: Runtime;
-  /** Milliseconds a watcher's socket may take nothing of what waits for it before its connection is reset. */
   readonly #stalledWatcherMs: number;
   readonly #maxWatchers: number;
   readonly #toolNames: string[];
@@ -90,12 +67,10 @@ export class PoolEventHub {
   #timer: NodeJS.Timeout | undefined;
   /** Everything below lives only while attached. */
   #liveCalls = new Map<string, LiveCall>();
-  /** The pools' calls under way, by pool and number, from their events. */
   #poolCalls = new Map<string, PoolCallState>();
   #tallies: PoolTallies;
-  /** The pools' threads that may take calls, by pool and thread id, from their events. */
   #threads = new Map<string, { pool: string; threadId: number }>();
-  /** The last snapshot sent, without its time, and when: an unchanged pool is not sent again at once. */
+  /** Without its time: an unchanged pool is not sent again at once. */
   #lastSnapshotContent = "";
   #lastSnapshotAt = 0;
   #retired: PoolThreadView[] = [];
@@ -167,12 +142,7 @@ export class PoolEventHub {
     });
   };
 
-  /**
-   * @param limits.stalledWatcherMs Milliseconds a watcher's socket may take
-   * nothing of what waits for it (the watcher reading nothing) before its
-   * connection is reset, on the runtime's clock.
-   * @param limits.maxWatchers Most watchers at once.
-   */
+  /** @param limits.stalledWatcherMs How long a watcher's socket may take nothing before its connection is reset. */
   constructor(runtime: Runtime, limits: { stalledWatcherMs: number; maxWatchers: number }) {
     this.#runtime = runtime;
     this.#stalledWatcherMs = limits.stalledWatcherMs;
@@ -181,12 +151,10 @@ export class PoolEventHub {
     this.#tallies = new PoolTallies(this.#toolNames);
   }
 
-  /** How many watch now. */
   get watcherCount(): number {
     return this.#clients.size;
   }
 
-  /** Most watchers at once; one more is answered 503. */
   get maxWatchers(): number {
     return this.#maxWatchers;
   }
@@ -207,12 +175,10 @@ export class PoolEventHub {
     });
   }
 
-  /** Ends every stream (the server is closing). */
   close(): void {
     for (const client of this.#clients) client.end();
   }
 
-  /** The hub's state, for diagnosis and tests. */
   diagnose(): PoolEventsDiagnosis {
     return { isAttached: this.#timer !== undefined, watchers: [...this.#clients].map((client) => client.state) };
   }
@@ -224,7 +190,6 @@ export class PoolEventHub {
     runtime.on("pool_error", this.#onPoolError);
     runtime.poolEvents.on(this.#onPoolEvent);
     runtime.poolEvents.onThread(this.#onThreadEvent);
-    // The threads there are now; the events say what changes from here on.
     for (const { pool, threadId, running } of runtime.poolEvents.threads()) {
       setBounded(this.#threads, `${pool}\0${threadId}`, { pool, threadId });
       if (running !== undefined) this.#onPoolEvent(running);
@@ -306,12 +271,7 @@ export class PoolEventHub {
     };
   }
 
-  /**
-   * The pools' calls by their state: the batch calls waiting for a thread
-   * (by batch and call id), and the call each thread runs (by pool and
-   * thread; the one that started last, where a call's end is still on its
-   * way as its thread takes the next).
-   */
+  /** The call each thread runs is the one that started last: a call's end may still be on its way as its thread takes the next. */
   #callStates(): { waiting: Set<string>; running: Map<string, PoolCallState> } {
     const waiting = new Set<string>();
     const running = new Map<string, PoolCallState>();
@@ -327,7 +287,6 @@ export class PoolEventHub {
     return { waiting, running };
   }
 
-  /** Sessions with calls under way, most waiting first. */
   #sessionViews(waiting: Set<string>, now: number): PoolSessionView[] {
     const views = new Map<string, PoolSessionView>();
     // Calls waiting for a cap have started (their start event is out) but reached no pool yet.
@@ -359,7 +318,6 @@ export class PoolEventHub {
   }
 }
 
-/** A thread's running call, as a snapshot shows it. */
 function runningCall(call: PoolCallState): PoolRunningCall {
   return {
     tool: call.tool,
@@ -369,7 +327,6 @@ function runningCall(call: PoolCallState): PoolRunningCall {
   };
 }
 
-/** The stream's record of an ended call. */
 function callRecord(event: ToolExecutionEndEvent, meta: EventMeta, session: string | undefined): PoolCallRecord {
   const details = event.result.details as { code?: unknown } | undefined;
   const code = event.isError && typeof details?.code === "string" && details.code in errorCodes ? details.code : undefined;
@@ -390,7 +347,6 @@ function callRecord(event: ToolExecutionEndEvent, meta: EventMeta, session: stri
   };
 }
 
-/** `map.set(key, value)`, first dropping the oldest entry when the map holds {@link trackedMost}. */
 function setBounded<V>(map: Map<string, V>, key: string, value: V): void {
   if (map.size >= trackedMost && !map.has(key)) map.delete(map.keys().next().value!);
   map.set(key, value);
@@ -405,11 +361,7 @@ function callKey(first: string, second: string): string {
   return `${first}\0${second}`;
 }
 
-/**
- * At most `length` characters of `text`, control characters as "�": in a
- * frame's JSON each character then takes at most two (`"` and `\\` are
- * escaped), never the six of `\u0001`, so a record's size is bounded.
- */
+/** Control characters become "�" so that each takes at most two characters in JSON, never six (`\u0001`): records stay bounded. */
 function cut(text: string, length: number): string {
   const clipped = text.length <= length ? text : `${text.slice(0, length - 1)}…`;
   return clipped.replace(controlCharacters, "\ufffd");

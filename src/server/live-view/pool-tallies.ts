@@ -1,26 +1,17 @@
-/**
- * What the pool-event stream counts while someone watches: per tool (count,
- * run-time percentiles, errors by code) and the recent faults. Every part is
- * bounded whatever clients send.
- *
- * @module
- */
+/** What the pool-event stream counts while someone watches, per tool and in recent faults; bounded whatever clients send. */
 import type { PoolCallRecord, PoolFaultView, PoolToolView } from "./pool-event-frames.js";
 
-/** Run times kept per tool for its percentiles. */
 const runTimesKept = 512;
 
-/** Faults kept for the snapshot. */
 const faultsKept = 20;
 
-/** The tally of calls whose tool the runtime does not have (their names are the clients'). */
+/** Calls of tools the runtime lacks share one tally: their names are the clients'. */
 const unknownToolName = "(unknown tool)";
 
 interface ToolTally {
   count: number;
   errors: number;
   faults: Map<string, number>;
-  /** A ring of the last run times. */
   runTimes: number[];
   next: number;
 }
@@ -35,7 +26,6 @@ export class PoolTallies {
     for (const tool of tools) this.#tools.set(tool, newTally());
   }
 
-  /** Counts an ended call. */
   addCall(record: PoolCallRecord): void {
     let tally = this.#tools.get(record.tool);
     if (tally === undefined) {
@@ -63,7 +53,6 @@ export class PoolTallies {
     }
   }
 
-  /** Keeps a fault among the recent ones. */
   addFault(fault: PoolFaultView): void {
     this.#faults.push(fault);
     if (this.#faults.length > faultsKept) this.#faults.shift();
@@ -93,7 +82,6 @@ function newTally(): ToolTally {
   return { count: 0, errors: 0, faults: new Map(), runTimes: [], next: 0 };
 }
 
-/** The nearest-rank percentile of sorted values. */
 function percentile(sorted: readonly number[], share: number): number {
   const rank = Math.max(1, Math.ceil(share * sorted.length));
   return Math.round(sorted[rank - 1]! * 10) / 10;
