@@ -12,7 +12,6 @@ import { CapClaim, CapKey, type CapGate } from "../cap-gate.js";
 import type { PartCaps } from "../contracts/pool-contract.js";
 import { ToolpoolError } from "../errors.js";
 import type { ForceStop } from "./force-stop.js";
-import { isPromiseLike } from "./maybe-async.js";
 
 /** A capped tool: the object is its key in the gate (a tool's name could equal a session's), holding its count. */
 export class ToolCap extends CapKey {
@@ -250,4 +249,9 @@ export function claimOf(caps: BatchCaps, toolName: string): CapClaim | undefined
     }
   }
   return new CapClaim(keys, limits, parent);
+}
+
+/** Whether `value` is a thenable (a promise, or what a tool returned in its place): its slots are then held until it settles. */
+export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
 }

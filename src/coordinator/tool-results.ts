@@ -13,6 +13,24 @@ export interface FinalizedCall {
   durationMs?: number;
 }
 
+/** A call's outcome of stage 2, execute. */
+export interface ExecutedCall {
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+  /** When the call waited and ran. */
+  timing: CallTiming | undefined;
+  /** pi 1.6's `durationMs` of the call. */
+  durationMs: number | undefined;
+}
+
+/** An executed call, final with the result and `isError` that stage 3 leaves (the executed ones where no hook changed them). */
+export function finalizedCallOf(toolCall: ToolCall, executed: ExecutedCall, result = executed.result, isError = executed.isError): FinalizedCall {
+  const finalized: FinalizedCall = { toolCall, result, isError };
+  if (executed.timing !== undefined) finalized.timing = executed.timing;
+  if (executed.durationMs !== undefined) finalized.durationMs = executed.durationMs;
+  return finalized;
+}
+
 /**
  * pi's error result: the message as the only text, empty details. For faults
  * pi cannot have, `details.code` holds toolpool's stable code.

@@ -6,8 +6,7 @@
  */
 import type { ToolCallPool } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
-import { enterCapContext, leaveCapContext, type CapContext } from "../coordinator/call-caps.js";
-import { isPromiseLike } from "../coordinator/maybe-async.js";
+import { enterCapContext, isPromiseLike, leaveCapContext, type CapContext } from "../coordinator/call-caps.js";
 import { errorFromThrown, ToolpoolError } from "../errors.js";
 import type { AgentTool, AgentToolResult } from "../types.js";
 
