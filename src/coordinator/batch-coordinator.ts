@@ -1,7 +1,6 @@
 /**
- * The coordinator of one batch: pi's stages for every call, in sequential or
- * parallel mode, through one mailbox. The methods carry the names of pi's
- * `agent-loop.ts`, to be read beside it.
+ * The coordinator of one batch, its methods named as pi's `agent-loop.ts`
+ * names its stages.
  *
  * @module
  */
@@ -22,23 +21,15 @@ import { UpdateDeliveries, type UpdateDeliveryOptions } from "./update-deliverie
 export type { BatchScope, BatchServices } from "./batch-scope.js";
 
 /**
- * The coordinator actor of one batch. Every stage that runs user code (a
- * hook, the event sink) is a job of one serial {@link Mailbox}, so hooks of a
- * batch never overlap, not even `afterToolCall` of parallel calls (pi runs
- * those concurrently). Executions run outside the mailbox: inline tools on the
- * main thread, worker tools in the pool, all at once in a parallel batch.
- *
- * The stages and their order are pi's: prepare → execute → finalize → end
- * event → result message; in a parallel batch the end events come in
- * completion order and the messages in the assistant's order. Where the
- * batch's pi (0.73.1 or 1.6.0) has a rule of its own, the stages ask its
- * {@link PiRules}. A batch nobody observes takes the fast path of
- * `unobserved-batch.ts` instead.
+ * The coordinator actor of one batch: pi's stages and their order, with every
+ * stage that runs user code (a hook, the sink) a job of one serial
+ * {@link Mailbox}, so a batch's hooks never overlap (pi runs parallel calls'
+ * `afterToolCall` at once). Executions run outside it. Where the pis differ,
+ * the stages ask the batch's {@link PiRules}.
  */
 export class BatchCoordinator {
   readonly #scope: BatchScope;
   readonly #rules: PiRules;
-  /** Made on first use: a batch that takes the fast path never needs one. */
   #mailbox: Mailbox | undefined;
 
   constructor(scope: BatchScope) {
@@ -46,7 +37,7 @@ export class BatchCoordinator {
     this.#rules = scope.rules;
   }
 
-  /** Runs the batch (pi's `executeToolCalls`). Rejects only when the event sink throws, as pi's loop does. */
+  /** pi's `executeToolCalls`. Rejects only when the event sink throws, as pi's loop does. */
   run(): Promise<BatchOutcome> {
     try {
       const { assistantMessage, registry, toolExecution } = this.#scope;
@@ -62,11 +53,7 @@ export class BatchCoordinator {
     }
   }
 
-  /**
-   * One call through prepare, execute and finalize, with no event and no
-   * message (pi 1.6's `runToolCall`); its partial results go to `onUpdate`.
-   * Never rejects for the call's own failures.
-   */
+  /** pi 1.6's `runToolCall`: prepare, execute, finalize; no event, no message. Never rejects for the call's own failures. */
   async runToolCall(toolCall: ToolCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<FinalizedCall> {
     const hasHooks = this.#hasHooks();
     const prepare = () => this.#prepareToolCall(toolCall);
@@ -77,7 +64,7 @@ export class BatchCoordinator {
     return hasHooks ? this.#post(finalize) : finalize();
   }
 
-  /** Whether anyone sees the batch as it runs: a hook, the sink, a listener or a trace. */
+  /** Unobserved batches take the fast path of `unobserved-batch.ts`. */
   #isObserved(): boolean {
     return this.#hasHooks() || this.#scope.trace !== undefined || this.#hasAudience();
   }
@@ -86,17 +73,14 @@ export class BatchCoordinator {
     return this.#scope.beforeToolCall !== undefined || this.#scope.afterToolCall !== undefined;
   }
 
-  /** Whether anyone (the sink or a runtime listener) receives events now; when nobody does, events go nowhere. */
   #hasAudience(): boolean {
     return this.#scope.emit !== undefined || this.#scope.services.hasListeners();
   }
 
-  /** Runs `job` as the actor's next job, after every job posted before it. */
   #post<T>(job: () => T | PromiseLike<T>): Promise<T> {
     return (this.#mailbox ??= new Mailbox()).post(job);
   }
 
-  /** pi's `executeToolCallsSequential`: each call through every stage before the next one starts. */
   async #executeToolCallsSequential(toolCalls: ToolCall[]): Promise<BatchOutcome> {
     const finalizedCalls: FinalizedCall[] = [];
     const messages: ToolResultMessage[] = [];
@@ -115,12 +99,6 @@ export class BatchCoordinator {
     return { messages, terminate: shouldTerminateBatch(finalizedCalls) };
   }
 
-  /**
-   * pi's `executeToolCallsParallel`: stage 1 for every call, in order (an
-   * immediate outcome ends at once); then stages 2–4 of every prepared call
-   * at once, each ending when it is finalized; then stage 5 in the
-   * assistant's order.
-   */
   async #executeToolCallsParallel(toolCalls: ToolCall[]): Promise<BatchOutcome> {
     const preparations: Preparation[] = [];
     for (const toolCall of toolCalls) {
@@ -142,7 +120,6 @@ export class BatchCoordinator {
     return { messages, terminate: shouldTerminateBatch(finalizedCalls) };
   }
 
-  /** Stages 2–4 of a call of a parallel batch; it runs unless the batch was aborted while the others were prepared (pi 1.6). */
   async #executeInParallel(prepared: PreparedCall): Promise<FinalizedCall> {
     if (this.#rules.checksAbort && this.#scope.signal?.aborted) {
       const finalized: FinalizedCall = { toolCall: prepared.toolCall, result: createErrorToolResult(abortedText), isError: true };
@@ -158,7 +135,6 @@ export class BatchCoordinator {
     });
   }
 
-  /** pi 1.6's truncated response: in order, every call gets its start event, an error end event and its message; none runs. */
   async #failToolCallsFromTruncatedMessage(toolCalls: ToolCall[]): Promise<BatchOutcome> {
     const messages: ToolResultMessage[] = [];
     for (const toolCall of toolCalls) {
@@ -175,13 +151,11 @@ export class BatchCoordinator {
     return { messages, terminate: false };
   }
 
-  /** A mailbox job: the start event, then stage 1. */
   async #emitStartAndPrepare(toolCall: ToolCall): Promise<Preparation> {
     await this.#emitToolExecutionStart(toolCall);
     return this.#prepareToolCall(toolCall);
   }
 
-  /** Stage 1; a traced call's span starts here and, for an immediate outcome, ends here. */
   async #prepareToolCall(toolCall: ToolCall): Promise<Preparation> {
     const callTrace = this.#startCallTrace(toolCall);
     const preparation = await prepareToolCall(this.#scope, toolCall);
@@ -191,7 +165,7 @@ export class BatchCoordinator {
     return preparation;
   }
 
-  /** Stage 2, outside the mailbox, its partials delivered as update events while anyone listens (ignored while nobody does). */
+  /** Partials are ignored while nobody listens. */
   #executeObserved(prepared: PreparedCall): Promise<ExecutedCall> {
     if (!this.#hasAudience()) return executePreparedToolCall(this.#scope, prepared, undefined);
     const { toolCall } = prepared;
@@ -200,7 +174,6 @@ export class BatchCoordinator {
     return executePreparedToolCall(this.#scope, prepared, updates);
   }
 
-  /** Stage 3, a mailbox job: `afterToolCall` overrides field by field; a throw becomes an error result. Ends the call's span. */
   async #finalizeExecutedToolCall(prepared: PreparedCall, executed: ExecutedCall): Promise<FinalizedCall> {
     let { result, isError } = executed;
     const { afterToolCall, assistantMessage, context, signal } = this.#scope;
@@ -228,7 +201,6 @@ export class BatchCoordinator {
     return this.#scope.trace?.startCall(toolCall, this.#scope.registry.get(toolCall.name)?.tool.description);
   }
 
-  /** Ends the span of a prepared call with its final result. */
   #endCallTrace({ callTrace, entry }: PreparedCall, final: FinalizedCall): void {
     if (callTrace === undefined) return;
     const execution: CallExecution = entry.kind;
@@ -240,12 +212,7 @@ export class BatchCoordinator {
     return this.#emit({ type: "tool_execution_start", toolCallId: toolCall.id, toolName: toolCall.name, args: toolCall.arguments });
   }
 
-  /**
-   * A partial result's update event, as a mailbox job. pi emits it inside
-   * the tool's `onUpdate`; so does toolpool whenever the mailbox is idle. A
-   * partial that must wait behind other jobs is delivered as it was sent
-   * (`hold`: a copy taken now, where the tool may change the object meanwhile).
-   */
+  /** pi emits it inside `onUpdate`: so do we while the mailbox is idle; one that must wait goes out as it was sent (`hold`). */
   #emitToolExecutionUpdate(
     toolCall: ToolCall,
     partialResult: AgentToolResult<unknown>,
@@ -259,7 +226,6 @@ export class BatchCoordinator {
     );
   }
 
-  /** Stage 4. */
   #emitToolExecutionEnd(finalized: FinalizedCall): void | Promise<void> {
     if (!this.#hasAudience()) return;
     const { toolCall, result, isError, durationMs, timing } = finalized;
@@ -268,7 +234,6 @@ export class BatchCoordinator {
     return this.#emit(event, timing === undefined ? undefined : toCallDurations(timing));
   }
 
-  /** Stage 5's events; the message. */
   async #emitToolResultMessage(message: ToolResultMessage): Promise<ToolResultMessage> {
     if (!this.#hasAudience()) return message;
     await this.#emit({ type: "message_start", message });

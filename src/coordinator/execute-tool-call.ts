@@ -1,8 +1,5 @@
 /**
- * Stage 2, execute (pi's `executePreparedToolCall`), shared by the observed
- * and the unobserved way through a batch: a capped call waits for its slots,
- * an inline tool runs on the main thread, a worker tool in its pool. Never
- * rejects for the call's own failures: they are error results.
+ * Stage 2, pi's `executePreparedToolCall`, for both ways through a batch.
  *
  * @module
  */
@@ -18,19 +15,15 @@ import { createErrorToolResult, snapshotOf, type ExecutedCall } from "./tool-res
 import type { UpdateDeliveries, UpdateDeliveryOptions } from "./update-deliveries.js";
 
 /**
- * Runs a prepared call. Partial results go to `updates` as they come (none
- * are kept without it), and every delivery of one sent before the tool
- * settled is awaited before the stage ends; one sent later is still
- * delivered (pi 0.73.1) or dropped (pi 1.6), as the batch's rules say.
+ * Runs a prepared call, once it holds its caps' slots; never rejects for its
+ * own failures. Deliveries of partials sent before the tool settled are
+ * awaited; later ones go out or are dropped as the batch's pi does.
  */
 export function executePreparedToolCall(scope: BatchScope, prepared: PreparedCall, updates: UpdateDeliveries | undefined): Promise<ExecutedCall> {
   const caps = scope.caps;
   const claim = caps === undefined ? undefined : claimOf(caps, prepared.toolCall.name);
   if (claim === undefined) return executeHoldingSlots(scope, prepared, updates, undefined);
-  // A capped call holds its slots from here (after its hooks, its start
-  // event already sent) until the tool settled, before afterToolCall.
-  // Waiting here changes no order pi promises: end events come in
-  // completion order, messages in the model's order.
+  // Waiting here, after the hooks and the start event, changes no order pi promises.
   const { gate } = caps!.runtime;
   // An inline call's execute can make nested calls; a worker call's spread parts count against its caps.
   const context = new CapContext(claim, caps!);
@@ -47,12 +40,7 @@ export function executePreparedToolCall(scope: BatchScope, prepared: PreparedCal
   return entered.then(() => executeHoldingSlots(scope, prepared, updates, context)).then(leave);
 }
 
-/**
- * How a prepared call's partials are handed on: an inline tool's are copied
- * when they must wait (the tool may change the object), and a delivery that
- * throws at once throws into its `onUpdate`, as in pi; a worker's partial is
- * a copy already, and no tool awaits it here.
- */
+/** An inline tool may change a partial it sent, and its `onUpdate` takes a sink's throw as pi's does; a worker's partial is a copy. */
 export function deliveryOptionsOf(prepared: PreparedCall): UpdateDeliveryOptions {
   return prepared.entry.kind === "inline" ? inlineDeliveries : workerDeliveries;
 }
@@ -66,7 +54,6 @@ const ignoreUpdate = (): void => {};
 
 type Timing = Pick<ExecutedCall, "timing" | "durationMs">;
 
-/** Stage 2 itself, once the call holds its slots (`capContext`, where any cap applies to it). */
 function executeHoldingSlots(
   scope: BatchScope,
   prepared: PreparedCall,
@@ -78,7 +65,6 @@ function executeHoldingSlots(
     const { rules } = scope;
     if (rules.dropsLatePartials) updates?.close();
     const { timing } = outcome;
-    // The run time on the call's thread (or node), as the pool timed it.
     const durationMs = rules.reportsDuration ? Math.round(timing === undefined ? 0 : toCallDurations(timing).runMs) : undefined;
     const executed =
       outcome.kind === "ok"
@@ -122,7 +108,6 @@ async function executeInline(
   const { rules, signal } = scope;
   const onUpdate = updates?.onUpdate ?? ignoreUpdate;
   const execute = () => tool.execute(toolCall.id, args, signal, onUpdate);
-  // A capped call's nested calls (`runtime.runToolCall` from inside) find it as their parent.
   let isInCapContext = false;
   const run =
     capContext === undefined
@@ -139,10 +124,7 @@ async function executeInline(
     if (isInCapContext) leaveCapContext();
     if (rules.dropsLatePartials) updates?.close();
   };
-  // pi's own step: whatever execute returns is awaited as pi awaits it (a
-  // plain value too), and the partials close in the very turn pi closes
-  // them, so a partial sent a microtask or two after the tool settled is
-  // emitted or dropped exactly as pi does. Never rejects.
+  // Awaited as pi awaits it, partials closed in pi's very turn: a late partial goes out or not as in pi.
   const settled = (async (): Promise<{ result: unknown; isError: boolean } | { error: unknown }> => {
     let hasReturned = false;
     try {
@@ -151,10 +133,7 @@ async function executeInline(
       hasReturned = true;
       return { result, isError: rules.isErrorResult(result) };
     } catch (error) {
-      // pi 1.6 reads `isError` once the partials are awaited; a read that
-      // throws (no result at all, a throwing getter) lands in its catch,
-      // which awaits them once more: one turn later, which decides whether
-      // a sibling settling alongside ends first.
+      // pi 1.6's catch awaits the partials again: one turn, which orders a sibling settling alongside.
       if (hasReturned) await Promise.allSettled(updates?.pending ?? []);
       else ended();
       return { error };
@@ -162,7 +141,6 @@ async function executeInline(
   })();
   const outcome = await forceStop.race(settled, stoppedByForce);
   if (outcome === stoppedByForce) {
-    // Not awaited any longer, nor are its partials: nothing it sends from now on is emitted.
     updates?.close();
     return executedError(outcomeTexts.stoppedByForce(toolCall.name), "TP_ERR_CLOSED", inlineTiming(scope, startedAt, now()));
   }
@@ -174,7 +152,6 @@ async function executeInline(
   return executed;
 }
 
-/** An inline call's timing, and its `durationMs` where the batch's pi reports one. */
 function inlineTiming(scope: BatchScope, startedAt: number, endedAt: number): Timing {
   return {
     timing: { submittedAt: startedAt, startedAt, endedAt },
@@ -182,11 +159,7 @@ function inlineTiming(scope: BatchScope, startedAt: number, endedAt: number): Ti
   };
 }
 
-/**
- * A value a worker tool returned, as pi 1.6 takes it: an error result when
- * it says `isError: true`, or when reading that fails (no result at all:
- * `null`, `undefined`), whichever pi (see `PiRules.isErrorResult`).
- */
+/** A worker's returned value as pi 1.6 takes it (see `PiRules.isErrorResult`). */
 function executedOf(scope: BatchScope, result: unknown, timing: Timing): ExecutedCall {
   try {
     return { result: result as AgentToolResult<unknown>, isError: scope.rules.isErrorResult(result), ...timing };

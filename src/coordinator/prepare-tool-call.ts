@@ -5,7 +5,7 @@ import { abortedText, type PiRules } from "./pi-rules.js";
 import type { RegisteredTool } from "./tool-registry.js";
 import { createErrorToolResult } from "./tool-results.js";
 
-/** A call ready to execute; in a traced batch, with its span (ended once the call is finalized). */
+/** A call ready to execute; in a traced batch, with its span. */
 export interface PreparedCall {
   kind: "prepared";
   toolCall: ToolCall;
@@ -14,7 +14,7 @@ export interface PreparedCall {
   callTrace?: CallTrace;
 }
 
-/** A call that ended in stage 1 with an error result: it is final as it is. */
+/** A call that ended in stage 1: final as it is. */
 export interface ImmediateCall {
   kind: "immediate";
   toolCall: ToolCall;
@@ -31,20 +31,13 @@ export interface PrepareScope {
   assistantMessage: AssistantMessage;
   context: AgentContext;
   beforeToolCall: BeforeToolCallHook | undefined;
-  /** Only whether there is one: a batch without hooks may share a worker call's arguments (see {@link prepareToolCall}). */
+  /** Only whether there is one. */
   afterToolCall: AfterToolCallHook | undefined;
   signal: AbortSignal | undefined;
-  /** The pi whose rules the batch follows. */
   rules: PiRules;
 }
 
-/**
- * Stage 1, prepare: (pi 1.6: an aborted batch ends the call here) find the
- * tool, apply its `prepareArguments`, validate with coercion, then ask
- * `beforeToolCall` (pi 1.6: an abort meanwhile wins over its answer). Never
- * throws: anything thrown here is an immediate error result with the thrown
- * message. Synchronous when there is no `beforeToolCall`.
- */
+/** pi's `prepareToolCall`. Never throws: a throw is an immediate error result. Synchronous without `beforeToolCall`. */
 export function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): Preparation | Promise<Preparation> {
   const { beforeToolCall } = scope;
   const preparation = prepareWithoutHook(scope, toolCall);
@@ -52,13 +45,11 @@ export function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): Prepar
   return askBeforeToolCall(scope, beforeToolCall, preparation);
 }
 
-/** Stage 1 of a batch without `beforeToolCall`: synchronous. */
+/** Stage 1 without `beforeToolCall`. */
 export function prepareWithoutHook(scope: PrepareScope, toolCall: ToolCall): Preparation {
   const { rules, signal } = scope;
   if (rules.checksAbort && signal?.aborted) return immediate(toolCall, createErrorToolResult(abortedText));
-  // No hook sees the validated arguments: a worker call may then get the
-  // call's own object when it is valid as it is, as the trip to the worker
-  // copies it anyway and nobody could tell.
+  // With no hook to see them, valid arguments may go to a worker as they are: the trip copies them.
   const mayReturnInput = scope.beforeToolCall === undefined && scope.afterToolCall === undefined;
   return prepareArguments(scope, toolCall, mayReturnInput);
 }
@@ -78,7 +69,6 @@ async function askBeforeToolCall(scope: PrepareScope, beforeToolCall: BeforeTool
   }
 }
 
-/** Finds the tool, applies its `prepareArguments` and validates as the batch's pi does. Never throws. */
 function prepareArguments(scope: PrepareScope, toolCall: ToolCall, mayReturnInputToWorker: boolean): Preparation {
   const entry = scope.registry.get(toolCall.name);
   if (entry === undefined) {

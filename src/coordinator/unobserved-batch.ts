@@ -1,13 +1,9 @@
 /**
- * The fast path of a batch nobody observes: no hook, no event sink, no
- * listener and no trace as it starts. Without user code between the stages
- * there is no order for a mailbox to keep, so pi's stages run here
- * synchronously wherever nothing waits: only executions are awaited. The
- * stages are those of `batch-coordinator.ts`, which is the copy to read
- * beside pi's loop; the differentials run batches both ways.
- *
- * A listener that subscribes while the batch runs gets its events from then
- * on, published at once, as nothing awaits a listener.
+ * The fast path of a batch nobody observes as it starts (no hook, sink,
+ * listener or trace): with no user code between the stages there is no order
+ * for a mailbox to keep, so the stages of `batch-coordinator.ts` run
+ * synchronously and only executions are awaited. A listener subscribing
+ * meanwhile gets the events from then on, at once (nothing awaits one).
  *
  * @module
  */
@@ -21,7 +17,7 @@ import { prepareWithoutHook, type PreparedCall } from "./prepare-tool-call.js";
 import { createErrorToolResult, finalizedCallOf, shouldTerminateBatch, type ExecutedCall, type FinalizedCall } from "./tool-results.js";
 import { UpdateDeliveries } from "./update-deliveries.js";
 
-/** Runs an unobserved batch: at once when no call executes, else once the executions settle. */
+/** Settles at once where no call executes. */
 export function executeUnobservedBatch(scope: BatchScope, toolCalls: ToolCall[], isSequential: boolean): BatchOutcome | Promise<BatchOutcome> {
   return isSequential ? executeSequential(scope, toolCalls) : executeParallel(scope, toolCalls);
 }
@@ -41,7 +37,6 @@ async function executeSequential(scope: BatchScope, toolCalls: ToolCall[]): Prom
   return { messages, terminate: shouldTerminateBatch(finalizedCalls) };
 }
 
-/** Every call prepared in order, then every prepared call executed at once, then the messages in the model's order. */
 function executeParallel(scope: BatchScope, toolCalls: ToolCall[]): BatchOutcome | Promise<BatchOutcome> {
   const preparations = toolCalls.map((toolCall) => {
     publishStart(scope, toolCall);
@@ -75,7 +70,6 @@ function conclude(scope: BatchScope, finalizedCalls: FinalizedCall[]): BatchOutc
   return { messages: finalizedCalls.map((finalized) => createToolResultMessage(scope, finalized)), terminate: shouldTerminateBatch(finalizedCalls) };
 }
 
-/** Stage 2; partials go only to a listener there is as the call starts. */
 function execute(scope: BatchScope, prepared: PreparedCall): Promise<ExecutedCall> {
   if (!scope.services.hasListeners()) return executePreparedToolCall(scope, prepared, undefined);
   const { toolCall } = prepared;
@@ -84,7 +78,6 @@ function execute(scope: BatchScope, prepared: PreparedCall): Promise<ExecutedCal
   return executePreparedToolCall(scope, prepared, new UpdateDeliveries(deliver, deliveryOptionsOf(prepared)));
 }
 
-/** Stage 5 (and its events, for a listener there is now). */
 function createToolResultMessage(scope: BatchScope, finalized: FinalizedCall): ToolResultMessage {
   const message = scope.rules.resultMessage(finalized);
   if (scope.services.hasListeners()) {
@@ -99,7 +92,6 @@ function publishStart(scope: BatchScope, toolCall: ToolCall): void {
   publish(scope, { type: "tool_execution_start", toolCallId: toolCall.id, toolName: toolCall.name, args: toolCall.arguments });
 }
 
-/** Stage 4, for a listener there is now. */
 function publishEnd(scope: BatchScope, finalized: FinalizedCall): void {
   if (!scope.services.hasListeners()) return;
   const { toolCall, result, isError, durationMs, timing } = finalized;
