@@ -5,7 +5,7 @@
  */
 import { describeValue, ToolpoolError } from "../errors.js";
 
-/** The options of `executeToolCalls` that are checked, as a caller may have passed them. */
+/** The checked options, as a caller may have passed them. */
 interface BatchInputOptions {
   emit?: unknown;
   signal?: unknown;
@@ -13,11 +13,7 @@ interface BatchInputOptions {
   maxConcurrency?: unknown;
 }
 
-/**
- * Checks what a caller handed to `executeToolCalls` before any of it is used:
- * a bad assistant message or option throws `TP_ERR_INVALID_BATCH`, naming
- * what was wrong.
- */
+/** Throws `TP_ERR_INVALID_BATCH`, naming what was wrong, for a bad assistant message or option. */
 export function checkBatchInput(assistantMessage: unknown, options: BatchInputOptions): void {
   const content = (assistantMessage as { content?: unknown } | null)?.content;
   if (typeof assistantMessage !== "object" || assistantMessage === null || !Array.isArray(content)) {

@@ -1,16 +1,12 @@
 /**
- * `ForceStop`: how a runtime closed by force tells its running inline calls
- * to stop being awaited.
+ * How a runtime closed by force stops awaiting its running calls. Not an
+ * `AbortSignal`: a listener added and removed per call costs more than the
+ * rest of a no-op call's way through the pipeline.
  *
  * @module
  */
 
-/**
- * Stopped once, when the runtime is closed by force; until then, every
- * inline call under way waits on it. An `AbortSignal` would do the same, but
- * adding and removing an event listener for every call costs more than the
- * whole rest of a no-op call's way through the pipeline; a `Set` does not.
- */
+/** Stopped once, when the runtime is closed by force. */
 export class ForceStop {
   #isStopped = false;
   readonly #waiting = new Set<() => void>();
@@ -19,7 +15,7 @@ export class ForceStop {
     return this.#isStopped;
   }
 
-  /** Settles like `execution`, or with `stopped` once the runtime is stopped by force (at once if it is already). */
+  /** Settles like `execution`, or with `stopped` once the runtime is stopped by force. */
   race<T, S>(execution: Promise<T>, stopped: S): Promise<T | S> {
     if (this.#isStopped) return Promise.resolve(stopped);
     return new Promise((resolve, reject) => {
@@ -38,13 +34,7 @@ export class ForceStop {
     });
   }
 
-  /**
-   * Calls `callback` once: a turn after `value` settles (a value that is no
-   * promise counts as settled), or when the runtime is stopped by force,
-   * whichever comes first (a turn from now, if it is stopped already). What
-   * a call holds (a cap's slots, its count for `close()`) is given back
-   * then, as a runtime closed by force no longer waits for the call.
-   */
+  /** Calls `callback` once, when `value` settles or the runtime is stopped by force: what a call holds goes back then. */
   whenSettled(value: unknown, callback: () => void): void {
     if (this.#isStopped) {
       void Promise.resolve().then(callback);
@@ -58,7 +48,6 @@ export class ForceStop {
     Promise.resolve(value).then(done, done);
   }
 
-  /** Stops every call waiting, and every later one at once. */
   stop(): void {
     if (this.#isStopped) return;
     this.#isStopped = true;

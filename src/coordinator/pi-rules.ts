@@ -1,9 +1,6 @@
 /**
- * The rules in which pi 0.73.1 and pi 1.6.0 differ, one object per pi. The
- * batch pipeline (`batch-coordinator.ts`, `prepare-tool-call.ts`) is one copy
- * of the stage sequence; at each point where the two pis part ways it asks
- * the batch's rules, never which pi it is. The spec's `pi-1.6.md` lists the
- * rules one by one.
+ * The rules in which pi 0.73.1 and pi 1.6.0 differ, one object per pi: the
+ * stages ask the batch's rules, never which pi it is (spec: `pi-1.6.md`).
  *
  * @module
  */
@@ -24,53 +21,31 @@ import { compileArgumentValidator16, validateToolArguments16 } from "./validatio
 /** What a batch's pipeline asks of its pi at the points where the pis differ. */
 export interface PiRules {
   readonly version: PiVersion;
-  /**
-   * Whether an aborted batch signal turns a call into an immediate
-   * `Operation aborted` result where pi 1.6 checks it: as the call's
-   * preparation begins, once `beforeToolCall` has returned, and (parallel
-   * mode) as a prepared call would start executing.
-   */
+  /** Whether an aborted batch makes a call `Operation aborted` where pi 1.6 checks: before prepare, after `beforeToolCall`, before a parallel call runs. */
   readonly checksAbort: boolean;
-  /**
-   * Whether partial results a tool sends after its execute settled are
-   * dropped (pi 1.6), or still emitted (pi 0.73.1, which awaits only those
-   * sent before).
-   */
+  /** Whether partials sent after the execute settled are dropped (pi 1.6) or still emitted (pi 0.73.1). */
   readonly dropsLatePartials: boolean;
   /**
-   * Whether a value the tool returned (did not throw) is an error result:
-   * pi 1.6 reads its `isError`. Throws what that read throws: for a value
-   * that is no result at all (`null`, `undefined`) under either pi (pi 0.73.1
-   * would reject the whole batch a step later: docs/design.md,
-   * deliberate difference 4), and for a throwing `isError` getter under pi 1.6. The
-   * caller makes the throw the call's error result, as pi 1.6 does.
+   * Whether a returned value is an error result (pi 1.6 reads `isError`).
+   * Throws what that read throws, `null` and `undefined` under either pi
+   * (docs/design.md, deliberate difference 4): the caller makes it the
+   * call's error result, as pi 1.6 does.
    */
   isErrorResult(result: unknown): boolean;
-  /** Compiles the validator of a tool's schema; throws the library's error for a schema it cannot compile. */
+  /** Throws the library's error for a schema it cannot compile. */
   compileSchema(schema: JsonSchema): void;
-  /**
-   * Validates (and coerces) a call's arguments as this pi's pi-ai does, or
-   * throws an `Error` with pi-ai's text. `mayReturnInput`: nobody but a copying
-   * consumer sees the result, so valid arguments may be returned as they are.
-   */
+  /** Validates and coerces as this pi's pi-ai does, or throws pi-ai's text; `mayReturnInput`: valid arguments may come back as they are. */
   validate(toolCall: ToolCall, schema: JsonSchema, rawArguments: unknown, mayReturnInput: boolean): unknown;
-  /** The immediate result of a call that `beforeToolCall` blocked. */
   blockedResult(decision: BeforeToolCallResult): AgentToolResult<unknown>;
-  /** The result after `afterToolCall`'s override, field by field. */
   applyOverride(result: AgentToolResult<unknown>, override: AfterToolCallResult): AgentToolResult<unknown>;
-  /** Whether an executed call's end event and message carry its `durationMs` (pi 1.6). */
+  /** Whether end events and messages carry `durationMs` (pi 1.6). */
   readonly reportsDuration: boolean;
-  /** Stage 5's message for a finalized call. */
   resultMessage(finalized: FinalizedCall): ToolResultMessage;
-  /**
-   * The error text of a call whose assistant message's tool calls must not
-   * run (pi 1.6: a response cut off by the output token limit), or
-   * `undefined` when they run.
-   */
+  /** The error text of a call that must not run (pi 1.6: a response cut off by the token limit); undefined when it runs. */
   unexecutedReason(assistantMessage: AssistantMessage, toolCall: ToolCall): string | undefined;
 }
 
-/** pi's text of a call stopped by an aborted batch (pi 1.6). */
+/** pi 1.6's text for a call an abort stopped. */
 export const abortedText = "Operation aborted";
 
 const defaultBlockReason = "Tool execution was blocked";
@@ -95,7 +70,7 @@ const pi073Rules: PiRules = Object.freeze({
     return createErrorToolResult(decision.reason || defaultBlockReason);
   },
   applyOverride(result: AgentToolResult<unknown>, override: AfterToolCallResult): AgentToolResult<unknown> {
-    // A new result of these three fields: pi 0.73.1 drops every other one.
+    // pi 0.73.1 drops every other field.
     return {
       content: override.content ?? result.content,
       details: override.details ?? result.details,
@@ -135,8 +110,7 @@ const pi16Rules: PiRules = Object.freeze({
     return result;
   },
   applyOverride(result: AgentToolResult<unknown>, override: AfterToolCallResult): AgentToolResult<unknown> {
-    // Every other field of the result is kept. Structured content not
-    // replaced along with the content may no longer match it: it goes.
+    // Structured content not replaced with the content may no longer match it.
     const structuredContent = override.structuredContent ?? (override.content ? undefined : result.structuredContent);
     const next: AgentToolResult<unknown> = {
       ...result,
@@ -150,12 +124,11 @@ const pi16Rules: PiRules = Object.freeze({
     return next;
   },
   resultMessage({ toolCall, result, isError, durationMs }: FinalizedCall): ToolResultMessage {
-    // pi's fields in pi's order (`durationMs` before `timestamp`), for transcripts compared as text.
+    // pi's field order, for transcripts compared as text.
     return {
       role: "toolResult",
       toolCallId: toolCall.id,
       toolName: toolCall.name,
-      // Untyped tools can return results without content: never a null in the transcript.
       content: result.content ?? [],
       details: result.details,
       usage: result.usage,
@@ -170,7 +143,7 @@ const pi16Rules: PiRules = Object.freeze({
   },
 });
 
-/** A returned value's `isError`, read as pi 1.6 reads it: "Cannot read properties of null (reading 'isError')" for no result at all. */
+/** Read as pi 1.6 reads it, throwing as it throws for `null`. */
 function readIsError(result: unknown): unknown {
   return (result as { isError?: unknown }).isError;
 }

@@ -1,13 +1,29 @@
 import { describeThrown } from "../errors.js";
 import type { AfterToolCallHook, AgentContext, AgentToolResult, AssistantMessage, BeforeToolCallHook, ToolCall } from "../types.js";
+import type { CallTrace } from "../tracing/batch-trace.js";
 import { abortedText, type PiRules } from "./pi-rules.js";
 import type { RegisteredTool } from "./tool-registry.js";
 import { createErrorToolResult } from "./tool-results.js";
 
-/** The outcome of stage 1: ready to execute, or an immediate error result. */
-export type Preparation =
-  | { kind: "prepared"; toolCall: ToolCall; entry: RegisteredTool; args: unknown }
-  | { kind: "immediate"; toolCall: ToolCall; result: AgentToolResult<unknown>; isError: true };
+/** A call ready to execute; in a traced batch, with its span. */
+export interface PreparedCall {
+  kind: "prepared";
+  toolCall: ToolCall;
+  entry: RegisteredTool;
+  args: unknown;
+  callTrace?: CallTrace;
+}
+
+/** A call that ended in stage 1: final as it is. */
+export interface ImmediateCall {
+  kind: "immediate";
+  toolCall: ToolCall;
+  result: AgentToolResult<unknown>;
+  isError: true;
+}
+
+/** The outcome of stage 1. */
+export type Preparation = PreparedCall | ImmediateCall;
 
 /** What stage 1 needs of its batch. */
 export interface PrepareScope {
@@ -15,37 +31,30 @@ export interface PrepareScope {
   assistantMessage: AssistantMessage;
   context: AgentContext;
   beforeToolCall: BeforeToolCallHook | undefined;
-  /** Only whether there is one: a batch without hooks may share a worker call's arguments (see {@link prepareToolCall}). */
+  /** Only whether there is one. */
   afterToolCall: AfterToolCallHook | undefined;
   signal: AbortSignal | undefined;
-  /** The pi whose rules the batch follows. */
   rules: PiRules;
 }
 
-/**
- * Stage 1, prepare: (pi 1.6: an aborted batch ends the call here) find the
- * tool, apply its `prepareArguments`, validate with coercion, then ask
- * `beforeToolCall` (pi 1.6: an abort meanwhile wins over its answer). Never
- * throws: anything thrown here is an immediate error result with the thrown
- * message. Synchronous when there is no `beforeToolCall`.
- */
+/** pi's `prepareToolCall`. Never throws: a throw is an immediate error result. Synchronous without `beforeToolCall`. */
 export function prepareToolCall(scope: PrepareScope, toolCall: ToolCall): Preparation | Promise<Preparation> {
-  const { beforeToolCall, rules, signal } = scope;
-  if (rules.checksAbort && signal?.aborted) return immediate(toolCall, createErrorToolResult(abortedText));
-  // No hook sees the validated arguments: a worker call may then get the
-  // call's own object when it is valid as it is, as the trip to the worker
-  // copies it anyway and nobody could tell.
-  const mayReturnInput = beforeToolCall === undefined && scope.afterToolCall === undefined;
-  const preparation = prepareArguments(scope, toolCall, mayReturnInput);
+  const { beforeToolCall } = scope;
+  const preparation = prepareWithoutHook(scope, toolCall);
   if (preparation.kind === "immediate" || beforeToolCall === undefined) return preparation;
   return askBeforeToolCall(scope, beforeToolCall, preparation);
 }
 
-async function askBeforeToolCall(
-  scope: PrepareScope,
-  beforeToolCall: BeforeToolCallHook,
-  preparation: Extract<Preparation, { kind: "prepared" }>,
-): Promise<Preparation> {
+/** Stage 1 without `beforeToolCall`. */
+export function prepareWithoutHook(scope: PrepareScope, toolCall: ToolCall): Preparation {
+  const { rules, signal } = scope;
+  if (rules.checksAbort && signal?.aborted) return immediate(toolCall, createErrorToolResult(abortedText));
+  // With no hook to see them, valid arguments may go to a worker as they are: the trip copies them.
+  const mayReturnInput = scope.beforeToolCall === undefined && scope.afterToolCall === undefined;
+  return prepareArguments(scope, toolCall, mayReturnInput);
+}
+
+async function askBeforeToolCall(scope: PrepareScope, beforeToolCall: BeforeToolCallHook, preparation: PreparedCall): Promise<Preparation> {
   const { toolCall } = preparation;
   const { rules, signal } = scope;
   try {
@@ -60,7 +69,6 @@ async function askBeforeToolCall(
   }
 }
 
-/** Finds the tool, applies its `prepareArguments` and validates as the batch's pi does. Never throws. */
 function prepareArguments(scope: PrepareScope, toolCall: ToolCall, mayReturnInputToWorker: boolean): Preparation {
   const entry = scope.registry.get(toolCall.name);
   if (entry === undefined) {
@@ -77,6 +85,6 @@ function prepareArguments(scope: PrepareScope, toolCall: ToolCall, mayReturnInpu
   }
 }
 
-function immediate(toolCall: ToolCall, result: AgentToolResult<unknown>): Preparation {
+function immediate(toolCall: ToolCall, result: AgentToolResult<unknown>): ImmediateCall {
   return { kind: "immediate", toolCall, result, isError: true };
 }

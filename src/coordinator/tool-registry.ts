@@ -3,13 +3,10 @@ import type { ToolDefinition } from "../options.js";
 import type { AgentTool, JsonSchema } from "../types.js";
 import { isWorkerTool, type WorkerTool } from "../contracts/worker-tool.js";
 
-/** A registered tool: where its execute runs decides how the coordinator calls it. */
+/** A registered tool, by where its execute runs. */
 export type RegisteredTool = { kind: "inline"; tool: AgentTool } | { kind: "worker"; tool: WorkerTool };
 
-/**
- * The tools of a runtime by name. Checks every definition once; its schema
- * is compiled by {@link compileToolSchemas}.
- */
+/** The tools of a runtime by name, each definition checked. */
 export function createToolRegistry(tools: readonly ToolDefinition[]): ReadonlyMap<string, RegisteredTool> {
   const registry = new Map<string, RegisteredTool>();
   tools.forEach((tool, index) => {
@@ -44,21 +41,15 @@ function registerTool(tool: ToolDefinition, index: number): RegisteredTool {
 }
 
 /**
- * Compiles every registered tool's validator up front (with `compile`, the
- * runtime's pi's), so that the library loads and the common schemas compile
- * while the pools boot, not in a first batch. Never throws: pi registers any
- * schema and meets it per call, so a schema is never a reason to refuse the
- * runtime. One its pi cannot compile (a `pattern` no `RegExp` takes) makes
- * each of its calls pi's error result with the compile error's text, as pi's
- * validation throws it for each call (docs/design.md, "Schemas are pi's").
+ * Compiles every tool's validator while the pools boot, not in a first
+ * batch. Never throws: pi meets a schema per call, so one it cannot compile
+ * fails each call in validation (docs/design.md, "Schemas are pi's").
  */
 export function compileToolSchemas(registry: ReadonlyMap<string, RegisteredTool>, compile: (schema: JsonSchema) => void): void {
   for (const { tool } of registry.values()) {
     try {
       compile(tool.parameters);
-    } catch {
-      // Each call of the tool meets the same error where pi meets it: in its validation.
-    }
+    } catch {}
   }
 }
 

@@ -7,16 +7,30 @@ export interface FinalizedCall {
   toolCall: ToolCall;
   result: AgentToolResult<unknown>;
   isError: boolean;
-  /** When the call waited and ran; absent for a call that ended in preparation. */
+  /** Absent for a call that did not run. */
   timing?: CallTiming;
-  /** pi 1.6: how long the tool's execution took, on the end event and the message; absent for a call that did not run. */
+  /** pi 1.6's, on the end event and the message; absent for a call that did not run. */
   durationMs?: number;
 }
 
-/**
- * pi's error result: the message as the only text, empty details. For faults
- * pi cannot have, `details.code` holds toolpool's stable code.
- */
+/** A call's outcome of stage 2, execute. */
+export interface ExecutedCall {
+  result: AgentToolResult<unknown>;
+  isError: boolean;
+  timing: CallTiming | undefined;
+  /** pi 1.6's. */
+  durationMs: number | undefined;
+}
+
+/** An executed call with the result stage 3 leaves. */
+export function finalizedCallOf(toolCall: ToolCall, executed: ExecutedCall, result = executed.result, isError = executed.isError): FinalizedCall {
+  const finalized: FinalizedCall = { toolCall, result, isError };
+  if (executed.timing !== undefined) finalized.timing = executed.timing;
+  if (executed.durationMs !== undefined) finalized.durationMs = executed.durationMs;
+  return finalized;
+}
+
+/** pi's error result; for faults pi cannot have, `details.code` holds toolpool's code. */
 export function createErrorToolResult(message: string, code?: ErrorCode): AgentToolResult<unknown> {
   return { content: [{ type: "text", text: message }], details: code === undefined ? {} : { code } };
 }
@@ -26,11 +40,7 @@ export function shouldTerminateBatch(finalized: readonly FinalizedCall[]): boole
   return finalized.length > 0 && finalized.every((call) => call.result.terminate === true);
 }
 
-/**
- * A partial result as it is now, for a delivery that happens later: a
- * structured clone, or the object itself when it cannot be cloned (a partial
- * holding a function, say), which is then delivered as it will be.
- */
+/** A partial as it is now, for a later delivery; one that cannot be cloned goes out as it will be then. */
 export function snapshotOf<T>(partialResult: T): T {
   try {
     return structuredClone(partialResult);

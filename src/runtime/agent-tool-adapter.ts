@@ -1,8 +1,7 @@
 /** A worker tool as a pi `AgentTool`, so a pi `Agent` can use the pool directly (`Runtime.agentTools()`). */
 import type { ToolCallPool } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
-import { enterCapContext, leaveCapContext, type CapContext } from "../coordinator/call-caps.js";
-import { isPromiseLike } from "../coordinator/maybe-async.js";
+import { enterCapContext, isPromiseLike, leaveCapContext, type CapContext } from "../coordinator/call-caps.js";
 import { errorFromThrown, ToolpoolError } from "../errors.js";
 import type { AgentTool, AgentToolResult } from "../types.js";
 
