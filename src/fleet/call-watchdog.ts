@@ -2,7 +2,7 @@
 interface WatchedCall {
   readonly jobId: string;
   /** The clock's time when it was submitted. */
-  readonly sentAt: number;
+  readonly enqueuedAt: number;
   readonly isAdded: boolean;
   readonly isSettled: boolean;
 }
@@ -34,7 +34,7 @@ export class CallWatchdog<Call extends WatchedCall> {
     try {
       const now = this.#now();
       for (const call of [...calls]) {
-        if (call.isSettled || !call.isAdded || now - call.sentAt < this.#limitMs) continue;
+        if (call.isSettled || !call.isAdded || now - call.enqueuedAt < this.#limitMs) continue;
         const state = await queue.getJobState(call.jobId).catch(() => "error");
         const passes = goneStates.has(state) ? (this.#missingPasses.get(call) ?? 0) + 1 : 0;
         this.#missingPasses.set(call, passes);

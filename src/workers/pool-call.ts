@@ -5,6 +5,7 @@
  * @module
  */
 import type { AgentToolResult } from "../types.js";
+import type { BookedCall } from "./call-book.js";
 import type { QueuedCall } from "./call-queue.js";
 import type { WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
 import type { AbortMessage, WorkerReply } from "./protocol.js";
@@ -20,7 +21,7 @@ import type { PoolTool } from "./tool-numbering.js";
 type CallPhase = "waiting" | "running" | "finished" | "replied" | "settled";
 
 /** A call of the pool, from `run` to its outcome. */
-export interface PoolCall extends QueuedCall {
+export interface PoolCall extends QueuedCall, BookedCall {
   readonly seq: number;
   readonly request: WorkerCallRequest;
   /** The call's tool, as numbered in this pool. */
