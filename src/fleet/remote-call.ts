@@ -1,24 +1,16 @@
 /**
- * A call of the fleet pool as its coordinator tracks it, and what goes
- * with its BullMQ job: its priority among sessions, its options, the
- * states and failure texts the pool reads back.
- *
+ * A call of the fleet pool, and what goes with its BullMQ job.
  * @module
  */
 import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
 import type { BookedCall } from "../workers/call-book.js";
 
-/**
- * The `failedReason` texts by which BullMQ (pinned: see
- * test/pinned-dependencies.test.ts) fails a job whose node was lost: "job
- * stalled more than allowable limit", "job started more than allowable limit".
- */
+/** BullMQ's `failedReason` for a job whose node was lost (BullMQ is pinned: test/pinned-dependencies.test.ts). */
 export const lostNodeReason = /stalled|attempts started|started more than allowable/i;
 
 /** BullMQ job states in which no node holds the job. */
 export const waitingStates: ReadonlySet<string> = new Set(["waiting", "prioritized", "delayed"]);
 
-/** BullMQ's highest priority number (lowest precedence). */
 const maxPriority = 2_097_151;
 
 export interface RemoteCall extends BookedCall {
@@ -26,14 +18,14 @@ export interface RemoteCall extends BookedCall {
   readonly resolve: (outcome: WorkerCallOutcome) => void;
   /** The session it takes turns as (see `WorkerCallRequest.session`). */
   readonly sessionKey: unknown;
-  /** Resubmissions left after a node loss (idempotent tools only). */
+  /** After a node loss (idempotent tools only). */
   readonly retriesLeft: number;
   /** Submitted after its batch's abort: its node starts it aborted, as pi runs such a call. */
   readonly startsAborted: boolean;
   isAdded: boolean;
   isSettled: boolean;
   abortTimer: unknown;
-  /** The node that said it started it (only while the pool's events are observed). */
+  /** Known only while the pool's events are observed. */
   node?: string;
 }
 
@@ -45,14 +37,13 @@ export interface RemoteCall extends BookedCall {
 export class SessionTurns {
   readonly #outstanding = new Map<unknown, number>();
 
-  /** A call of `session` is outstanding: the priority of its job. */
+  /** The priority of a new job of `session`. */
   take(session: unknown): number {
     const outstanding = (this.#outstanding.get(session) ?? 0) + 1;
     this.#outstanding.set(session, outstanding);
     return Math.min(maxPriority, outstanding);
   }
 
-  /** A call of `session` is no longer outstanding. */
   leave(session: unknown): void {
     const outstanding = (this.#outstanding.get(session) ?? 1) - 1;
     if (outstanding === 0) this.#outstanding.delete(session);
@@ -60,7 +51,7 @@ export class SessionTurns {
   }
 }
 
-/** The BullMQ options of a call's job: run once, gone once done, a failure kept a while for inspection. */
+/** Run once, gone once done; a failure is kept a while for inspection. */
 export function jobOptions(jobId: string, priority: number) {
   return { jobId, priority, attempts: 1, removeOnComplete: true, removeOnFail: { age: 3_600, count: 1_000 } };
 }

@@ -1,6 +1,5 @@
 /**
  * `AbortGroups`: one "abort" listener per signal, however many calls share it.
- *
  * @module
  */
 
@@ -13,16 +12,10 @@ interface Group<T> {
 }
 
 /**
- * The calls listening to each signal, with a single listener on it: the
- * calls of one batch share the batch's signal, and a listener per call would
- * pass Node's leak warning (more than 10 listeners on one `AbortSignal`),
- * besides costing each call an `addEventListener` and a
- * `removeEventListener`. A signal's listener goes once its last call has
- * left.
- *
- * The groups are kept in a `WeakMap`, not a `Map`, for the reason
- * call-table.ts gives: entries added and deleted per batch must leave no
- * table behind that keeps calls alive. A group of one member makes no set.
+ * A listener per call would pass Node's leak warning on a batch's shared
+ * signal, and cost each call an add and a remove; a signal's listener goes
+ * once its last call has left. A `WeakMap`, for the reason call-table.ts
+ * gives for its array.
  */
 export class AbortGroups<T> {
   readonly #groups = new WeakMap<AbortSignal, Group<T>>();
@@ -31,21 +24,13 @@ export class AbortGroups<T> {
   readonly #onAbort: (member: T) => void;
   readonly #onGroupAbort: ((id: number, members: readonly T[]) => void) | undefined;
 
-  /**
-   * @param onAbort is told of each member of a signal that aborts.
-   * @param onGroupAbort is told once per aborted group, after its members,
-   *   with the group's id (as {@link add} returned it) and its members.
-   */
+  /** `onGroupAbort` is told once per aborted group, after `onAbort` for each of its members. */
   constructor(onAbort: (member: T) => void, onGroupAbort?: (id: number, members: readonly T[]) => void) {
     this.#onAbort = onAbort;
     this.#onGroupAbort = onGroupAbort;
   }
 
-  /**
-   * `member` hears of `signal`'s abort (at once, if it has aborted already).
-   * Returns the id of the group it joined, the same for every member that
-   * joins while the group lives; 0 for a signal aborted already.
-   */
+  /** The id of the group `member` joined, the same while the group lives; 0 (told at once) for a signal aborted already. */
   add(signal: AbortSignal, member: T): number {
     if (signal.aborted) {
       this.#onAbort(member);
@@ -80,7 +65,6 @@ export class AbortGroups<T> {
     return created;
   }
 
-  /** `member` no longer listens to `signal`. */
   delete(signal: AbortSignal, member: T): void {
     const group = this.#groups.get(signal);
     if (group === undefined) return;
@@ -96,7 +80,7 @@ export class AbortGroups<T> {
     if (this.#groups.delete(signal)) this.#size -= 1;
   }
 
-  /** Signals listened to now (diagnosis and tests). */
+  /** Signals listened to. */
   get size(): number {
     return this.#size;
   }

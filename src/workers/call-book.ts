@@ -1,7 +1,5 @@
 /**
- * `CallBook`: the bookkeeping every pool keeps of its calls the same way,
- * wherever they run (a local thread, a fleet node).
- *
+ * `CallBook`: what every pool, local or fleet, keeps of its calls alike.
  * @module
  */
 import type { CallTiming } from "../contracts/call-timing.js";
@@ -11,59 +9,41 @@ import { createDeferred, type Deferred } from "../deferred.js";
 import { AbortGroups } from "./abort-groups.js";
 import { CallTable } from "./call-table.js";
 
-/** What the book reads of a call. */
+/** What the book reads of a call; `seq` is unique among the calls in the book. */
 export interface BookedCall {
-  /** Its number in the pool: no two calls in the book share one. */
   readonly seq: number;
   readonly request: WorkerCallRequest;
-  /** When the pool took it, on the pool's clock. */
   readonly enqueuedAt: number;
-  /** When it started; set by {@link CallBook.start}. */
   startedAt: number | undefined;
 }
 
 /** How a pool's book reaches back into the pool. */
 export interface CallBookSettings<Call> {
-  /** The pool's clock. */
   now: () => number;
-  /** A call of an aborted signal (told at once when the signal has aborted already). */
+  /** A call of an aborted signal; at once for a signal aborted already. */
   onAbort: (call: Call) => void;
-  /** Once per aborted signal, after `onAbort` for each of its calls: the id {@link CallBook.add} returned for them. */
+  /** Once per aborted signal, after `onAbort` for each of its calls, with the id {@link CallBook.add} returned. */
   onGroupAbort?: (groupId: number, calls: readonly Call[]) => void;
-  /** The threads that may take calls now, for a late listener of the events (a local pool's). */
+  /** For a late listener of the events: see {@link PoolEventSource.threads}. */
   listThreads?: () => PoolThreadEntry[];
 }
 
 /**
- * The calls a pool has taken and not yet ended, by number, with what goes
- * with them: the signals that abort a batch's calls together, the counts
- * (queued, running, completed), the pool's call events (`queued`,
- * `started`, `ended`, made only while someone listens), and the wait for
- * the last call to end when the pool closes.
- *
- * The pool keeps the rest (threads, queue, timers; Redis jobs) and tells
- * the book when a call is taken, starts and ends; it resolves the call's
- * promise itself.
- *
- * @example
- * ```ts
- * const book = new CallBook<MyCall>({ now: () => clock.now(), onAbort: (call) => stop(call) });
- * book.add(call); // `queued`
- * book.start(call, threadId); // `started`
- * book.end(call, outcome, book.timing(call)); // `ended`
- * await book.drained();
- * ```
+ * The calls a pool has taken and not yet ended, with the signals that abort
+ * a batch's calls together, the counts, the call events (made only while
+ * someone listens) and the wait for the last call to end. The pool tells
+ * the book when a call is taken ({@link add}), starts and ends, and
+ * resolves it itself.
  */
 export class CallBook<Call extends BookedCall> {
-  /** The pool's call events; thread events are the pool's own to emit here. */
+  /** The pool's events: the book emits the calls', the pool its threads'. */
   readonly events: PoolEventSource;
   readonly #calls = new CallTable<Call>();
   readonly #groups: AbortGroups<Call>;
   readonly #now: () => number;
-  /** Calls in the book not yet started. */
   #queued = 0;
   #completed = 0;
-  /** Pending while someone waits for the book to empty. */
+  /** Pending only while the book holds calls. */
   #drained: Deferred<void> | undefined;
 
   constructor(settings: CallBookSettings<Call>) {
@@ -72,27 +52,22 @@ export class CallBook<Call extends BookedCall> {
     this.events = new PoolEventSource(undefined, settings.listThreads);
   }
 
-  /** Calls taken and not yet ended. */
   get size(): number {
     return this.#calls.size;
   }
 
-  /** Calls taken and not yet started. */
   get queued(): number {
     return this.#queued;
   }
 
-  /** Calls started and not yet ended. */
   get running(): number {
     return this.#calls.size - this.#queued;
   }
 
-  /** Calls ended since the pool began. */
   get completed(): number {
     return this.#completed;
   }
 
-  /** Signals listened to now. */
   get abortGroups(): number {
     return this.#groups.size;
   }
@@ -101,21 +76,17 @@ export class CallBook<Call extends BookedCall> {
     return this.#calls.get(seq);
   }
 
-  /** Every call in the book, in no particular order. */
+  /** In no particular order. */
   values(): IterableIterator<Call> {
     return this.#calls.values();
   }
 
-  /** Every call in the book, in the order they were taken. */
+  /** In the order they were taken. */
   inOrder(): Call[] {
     return this.#calls.inOrder();
   }
 
-  /**
-   * Takes `call`, not yet started: it listens to its request's signal, and
-   * is `queued`. Returns the id of its abort group (0 without a signal, or
-   * with one aborted already: then `onAbort` has been told of it).
-   */
+  /** Takes `call`, `queued`; the id of its abort group, 0 with no signal or one aborted already. */
   add(call: Call): number {
     this.#calls.add(call);
     this.#queued += 1;
@@ -125,7 +96,7 @@ export class CallBook<Call extends BookedCall> {
     return groupId;
   }
 
-  /** `call` started now, on thread `threadId` or on fleet node `node`: it is `started`. Once per call. */
+  /** `call` is `started` now, on thread `threadId` or fleet node `node`; once per call. */
   start(call: Call, threadId: number | undefined, node?: string): void {
     if (call.startedAt !== undefined) return;
     const startedAt = this.#now();
@@ -139,18 +110,14 @@ export class CallBook<Call extends BookedCall> {
     );
   }
 
-  /** When `call` waited and ran, ended now: the pool adds where it ran. */
+  /** `call`'s timing, ended now, for the pool to add where it ran. */
   timing(call: Call): CallTiming {
     const timing: CallTiming = { submittedAt: call.enqueuedAt, endedAt: this.#now() };
     if (call.startedAt !== undefined) timing.startedAt = call.startedAt;
     return timing;
   }
 
-  /**
-   * `call` ended with `outcome`, timed by `timing` (from {@link timing}):
-   * out of the book and its signal's group, and `ended`. Returns false,
-   * doing nothing, for a call not in the book (ended already).
-   */
+  /** `call` is `ended`, out of the book and its group; false for a call not in the book. */
   end(call: Call, outcome: WorkerCallOutcome, timing: CallTiming): boolean {
     if (this.#calls.get(call.seq) !== call) return false;
     this.#calls.delete(call.seq);
@@ -174,7 +141,7 @@ export class CallBook<Call extends BookedCall> {
     return true;
   }
 
-  /** Resolves once the book is empty: at once if it is. */
+  /** Resolves once the book is empty. */
   drained(): Promise<void> {
     if (this.#calls.size === 0) return Promise.resolve();
     return (this.#drained ??= createDeferred()).promise;

@@ -1,8 +1,5 @@
 /**
- * `SpreadParts`: a worker pool's scheduling of the parts of spread calls
- * (`ctx.spread`): how many a call may start, running them as calls of
- * their own, and taking threads back from them for waiting calls.
- *
+ * `SpreadParts`: a worker pool's scheduling of spread calls' parts (`ctx.spread`).
  * @module
  */
 import type { WorkerCallOutcome, WorkerCallRequest } from "../contracts/pool-contract.js";
@@ -18,7 +15,7 @@ import type { ToolNumbering } from "./tool-numbering.js";
 
 /** What the parts need of the pool's call lifecycle. */
 export interface PartPool {
-  /** A new call of `session`, in the book and not yet submitted. */
+  /** A new call, in the book and not yet submitted. */
   enqueue(request: WorkerCallRequest, session: unknown, resolve: (outcome: WorkerCallOutcome) => void): PoolCall;
   submit(call: PoolCall): void;
   abort(call: PoolCall): void;
@@ -28,7 +25,6 @@ export interface PartPool {
   isClosed(): boolean;
 }
 
-/** The pool's parts that the parts' scheduling reads. */
 export interface PartSettings {
   book: CallBook<PoolCall>;
   queue: CallQueue<PoolCall>;
@@ -88,7 +84,7 @@ export class SpreadParts {
     this.#host.close();
   }
 
-  /** A call of `session` waits for a thread: running parts of other sessions are asked to give theirs back. */
+  /** A call of `session` waits: other sessions' running parts are asked to give their threads back. */
   askToYield(session: unknown): void {
     const { book, signals, timers } = this.#settings;
     for (const seq of this.#host.parts) {
@@ -99,7 +95,7 @@ export class SpreadParts {
     }
   }
 
-  /** Whether a part asked to yield, that has not, is to be preempted now: a call of another session still waits. */
+  /** Whether a part that did not yield is preempted: a call of another session still waits. */
   shouldPreempt(part: PoolCall): boolean {
     // An aborted part has its abort's own grace, whole, from the abort on.
     if (part.isAborted) return false;
@@ -107,7 +103,7 @@ export class SpreadParts {
     return queue.sessionsWaiting - (queue.hasSession(part.session) ? 1 : 0) > 0;
   }
 
-  /** Threads call `seq` may take for parts now: spare ones, within its session's share of the pool and under its cap. */
+  /** Spare threads, within the session's share of the pool and under its cap. */
   #partSlots(seq: number): number {
     const idle = this.#pool.spareThreads();
     if (idle === 0) return 0;
@@ -124,11 +120,11 @@ export class SpreadParts {
     return admission === undefined ? slots : Math.min(slots, admission.room(session));
   }
 
-  /** Runs `exportName` of the calling tool's module as a call of its own in the caller's session, submitted at once. */
+  /** A call of its own in the caller's session, submitted at once. */
   #runPart(parent: PoolCall, exportName: string, input: unknown): SpreadPart {
     const pool = this.#pool;
     const tool = this.#settings.tools.partTool(parent.tool, exportName);
-    // A part of a capped call takes a slot of each of its caps, or does not run.
+    // A slot of each of the caller's caps, or the part does not run.
     const partCaps = parent.request.partCaps;
     const release = partCaps?.take();
     if (partCaps !== undefined && release === undefined) throw new Error("a cap of the call is full");
