@@ -16,7 +16,6 @@ const maxPriority = 2_097_151;
 export interface RemoteCall extends BookedCall {
   readonly jobId: string;
   readonly resolve: (outcome: WorkerCallOutcome) => void;
-  /** The session it takes turns as (see `WorkerCallRequest.session`). */
   readonly sessionKey: unknown;
   /** After a node loss (idempotent tools only). */
   readonly retriesLeft: number;
@@ -30,9 +29,8 @@ export interface RemoteCall extends BookedCall {
 }
 
 /**
- * Sessions take turns: a job's BullMQ priority is its session's count of
- * outstanding calls, so that every session's k-th call goes before anyone's
- * k+1-th. Every job is prioritized: priority 0 would go before all of them.
+ * A job's priority is its session's count of outstanding calls: every
+ * session's k-th call goes before anyone's k+1-th (and none is 0, first of all).
  */
 export class SessionTurns {
   readonly #outstanding = new Map<unknown, number>();

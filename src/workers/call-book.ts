@@ -17,7 +17,6 @@ export interface BookedCall {
   startedAt: number | undefined;
 }
 
-/** How a pool's book reaches back into the pool. */
 export interface CallBookSettings<Call> {
   now: () => number;
   /** A call of an aborted signal; at once for a signal aborted already. */

@@ -52,7 +52,6 @@ export class CallTable<Call extends NumberedCall> {
     this.#size += 1;
   }
 
-  /** Removes the call numbered `seq`; whether it was there. */
   delete(seq: number): boolean {
     const index = seq & this.#mask;
     const call = this.#slots[index];

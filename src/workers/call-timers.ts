@@ -8,14 +8,9 @@ import type { PoolCall } from "./pool-call.js";
 /** Beyond a finished call's leftover grace: a busy main thread may read its reply late. */
 const replyMarginMs = 5_000;
 
-/**
- * An aborted call's allowance to load its tool before its grace starts: a
- * tool cannot hear its abort before its module has loaded, which for a large
- * module on a busy machine takes longer than the grace.
- */
+/** Before an abort's grace: a tool cannot hear its abort until its module has loaded, which can take longer. */
 export const toolLoadGraceMs = 30_000;
 
-/** The tool's time limit, an abort's grace, a spread part's time to yield, a finished call's reply wait. */
 export type Deadline = "timeout" | "aborted" | "preempted" | "reply-lost";
 
 /** The timers live on the call, cleared when it leaves its thread; the pool decides what an expiry means. */

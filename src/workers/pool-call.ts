@@ -26,7 +26,7 @@ export interface PoolCall extends QueuedCall, BookedCall {
   threadId: number;
   startedAt: number | undefined;
   runMs: number | undefined;
-  /** Why the pool terminated the call's thread (`preempted`: a spread call's part that did not give its thread back when asked). */
+  /** Why the pool terminated the call's thread. */
   killReason: "timeout" | "aborted" | "preempted" | "reply-lost" | undefined;
   isAborted: boolean;
   /** On a thread that may be loading its tool: an abort's grace waits for the load. */
@@ -34,7 +34,6 @@ export interface PoolCall extends QueuedCall, BookedCall {
   /** The message that aborted it, for a thread that takes the call afterwards. */
   abortMessage: AbortMessage | undefined;
   updatesSeen: number;
-  /** In `replied`: the worker's reply. */
   reply: WorkerReply | undefined;
   timeoutTimer: unknown;
   graceTimer: unknown;

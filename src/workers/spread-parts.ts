@@ -13,7 +13,6 @@ import type { SessionAdmission } from "./session-admission.js";
 import { SpreadHost, type SpreadPart } from "./spread-host.js";
 import type { ToolNumbering } from "./tool-numbering.js";
 
-/** What the parts need of the pool's call lifecycle. */
 export interface PartPool {
   /** A new call, in the book and not yet submitted. */
   enqueue(request: WorkerCallRequest, session: unknown, resolve: (outcome: WorkerCallOutcome) => void): PoolCall;
@@ -36,11 +35,9 @@ export interface PartSettings {
 }
 
 /**
- * Parts go to idle threads only, within their session's fair share and
- * cap. A call of another session that has to wait asks running parts to
- * give their threads back; a part that does not within an abort's grace
- * (stuck in one step, such as a regular expression that backtracks for
- * ever) is preempted: its thread is replaced, and its caller does the work.
+ * Parts go to idle threads only. A waiting call of another session asks
+ * running parts to give their threads back; a part that does not within an
+ * abort's grace (stuck in one step) is preempted, and its caller does the work.
  */
 export class SpreadParts {
   readonly #settings: PartSettings;
@@ -103,7 +100,7 @@ export class SpreadParts {
     return queue.sessionsWaiting - (queue.hasSession(part.session) ? 1 : 0) > 0;
   }
 
-  /** Spare threads, within the session's share of the pool and under its cap. */
+  /** Spare threads, within the session's share of the pool and under its cap (parts run in the caller's session). */
   #partSlots(seq: number): number {
     const idle = this.#pool.spareThreads();
     if (idle === 0) return 0;
@@ -116,7 +113,6 @@ export class SpreadParts {
       if (call.session === session && call.phase !== "waiting" && call.phase !== "settled") own += 1;
     }
     const slots = Math.min(idle, Math.max(0, Math.ceil(maxThreads / sessions.size) - own));
-    // Parts run in the caller's session: they take places under its cap like its calls.
     return admission === undefined ? slots : Math.min(slots, admission.room(session));
   }
 
