@@ -1,6 +1,6 @@
 interface WatchedCall {
   readonly jobId: string;
-  readonly sentAt: number;
+  readonly enqueuedAt: number;
   readonly isAdded: boolean;
   readonly isSettled: boolean;
 }
@@ -29,7 +29,7 @@ export class CallWatchdog<Call extends WatchedCall> {
     try {
       const now = this.#now();
       for (const call of [...calls]) {
-        if (call.isSettled || !call.isAdded || now - call.sentAt < this.#limitMs) continue;
+        if (call.isSettled || !call.isAdded || now - call.enqueuedAt < this.#limitMs) continue;
         const state = await queue.getJobState(call.jobId).catch(() => "error");
         const passes = goneStates.has(state) ? (this.#missingPasses.get(call) ?? 0) + 1 : 0;
         this.#missingPasses.set(call, passes);

@@ -1,71 +1,70 @@
 /**
  * `AbortGroups`: one "abort" listener per signal, however many calls share it.
- *
  * @module
  */
 
 /** The members of one signal and its listener: a lone member as `first`; once a second joins, all of them in `more`, in the order they came. */
 interface Group<T> {
+  readonly id: number;
   first: T | undefined;
   more: Set<T> | undefined;
   readonly onAbort: () => void;
 }
 
 /**
- * The calls listening to each signal, with a single listener on it: the
- * calls of one batch share the batch's signal, and a listener per call would
- * pass Node's leak warning (more than 10 listeners on one `AbortSignal`)
- * with any batch of 11 worker calls, besides costing each call an
- * `addEventListener` and a `removeEventListener`. A signal's listener goes
- * once its last call has left.
- *
- * The groups are kept in a `WeakMap`, not a `Map`: a pool's map lives in
- * V8's old generation, and a `Map` that adds and deletes an entry per batch
- * leaves tables behind that keep signals, groups and calls alive through
- * scavenges until the next full collection (see call-table.ts). A group of
- * one member (a batch of one worker call) makes no set.
+ * A listener per call would pass Node's leak warning on a batch's shared
+ * signal, and cost each call an add and a remove; a signal's listener goes
+ * once its last call has left. A `WeakMap`, for the reason call-table.ts
+ * gives for its array.
  */
 export class AbortGroups<T> {
   readonly #groups = new WeakMap<AbortSignal, Group<T>>();
   #size = 0;
+  #lastId = 0;
   readonly #onAbort: (member: T) => void;
+  readonly #onGroupAbort: ((id: number, members: readonly T[]) => void) | undefined;
 
-  /** `onAbort` is told of each member of a signal that aborts. */
-  constructor(onAbort: (member: T) => void) {
+  /** `onGroupAbort` is told once per aborted group, after `onAbort` for each of its members. */
+  constructor(onAbort: (member: T) => void, onGroupAbort?: (id: number, members: readonly T[]) => void) {
     this.#onAbort = onAbort;
+    this.#onGroupAbort = onGroupAbort;
   }
 
-  /** `member` hears of `signal`'s abort (at once, if it has aborted already). */
-  add(signal: AbortSignal, member: T): void {
+  /** The id of the group `member` joined, the same while the group lives; 0 (told at once) for a signal aborted already. */
+  add(signal: AbortSignal, member: T): number {
     if (signal.aborted) {
       this.#onAbort(member);
-      return;
+      return 0;
     }
     const group = this.#groups.get(signal);
-    if (group === undefined) {
-      const created: Group<T> = {
-        first: member,
-        more: undefined,
-        onAbort: () => {
-          this.#forget(signal);
-          // A group lives while it has a member: a lone one in `first`, else all of them in `more`.
-          const members = created.more === undefined ? [created.first!] : [...created.more];
-          for (const each of members) this.#onAbort(each);
-        },
-      };
-      this.#groups.set(signal, created);
-      this.#size += 1;
-      signal.addEventListener("abort", created.onAbort, { once: true });
-      return;
-    }
+    if (group === undefined) return this.#create(signal, member).id;
     if (group.more !== undefined) group.more.add(member);
     else {
       group.more = new Set([group.first!, member]);
       group.first = undefined;
     }
+    return group.id;
   }
 
-  /** `member` no longer listens to `signal`. */
+  #create(signal: AbortSignal, member: T): Group<T> {
+    const created: Group<T> = {
+      id: ++this.#lastId,
+      first: member,
+      more: undefined,
+      onAbort: () => {
+        this.#forget(signal);
+        // A group lives while it has a member: a lone one in `first`, else all of them in `more`.
+        const members = created.more === undefined ? [created.first!] : [...created.more];
+        for (const each of members) this.#onAbort(each);
+        this.#onGroupAbort?.(created.id, members);
+      },
+    };
+    this.#groups.set(signal, created);
+    this.#size += 1;
+    signal.addEventListener("abort", created.onAbort, { once: true });
+    return created;
+  }
+
   delete(signal: AbortSignal, member: T): void {
     const group = this.#groups.get(signal);
     if (group === undefined) return;
@@ -81,7 +80,7 @@ export class AbortGroups<T> {
     if (this.#groups.delete(signal)) this.#size -= 1;
   }
 
-  /** Signals listened to now (diagnosis and tests). */
+  /** Signals listened to. */
   get size(): number {
     return this.#size;
   }

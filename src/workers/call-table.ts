@@ -1,38 +1,23 @@
 /**
  * `CallTable`: the calls a pool has not settled yet, by sequence number.
  *
- * **Why not a `Map`.** A pool adds and deletes a call every few
- * microseconds, and its map lives for the whole pool, in V8's old
- * generation. A `Map` whose deleted entries fill its table is rehashed into
- * a new table, allocated in the old generation too; the table it leaves
- * keeps its entries until the next full collection. The scavenger reads the
- * old generation's pointers into the young one from every such table, dead
- * or not, so calls long settled stayed alive through two scavenges and were
- * promoted, with their requests, promises and results. With 64 calls in
- * flight that doubled the main thread's garbage-collection time (promoted
- * bytes per scavenge 1.7 MB instead of 0.95; see docs/benchmarks.md).
- *
- * Here a call sits in a slot of a plain array, at its sequence number
- * modulo the array's length, and its slot is cleared when it is deleted:
- * nothing left behind points at it. A call whose slot is taken (a
- * long-lived call as many numbers behind it as the array is long) goes to
- * a small `Map` beside it. The array doubles when half full, and halves
- * when an eighth full down to {@link keptSlots}, so that batches coming and
- * going do not make it grow and shrink each time; the array it leaves is
- * cleared first.
+ * Not a `Map`: a pool's map lives in V8's old generation, and a `Map` with
+ * an entry added and deleted per call is rehashed into new tables while the
+ * old ones keep their entries until the next full collection, so settled
+ * calls survive scavenges and are promoted (see docs/benchmarks.md). Here a
+ * call sits in an array slot (its number modulo the length), cleared when
+ * it leaves; a call whose slot is taken goes to a small `Map` beside it.
  *
  * @module
  */
 
-/** What the table needs of a call. */
 export interface NumberedCall {
   readonly seq: number;
 }
 
-/** The array's length to begin with. */
 const minSlots = 64;
 
-/** The array halves only while longer than this (8 KiB of slots). */
+/** It halves only while longer than this, so that batches coming and going do not resize it each time. */
 const keptSlots = 1_024;
 
 /** Sequence numbers are positive int32s that wrap (see `maxSeq`): live calls span less than half of that range. */
@@ -45,7 +30,6 @@ export class CallTable<Call extends NumberedCall> {
   readonly #overflow = new Map<number, Call>();
   #size = 0;
 
-  /** Calls in the table. */
   get size(): number {
     return this.#size;
   }
@@ -68,7 +52,6 @@ export class CallTable<Call extends NumberedCall> {
     this.#size += 1;
   }
 
-  /** Removes the call numbered `seq`; whether it was there. */
   delete(seq: number): boolean {
     const index = seq & this.#mask;
     const call = this.#slots[index];

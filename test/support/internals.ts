@@ -64,6 +64,7 @@ export { type ExtensionStatus, formatExtensionStatus } from "../../src/pi-extens
 export { findHostPi } from "../../src/pi-extension/host-pi.js";
 export type { AgentToolResult, WorkerToolContext } from "../../src/types.js";
 export { AbortGroups } from "../../src/workers/abort-groups.js";
+export { type BookedCall, CallBook } from "../../src/workers/call-book.js";
 export { CallTable } from "../../src/workers/call-table.js";
 export { BusyWindow } from "../../src/workers/busy-window.js";
 export { probeMemoryMs, rememberingProbes } from "../../src/tools/coding/tool-probes.js";
