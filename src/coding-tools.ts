@@ -6,13 +6,11 @@
  *
  * @module
  */
-import { mkdirSync, realpathSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
-import { createHash } from "node:crypto";
+import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { describeValue, ToolpoolError } from "./errors.js";
+import { ToolpoolError } from "./errors.js";
 import { invalidOption, maxTimerMs, refuseUnknownOptions } from "./option-checks.js";
 import {
   codingToolNames,
@@ -32,19 +30,11 @@ import {
   requirePiToolModules,
 } from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
+import { workspaceResolver, type CodingWorkspace } from "./tools/coding/workspace.js";
 import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 
 export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
-
-/**
- * Where each session's calls run (pi's `cwd`): one folder for every session;
- * a function of the batch's `sessionKey` (called on the main thread for
- * each call; it must return an existing directory); or `{ root, perSession:
- * true }`: a folder per session under `root` (created on first use; named by
- * the key when it is a plain name of up to 64 letters, digits, `.`, `_`, `-`,
- * else by its SHA-256), and `root` itself for calls without a key.
- */
-export type CodingWorkspace = string | ((sessionKey: string | undefined) => string) | { root: string; perSession: true };
+export type { CodingWorkspace } from "./tools/coding/workspace.js";
 
 /** Options of {@link codingTools}. */
 export interface CodingToolsOptions {
@@ -92,7 +82,8 @@ export interface CodingToolsOptions {
    * Threads of the pool that bash, grep, find and ls share (named
    * `toolpool:coding-io`): these wait on child processes and I/O more than
    * they compute, so they get more threads than cores, apart from read, edit
-   * and write, which run on the runtime's shared pool.
+   * and write, which share `toolpool:coding` (as many threads as the
+   * runtime's `pool.maxThreads`).
    * @default twice the machine's cores, at least 4 and at most 64
    */
   ioThreads?: number;
@@ -159,6 +150,7 @@ const codingToolsOptionNames = Object.keys({
   piPackage: true,
   piSession: true,
 } satisfies Record<keyof CodingToolsOptions, true>);
+const callScopedOptionNames = codingToolsOptionNames.filter((name) => name !== "workspace" && name !== "piSession");
 const bashOptionNames = Object.keys({
   timeoutMs: true,
   maxTimeoutMs: true,
@@ -173,6 +165,9 @@ const codingMaxResultBytes = 16 * 1024 * 1024;
 const defaultTools: readonly CodingToolName[] = ["read", "bash", "edit", "write"];
 /** The tools that mostly wait on child processes and I/O: a pool of their own, with more threads. */
 const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "ls"]);
+/** The pools of the coding tools: read, edit and write's, and the I/O tools'. */
+const codingPool = "toolpool:coding";
+const codingIoPool = "toolpool:coding-io";
 
 /**
  * pi 1.6's coding tools as worker tools: each one's `name`, `label`,
@@ -193,6 +188,30 @@ const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "l
 export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
   refuseUnknownOptions(options, codingToolsOptionNames);
+  return makeCodingTools(options, () => {
+    const contextOf = workspaceResolver(options.workspace);
+    const piSession = options.piSession;
+    if (piSession !== undefined && typeof piSession !== "function") throw invalidOption("piSession", "a function (sessionKey) => session", piSession);
+    return (sessionKey) => contextWithSession(contextOf(sessionKey), piSession?.(sessionKey));
+  });
+}
+
+/**
+ * {@link codingTools} whose calls each bring their workspace and pi session
+ * in their arguments (`withCallScope` of `tools/coding/call-scope.ts`): the
+ * pi extension's, which runs each call where pi's context of that call says.
+ */
+export function callScopedCodingTools(options: Omit<CodingToolsOptions, "workspace" | "piSession">): WorkerTool[] {
+  if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
+  refuseUnknownOptions(options, callScopedOptionNames);
+  return makeCodingTools(options, undefined);
+}
+
+/** The tools of either kind: `resolveContext` checks the options that give a call's workspace and session; absent where each call brings them. */
+function makeCodingTools(
+  options: Omit<CodingToolsOptions, "workspace" | "piSession">,
+  resolveContext: (() => (sessionKey: string | undefined) => CodingCallContext) | undefined,
+): WorkerTool[] {
   const names = options.tools ?? defaultTools;
   if (!Array.isArray(names) || names.length === 0)
     throw invalidOption("tools", `a non-empty array of names out of ${codingToolNames.join(", ")}`, names);
@@ -212,9 +231,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
     throw invalidOption("timeoutMs", `an integer from 1 to ${maxTimerMs}`, options.timeoutMs);
   const piOptions = plainData(options.piOptions ?? {}, "piOptions");
   const piOptionsModule = options.piOptionsModule === undefined ? undefined : moduleUrlOf(options.piOptionsModule);
-  const contextOf = workspaceResolver(options.workspace);
-  const piSession = options.piSession;
-  if (piSession !== undefined && typeof piSession !== "function") throw invalidOption("piSession", "a function (sessionKey) => session", piSession);
+  const contextOf = resolveContext?.();
 
   let piEntry: string | undefined;
   if (options.piPackage !== undefined) {
@@ -264,28 +281,23 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
         confine,
         bash,
         piOptions: ownOptions,
+        isCallScoped: contextOf === undefined,
         ...(piOptionsModule === undefined ? {} : { piOptionsModule }),
         ...(piEntry === undefined ? {} : { piEntry }),
         ...(name === "find" && fdShortfall !== undefined ? { fdShortfall } : {}),
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
-      context: ({ sessionKey }) =>
-        contextWithSession(
-          contextOf(sessionKey),
-          piSession?.(sessionKey),
-          hasOutputFiles.has(name) ? outputFolder?.sessionFolder(sessionKey) : undefined,
-        ),
+      context: ({ sessionKey }) => {
+        const folder = hasOutputFiles.has(name) ? outputFolder?.sessionFolder(sessionKey) : undefined;
+        const own = folder === undefined ? undefined : { outputFolder: folder };
+        return contextOf === undefined ? own : { ...contextOf(sessionKey), ...own };
+      },
       // pi's read returns an image as base64 (a 1,500 × 1,700 screenshot: 1.4 MB), past the pool's default 1 MiB.
       maxResultBytes: codingMaxResultBytes,
-      ...(ioTools.has(name)
-        ? {
-            pool: {
-              name: "toolpool:coding-io",
-              maxThreads: ioThreads,
-              ...(ioThreadsPerSession === undefined ? {} : { maxRunningPerSession: ioThreadsPerSession }),
-            },
-          }
-        : {}),
+      // Pools of their own: no user's tool shares a thread with these (see `coding-thread.ts`).
+      pool: ioTools.has(name)
+        ? { name: codingIoPool, maxThreads: ioThreads, ...(ioThreadsPerSession === undefined ? {} : { maxRunningPerSession: ioThreadsPerSession }) }
+        : { name: codingPool },
     });
   });
   declareToolNeeds(tools, outputFolder === undefined ? codingToolNeeds : { ...codingToolNeeds, openForRuntime: outputFolder.openForRuntime });
@@ -404,67 +416,7 @@ function moduleUrlOf(module: string | URL): string {
   return module.startsWith("file:") ? new URL(module).href : pathToFileURL(resolve(module)).href;
 }
 
-/** A call's context with the pi session it runs for and its folder of bash's output files, if any. */
-function contextWithSession(context: CodingCallContext, piSession: PiSessionInfo | undefined, outputFolder: string | undefined): CodingCallContext {
-  if (piSession === undefined && outputFolder === undefined) return context;
-  return { ...context, ...(piSession === undefined ? {} : { piSession }), ...(outputFolder === undefined ? {} : { outputFolder }) };
+/** A call's context with the pi session it runs for, if any. */
+function contextWithSession(context: CodingCallContext, piSession: PiSessionInfo | undefined): CodingCallContext {
+  return piSession === undefined ? context : { ...context, piSession };
 }
-
-/** The function that gives each call its {@link CodingCallContext}. */
-function workspaceResolver(workspace: CodingWorkspace): (sessionKey: string | undefined) => CodingCallContext {
-  if (typeof workspace === "string") {
-    const fixed = workspaceAt(workspace, "workspace");
-    return () => fixed;
-  }
-  if (typeof workspace === "function") {
-    return (sessionKey) => {
-      const folder = workspace(sessionKey);
-      if (typeof folder !== "string" || folder === "") {
-        throw new Error(`The workspace function gave ${describeValue(folder)} for session ${describeValue(sessionKey)}, not a folder`);
-      }
-      return workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
-    };
-  }
-  if (typeof workspace === "object" && workspace !== null && workspace.perSession === true && typeof workspace.root === "string") {
-    const root = workspaceAt(workspace.root, "workspace.root");
-    const folders = new Map<string, CodingCallContext>();
-    return (sessionKey) => {
-      if (sessionKey === undefined) return root;
-      let context = folders.get(sessionKey);
-      if (context === undefined) {
-        const folder = join(root.cwd, sessionFolderName(sessionKey));
-        mkdirSync(folder, { recursive: true });
-        context = workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
-        // Bounded: a server with many sessions recomputes old ones.
-        if (folders.size >= 1024) folders.delete(folders.keys().next().value as string);
-        folders.set(sessionKey, context);
-      }
-      return context;
-    };
-  }
-  throw invalidOption("workspace", "a folder, a function (sessionKey) => folder, or { root, perSession: true }", workspace);
-}
-
-/** A session's folder name under a per-session root. */
-function sessionFolderName(sessionKey: string): string {
-  if (/^[A-Za-z0-9._-]{1,64}$/.test(sessionKey) && sessionKey !== "." && sessionKey !== "..") return sessionKey;
-  return `session-${createHash("sha256").update(sessionKey).digest("hex").slice(0, 32)}`;
-}
-
-/** `folder` as a call's context; it must be an existing directory. `fail` makes the error from what was wrong. */
-function workspaceAt(folder: string, name: string, fail: (name: string, folder: string, reason: string) => Error = optionFailure): CodingCallContext {
-  const cwd = isAbsolute(folder) ? folder : resolve(folder);
-  try {
-    const root = realpathSync(cwd);
-    if (!statSync(root).isDirectory()) throw new Error("not a directory");
-    return Object.freeze({ cwd, root });
-  } catch (error) {
-    throw fail(name, folder, (error as Error).message);
-  }
-}
-
-/** Misuse found when `codingTools` is called. */
-const optionFailure = (name: string, folder: string, reason: string): Error =>
-  new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be an existing directory, got ${describeValue(folder)} (${reason})`);
-/** A session's workspace found wanting when its call comes: that call's error result. */
-const callFailure = (name: string, folder: string, reason: string): Error => new Error(`${name} is not an existing directory: ${folder} (${reason})`);

@@ -32,7 +32,8 @@ import { fileURLToPath } from "node:url";
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
-import { codingTools, type CodingToolName, type PiSessionInfo } from "../coding-tools.js";
+import { callScopedCodingTools, type CodingToolName, type PiSessionInfo } from "../coding-tools.js";
+import { withCallScope } from "../tools/coding/call-scope.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { AgentTool } from "../types.js";
 import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
@@ -52,9 +53,6 @@ const definitionFactories: Record<CodingToolName, string> = {
   ls: "createLsToolDefinition",
 };
 
-/** The name the runtime gives the pool of the tools that name none. */
-const sharedPool = "shared";
-
 /** The extension: pi calls it once per process with its API. */
 export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void> {
   // Before any `await`: pi's loader, which calls this function, is on the stack.
@@ -65,21 +63,16 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   // The very modules pi runs, so that the definitions' renderers share its interface's state.
   const host = (await import(hostPi.entry.href)) as Record<string, (cwd: string) => Record<string, unknown>>;
   let runtime: Runtime | undefined;
-  /** The running pool's tools and its shared pool's size. */
+  /** The running pool's tools and the size of read, edit and write's pool. */
   let running: PoolSetup | undefined;
   let pooled: Map<string, AgentTool> | undefined;
-  let cwd = process.cwd();
-  let session: PiSessionInfo | undefined;
   const calls: Record<string, number> = {};
 
-  /** pi's tools as worker tools, with the flags and settings of this moment; and the shared pool's size. */
+  /** pi's tools as worker tools, with the flags and settings of this moment; and the size of read, edit and write's pool. */
   const makeTools = (): PoolSetup => {
     const options = resolvePiExtensionOptions(flagOf, pi.getSettings());
-    const tools = codingTools({
-      // The folder pi runs in at the time of each call.
-      workspace: () => cwd,
-      // Its session, which bash tells the command as pi's own bash does.
-      piSession: () => session,
+    // Each call brings the folder pi runs it in, and its session (which bash tells the command as pi's own bash does).
+    const tools = callScopedCodingTools({
       tools: toolNames,
       confine: options.confine,
       bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
@@ -104,17 +97,17 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   /** The pools: those running, else those the first call would start. */
   const poolsNow = (): PoolStatus[] => {
     const { tools, threads } = running ?? makeTools();
-    // The runtime names its pools "shared" and "pool:NAME" (`RuntimeDiagnosis`).
+    // The runtime names a named pool "pool:NAME" (`RuntimeDiagnosis`); every coding tool names one.
     const started = new Map((runtime?.diagnose().pools ?? []).map((pool) => [pool.pool, pool.generations.at(-1)?.threads.length ?? 0]));
     const pools = new Map<string, PoolStatus>();
     for (const tool of tools) {
-      const name = tool.pool?.name ?? sharedPool;
+      const name = tool.pool?.name ?? "shared";
       const known = pools.get(name);
       pools.set(name, {
         name,
         tools: [...(known?.tools ?? []), tool.name],
         maxThreads: tool.pool?.maxThreads ?? threads,
-        threads: started.get(tool.pool === undefined ? sharedPool : `pool:${name}`) ?? 0,
+        threads: started.get(tool.pool === undefined ? "shared" : `pool:${name}`) ?? 0,
       });
     }
     return [...pools.values()];
@@ -160,13 +153,10 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
       // `defaultTools`), and the model is offered the same tools as without toolpool.
       defaultActive: false,
       async execute(toolCallId, params, signal, onUpdate, ctx) {
-        if (ctx !== undefined) {
-          cwd = ctx.cwd;
-          session = sessionInfoOf(ctx);
-        }
         calls[name] = (calls[name] ?? 0) + 1;
         const tool = poolTools().get(name)!;
-        return tool.execute(toolCallId, params, signal, onUpdate as never) as never;
+        const args = withCallScope(params, ctx?.cwd ?? process.cwd(), ctx === undefined ? undefined : sessionInfoOf(ctx));
+        return tool.execute(toolCallId, args, signal, onUpdate as never) as never;
       },
     });
   }
@@ -196,9 +186,9 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   });
 }
 
-/** The worker tools of a pool, and the size of its shared pool (read, edit, write). */
+/** The worker tools of a pool, and the size of the pool of read, edit and write. */
 interface PoolSetup {
-  readonly tools: ReturnType<typeof codingTools>;
+  readonly tools: ReturnType<typeof callScopedCodingTools>;
   readonly threads: number;
 }
 

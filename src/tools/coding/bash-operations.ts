@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn as nodeSpawn } from "node:child_process";
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
@@ -43,11 +43,15 @@ interface BashOperations {
 
 let callCount = 0;
 
-/** The bash operations of one call: `graceMs` between SIGTERM and SIGKILL when its tree must end. */
+/**
+ * The bash operations of one call: `graceMs` between SIGTERM and SIGKILL
+ * when its tree must end; its shell started by `spawn` (default Node's).
+ */
 export function createBashOperations(
   pi: PiShellUtils,
-  options: { shellPath?: string | undefined; graceMs: number; keepBackground: boolean },
+  options: { shellPath?: string | undefined; graceMs: number; keepBackground: boolean; spawn?: typeof nodeSpawn },
 ): BashOperations {
+  const spawn = options.spawn ?? nodeSpawn;
   return {
     async exec(command, cwd, { onData, signal, timeout, env }) {
       const timeoutMs = timeout === undefined ? undefined : timeoutMsOf(timeout);

@@ -45,6 +45,8 @@ interface CodingToolSettings {
   readonly piOptionsModule?: string;
   /** The entry module of the pi-coding-agent to run (`file:` URL); absent: the one toolpool resolves. */
   readonly piEntry?: string;
+  /** Whether each call brings its workspace and pi session in its arguments (`call-scope.ts`) rather than in its context. */
+  readonly isCallScoped: boolean;
   /** find only: what the fd pi's find runs lacks, found when `codingTools` was called (`fd-requirement.ts`); absent when nothing does. */
   readonly fdShortfall?: FdShortfall;
 }
