@@ -38,7 +38,7 @@ export interface ExtensionStatus {
 
 /**
  * The status as lines of text: one for toolpool and its pi, one per tool
- * (`read: on the pool, active`), one per pool (`pool shared: read, edit,
+ * (`read: on the pool, active`), one per pool (`pool toolpool:coding: read, edit,
  * write; up to 8 threads, 0 started`).
  */
 export function formatExtensionStatus(status: ExtensionStatus): string {
