@@ -1,10 +1,6 @@
 /**
- * What a thread of the coding tools' own pools sets up once, whichever of
- * its tools loads first (each tool of each `codingTools` call is a module
- * instance of its own on the thread): its priority, its spawn helper, and
- * the changes to Node's modules that pi's tools need where pi offers no
- * hook. No other tool runs on these threads, so none meets those changes.
- *
+ * Once per coding thread: its priority, its spawn helper, and the changes to
+ * Node's modules pi's tools need where pi offers no hook (no other tool runs here).
  * @module
  */
 import childProcess from "node:child_process";
@@ -20,7 +16,6 @@ import { rememberingProbes } from "./tool-probes.js";
 type Spawn = typeof childProcess.spawn;
 
 interface CodingThread {
-  /** Node's own `spawn`, taken before any change. */
   readonly nativeSpawn: Spawn;
   spawn?: Spawn;
   readonly changed: Set<"spawn" | "probes" | "worker">;
@@ -28,10 +23,8 @@ interface CodingThread {
 
 const threadKey = Symbol.for("toolpool.codingThread");
 
-/** How much lower than the main thread's a coding thread's priority is (nice levels). */
 const threadNiceness = 5;
 
-/** This thread's state, made (and its priority lowered) on first use. */
 function codingThread(): CodingThread {
   const holder = globalThis as { [threadKey]?: CodingThread };
   if (holder[threadKey] === undefined) {
@@ -41,18 +34,14 @@ function codingThread(): CodingThread {
   return holder[threadKey];
 }
 
-/**
- * The `spawn` of this thread's child processes: through the thread's one
- * spawn helper (`spawn-helper.ts` says why), or Node's own on Windows and
- * under `TOOLPOOL_SPAWN_HELPER=0`. bash gets it through pi's `operations`.
- */
+/** The thread's one spawn helper's `spawn` (`spawn-helper.ts` says why), unless turned off. */
 export function threadSpawn(): Spawn {
   const thread = codingThread();
   thread.spawn ??= process.platform === "win32" || process.env.TOOLPOOL_SPAWN_HELPER === "0" ? thread.nativeSpawn : routedSpawn(thread.nativeSpawn);
   return thread.spawn;
 }
 
-/** Sets up this thread for `tool`: the module changes its pi code needs, each made once per thread. */
+/** Makes the changes `tool`'s pi code needs, each once per thread. */
 export function prepareThreadFor(tool: CodingToolName): void {
   const thread = codingThread();
   const changes: ("spawn" | "probes" | "worker")[] = tool === "grep" || tool === "find" ? ["spawn", "probes"] : tool === "read" ? ["worker"] : [];
@@ -60,24 +49,18 @@ export function prepareThreadFor(tool: CodingToolName): void {
   if (due.length === 0) return;
   for (const change of due) {
     thread.changed.add(change);
-    // pi's grep and find spawn ripgrep and fd with Node's `spawn`: no operations hook reaches that spawn.
+    // pi's grep and find spawn rg and fd with Node's `spawn`: no hook of pi's reaches it.
     if (change === "spawn") childProcess.spawn = threadSpawn();
-    // pi probes `rg --version` (`fd --version`) before each search with `spawnSync`, which pi offers no hook for.
+    // pi probes `rg --version` before each search with `spawnSync`, no hook either.
     else if (change === "probes") childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());
     // pi's read resizes images on a worker of its own, which pi offers no hook for.
     else workerThreads.Worker = resizingInPlaceWorker(workerThreads.Worker);
   }
-  // pi imports { spawn, spawnSync } and { Worker } by name: their bindings follow the module objects once synced.
+  // pi imports them by name: the bindings follow the module objects once synced.
   syncBuiltinESMExports();
 }
 
-/**
- * `Worker` that refuses to start pi's image-resize worker, so that pi takes
- * its own fallback, the same resize in process: a coding thread is off the
- * main thread already, and a thread start and a WebAssembly compile per
- * image cost more than the resize (see docs/benchmarks.md). Any other
- * worker starts as it would.
- */
+/** pi then resizes in process, its own fallback: a thread start per image costs more than the resize (docs/benchmarks.md). */
 function resizingInPlaceWorker(Worker: typeof workerThreads.Worker): typeof workerThreads.Worker {
   return class CodingThreadWorker extends Worker {
     constructor(filename: string | URL, options?: workerThreads.WorkerOptions) {
@@ -87,13 +70,7 @@ function resizingInPlaceWorker(Worker: typeof workerThreads.Worker): typeof work
   };
 }
 
-/**
- * Gives this thread (and the processes it starts, which inherit it) a lower
- * priority than the main thread's, so that cores kept busy by the coding
- * tools still leave the coordinator its turns. The thread runs coding tools
- * only, so no user's tool is slowed by it. Linux only (`/proc/thread-self`
- * names the thread's own id); a failure leaves the priority as it was.
- */
+/** Busy coding threads (and their processes) still leave the coordinator its turns. Linux; a failure changes nothing. */
 function lowerThreadPriority(): void {
   if (process.platform !== "linux") return;
   try {

@@ -1,18 +1,9 @@
 /**
- * One of pi's coding tools, run on a worker thread: the module `codingTools`
- * points each tool at (its settings in this module's URL, see
- * `coding-settings.ts`). Each call builds pi's own tool with pi's own factory
- * for the call's workspace (`createTool(name, cwd, options)`, which is
- * cheap) and runs its `execute`, so results are pi's by construction.
- *
- * What toolpool adds around pi's code: the session's workspace as `cwd`
- * (or the call's own, `call-scope.ts`); `confine`; bash deadlines that end
- * the call's whole process tree (`bash-operations.ts`), its shell started
- * through the thread's spawn helper (`coding-thread.ts`); and edits and writes of one path serialized across
- * every thread, with edits refused when the file changed on disk after they
- * read it (`path-locks.ts`, `checked-file-operations.ts`); and bash's
- * full-output files kept in the runtime's folder of them, bounded, where a
- * confined read of the same session may read them (`bash-output-files.ts`).
+ * One of pi's coding tools on a coding thread (its settings in this
+ * module's URL: `coding-settings.ts`). Each call builds pi's own tool for
+ * its workspace with pi's factory and runs its `execute`, so results are
+ * pi's by construction; toolpool adds the workspace, `confine`, bash's
+ * process handling, edit locks and bash's output files around it.
  *
  * @module
  */
@@ -30,26 +21,18 @@ import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.j
 
 const settings = codingSettingsFromUrl(import.meta.url);
 
-// pi's grep and find run ripgrep and fd; pi downloads them when they are
-// missing, unless offline. A pool never downloads binaries.
+// pi downloads a missing ripgrep or fd unless offline; a pool never does.
 process.env.PI_OFFLINE ??= "1";
 
 prepareThreadFor(settings.tool);
 
-/**
- * pi's modules, imported while this module loads: a thread's first call of
- * the tool then starts with pi at hand, and an abort that came with it is
- * answered by pi at once (the pool's grace for an abort counts from the
- * module's load, not before). A failure (pi cannot run here) is each call's
- * error result, as the reason the import gives.
- */
+// Imported as the module loads, so that pi answers an abort of the first call at once; a failure is each call's error.
 const piModules = importPiWorkerModules(settings.piEntry);
 await piModules.catch(() => undefined);
 
 let moduleOptions: Promise<ModuleOptions> | undefined;
 type ModuleOptions = Record<string, unknown> | ((cwd: string) => Record<string, unknown>) | undefined;
 
-/** Options of this tool from `piOptionsModule`, for `cwd`. */
 async function optionsOfModule(cwd: string): Promise<Record<string, unknown>> {
   if (settings.piOptionsModule === undefined) return {};
   moduleOptions ??= import(settings.piOptionsModule).then((module: { default?: unknown }) => {
@@ -67,7 +50,6 @@ async function optionsOfModule(cwd: string): Promise<Record<string, unknown>> {
   return typeof own === "object" && own !== null ? (own as Record<string, unknown>) : {};
 }
 
-/** Runs one call of pi's tool `settings.tool` in the call's workspace. */
 export async function execute(callArgs: unknown, ctx: WorkerToolContext<unknown>): Promise<AgentToolResult<unknown>> {
   const pi = await piModules;
   const { args, context } = callOf(callArgs, ctx);
@@ -79,7 +61,7 @@ export async function execute(callArgs: unknown, ctx: WorkerToolContext<unknown>
   const options = { ...settings.piOptions, ...(await optionsOfModule(context.cwd)) };
   if (settings.tool === "bash") return runBash(pi, args, ctx, context, options);
   if (settings.tool === "edit" || settings.tool === "write") {
-    // One edit or write of a file at a time across every thread; an edit refuses a file changed since it read it.
+    // One edit or write of a file at a time across every thread.
     const path = (args as { path?: unknown }).path;
     const toolOptions =
       settings.tool === "edit" ? { ...options, operations: checkedEditOperations(typeof path === "string" ? path : undefined) } : options;
@@ -87,8 +69,7 @@ export async function execute(callArgs: unknown, ctx: WorkerToolContext<unknown>
     const run = () => tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate) as Promise<AgentToolResult<unknown>>;
     return typeof path === "string" ? withPathLock(pi.paths.resolveToCwd(path, context.cwd), ctx.signal, run) : run();
   }
-  // pi's find would run an fd that cannot serve this search (unless `operations.glob` replaces fd): say which fd it needs, not fd's usage text.
-  // An aborted call is pi's to answer ("Operation aborted"), as pi checks that before it runs fd.
+  // Say which fd pi's find needs, not fd's usage text; an aborted call is pi's to answer.
   if (
     settings.fdShortfall !== undefined &&
     ctx.signal?.aborted !== true &&
@@ -101,7 +82,7 @@ export async function execute(callArgs: unknown, ctx: WorkerToolContext<unknown>
   return (await tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate)) as AgentToolResult<unknown>;
 }
 
-/** A call's own arguments and context: its workspace from `codingTools`' options, or, call-scoped, from the call (`call-scope.ts`). */
+/** A call-scoped tool's calls bring their workspace in their arguments (`call-scope.ts`). */
 function callOf(callArgs: unknown, ctx: WorkerToolContext<unknown>): { args: unknown; context: CodingCallContext } {
   const given = ctx.context as Partial<CodingCallContext> | undefined;
   if (!settings.isCallScoped) {
@@ -114,12 +95,7 @@ function callOf(callArgs: unknown, ctx: WorkerToolContext<unknown>): { args: unk
   return { args: scoped.args, context: { ...given, ...scoped.scope } };
 }
 
-/**
- * A bash call under its deadline: its own `timeout` (seconds), else the
- * runtime's default, never past the cap. When the runtime's deadline rather
- * than the call's own `timeout` ended it, the result (pi's timeout text) is
- * marked `details: { code: "TP_ERR_TIMEOUT", deadline: "default" | "cap" }`.
- */
+/** A bash call under its own `timeout`, else the default, never past the cap; the runtime's deadlines are marked `TP_ERR_TIMEOUT`. */
 async function runBash(
   pi: PiWorkerModules,
   args: unknown,
@@ -132,7 +108,6 @@ async function runBash(
   const ownMs = typeof own === "number" && Number.isFinite(own) && own > 0 ? own * 1000 : undefined;
   // A `timeout` pi refuses is pi's to answer (its "Invalid timeout" error): the call runs as it came.
   const isOwnInvalid = own !== undefined && ownMs === undefined;
-  // codingTools keeps the default within the cap.
   const deadline: "own" | "default" | "cap" = ownMs === undefined ? "default" : ownMs <= maxTimeoutMs ? "own" : "cap";
   const effectiveMs = deadline === "own" ? (ownMs as number) : deadline === "default" ? timeoutMs : maxTimeoutMs;
   const runArgs = deadline === "own" || isOwnInvalid ? args : { ...(args as object), timeout: effectiveMs / 1000 };
@@ -160,12 +135,7 @@ async function runBash(
   }
 }
 
-/**
- * The part of pi's extension context that pi's bash reads to tell the
- * command its session (`PI_SESSION_ID` and the rest), out of the call's
- * plain-data {@link PiSessionInfo}; undefined without one, as when pi's bash
- * runs outside a session.
- */
+/** What pi's bash reads of its extension context to tell the command its session. */
 function sessionContextOf(context: CodingCallContext): unknown {
   const session = context.piSession;
   if (session === undefined) return undefined;

@@ -1,10 +1,4 @@
-/**
- * Where each call of a coding tool runs (pi's `cwd`), found on the main
- * thread: from `codingTools`' `workspace` option for a runtime's calls, or
- * from the call itself for the pi extension's (`call-scope.ts`).
- *
- * @module
- */
+/** Where each call of a coding tool runs (pi's `cwd`). Main thread. @module */
 import { createHash } from "node:crypto";
 import { mkdirSync, realpathSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
@@ -14,16 +8,12 @@ import { invalidOption } from "../../option-checks.js";
 import type { CodingCallContext } from "./coding-settings.js";
 
 /**
- * Where each session's calls run (pi's `cwd`): one folder for every session;
- * a function of the batch's `sessionKey` (called on the main thread for
- * each call; it must return an existing directory); or `{ root, perSession:
- * true }`: a folder per session under `root` (created on first use; named by
- * the key when it is a plain name of up to 64 letters, digits, `.`, `_`, `-`,
- * else by its SHA-256), and `root` itself for calls without a key.
+ * One folder for every session; a function of the batch's `sessionKey` that gives an existing
+ * directory; or a folder per session under `root` (by its key's name or SHA-256), `root` without a key.
  */
 export type CodingWorkspace = string | ((sessionKey: string | undefined) => string) | { root: string; perSession: true };
 
-/** The function that gives each call its {@link CodingCallContext}; throws `TP_ERR_INVALID_OPTION` for an invalid `workspace`. */
+/** Throws `TP_ERR_INVALID_OPTION` for an invalid `workspace`. */
 export function workspaceResolver(workspace: CodingWorkspace): (sessionKey: string | undefined) => CodingCallContext {
   if (typeof workspace === "string") {
     const fixed = workspaceAt(workspace, "workspace");
@@ -58,13 +48,12 @@ export function workspaceResolver(workspace: CodingWorkspace): (sessionKey: stri
   throw invalidOption("workspace", "a folder, a function (sessionKey) => folder, or { root, perSession: true }", workspace);
 }
 
-/** A session's folder name under a per-session root. */
 function sessionFolderName(sessionKey: string): string {
   if (/^[A-Za-z0-9._-]{1,64}$/.test(sessionKey) && sessionKey !== "." && sessionKey !== "..") return sessionKey;
   return `session-${createHash("sha256").update(sessionKey).digest("hex").slice(0, 32)}`;
 }
 
-/** `folder` as a call's context; it must be an existing directory. `fail` makes the error from what was wrong. */
+/** `folder` as a call's context: an existing directory, else `fail`'s error. */
 export function workspaceAt(
   folder: string,
   name: string,
@@ -80,9 +69,8 @@ export function workspaceAt(
   }
 }
 
-/** Misuse found when `codingTools` is called. */
 const optionFailure = (name: string, folder: string, reason: string): Error =>
   new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be an existing directory, got ${describeValue(folder)} (${reason})`);
-/** A session's workspace found wanting when its call comes: that call's error result. */
+/** Found when a call comes: that call's error result. */
 export const callFailure = (name: string, folder: string, reason: string): Error =>
   new Error(`${name} is not an existing directory: ${folder} (${reason})`);
