@@ -33,6 +33,7 @@ import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 
 export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
 export type { CodingWorkspace } from "./tools/coding/workspace.js";
+export { withCallScope } from "./tools/coding/call-scope.js";
 
 /** Options of {@link codingTools}; docs/coding-tools.md has each in full. */
 export interface CodingToolsOptions {

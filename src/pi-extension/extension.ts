@@ -12,8 +12,7 @@ import { fileURLToPath } from "node:url";
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
-import { callScopedCodingTools, type CodingToolName, type PiSessionInfo } from "../coding-tools.js";
-import { withCallScope } from "../tools/coding/call-scope.js";
+import { callScopedCodingTools, type CodingToolName, type PiSessionInfo, withCallScope } from "../coding-tools.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { AgentTool } from "../types.js";
 import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
