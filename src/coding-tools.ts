@@ -1,18 +1,14 @@
 /**
- * `codingTools`: pi's own coding tools (read, bash, edit, write, grep, find,
- * ls of `@earendil-works/pi-coding-agent` 1.6) as worker tools of the pool.
- * This module runs on the main thread; the tools run in
- * `tools/coding/coding-tool-worker.ts`.
+ * `codingTools`: pi 1.6's own coding tools as worker tools, on pools of
+ * their own. Main thread; the tools run in `tools/coding/coding-tool-worker.ts`.
  *
  * @module
  */
-import { mkdirSync, realpathSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
-import { createHash } from "node:crypto";
+import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { describeValue, ToolpoolError } from "./errors.js";
+import { ToolpoolError } from "./errors.js";
 import { invalidOption, maxTimerMs, refuseUnknownOptions } from "./option-checks.js";
 import {
   codingToolNames,
@@ -32,120 +28,50 @@ import {
   requirePiToolModules,
 } from "./tools/coding/pi-coding-agent.js";
 import { enableProcessSweeps } from "./tools/coding/process-tree.js";
+import { workspaceResolver, type CodingWorkspace } from "./tools/coding/workspace.js";
 import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 
 export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
+export type { CodingWorkspace } from "./tools/coding/workspace.js";
+export { withCallScope } from "./tools/coding/call-scope.js";
 
-/**
- * Where each session's calls run (pi's `cwd`): one folder for every session;
- * a function of the batch's `sessionKey` (called on the main thread for
- * each call; it must return an existing directory); or `{ root, perSession:
- * true }`: a folder per session under `root` (created on first use; named by
- * the key when it is a plain name of up to 64 letters, digits, `.`, `_`, `-`,
- * else by its SHA-256), and `root` itself for calls without a key.
- */
-export type CodingWorkspace = string | ((sessionKey: string | undefined) => string) | { root: string; perSession: true };
-
-/** Options of {@link codingTools}. */
+/** Options of {@link codingTools}; docs/coding-tools.md has each in full. */
 export interface CodingToolsOptions {
   /** The workspace of each session: see {@link CodingWorkspace}. */
   workspace: CodingWorkspace;
   /** Which of pi's tools. @default ["read", "bash", "edit", "write"] (pi's default four) */
   tools?: readonly CodingToolName[];
-  /**
-   * Path arguments must stay inside the session's workspace, symlinks
-   * resolved: one outside is an error result naming it. bash starts in the
-   * workspace (a shell command itself is not confined).
-   * @default false
-   */
+  /** Path arguments must stay inside the session's workspace, symlinks resolved (a bash command is not confined). @default false */
   confine?: boolean;
-  /** Deadlines of bash calls. */
   bash?: {
-    /** The deadline of a call that gives no `timeout` of its own, in milliseconds. @default 120000 */
+    /** The deadline of a call without a `timeout` of its own, in milliseconds. @default 120000 */
     timeoutMs?: number;
     /** The latest deadline of any call, its own `timeout` included. @default 600000 */
     maxTimeoutMs?: number;
     /** How long the call's processes have between SIGTERM and SIGKILL. @default 2000 */
     graceMs?: number;
-    /**
-     * Let the background processes a call started (`server &`) outlive it,
-     * as pi does, until the pool terminates their thread, the runtime
-     * closes or the process exits. By default a call's processes all end
-     * with it, however they detached.
-     * @default false
-     */
+    /** Let the background processes a call started outlive it, as pi does, until their thread or the runtime ends. @default false */
     keepBackground?: boolean;
-    /**
-     * The total size, in bytes, of the full-output files that bash calls
-     * leave (pi saves a call's whole output to a file when it passes 50 KB
-     * or 2,000 lines, and names the file in the result). They are kept in a
-     * folder of the runtime's own, one subfolder per session, which a
-     * confined `read` of the same set may read (its own session's only),
-     * and removed when the runtime closes. After each call that left a
-     * file, the oldest files of the runtime are removed until the total is
-     * within this size; the file of the call that just ended is always kept.
-     * @default 268435456 (256 MiB)
-     */
+    /** The total size, in bytes, of the full-output files bash calls leave in the runtime's folder; the oldest go first. @default 268435456 (256 MiB) */
     outputFilesMaxBytes?: number;
   };
-  /**
-   * Threads of the pool that bash, grep, find and ls share (named
-   * `toolpool:coding-io`): these wait on child processes and I/O more than
-   * they compute, so they get more threads than cores, apart from read, edit
-   * and write, which run on the runtime's shared pool.
-   * @default twice the machine's cores, at least 4 and at most 64
-   */
+  /** Threads of `toolpool:coding-io` (bash, grep, find, ls: they mostly wait). @default twice the cores, 4 to 64 */
   ioThreads?: number;
-  /**
-   * Most threads of `toolpool:coding-io` one session (a batch's `sessionKey`)
-   * holds at once: its other bash, grep, find and ls calls wait while other
-   * sessions' calls take the free threads, so that one session's long bash
-   * calls cannot keep every other session's waiting. `toolpool serve` and
-   * `toolpool mcp` set half of `ioThreads` (`--coding-threads-per-session`);
-   * a runtime of one session wants every thread, hence no cap here.
-   * @default undefined (the runtime's `pool.maxRunningPerSession`: no cap unless it sets one)
-   */
+  /** Most threads of `toolpool:coding-io` one session holds at once. @default the runtime's `pool.maxRunningPerSession` */
   ioThreadsPerSession?: number;
-  /**
-   * A time limit for calls of the other tools (read, edit, …), in
-   * milliseconds: past it the worker is terminated (`TP_ERR_TIMEOUT`).
-   * @default undefined (none)
-   */
+  /** A time limit for calls of the tools other than bash, in milliseconds (`TP_ERR_TIMEOUT`). @default undefined (none) */
   timeoutMs?: number;
-  /**
-   * pi's options of each tool, plain data (pi's `ToolsOptions`: `{ read: {
-   * autoResizeImages }, bash: { shellPath, commandPrefix }, … }`), given to
-   * pi's factories as they are. Functions cannot cross to a worker thread:
-   * put those in `piOptionsModule`.
-   */
+  /** pi's `ToolsOptions` as plain data (functions cannot cross to a thread: see `piOptionsModule`). @default {} */
   piOptions?: Record<string, unknown>;
-  /**
-   * A module (path or `file:` URL) whose default export is pi's
-   * `ToolsOptions`, or `(cwd) => ToolsOptions`, loaded in the worker: for
-   * options that are functions (bash's `spawnHook`, a tool's `operations`).
-   * Its options go over `piOptions`. bash always runs on toolpool's process
-   * handling (deadlines, process-tree ends), and edit on its checked file
-   * operations: their `operations` are not taken.
-   */
+  /** A module whose default export is pi's `ToolsOptions` or `(cwd) => ToolsOptions`, over `piOptions`. @default undefined */
   piOptionsModule?: string | URL;
-  /**
-   * The folder of the `@earendil-works/pi-coding-agent` package whose tools
-   * run: a pi that loads toolpool as its extension names its own.
-   * @default the one `toolpool` resolves (its peer dependency)
-   */
+  /** The folder of the `@earendil-works/pi-coding-agent` whose tools run. @default the one `toolpool` resolves */
   piPackage?: string;
-  /**
-   * The pi session each call runs for, called on the main thread for each
-   * call with its `sessionKey`: bash exports it to the command as pi's own
-   * bash does (`PI_SESSION_ID`, `PI_SESSION_FILE`, `PI_PROVIDER`,
-   * `PI_MODEL`, `PI_REASONING_LEVEL`). pi's extension uses it; a runtime
-   * that serves no pi session leaves it out.
-   * @default undefined (no session: those variables are not set)
-   */
+  /** The pi session a call runs for, by its `sessionKey`, which bash tells the command as pi's does. @default undefined (none) */
   piSession?: (sessionKey: string | undefined) => PiSessionInfo | undefined;
 }
 
-/** Every option of {@link CodingToolsOptions}, and of its `bash`: a name not here is refused (typed, so that a new option is listed). */
+/** Typed, so that a new option is listed. */
 const codingToolsOptionNames = Object.keys({
   workspace: true,
   tools: true,
@@ -159,6 +85,7 @@ const codingToolsOptionNames = Object.keys({
   piPackage: true,
   piSession: true,
 } satisfies Record<keyof CodingToolsOptions, true>);
+const callScopedOptionNames = codingToolsOptionNames.filter((name) => name !== "workspace" && name !== "piSession");
 const bashOptionNames = Object.keys({
   timeoutMs: true,
   maxTimeoutMs: true,
@@ -167,23 +94,19 @@ const bashOptionNames = Object.keys({
   outputFilesMaxBytes: true,
 } satisfies Record<keyof NonNullable<CodingToolsOptions["bash"]>, true>);
 
-/** The result cap of pi's coding tools: an image read returns the (resized) image as base64, over a megabyte. */
+/** An image read returns base64, over the pool's default 1 MiB. */
 const codingMaxResultBytes = 16 * 1024 * 1024;
 
 const defaultTools: readonly CodingToolName[] = ["read", "bash", "edit", "write"];
-/** The tools that mostly wait on child processes and I/O: a pool of their own, with more threads. */
 const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "ls"]);
+const codingPool = "toolpool:coding";
+const codingIoPool = "toolpool:coding-io";
 
 /**
- * pi 1.6's coding tools as worker tools: each one's `name`, `label`,
- * `description`, `parameters`, `prepareArguments` and every other field of
- * the `AgentTool` pi's factory makes (`outputSchema`, `constrainedSampling`,
- * bash's `promptSnippet` and `promptGuidelines`: `runtime.agentTools()`
- * gives them as they are) are pi's, and its results are pi's. Needs Node >= 22.19 and
- * `@earendil-works/pi-coding-agent` 1.6 installed (an optional peer
- * dependency); throws `TP_ERR_INVALID_OPTION` saying which is missing, and
- * for invalid options.
- *
+ * pi 1.6's coding tools as worker tools: every field of pi's `AgentTool`
+ * and every result is pi's. Needs Node >= 22.19 and
+ * `@earendil-works/pi-coding-agent` 1.6; throws `TP_ERR_INVALID_OPTION`
+ * saying which is missing, and for invalid options.
  * @example
  * ```ts
  * const runtime = createRuntime({ pi: "1.6", tools: codingTools({ workspace: { root: "/srv/sessions", perSession: true }, confine: true }) });
@@ -193,6 +116,26 @@ const ioTools: ReadonlySet<CodingToolName> = new Set(["bash", "grep", "find", "l
 export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
   refuseUnknownOptions(options, codingToolsOptionNames);
+  return makeCodingTools(options, () => {
+    const contextOf = workspaceResolver(options.workspace);
+    const piSession = options.piSession;
+    if (piSession !== undefined && typeof piSession !== "function") throw invalidOption("piSession", "a function (sessionKey) => session", piSession);
+    return (sessionKey) => contextWithSession(contextOf(sessionKey), piSession?.(sessionKey));
+  });
+}
+
+/** {@link codingTools} whose calls bring their own workspace and pi session (`tools/coding/call-scope.ts`): the pi extension's. */
+export function callScopedCodingTools(options: Omit<CodingToolsOptions, "workspace" | "piSession">): WorkerTool[] {
+  if (typeof options !== "object" || options === null) throw invalidOption("options", "an object", options);
+  refuseUnknownOptions(options, callScopedOptionNames);
+  return makeCodingTools(options, undefined);
+}
+
+/** `resolveContext`: checks the options that give calls their workspace; absent where calls bring theirs. */
+function makeCodingTools(
+  options: Omit<CodingToolsOptions, "workspace" | "piSession">,
+  resolveContext: (() => (sessionKey: string | undefined) => CodingCallContext) | undefined,
+): WorkerTool[] {
   const names = options.tools ?? defaultTools;
   if (!Array.isArray(names) || names.length === 0)
     throw invalidOption("tools", `a non-empty array of names out of ${codingToolNames.join(", ")}`, names);
@@ -212,9 +155,7 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
     throw invalidOption("timeoutMs", `an integer from 1 to ${maxTimerMs}`, options.timeoutMs);
   const piOptions = plainData(options.piOptions ?? {}, "piOptions");
   const piOptionsModule = options.piOptionsModule === undefined ? undefined : moduleUrlOf(options.piOptionsModule);
-  const contextOf = workspaceResolver(options.workspace);
-  const piSession = options.piSession;
-  if (piSession !== undefined && typeof piSession !== "function") throw invalidOption("piSession", "a function (sessionKey) => session", piSession);
+  const contextOf = resolveContext?.();
 
   let piEntry: string | undefined;
   if (options.piPackage !== undefined) {
@@ -232,13 +173,11 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
   if (unavailable !== undefined) throw new ToolpoolError("TP_ERR_INVALID_OPTION", `codingTools: ${unavailable}`);
   const pi = requirePiToolModules(piEntry);
   const fdShortfall = names.includes("find") ? fdShortfallOfPi(piEntry) : undefined;
-  // bash calls' processes end with a thread the pool terminates, and with the process.
   if (names.includes("bash")) enableProcessSweeps();
   const workerModule = new URL("./tools/coding/coding-tool-worker.js", import.meta.url);
   const outputFolder = names.includes("bash") ? new BashOutputFolder() : undefined;
   const tools = names.map((name) => {
     const ownOptions = (piOptions as Record<string, Record<string, unknown> | undefined>)[name] ?? {};
-    // The AgentTool pi's factory makes: it does not depend on the folder.
     const {
       name: piName,
       label,
@@ -257,49 +196,38 @@ export function codingTools(options: CodingToolsOptions): WorkerTool[] {
       parameters,
       ...(prepareArguments === undefined ? {} : { prepareArguments }),
       ...(executionMode === undefined ? {} : { executionMode }),
-      // Every other field of pi's AgentTool, whatever pi adds (outputSchema, constrainedSampling, bash's promptSnippet…).
       agentToolFields: definedFields(rest),
       module: toCodingModuleUrl(workerModule, {
         tool: name,
         confine,
         bash,
         piOptions: ownOptions,
+        isCallScoped: contextOf === undefined,
         ...(piOptionsModule === undefined ? {} : { piOptionsModule }),
         ...(piEntry === undefined ? {} : { piEntry }),
         ...(name === "find" && fdShortfall !== undefined ? { fdShortfall } : {}),
       }),
       ...(timeoutMs === undefined || timeoutMs > maxTimerMs ? {} : { timeoutMs }),
-      context: ({ sessionKey }) =>
-        contextWithSession(
-          contextOf(sessionKey),
-          piSession?.(sessionKey),
-          hasOutputFiles.has(name) ? outputFolder?.sessionFolder(sessionKey) : undefined,
-        ),
-      // pi's read returns an image as base64 (a 1,500 × 1,700 screenshot: 1.4 MB), past the pool's default 1 MiB.
+      context: ({ sessionKey }) => {
+        const folder = hasOutputFiles.has(name) ? outputFolder?.sessionFolder(sessionKey) : undefined;
+        const own = folder === undefined ? undefined : { outputFolder: folder };
+        return contextOf === undefined ? own : { ...contextOf(sessionKey), ...own };
+      },
       maxResultBytes: codingMaxResultBytes,
-      ...(ioTools.has(name)
-        ? {
-            pool: {
-              name: "toolpool:coding-io",
-              maxThreads: ioThreads,
-              ...(ioThreadsPerSession === undefined ? {} : { maxRunningPerSession: ioThreadsPerSession }),
-            },
-          }
-        : {}),
+      // Pools of their own: no user's tool meets what `coding-thread.ts` changes.
+      pool: ioTools.has(name)
+        ? { name: codingIoPool, maxThreads: ioThreads, ...(ioThreadsPerSession === undefined ? {} : { maxRunningPerSession: ioThreadsPerSession }) }
+        : { name: codingPool },
     });
   });
   declareToolNeeds(tools, outputFolder === undefined ? codingToolNeeds : { ...codingToolNeeds, openForRuntime: outputFolder.openForRuntime });
   return tools;
 }
 
-/** The messages of {@link fdShortfallOfPi} this process has warned of already. */
+/** Warned of already: once per process. */
 const fdWarnings = new Set<string>();
 
-/**
- * What the fd pi's find runs lacks (`fd-requirement.ts`), said now as a
- * `ToolpoolWarning` (once per process), so that a server says it when it
- * starts rather than at its first find call.
- */
+/** What pi's fd lacks, warned of now: a server says it as it starts, not at its first find. */
 function fdShortfallOfPi(piEntry: string | undefined): FdShortfall | undefined {
   const fd = piFdLookup(piEntry);
   const shortfall = fdShortfallOf(fd.path, fd.binDir);
@@ -310,12 +238,11 @@ function fdShortfallOfPi(piEntry: string | undefined): FdShortfall | undefined {
   return shortfall;
 }
 
-/** `fields` without those whose value is undefined (pi's wrapper copies every field of its definition, set or not). */
+/** pi's wrapper copies every field of its definition, set or not. */
 function definedFields(fields: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
 
-/** What every set of coding tools needs of its runtime. */
 const codingToolNeeds: ToolNeeds = {
   pi: {
     version: "1.6",
@@ -323,28 +250,20 @@ const codingToolNeeds: ToolNeeds = {
   },
 };
 
-/**
- * Why coding tools cannot run under `pi`, or undefined when they can: the
- * command line asks before it builds them, `createRuntime` on every runtime
- * given them; both say it in these words.
- */
+/** Why coding tools cannot run under `pi`, or undefined when they can (the command line and `createRuntime` say it alike). */
 export function codingToolsPiMismatch(pi: "0.73" | "1.6"): string | undefined {
   return piMismatchOf(codingToolNeeds, pi);
 }
 
-/** The tools whose calls learn the session's folder of bash's output files: bash writes there, read may read there. */
+/** bash writes its output files in the session's folder; read may read there. */
 const hasOutputFiles: ReadonlySet<CodingToolName> = new Set(["bash", "read"]);
 
-/** `ioThreads`' default: twice the machine's cores, at least 4 and at most 64. */
+/** `ioThreads`' default. */
 export function defaultIoThreads(): number {
   return Math.min(64, Math.max(4, 2 * availableParallelism()));
 }
 
-/**
- * How long past a bash call's latest deadline and grace its worker is
- * terminated, should the call not have ended by then (its processes are
- * swept with the thread).
- */
+/** Past a bash call's latest deadline and grace, its thread is terminated, its processes swept with it. */
 const bashBackstopMs = 30_000;
 
 function resolveBashDeadlines(bash: CodingToolsOptions["bash"]): {
@@ -404,67 +323,6 @@ function moduleUrlOf(module: string | URL): string {
   return module.startsWith("file:") ? new URL(module).href : pathToFileURL(resolve(module)).href;
 }
 
-/** A call's context with the pi session it runs for and its folder of bash's output files, if any. */
-function contextWithSession(context: CodingCallContext, piSession: PiSessionInfo | undefined, outputFolder: string | undefined): CodingCallContext {
-  if (piSession === undefined && outputFolder === undefined) return context;
-  return { ...context, ...(piSession === undefined ? {} : { piSession }), ...(outputFolder === undefined ? {} : { outputFolder }) };
+function contextWithSession(context: CodingCallContext, piSession: PiSessionInfo | undefined): CodingCallContext {
+  return piSession === undefined ? context : { ...context, piSession };
 }
-
-/** The function that gives each call its {@link CodingCallContext}. */
-function workspaceResolver(workspace: CodingWorkspace): (sessionKey: string | undefined) => CodingCallContext {
-  if (typeof workspace === "string") {
-    const fixed = workspaceAt(workspace, "workspace");
-    return () => fixed;
-  }
-  if (typeof workspace === "function") {
-    return (sessionKey) => {
-      const folder = workspace(sessionKey);
-      if (typeof folder !== "string" || folder === "") {
-        throw new Error(`The workspace function gave ${describeValue(folder)} for session ${describeValue(sessionKey)}, not a folder`);
-      }
-      return workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
-    };
-  }
-  if (typeof workspace === "object" && workspace !== null && workspace.perSession === true && typeof workspace.root === "string") {
-    const root = workspaceAt(workspace.root, "workspace.root");
-    const folders = new Map<string, CodingCallContext>();
-    return (sessionKey) => {
-      if (sessionKey === undefined) return root;
-      let context = folders.get(sessionKey);
-      if (context === undefined) {
-        const folder = join(root.cwd, sessionFolderName(sessionKey));
-        mkdirSync(folder, { recursive: true });
-        context = workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
-        // Bounded: a server with many sessions recomputes old ones.
-        if (folders.size >= 1024) folders.delete(folders.keys().next().value as string);
-        folders.set(sessionKey, context);
-      }
-      return context;
-    };
-  }
-  throw invalidOption("workspace", "a folder, a function (sessionKey) => folder, or { root, perSession: true }", workspace);
-}
-
-/** A session's folder name under a per-session root. */
-function sessionFolderName(sessionKey: string): string {
-  if (/^[A-Za-z0-9._-]{1,64}$/.test(sessionKey) && sessionKey !== "." && sessionKey !== "..") return sessionKey;
-  return `session-${createHash("sha256").update(sessionKey).digest("hex").slice(0, 32)}`;
-}
-
-/** `folder` as a call's context; it must be an existing directory. `fail` makes the error from what was wrong. */
-function workspaceAt(folder: string, name: string, fail: (name: string, folder: string, reason: string) => Error = optionFailure): CodingCallContext {
-  const cwd = isAbsolute(folder) ? folder : resolve(folder);
-  try {
-    const root = realpathSync(cwd);
-    if (!statSync(root).isDirectory()) throw new Error("not a directory");
-    return Object.freeze({ cwd, root });
-  } catch (error) {
-    throw fail(name, folder, (error as Error).message);
-  }
-}
-
-/** Misuse found when `codingTools` is called. */
-const optionFailure = (name: string, folder: string, reason: string): Error =>
-  new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be an existing directory, got ${describeValue(folder)} (${reason})`);
-/** A session's workspace found wanting when its call comes: that call's error result. */
-const callFailure = (name: string, folder: string, reason: string): Error => new Error(`${name} is not an existing directory: ${folder} (${reason})`);

@@ -194,7 +194,7 @@ describe.skipIf(!supportsPi16())("toolpool installed as a package, in the real p
     expect(lines.get("toolpool")).toBe(`toolpool 0.1.0 in pi 1.6.0 (${piFolder})`);
     for (const name of ["read", "bash", "edit", "write"]) expect(lines.get(name)).toBe(`${name}: on the pool, active`);
     for (const name of ["grep", "find", "ls"]) expect(lines.get(name)).toBe(`${name}: on the pool`);
-    expect(lines.get("pool shared")).toBe("pool shared: read, edit, write; up to 3 threads, 0 started");
+    expect(lines.get("pool toolpool:coding")).toBe("pool toolpool:coding: read, edit, write; up to 3 threads, 0 started");
     expect(lines.get("pool toolpool:coding-io")).toBe("pool toolpool:coding-io: bash, grep, find, ls; up to 5 threads, 0 started");
   }, 180_000);
 
@@ -222,7 +222,7 @@ describe.skipIf(!supportsPi16())("toolpool installed as a package, in the real p
     expect(plain.stats).toBeUndefined();
     expect(pooled.stats).toMatchObject({ completed: script.length, calls: { read: 1, bash: 1, edit: 1, write: 1, ls: 1, grep: 1 } });
     const lines = statusLines(pooled.stderr);
-    expect(lines.get("pool shared")).toMatch(/^pool shared: read, edit, write; up to \d+ threads, [1-9]\d* started$/);
+    expect(lines.get("pool toolpool:coding")).toMatch(/^pool toolpool:coding: read, edit, write; up to \d+ threads, [1-9]\d* started$/);
     expect(lines.get("pool toolpool:coding-io")).toMatch(/^pool toolpool:coding-io: bash, grep, find, ls; up to \d+ threads, [1-9]\d* started$/);
   }, 180_000);
 
@@ -246,7 +246,7 @@ describe.skipIf(!supportsPi16())("toolpool installed as a package, in the real p
     expect(result.code, result.stderr).toBe(0);
     const lines = statusLines(result.stderr);
     for (const name of ["read", "bash", "edit", "write"]) expect(lines.get(name)).toBe(`${name}: on the pool, active`);
-    expect(lines.get("pool shared")).toMatch(/^pool shared: read, edit, write; up to \d+ threads, 0 started$/);
+    expect(lines.get("pool toolpool:coding")).toMatch(/^pool toolpool:coding: read, edit, write; up to \d+ threads, 0 started$/);
   }, 180_000);
 
   it("in a program that runs pi's SDK (pi's entry script is not pi's), finds the pi that loads it", async () => {

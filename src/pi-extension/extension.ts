@@ -1,30 +1,10 @@
 /**
- * toolpool as a pi extension: `pi -e /path/to/toolpool` (a checkout, or the
- * folder npm installs toolpool's package in) or `pi install` of that folder
- * replaces pi's built-in coding tools — read, bash, edit, write, grep, find,
- * ls — with the same tools run on a worker pool shared by the process (see
- * `codingTools`). Each tool keeps everything of pi's own definition (name,
- * description, parameters, prompt snippet and guidelines, renderers); only
- * where it runs changes: off pi's main thread, with bash deadlines that end
- * the whole process tree, and edits of one file serialized across the
- * pool's threads.
- *
- * pi's modules come from the pi that loads the extension (`host-pi.ts`), on
- * the main thread and in the pool's threads, never from toolpool's folder:
- * pi installs a package without its peer dependencies, pi among them.
- *
- * Options: pi flags registered here (`--toolpool-threads N`, `--toolpool-io-threads N`,
- * `--toolpool-bash-timeout MS`, `--toolpool-bash-max-timeout MS`,
- * `--toolpool-confine`, `--toolpool-keep-background`, `--toolpool-stats FILE`) over the `toolpool` key of
- * pi's settings (see `extension-options.ts`). pi's own settings of its tools
- * (`shellPath`, `shellCommandPrefix`, `images.autoResize`) apply as they do
- * to pi's built-in tools. `--toolpool-status` and the `/toolpool` command
- * print which of pi's tools run on the pools, and the pools' threads.
- *
- * The pool starts with the first tool call, with the options of that moment,
- * and closes when pi's session ends (a new session, a reload or pi's exit
- * starts a fresh one on its next call).
- *
+ * toolpool as a pi extension (`pi -e /path/to/toolpool`, `pi install`):
+ * pi's seven coding tools, each with pi's own definition, run on toolpool's
+ * pools. pi's modules come from the pi that loads it (`host-pi.ts`): pi
+ * installs a package without its peer dependencies. Options: pi flags over
+ * the `toolpool` key of pi's settings (`extension-options.ts`). The pools
+ * start with the first call and close with pi's session.
  * @module
  */
 import { readFileSync, realpathSync, writeFileSync } from "node:fs";
@@ -32,7 +12,7 @@ import { fileURLToPath } from "node:url";
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
-import { codingTools, type CodingToolName, type PiSessionInfo } from "../coding-tools.js";
+import { callScopedCodingTools, type CodingToolName, type PiSessionInfo, withCallScope } from "../coding-tools.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { AgentTool } from "../types.js";
 import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
@@ -41,7 +21,6 @@ import { findHostPi, hostPiCandidates } from "./host-pi.js";
 
 const toolNames: readonly CodingToolName[] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
-/** pi's factories of each tool's definition, as the host pi exports them. */
 const definitionFactories: Record<CodingToolName, string> = {
   read: "createReadToolDefinition",
   bash: "createBashToolDefinition",
@@ -52,10 +31,6 @@ const definitionFactories: Record<CodingToolName, string> = {
   ls: "createLsToolDefinition",
 };
 
-/** The name the runtime gives the pool of the tools that name none. */
-const sharedPool = "shared";
-
-/** The extension: pi calls it once per process with its API. */
 export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void> {
   // Before any `await`: pi's loader, which calls this function, is on the stack.
   const hostPi = findHostPi(hostPiCandidates());
@@ -65,33 +40,25 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   // The very modules pi runs, so that the definitions' renderers share its interface's state.
   const host = (await import(hostPi.entry.href)) as Record<string, (cwd: string) => Record<string, unknown>>;
   let runtime: Runtime | undefined;
-  /** The running pool's tools and its shared pool's size. */
   let running: PoolSetup | undefined;
   let pooled: Map<string, AgentTool> | undefined;
-  let cwd = process.cwd();
-  let session: PiSessionInfo | undefined;
   const calls: Record<string, number> = {};
 
-  /** pi's tools as worker tools, with the flags and settings of this moment; and the shared pool's size. */
+  /** With the flags and settings of this moment. */
   const makeTools = (): PoolSetup => {
     const options = resolvePiExtensionOptions(flagOf, pi.getSettings());
-    const tools = codingTools({
-      // The folder pi runs in at the time of each call.
-      workspace: () => cwd,
-      // Its session, which bash tells the command as pi's own bash does.
-      piSession: () => session,
+    // Each call brings its folder and session: two of pi's sessions may run at once.
+    const tools = callScopedCodingTools({
       tools: toolNames,
       confine: options.confine,
       bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
       piOptions: options.piOptions,
       ...(options.ioThreads === undefined ? {} : { ioThreads: options.ioThreads }),
-      // The threads load pi's tools from the pi running this extension.
       piPackage: hostPi.folder,
     });
     return { tools, threads: options.threads };
   };
 
-  /** The pool and its tools, made on first use with the flags and settings of that moment. */
   const poolTools = (): Map<string, AgentTool> => {
     if (pooled !== undefined) return pooled;
     const setup = makeTools();
@@ -101,27 +68,25 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     return pooled;
   };
 
-  /** The pools: those running, else those the first call would start. */
   const poolsNow = (): PoolStatus[] => {
     const { tools, threads } = running ?? makeTools();
-    // The runtime names its pools "shared" and "pool:NAME" (`RuntimeDiagnosis`).
+    // The runtime names a named pool "pool:NAME" (`RuntimeDiagnosis`); every coding tool names one.
     const started = new Map((runtime?.diagnose().pools ?? []).map((pool) => [pool.pool, pool.generations.at(-1)?.threads.length ?? 0]));
     const pools = new Map<string, PoolStatus>();
     for (const tool of tools) {
-      const name = tool.pool?.name ?? sharedPool;
+      const name = tool.pool?.name ?? "shared";
       const known = pools.get(name);
       pools.set(name, {
         name,
         tools: [...(known?.tools ?? []), tool.name],
         maxThreads: tool.pool?.maxThreads ?? threads,
-        threads: started.get(tool.pool === undefined ? sharedPool : `pool:${name}`) ?? 0,
+        threads: started.get(tool.pool === undefined ? "shared" : `pool:${name}`) ?? 0,
       });
     }
     return [...pools.values()];
   };
 
   const ownPath = realpathSync(fileURLToPath(import.meta.url));
-  /** Which of pi's tools run on the pool, and the pools' threads. */
   const statusNow = (): ExtensionStatus => {
     const registered = new Map(pi.getAllTools().map((tool) => [tool.name, tool.sourceInfo]));
     const active = new Set(pi.getActiveTools());
@@ -143,7 +108,7 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
       pools,
     };
   };
-  /** Prints the status: a notice in pi's interface, else on stderr (pi's stdout carries its answer). */
+  // pi's stdout carries its answer.
   const showStatus = (ctx: ExtensionContext): void => {
     const text = formatExtensionStatus(statusNow());
     if (ctx.hasUI) ctx.ui.notify(text.trimEnd(), "info");
@@ -151,22 +116,16 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   };
 
   for (const name of toolNames) {
-    // pi's own definition (prompt snippet, guidelines, renderers, output schema…), executed on the pool.
     const definition = host[definitionFactories[name]]!(process.cwd());
     pi.registerTool({
       ...(definition as unknown as Parameters<ExtensionAPI["registerTool"]>[0]),
-      // pi activates an extension's tools on registration; these take the place of pi's own, so
-      // they are active exactly where pi's would be (its default four, `--tools`, settings'
-      // `defaultTools`), and the model is offered the same tools as without toolpool.
+      // pi activates an extension's tools on registration: these are active where pi's own would be.
       defaultActive: false,
       async execute(toolCallId, params, signal, onUpdate, ctx) {
-        if (ctx !== undefined) {
-          cwd = ctx.cwd;
-          session = sessionInfoOf(ctx);
-        }
         calls[name] = (calls[name] ?? 0) + 1;
         const tool = poolTools().get(name)!;
-        return tool.execute(toolCallId, params, signal, onUpdate as never) as never;
+        const args = withCallScope(params, ctx?.cwd ?? process.cwd(), ctx === undefined ? undefined : sessionInfoOf(ctx));
+        return tool.execute(toolCallId, args, signal, onUpdate as never) as never;
       },
     });
   }
@@ -196,16 +155,13 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   });
 }
 
-/** The worker tools of a pool, and the size of its shared pool (read, edit, write). */
 interface PoolSetup {
-  readonly tools: ReturnType<typeof codingTools>;
+  readonly tools: ReturnType<typeof callScopedCodingTools>;
   readonly threads: number;
 }
 
-/** toolpool's version, from its package.json. */
 const toolpoolVersion = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
-/** Whether `path` is the file `realPath`, symlinks resolved. */
 function isPath(path: string, realPath: string): boolean {
   try {
     return realpathSync(path) === realPath;
@@ -214,7 +170,7 @@ function isPath(path: string, realPath: string): boolean {
   }
 }
 
-/** What pi's bash tells a command of its session, out of pi's context of the call (plain data, for the pool's threads). */
+/** Plain data, for the pool's threads. */
 function sessionInfoOf(ctx: ExtensionContext): PiSessionInfo {
   const file = ctx.sessionManager.getSessionFile();
   return {

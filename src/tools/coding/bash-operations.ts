@@ -1,23 +1,11 @@
 /**
- * pi's bash `operations` as toolpool runs them: pi's own shell, environment
- * and output handling (its `getShellConfig`, and `waitForChildProcess`,
- * which does not hang on pipes held by background processes), with the
- * call's processes marked (see `process-tree.ts`), so that on its deadline
- * or an abort the call's whole process tree ends, group and escapees alike,
- * not only its process group as in pi.
- *
- * The contract is pi's `BashOperations.exec`: it resolves with the exit code,
- * or throws `Error("aborted")` on an abort and `Error("timeout:<seconds>")`
- * at the deadline, which pi's bash tool turns into its own "Command aborted"
- * and "Command timed out after N seconds" results. Unlike pi, a call that
- * ends by itself also ends the background processes it started (`cmd &`,
- * `setsid`, `nohup`): no process of a call outlives it. With
- * `keepBackground` they keep running, as in pi, until the pool terminates
- * their thread, the runtime closes or the process exits.
- *
+ * pi's bash `operations` (pi's `BashOperations.exec` contract) on pi's own
+ * shell helpers, with the call's processes marked (`process-tree.ts`), so
+ * that its deadline, an abort or its end (unless `keepBackground`) ends its
+ * whole process tree, not only its process group as in pi.
  * @module
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn as nodeSpawn } from "node:child_process";
 import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
@@ -25,14 +13,12 @@ import { threadId } from "node:worker_threads";
 
 import { callMarkerName, chainedMarker, endProcessTree, threadMarkerPrefix } from "./process-tree.js";
 
-/** What toolpool uses of pi's `utils/shell.js` and `utils/child-process.js`. */
 export interface PiShellUtils {
   getShellConfig(shellPath?: string): { shell: string; args: string[]; commandTransport?: "stdin" | "args" };
   getShellEnv(): NodeJS.ProcessEnv;
   waitForChildProcess(child: ChildProcess): Promise<number | null>;
 }
 
-/** pi's `BashOperations`. */
 interface BashOperations {
   exec(
     command: string,
@@ -43,11 +29,12 @@ interface BashOperations {
 
 let callCount = 0;
 
-/** The bash operations of one call: `graceMs` between SIGTERM and SIGKILL when its tree must end. */
+/** `spawn`: the coding thread's, which starts the shell through its spawn helper; default Node's. */
 export function createBashOperations(
   pi: PiShellUtils,
-  options: { shellPath?: string | undefined; graceMs: number; keepBackground: boolean },
+  options: { shellPath?: string | undefined; graceMs: number; keepBackground: boolean; spawn?: typeof nodeSpawn },
 ): BashOperations {
+  const spawn = options.spawn ?? nodeSpawn;
   return {
     async exec(command, cwd, { onData, signal, timeout, env }) {
       const timeoutMs = timeout === undefined ? undefined : timeoutMsOf(timeout);
@@ -72,8 +59,7 @@ export function createBashOperations(
         child.stdin?.on("error", () => {});
         child.stdin?.end(command);
       }
-      // The process number comes with the start (from the pool thread's spawn helper, a message later):
-      // the tree's group and the first number to read must be known before anything can end it.
+      // The tree's group must be known before anything can end it; a helper reports it a message later.
       const failed = await started(child);
       if (failed !== undefined) {
         // A spawn helper that died may have started the shell without saying so: whatever carries the marker ends.
@@ -81,8 +67,7 @@ export function createBashOperations(
         throw failed;
       }
       let ending: Promise<number> | undefined;
-      // At the deadline, SIGTERM first and SIGKILL after the grace; on an abort (as pi does) and for
-      // what is left once the shell has exited, SIGKILL at once.
+      // SIGKILL at once on an abort (as pi does) and for what is left once the shell has exited.
       const endTree = (graceMs: number) =>
         (ending ??= endProcessTree({ group: child.pid, marker, isWholeMarker: true, fromPid: child.pid }, graceMs));
       let isTimedOut = false;
@@ -104,7 +89,6 @@ export function createBashOperations(
         const exitCode = await pi.waitForChildProcess(child);
         // The shell is gone: its result stands, whatever the clock says now.
         if (timer !== undefined) clearTimeout(timer);
-        // Whatever the tree still holds (background processes, unless kept) ends before the call does.
         if (ending !== undefined || !options.keepBackground) await endTree(0);
         if (signal?.aborted) throw new Error("aborted");
         if (isTimedOut) throw new Error(`timeout:${timeout}`);
@@ -128,12 +112,11 @@ function timeoutMsOf(timeout: number): number {
   return ms;
 }
 
-/** `env` with the call's marker, after the markers of the calls this process itself runs in, if any. */
+/** After the markers of the calls this process itself runs in, if any. */
 function markedEnv(env: NodeJS.ProcessEnv, marker: string): NodeJS.ProcessEnv {
   return { ...env, [callMarkerName]: chainedMarker(marker, env[callMarkerName]) };
 }
 
-/** Resolves once `child` started (undefined), or with the error that kept it from starting. */
 function started(child: ChildProcess): Promise<Error | undefined> {
   if (child.pid !== undefined) return Promise.resolve(undefined);
   return new Promise((resolve) => {

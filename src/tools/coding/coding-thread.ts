@@ -1,0 +1,80 @@
+/**
+ * Once per coding thread: its priority, its spawn helper, and the changes to
+ * Node's modules pi's tools need where pi offers no hook (no other tool runs here).
+ * @module
+ */
+import childProcess from "node:child_process";
+import { readlinkSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
+import { getPriority, setPriority } from "node:os";
+import workerThreads from "node:worker_threads";
+
+import type { CodingToolName } from "./coding-settings.js";
+import { routedSpawn } from "./remote-spawn.js";
+import { rememberingProbes } from "./tool-probes.js";
+
+type Spawn = typeof childProcess.spawn;
+
+interface CodingThread {
+  readonly nativeSpawn: Spawn;
+  spawn?: Spawn;
+  readonly changed: Set<"spawn" | "probes" | "worker">;
+}
+
+const threadKey = Symbol.for("toolpool.codingThread");
+
+const threadNiceness = 5;
+
+function codingThread(): CodingThread {
+  const holder = globalThis as { [threadKey]?: CodingThread };
+  if (holder[threadKey] === undefined) {
+    holder[threadKey] = { nativeSpawn: childProcess.spawn, changed: new Set() };
+    lowerThreadPriority();
+  }
+  return holder[threadKey];
+}
+
+/** The thread's one spawn helper's `spawn` (`spawn-helper.ts` says why), unless turned off. */
+export function threadSpawn(): Spawn {
+  const thread = codingThread();
+  thread.spawn ??= process.platform === "win32" || process.env.TOOLPOOL_SPAWN_HELPER === "0" ? thread.nativeSpawn : routedSpawn(thread.nativeSpawn);
+  return thread.spawn;
+}
+
+/** Makes the changes `tool`'s pi code needs, each once per thread. */
+export function prepareThreadFor(tool: CodingToolName): void {
+  const thread = codingThread();
+  const changes: ("spawn" | "probes" | "worker")[] = tool === "grep" || tool === "find" ? ["spawn", "probes"] : tool === "read" ? ["worker"] : [];
+  const due = changes.filter((change) => !thread.changed.has(change));
+  if (due.length === 0) return;
+  for (const change of due) {
+    thread.changed.add(change);
+    // pi's grep and find spawn rg and fd with Node's `spawn`: no hook of pi's reaches it.
+    if (change === "spawn") childProcess.spawn = threadSpawn();
+    // pi probes `rg --version` before each search with `spawnSync`, no hook either.
+    else if (change === "probes") childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());
+    // pi's read resizes images on a worker of its own, which pi offers no hook for.
+    else workerThreads.Worker = resizingInPlaceWorker(workerThreads.Worker);
+  }
+  // pi imports them by name: the bindings follow the module objects once synced.
+  syncBuiltinESMExports();
+}
+
+/** pi then resizes in process, its own fallback: a thread start per image costs more than the resize (docs/benchmarks.md). */
+function resizingInPlaceWorker(Worker: typeof workerThreads.Worker): typeof workerThreads.Worker {
+  return class CodingThreadWorker extends Worker {
+    constructor(filename: string | URL, options?: workerThreads.WorkerOptions) {
+      if (/\/utils\/image-resize-worker\.[jt]s$/.test(String(filename))) throw new Error("pi's image resizes run on the coding thread itself");
+      super(filename, options);
+    }
+  };
+}
+
+/** Busy coding threads (and their processes) still leave the coordinator its turns. Linux; a failure changes nothing. */
+function lowerThreadPriority(): void {
+  if (process.platform !== "linux") return;
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(tid) && tid > 0) setPriority(tid, Math.min(19, getPriority(tid) + threadNiceness));
+  } catch {}
+}
