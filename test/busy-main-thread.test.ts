@@ -2,30 +2,25 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect } from "vitest";
 
-import { createRuntime, workerTool, type AgentTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
+import { workerTool, type AgentTool, type BatchEvent } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
 import { batch, textOf } from "./support/helpers.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 const effects = new URL("./fixtures/tools/effects.mjs", import.meta.url);
 const anyArgs = { type: "object" };
 const tool = (name: string, exportName: string, timeoutMs?: number) =>
   workerTool({ name, description: name, parameters: anyArgs, module: effects, exportName, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
 let dir: string;
-let runtimes: Runtime[] = [];
-const open = (options: RuntimeOptions) => {
-  const runtime = createRuntime(options);
-  runtimes.push(runtime);
-  return runtime;
-};
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "toolpool-busy-"));
 });
 afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
-  runtimes = [];
   rmSync(dir, { recursive: true, force: true });
 });
 

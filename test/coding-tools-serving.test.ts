@@ -11,7 +11,7 @@ import { createInterface } from "node:readline";
 import { supportsPi16 } from "toolpool";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { defaultIoThreads } from "./support/internals.js";
+import { defaultIoThreads } from "./support/built.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { spawnServe, spawnToolpool } from "./support/serve-process.js";
 import { assistantMessage, batchEndOf, postBatch, readSse, type SseEvent } from "./support/server-client.js";

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 
 import { until } from "./support/helpers.js";
 import { isRunning, markedProcesses, runningAfterWait, sleepers } from "./support/processes.js";
-import { builtCodingToolsUrl, RemoteChild, routedSpawn, SpawnHelper } from "./support/internals.js";
+import { builtCodingToolsUrl, RemoteChild, routedSpawn, SpawnHelper } from "./support/built.js";
 
 type AnyChild = ReturnType<typeof nodeSpawn> | RemoteChild;
 
@@ -270,8 +270,17 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     const { spawn } = newHelper();
     const child = spawn("head", ["-c", "40000000", "/dev/zero"], {});
     child.stdout!.pause();
-    // Long enough for the whole output to have crossed, had nothing held it back.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await new Promise((resolve) => child.once("spawn", resolve));
+    // The child stops, blocked writing into a full pipe, with most of its
+    // output unwritten: only a helper that stopped reading leaves it there
+    // (one that read on would let it write all and exit).
+    const { pid } = child;
+    const wchar = (status: string) => Number(/^wchar: (\d+)$/m.exec(status)?.[1]);
+    await until(() => {
+      if (!isRunning(pid!)) throw new Error("the child wrote its whole output and ended: nothing held it back");
+      return /pipe_write/.test(readFileSync(`/proc/${pid}/wchan`, "utf8"));
+    }, "the child blocked writing its output");
+    expect(wchar(readFileSync(`/proc/${pid}/io`, "utf8"))).toBeLessThan(40_000_000);
     expect(child.stdout!.readableLength).toBeLessThan(4 << 20);
     let bytes = 0;
     child.stdout!.on("data", (data: Buffer) => (bytes += data.length));

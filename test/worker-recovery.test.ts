@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { minimumResourceLimits, workerTool, type PoolOptions } from "toolpool";
 
 // The pool is internal; its recovery is tested on the built module itself.
-import { systemClock, resolveRuntimeOptions, type WorkerCallOutcome, WorkerPool } from "./support/internals.js";
+import { systemClock, resolveRuntimeOptions, type WorkerCallOutcome, WorkerPool } from "./support/built.js";
 import { FakeClock } from "./support/fake-clock.js";
 
 const faults = new URL("./fixtures/tools/faults.mjs", import.meta.url);
