@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect } from "vitest";
 import { workerTool, type AgentTool, type BatchEvent } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
-import { batch, textOf } from "./support/helpers.js";
+import { batch, textOf, until } from "./support/helpers.js";
 import { open, runtimeTest } from "./support/runtimes.js";
 
 const it = runtimeTest({ force: true });
@@ -25,12 +25,7 @@ afterEach(async () => {
 });
 
 /** Waits, yielding to the event loop, until `path` exists. */
-async function untilExists(path: string): Promise<void> {
-  for (let tries = 0; !existsSync(path); tries++) {
-    if (tries > 6_000) throw new Error(`no ${path} within 60 s`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const untilExists = (path: string): Promise<void> => until(() => existsSync(path), `${path} exists`, { limitMs: 60_000 });
 
 /** Blocks the main thread, without yielding once, until `path` exists: what a busy main thread looks like to the pool. */
 function blockUntilExists(path: string): void {

@@ -15,7 +15,7 @@ import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
 import { builtCliPath } from "./support/build-paths.js";
-import { open, runtimeTest } from "./support/runtimes.js";
+import { closeRuntimesNow, open, runtimeTest } from "./support/runtimes.js";
 
 const it = runtimeTest({ force: true });
 
@@ -88,6 +88,8 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
   afterEach(async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     children = [];
+    // Before the proxy and the nodes go: a runtime closes through them.
+    await closeRuntimesNow({ force: true });
     await proxy?.close();
     proxy = undefined;
     await stopNodes(nodes);

@@ -24,7 +24,7 @@ import {
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
-import { open, runtimeTest } from "./support/runtimes.js";
+import { closeRuntimesNow, open, runtimeTest } from "./support/runtimes.js";
 
 const it = runtimeTest({ force: true });
 
@@ -93,6 +93,8 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     dir = mkdtempSync(join(tmpdir(), "toolpool-fleet-"));
   });
   afterEach(async () => {
+    // The runtimes first: they close through the nodes and Redis stopped below.
+    await closeRuntimesNow({ force: true });
     await stopNodes(nodes);
     nodes = [];
     await redis.client().flushall();

@@ -271,16 +271,25 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     const child = spawn("head", ["-c", "40000000", "/dev/zero"], {});
     child.stdout!.pause();
     await new Promise((resolve) => child.once("spawn", resolve));
-    // The child stops, blocked writing into a full pipe, with most of its
-    // output unwritten: only a helper that stopped reading leaves it there
-    // (one that read on would let it write all and exit).
+    // The child stops: asleep (reading /dev/zero never blocks, so it waits
+    // in a write) with nothing written since the last look, most of its
+    // output unwritten. Only a helper that stopped reading leaves it there:
+    // one that read on would let it write all and exit.
     const { pid } = child;
-    const wchar = (status: string) => Number(/^wchar: (\d+)$/m.exec(status)?.[1]);
-    await until(() => {
-      if (!isRunning(pid!)) throw new Error("the child wrote its whole output and ended: nothing held it back");
-      return /pipe_write/.test(readFileSync(`/proc/${pid}/wchan`, "utf8"));
-    }, "the child blocked writing its output");
-    expect(wchar(readFileSync(`/proc/${pid}/io`, "utf8"))).toBeLessThan(40_000_000);
+    const written = () => Number(/^wchar: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, "utf8"))?.[1]);
+    const isAsleep = () => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.startsWith("S");
+    let lastWritten = -1;
+    await until(
+      () => {
+        if (!isRunning(pid!)) throw new Error("the child wrote its whole output and ended: nothing held it back");
+        const now = written();
+        const isStuck = isAsleep() && now === lastWritten;
+        lastWritten = now;
+        return isStuck;
+      },
+      () => `the child stuck in a write (written: ${lastWritten} bytes)`,
+    );
+    expect(lastWritten).toBeLessThan(40_000_000);
     expect(child.stdout!.readableLength).toBeLessThan(4 << 20);
     let bytes = 0;
     child.stdout!.on("data", (data: Buffer) => (bytes += data.length));

@@ -14,7 +14,7 @@ import {
 import serverTools from "./fixtures/server/tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";
 import { deferred, GateController } from "./support/gates.js";
-import { textOf } from "./support/helpers.js";
+import { textOf, until } from "./support/helpers.js";
 import { assistantMessage, batchEndOf, describeEvents, gateKeys, postBatch, readSse, rest, take } from "./support/server-client.js";
 import { open, runtimeTest } from "./support/runtimes.js";
 
@@ -201,7 +201,10 @@ describe("createServer: POST /v1/batches", () => {
       { assistantMessage: assistantMessage([{ id: "4", name: "work" }]), sessionKey: "agent-7" },
       { accept: "application/json" },
     );
-    for (let turn = 0; turn < 2_000 && runtime.poolStats!.queued < 3; turn++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(
+      () => runtime.poolStats!.queued >= 3,
+      () => `three calls queued (${runtime.poolStats!.queued} so far)`,
+    );
     const metrics = await (await fetch(`${url}/metrics`)).text();
     // Three calls wait, all of one session.
     expect(metrics).toMatch(/^toolpool_pool_queue_depth 3$/m);

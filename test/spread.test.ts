@@ -126,10 +126,14 @@ describe("ctx.spread", () => {
     await until(() => callsRunning(runtime).length === 0, "no call running");
     // The terminated thread is replaced, and soon every thread serves again.
     let outcomes: SpreadOutcome[] = [];
-    for (let attempt = 0; attempt < 50 && !(outcomes.length === 2 && outcomes.every((o) => o.ok)); attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-      ({ outcomes } = await spreadOnce(runtime, "echoPart", [1, 2]));
-    }
+    await until(
+      async () => {
+        ({ outcomes } = await spreadOnce(runtime, "echoPart", [1, 2]));
+        return outcomes.length === 2 && outcomes.every((o) => o.ok);
+      },
+      () => `both parts served (last: ${JSON.stringify(outcomes)})`,
+      { everyMs: 20 },
+    );
     expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
   });
 

@@ -3,11 +3,11 @@ import { closeSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpath
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { afterAll, beforeAll, describe, expect, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 
 import { builtinTools, workerTool, type Runtime, type ToolResultMessage } from "toolpool";
 import { createTemporaryFile, isTemporaryFileName, sweepTemporaryFiles, TEMPORARY_FILE_MAX_AGE_MS } from "./support/built.js";
-import { codeOf, textOf } from "./support/helpers.js";
+import { codeOf, textOf, until } from "./support/helpers.js";
 import { open, runtimeTest } from "./support/runtimes.js";
 
 const it = runtimeTest({ force: true });
@@ -34,11 +34,11 @@ const writerThread = (name: string): string => /\.w[0-9a-f]{16}-(\d+)\.[0-9a-f]{
 
 /** Waits until the threads that wrote the temporary files in `dir` have ended (a terminated thread exits soon after its call's outcome). */
 async function untilWritersEnded(dir: string): Promise<void> {
-  await vi.waitFor(
-    () => {
-      for (const name of temporaryFiles(dir)) expect(existsSync(`/proc/self/task/${writerThread(name)}`), name).toBe(false);
-    },
-    { timeout: 60_000, interval: 20 },
+  const running = () => temporaryFiles(dir).filter((name) => existsSync(`/proc/self/task/${writerThread(name)}`));
+  await until(
+    () => running().length === 0,
+    () => `the writers of ${running().join(", ")} ended`,
+    { limitMs: 60_000 },
   );
 }
 
@@ -145,7 +145,7 @@ describe.runIf(hasThreadList)("a write cut short by termination (Linux)", () => 
     const controller = new AbortController();
     const outcome = call(runtime, "stuck_write", { dir, name: "a.txt" }, controller.signal);
     // Aborted only once its write has started.
-    await vi.waitFor(() => expect(temporaryFiles(dir)).toHaveLength(1), { timeout: 60_000, interval: 10 });
+    await until(() => temporaryFiles(dir).length === 1, "its temporary file written", { limitMs: 60_000 });
     controller.abort();
     const message = await outcome;
     expect(codeOf(message)).toBe("TP_ERR_ABORTED");

@@ -66,6 +66,16 @@ export const open: OpenRuntime = (options) => {
 };
 
 /**
+ * Closes the runtimes the test now running opened, now rather than after
+ * its afterEach hooks: for a file whose hooks stop what those runtimes
+ * need to close (a fleet's Redis). Bounded as the fixture's own close.
+ */
+export async function closeRuntimesNow(close: CloseOptions = {}): Promise<void> {
+  if (current === undefined) return;
+  await closeAll(current.splice(0), close);
+}
+
+/**
  * vitest's `test`, extended with an automatic `runtimes` fixture: the
  * runtimes the test opened (with `open`), closed after it as `close` says.
  */
