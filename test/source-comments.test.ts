@@ -47,13 +47,13 @@ function commentsOf(text: string): string[] {
 }
 
 /** The source file names a comment gives: a URL's path is none, nor a quoted value or a fenced example's. */
-export function fileNamesIn(comment: string): string[] {
+function fileNamesIn(comment: string): string[] {
   const withoutUrls = comment.replace(/```[\s\S]*?```/g, "").replace(/\b[a-z]+:\/\/\S+/g, "");
   return [...withoutUrls.matchAll(/(?<![\w@./"'-])(?:\.{1,2}\/)*[\w@-][\w@./-]*\.(?:d\.ts|ts|js)\b/g)].map((match) => match[0]);
 }
 
 /** Whether `name`, met in a comment of `file`, names a file that exists; undefined where it is not checked. */
-export function isKnownFile(file: string, name: string): boolean | undefined {
+function isKnownFile(file: string, name: string): boolean | undefined {
   if (name.endsWith(".d.ts")) return undefined;
   if (name.endsWith(".js")) {
     const isSrcPath = name.startsWith("./") || name.startsWith("../") || name.startsWith("src/");
