@@ -7,6 +7,17 @@ export default defineConfig({
     pool: "forks",
     testTimeout: 20_000,
     hookTimeout: 20_000,
+    // With --coverage (CI's npm test): the share of src/ that tests loading
+    // src/ run in their own process; the build, worker threads and child
+    // processes are not mapped back. The floor sits a few points under the
+    // figure CONTRIBUTING.md gives; it holds for the whole suite only.
+    coverage: {
+      provider: "v8",
+      include: ["src/**/*.ts"],
+      reporter: ["text-summary", "json-summary"],
+      reportsDirectory: "coverage",
+      thresholds: { lines: 21, statements: 20, branches: 17, functions: 14 },
+    },
     projects: [
       {
         extends: true,

@@ -1,12 +1,15 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 
-import { createRuntime, type AfterToolCallHook, type BeforeToolCallHook, type Runtime } from "toolpool";
+import { createRuntime, type AfterToolCallHook, type BeforeToolCallHook } from "toolpool";
 
 import { runPiBatch } from "./support/pi-oracle.js";
 import { assistantMessageOf, scriptedTools, type Flavor } from "./support/differential.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest();
 
 /** A hook that takes several event-loop turns and counts how many hooks run at once. */
 function overlapProbe() {
@@ -30,12 +33,6 @@ function overlapProbe() {
 
 const calls = ["c1", "c2", "c3", "c4"].map((id) => ({ id, name: "work", arguments: { text: id } }));
 
-let runtimes: Runtime[] = [];
-afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close()));
-  runtimes = [];
-});
-
 describe("BatchCoordinator", () => {
   it("lets pi run afterToolCall hooks of a parallel batch at once (the baseline)", async () => {
     const probe = overlapProbe();
@@ -55,13 +52,12 @@ describe("BatchCoordinator", () => {
   for (const flavor of ["inline", "worker"] satisfies Flavor[]) {
     it(`never runs two hooks of a parallel batch at once (${flavor} tools)`, async () => {
       const probe = overlapProbe();
-      const runtime = createRuntime({
+      const runtime = open({
         tools: scriptedTools(flavor),
         beforeToolCall: probe.beforeToolCall,
         afterToolCall: probe.afterToolCall,
         pool: { maxThreads: 2 },
       });
-      runtimes.push(runtime);
       const { messages } = await runtime.executeToolCalls(assistantMessageOf(calls));
       expect(messages.map((message) => message.isError)).toEqual([false, false, false, false]);
       expect(probe.maxActive).toBe(1);
@@ -71,8 +67,7 @@ describe("BatchCoordinator", () => {
   it("keeps slow async emits of one batch from overlapping", async () => {
     let active = 0;
     let maxActive = 0;
-    const runtime = createRuntime({ tools: scriptedTools("inline") });
-    runtimes.push(runtime);
+    const runtime = open({ tools: scriptedTools("inline") });
     const types: string[] = [];
     await runtime.executeToolCalls(assistantMessageOf(calls), {
       emit: async (event) => {
@@ -88,8 +83,7 @@ describe("BatchCoordinator", () => {
   });
 
   it("publishes every event on the runtime with meta.batchId, and survives a throwing listener", async () => {
-    const runtime = createRuntime({ tools: scriptedTools("worker"), pool: { maxThreads: 2 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: scriptedTools("worker"), pool: { maxThreads: 2 } });
     const seen: string[] = [];
     const listenerErrors: unknown[] = [];
     runtime.on("tool_execution_end", () => {
@@ -106,8 +100,7 @@ describe("BatchCoordinator", () => {
   });
 
   it("hands pi AgentTools from agentTools(): pi's own loop drives the pool to the same results", async () => {
-    const runtime = createRuntime({ tools: scriptedTools("worker"), pool: { maxThreads: 2 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: scriptedTools("worker"), pool: { maxThreads: 2 } });
     const message = assistantMessageOf([
       { id: "a", name: "work", arguments: { count: "3" } },
       { id: "b", name: "work", arguments: { fail: "tool failure" } },
@@ -144,8 +137,7 @@ describe("BatchCoordinator", () => {
   it("holds no memory per finished batch (50,000 inline calls)", async () => {
     setFlagsFromString("--expose-gc");
     const collectGarbage = runInNewContext("gc") as () => void;
-    const runtime = createRuntime({ tools: scriptedTools("inline") });
-    runtimes.push(runtime);
+    const runtime = open({ tools: scriptedTools("inline") });
     const message = assistantMessageOf([{ id: "c", name: "work", arguments: {} }]);
     const heapAfter = async (batches: number) => {
       for (let i = 0; i < batches; i++) await runtime.executeToolCalls(message);

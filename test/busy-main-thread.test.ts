@@ -2,40 +2,30 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect } from "vitest";
 
-import { createRuntime, workerTool, type AgentTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
+import { workerTool, type AgentTool, type BatchEvent } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
-import { batch, textOf } from "./support/helpers.js";
+import { batch, textOf, until } from "./support/helpers.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 const effects = new URL("./fixtures/tools/effects.mjs", import.meta.url);
 const anyArgs = { type: "object" };
 const tool = (name: string, exportName: string, timeoutMs?: number) =>
   workerTool({ name, description: name, parameters: anyArgs, module: effects, exportName, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
 let dir: string;
-let runtimes: Runtime[] = [];
-const open = (options: RuntimeOptions) => {
-  const runtime = createRuntime(options);
-  runtimes.push(runtime);
-  return runtime;
-};
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "toolpool-busy-"));
 });
 afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
-  runtimes = [];
   rmSync(dir, { recursive: true, force: true });
 });
 
 /** Waits, yielding to the event loop, until `path` exists. */
-async function untilExists(path: string): Promise<void> {
-  for (let tries = 0; !existsSync(path); tries++) {
-    if (tries > 6_000) throw new Error(`no ${path} within 60 s`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const untilExists = (path: string): Promise<void> => until(() => existsSync(path), `${path} exists`, { limitMs: 60_000 });
 
 /** Blocks the main thread, without yielding once, until `path` exists: what a busy main thread looks like to the pool. */
 function blockUntilExists(path: string): void {

@@ -4,12 +4,15 @@
  */
 import { randomUUID } from "node:crypto";
 
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect } from "vitest";
 
-import { createRuntime, createServer, workerTool, type Runtime, type ToolpoolServer } from "toolpool";
+import { createServer, workerTool, type ToolpoolServer } from "toolpool";
 
 import { GateController } from "./support/gates.js";
 import { batch, until } from "./support/helpers.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 const probeModule = new URL("./fixtures/tools/concurrency-probe.mjs", import.meta.url);
 const gateArgs = { type: "object", properties: { gate: { type: "string" } }, required: ["gate"] } as const;
@@ -18,12 +21,10 @@ const probe = workerTool({ name: "probe", description: "", parameters: gateArgs,
 const token = "cap-waits-token";
 
 const gates = new GateController();
-const runtimes: Runtime[] = [];
 const servers: ToolpoolServer[] = [];
 
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close({ graceMs: 0 })));
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.close({ force: true })));
   gates.reset();
 });
 afterAll(() => gates.close());
@@ -36,8 +37,7 @@ function sample(metrics: string, name: string, labels: string): number | undefin
 
 describe("calls waiting for a cap", () => {
   it("are listed by capWaits() with their tool, call, batch and session, first come first, until they run", async () => {
-    const runtime = createRuntime({ tools: [probe], pool: { maxThreads: 2 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: [probe], pool: { maxThreads: 2 } });
     expect(runtime.capWaits()).toEqual([]);
     const keys = ["a", "b", "c"].map((name) => `${randomUUID()}:${name}`);
     const batchIds: string[] = [];
@@ -70,8 +70,7 @@ describe("calls waiting for a cap", () => {
   });
 
   it("are counted by tool in /metrics (toolpool_calls_waiting_for_cap)", async () => {
-    const runtime = createRuntime({ tools: [probe], pool: { maxThreads: 2 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: [probe], pool: { maxThreads: 2 } });
     const server = createServer(runtime, { host: "127.0.0.1", port: 0, token });
     servers.push(server);
     const url = await server.listen();

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinTools, supportsPi16 } from "toolpool";
 
 // The built module, as the CLI runs it: a built-in is known by its module's URL in dist/.
-import { rebaseBuiltinTool } from "./support/internals.js";
+import { rebaseBuiltinTool } from "./support/built.js";
 import { runCli } from "./support/cli.js";
 
 const entry = new URL("../dist/index.js", import.meta.url).href;

@@ -11,7 +11,8 @@ import { createInterface } from "node:readline";
 import { supportsPi16 } from "toolpool";
 import { afterAll, describe, expect, it } from "vitest";
 
-import { defaultIoThreads } from "./support/internals.js";
+import { defaultIoThreads } from "./support/built.js";
+import { until } from "./support/helpers.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { spawnServe, spawnToolpool } from "./support/serve-process.js";
 import { assistantMessage, batchEndOf, postBatch, readSse, type SseEvent } from "./support/server-client.js";
@@ -165,7 +166,11 @@ describe.skipIf(!supportsPi16())("serving coding tools: tokens, roots and each s
     const aliceFolder = join(root, "alice");
     const started = () => (existsSync(aliceFolder) ? readdirSync(aliceFolder).filter((name) => name.startsWith("started-")).length : 0);
     // Bounded by alice's calls: each marks its start within its first command.
-    while (started() < share) await new Promise((resolve) => setTimeout(resolve, 50));
+    await until(
+      () => started() >= share,
+      () => `${share} of alice's calls started (${started()} so far)`,
+      { limitMs: 60_000 },
+    );
     const bob = await postBatch(
       served.url,
       { assistantMessage: assistantMessage([{ id: "hi", name: "bash", arguments: { command: "echo hi" } }]) },

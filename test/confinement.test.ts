@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { followLinks } from "./support/internals.js";
+import { followLinks } from "./support/built.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 
 warnSkippedPi16("test/confinement.test.ts");

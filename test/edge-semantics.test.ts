@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import * as edge from "./fixtures/tools/edge-cases.mjs";
 import { GateController } from "./support/gates.js";
+import { until } from "./support/helpers.js";
 import { schemaDraftAddresses } from "./support/schema-drafts.js";
 import { runPiBatch } from "./support/pi-oracle.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
@@ -454,13 +455,18 @@ for (const pi of piVersions) {
 describe("A forced close", () => {
   it("ends a runToolCall whose onUpdate never settles, and nothing the tool sends afterwards is delivered", async () => {
     const sent: string[] = [];
+    let isClosed = false;
+    let sentAfterClose = 0;
+    let timer: NodeJS.Timeout | undefined;
     const hanging = inlineTool("hang", (_args, onUpdate) => {
       onUpdate({ content: [{ type: "text", text: "before the close" }], details: {} });
-      const timer = setInterval(() => onUpdate({ content: [{ type: "text", text: "after the close" }], details: {} }), 1);
-      return new Promise(() => {}).finally(() => clearInterval(timer));
+      timer = setInterval(() => {
+        if (isClosed) sentAfterClose++;
+        onUpdate({ content: [{ type: "text", text: "after the close" }], details: {} });
+      }, 1);
+      return new Promise(() => {});
     });
     const runtime = createRuntime({ tools: [hanging] });
-    let stopTimer: NodeJS.Timeout | undefined;
     try {
       const call = runtime.runToolCall(
         { type: "toolCall", id: "h1", name: "hang", arguments: {} },
@@ -473,14 +479,19 @@ describe("A forced close", () => {
       );
       await new Promise((resolve) => setImmediate(resolve));
       await runtime.close({ force: true });
+      isClosed = true;
       const outcome = await call;
       expect(outcome).toMatchObject({ isError: true, result: { details: { code: "TP_ERR_CLOSED" } } });
       const count = sent.length;
-      await new Promise((resolve) => (stopTimer = setTimeout(resolve, 20)));
+      // Counted, not timed: twenty sends after the close, each a turn of the event loop of its own.
+      await until(
+        () => sentAfterClose >= 20,
+        () => `20 updates sent after the close (${sentAfterClose} so far)`,
+      );
       expect(sent.length).toBe(count);
       expect(sent[0]).toBe("before the close");
     } finally {
-      clearTimeout(stopTimer);
+      clearInterval(timer);
     }
   });
 });

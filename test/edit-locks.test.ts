@@ -9,7 +9,7 @@ import { codingTools, createRuntime, supportsPi16, workerTool, type Runtime } fr
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
-import { builtCodingToolsUrl } from "./support/internals.js";
+import { builtCodingToolsUrl } from "./support/build-paths.js";
 
 warnSkippedPi16("test/edit-locks.test.ts");
 

@@ -3,20 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 
-import {
-  createRuntime,
-  workerTool,
-  type AssistantMessage,
-  type Runtime,
-  type RuntimeOptions,
-  type ToolResultMessage,
-  type WorkerToolOptions,
-} from "toolpool";
+import { workerTool, type AssistantMessage, type Runtime, type RuntimeOptions, type ToolResultMessage, type WorkerToolOptions } from "toolpool";
 
 import { GateController } from "./support/gates.js";
 import { codeOf, textOf } from "./support/helpers.js";
+import { open as openRuntime, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 const faults = new URL("./fixtures/tools/faults.mjs", import.meta.url);
 const scripted = new URL("./fixtures/tools/scripted.mjs", import.meta.url);
@@ -36,16 +31,7 @@ const sandwich = (args: Record<string, unknown>, tool = "fault"): AssistantMessa
   ],
 });
 
-let runtimes: Runtime[] = [];
-const open = (options: RuntimeOptions) => {
-  const runtime = createRuntime({ ...options, pool: { maxThreads: 2, ...options.pool } });
-  runtimes.push(runtime);
-  return runtime;
-};
-afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
-  runtimes = [];
-});
+const open = (options: RuntimeOptions): Runtime => openRuntime({ ...options, pool: { maxThreads: 2, ...options.pool } });
 
 /**
  * Runs a faulty call between two healthy ones and checks what every fault
@@ -127,9 +113,15 @@ describe("faults become error results", () => {
 
   it("a heap overrun under a tool's own resourceLimits → TP_ERR_OUT_OF_MEMORY, on a pool of its own", async () => {
     const runtime = open({ tools: [faultTool({ resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 } }), okTool] });
+    // The pool each call started on: the thread count alone would pass on the shared pool of any 2-core machine.
+    const startedOn = new Map<string, string>();
+    runtime.poolEvents.on((event) => {
+      if (event.type === "started" && !startedOn.has(event.toolCallId)) startedOn.set(event.toolCallId, event.pool);
+    });
     const message = await expectContained(runtime, { fault: "oom" });
     expect(codeOf(message)).toBe("TP_ERR_OUT_OF_MEMORY");
     expect(runtime.poolStats!.threads).toBeGreaterThanOrEqual(2);
+    expect(Object.fromEntries(startedOn)).toEqual({ before: "shared", faulty: "fault", after: "shared" });
   });
 
   it("serves a call queued behind a worker that was lost, on a tool's own pool", async () => {

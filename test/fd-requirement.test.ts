@@ -14,7 +14,7 @@ import { codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { which, writeOldFd } from "./support/coding-trees.js";
-import { fdMinimumVersion, fdShortfallOf, isFindRefused } from "./support/internals.js";
+import { fdMinimumVersion, fdShortfallOf, isFindRefused } from "./support/built.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 
 warnSkippedPi16("test/fd-requirement.test.ts");

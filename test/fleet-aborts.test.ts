@@ -5,16 +5,19 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import type { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect } from "vitest";
 
-import { createRuntime, type Runtime, type ToolResultMessage } from "toolpool";
+import { createRuntime, type ToolResultMessage } from "toolpool";
 
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { startNode, steadyCoordinator, stopNodes, watchfulCoordinator, type TestNode } from "./support/fleet.js";
 import { startRedisProxy, type RedisProxy } from "./support/redis-proxy.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
-import { builtCliPath } from "./support/internals.js";
+import { builtCliPath } from "./support/build-paths.js";
+import { closeRuntimesNow, open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 const toolsModule = new URL("./fixtures/fleet/fleet-tools.mjs", import.meta.url);
 const coordinatorScript = fileURLToPath(new URL("./fixtures/fleet/coordinator.mjs", import.meta.url));
@@ -44,7 +47,6 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
   let client: Redis;
   let dir: string;
   let nodes: TestNode[] = [];
-  let runtimes: Runtime[] = [];
   let children: ChildProcess[] = [];
   let proxy: RedisProxy | undefined;
   let fileCount = 0;
@@ -86,8 +88,8 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
   afterEach(async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     children = [];
-    await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
-    runtimes = [];
+    // Before the proxy and the nodes go: a runtime closes through them.
+    await closeRuntimesNow({ force: true });
     await proxy?.close();
     proxy = undefined;
     await stopNodes(nodes);
@@ -211,13 +213,12 @@ describe.runIf(hasRedisServer())("fleet: a call nobody waits for never starts", 
   it("an abort announced while the coordinator's Redis is briefly down is announced again once Redis is back", async () => {
     await spawnNode();
     proxy = await startRedisProxy(redis.port);
-    const runtime = createRuntime({
+    const runtime = open({
       tools: fleetTools,
       // The coordinator's own bound on an abort is far off: the node's answer must come first. Its
       // presence key (steady: 16 s) outlives the cut, so the node learns of the abort from the announcement.
       fleet: { redis: proxy.url, ...steadyCoordinator, redisTimeoutMs: 30_000, abortSlackMs: 15_000 },
     });
-    runtimes.push(runtime);
     const log = newFile("starts");
     const abortLog = newFile("aborts");
     const controller = new AbortController();

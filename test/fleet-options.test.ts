@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { createRuntime, FleetNode, workerTool } from "toolpool";
-import { builtIndexUrl } from "./support/internals.js";
+import { builtIndexUrl } from "./support/build-paths.js";
 
 const tool = workerTool({
   name: "t",

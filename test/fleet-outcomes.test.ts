@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 import type { Clock } from "toolpool";
 
-import { resolveFleetOptions, type FleetOptions, RemotePool } from "./support/internals.js";
+import { resolveFleetOptions, type FleetOptions, RemotePool } from "./support/built.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";
 import { startNode, steadyCoordinator, stopNodes, testLockMs, testStalledMs, type TestNode } from "./support/fleet.js";

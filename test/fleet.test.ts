@@ -4,11 +4,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect } from "vitest";
 
-import { createRuntime, createServer, supportsPi16, workerTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
+import { createServer, supportsPi16, workerTool, type BatchEvent, type Runtime, type RuntimeOptions } from "toolpool";
 
-import { resolveFleetOptions, RemotePool } from "./support/internals.js";
+import { resolveFleetOptions, RemotePool } from "./support/built.js";
 import { runCli } from "./support/cli.js";
 import fleetTools from "./fixtures/fleet/fleet-tools.mjs";
 import {
@@ -24,6 +24,9 @@ import {
 import { warnSkippedPi16 } from "./support/pi16.js";
 import { hasRedisServer, startRedis, type TestRedis } from "./support/redis.js";
 import { batchOf, codeOf, textOf, until } from "./support/helpers.js";
+import { closeRuntimesNow, open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 warnSkippedPi16("test/fleet.test.ts");
 
@@ -61,7 +64,6 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   let redis: TestRedis;
   let dir: string;
   let nodes: TestNode[] = [];
-  let runtimes: Runtime[] = [];
   let logCount = 0;
   const newLog = () => join(dir, `starts-${++logCount}.log`);
 
@@ -69,12 +71,11 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   // a node on purpose: then only that node has the short ones, and the
   // coordinator the watchful settings; a starved healthy node keeps its calls.
   const fleetRuntime = (options: Partial<RuntimeOptions> = {}, fleet: Partial<NonNullable<RuntimeOptions["fleet"]>> = {}) => {
-    const runtime = createRuntime({
+    const runtime = open({
       tools: fleetTools,
       ...options,
       fleet: { redis: redis.url, ...steadyCoordinator, noNodeGraceMs: 500, redisTimeoutMs: 2_000, ...fleet },
     });
-    runtimes.push(runtime);
     return runtime;
   };
   const spawnNodes = async (count: number, extra: Pick<NodeSpec, "concurrency" | "threads" | "pi" | "lockMs" | "stalledMs"> = {}) => {
@@ -92,8 +93,8 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
     dir = mkdtempSync(join(tmpdir(), "toolpool-fleet-"));
   });
   afterEach(async () => {
-    await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
-    runtimes = [];
+    // The runtimes first: they close through the nodes and Redis stopped below.
+    await closeRuntimesNow({ force: true });
     await stopNodes(nodes);
     nodes = [];
     await redis.client().flushall();
@@ -303,8 +304,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
   });
 
   it("with Redis unreachable, a call ends TP_ERR_FLEET_UNAVAILABLE, never hangs", async () => {
-    const runtime = createRuntime({ tools: fleetTools, fleet: { redis: "redis://127.0.0.1:1", redisTimeoutMs: 300 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: fleetTools, fleet: { redis: "redis://127.0.0.1:1", redisTimeoutMs: 300 } });
     const { messages } = await runtime.executeToolCalls(
       batchOf([
         { id: "c1", arguments: {} },
@@ -457,7 +457,7 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       };
     };
     // The grace is the node's pool.abortGraceMs (500 ms by default, as here).
-    const local = await scenario(trackLocal(createRuntime({ tools: fleetTools, pool: { maxThreads: 2 } })));
+    const local = await scenario(open({ tools: fleetTools, pool: { maxThreads: 2 } }));
     const remote = await scenario(fleetRuntime());
     const running = [
       ["polite", null, "aborted polite"],
@@ -474,9 +474,4 @@ describe.runIf(hasRedisServer())("fleet: remote calls through Redis", () => {
       ends: [...running, ["queued", "TP_ERR_ABORTED", 'Tool "task" was not run: its batch was aborted before a fleet node started it']],
     });
   });
-
-  function trackLocal(runtime: Runtime): Runtime {
-    runtimes.push(runtime);
-    return runtime;
-  }
 });

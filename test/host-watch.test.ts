@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
 
-import { builtCodingToolsUrl, hasHostEnded, isHostGone, watchHost } from "./support/internals.js";
+import { builtCodingToolsUrl, hasHostEnded, isHostGone, watchHost } from "./support/built.js";
 
 /** A stat line of a process in `state`, started at `startTime`, its command name holding a space and a ")". */
 const statLine = (pid: number, state: string, startTime: string) =>

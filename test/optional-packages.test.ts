@@ -8,7 +8,7 @@ import { promisify } from "node:util";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { installLine, isPackageMissing, optionalPackages } from "./support/internals.js";
+import { installLine, isPackageMissing, optionalPackages } from "./support/built.js";
 import { runCli } from "./support/cli.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { supportsPi16 } from "toolpool";
 
-import { optionalPackages, validateToolArguments16 } from "./support/internals.js";
+import { optionalPackages, validateToolArguments16 } from "./support/built.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));

@@ -16,7 +16,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 import { describe, expect, it } from "vitest";
-import { builtIndexUrl } from "./support/internals.js";
+import { builtIndexUrl } from "./support/build-paths.js";
 
 /** Per-call figures of one thread. */
 interface ThreadWork {

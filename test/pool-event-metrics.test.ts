@@ -1,22 +1,23 @@
 import { randomUUID } from "node:crypto";
 
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect } from "vitest";
 
-import { createRuntime, createServer, type AssistantMessage, type Runtime, type ToolpoolServer } from "toolpool";
+import { createServer, type AssistantMessage, type ToolpoolServer } from "toolpool";
 
 import { GateController } from "./support/gates.js";
 import { fault, work } from "./support/pool-event-tools.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest();
 
 // A real server on a loopback port over the built package: /metrics' pool
 // metrics, which come from the pools' lifecycle events.
 const token = "pool-metrics-token";
 const gates = new GateController();
 const servers: ToolpoolServer[] = [];
-const runtimes: Runtime[] = [];
 
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.close({ graceMs: 0 })));
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.close()));
   gates.reset();
 });
 
@@ -37,8 +38,7 @@ function sample(metrics: string, name: string, labels: string): number | undefin
 
 describe("/metrics from pool events", () => {
   it("listens to the pools from the first scrape only, then counts calls by pool, tool and outcome, their waits and runs, and the busy threads", async () => {
-    const runtime = createRuntime({ tools: [work, fault], pool: { maxThreads: 2, minThreads: 1 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: [work, fault], pool: { maxThreads: 2, minThreads: 1 } });
     const server = createServer(runtime, { host: "127.0.0.1", port: 0, token });
     servers.push(server);
     const url = await server.listen();

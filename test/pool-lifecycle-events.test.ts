@@ -1,6 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 
-import { createRuntime, workerTool, type AssistantMessage, type PoolCallEvent, type PoolThreadEvent, type Runtime } from "toolpool";
+import { workerTool, type AssistantMessage, type PoolCallEvent, type PoolThreadEvent } from "toolpool";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest();
 
 // Real threads, the built package: the events a runtime's pools emit for
 // batches of several calls, a timeout and a crash among them.
@@ -17,16 +20,9 @@ const batch = (...calls: [id: string, name: string, args?: Record<string, unknow
   content: calls.map(([id, name, args = {}]) => ({ type: "toolCall", id, name, arguments: args })),
 });
 
-let runtimes: Runtime[] = [];
-afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close()));
-  runtimes = [];
-});
-
 describe("runtime.poolEvents", () => {
   it("emits queued, started and ended for every call, in order, with its batch, session, thread and outcome", async () => {
-    const runtime = createRuntime({ tools: [quick, spin, fault], pool: { maxThreads: 2 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: [quick, spin, fault], pool: { maxThreads: 2 } });
     const events: PoolCallEvent[] = [];
     runtime.poolEvents.on((event) => events.push(event));
     const batchIds = new Map<string, string>();
@@ -65,8 +61,7 @@ describe("runtime.poolEvents", () => {
   });
 
   it("stops listening to the pools once its last listener goes", async () => {
-    const runtime = createRuntime({ tools: [quick], pool: { maxThreads: 1 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: [quick], pool: { maxThreads: 1 } });
     const events: PoolCallEvent[] = [];
     const listener = (event: PoolCallEvent) => events.push(event);
     runtime.poolEvents.on(listener);
@@ -80,8 +75,7 @@ describe("runtime.poolEvents", () => {
   });
 
   it("emits a thread's ready and exited events with its pool's name, and lists the threads a late listener has missed", async () => {
-    const runtime = createRuntime({ tools: [quick, fault], pool: { maxThreads: 1 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: [quick, fault], pool: { maxThreads: 1 } });
     const threads: PoolThreadEvent[] = [];
     const calls: PoolCallEvent[] = [];
     runtime.poolEvents.onThread((event) => threads.push(event));

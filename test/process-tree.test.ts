@@ -6,7 +6,7 @@ import { Worker } from "node:worker_threads";
 import { afterAll, describe, expect, it } from "vitest";
 
 import { markedProcesses, sleepers } from "./support/processes.js";
-import { builtCodingToolsUrl } from "./support/internals.js";
+import { builtCodingToolsUrl } from "./support/build-paths.js";
 
 const dist = builtCodingToolsUrl;
 const bashThread = new URL("./fixtures/coding/bash-thread.mjs", import.meta.url);

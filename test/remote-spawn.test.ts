@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 
 import { until } from "./support/helpers.js";
 import { isRunning, markedProcesses, runningAfterWait, sleepers } from "./support/processes.js";
-import { builtCodingToolsUrl, RemoteChild, routedSpawn, SpawnHelper } from "./support/internals.js";
+import { builtCodingToolsUrl, RemoteChild, routedSpawn, SpawnHelper } from "./support/built.js";
 
 type AnyChild = ReturnType<typeof nodeSpawn> | RemoteChild;
 
@@ -270,8 +270,26 @@ describe.skipIf(process.platform !== "linux")("spawn helper", () => {
     const { spawn } = newHelper();
     const child = spawn("head", ["-c", "40000000", "/dev/zero"], {});
     child.stdout!.pause();
-    // Long enough for the whole output to have crossed, had nothing held it back.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await new Promise((resolve) => child.once("spawn", resolve));
+    // The child stops: asleep (reading /dev/zero never blocks, so it waits
+    // in a write) with nothing written since the last look, most of its
+    // output unwritten. Only a helper that stopped reading leaves it there:
+    // one that read on would let it write all and exit.
+    const { pid } = child;
+    const written = () => Number(/^wchar: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, "utf8"))?.[1]);
+    const isAsleep = () => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.startsWith("S");
+    let lastWritten = -1;
+    await until(
+      () => {
+        if (!isRunning(pid!)) throw new Error("the child wrote its whole output and ended: nothing held it back");
+        const now = written();
+        const isStuck = isAsleep() && now === lastWritten;
+        lastWritten = now;
+        return isStuck;
+      },
+      () => `the child stuck in a write (written: ${lastWritten} bytes)`,
+    );
+    expect(lastWritten).toBeLessThan(40_000_000);
     expect(child.stdout!.readableLength).toBeLessThan(4 << 20);
     let bytes = 0;
     child.stdout!.on("data", (data: Buffer) => (bytes += data.length));

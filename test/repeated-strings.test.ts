@@ -3,7 +3,7 @@ import { serialize } from "node:v8";
 import { describe, expect, it } from "vitest";
 
 import { createRuntime, workerTool, type AssistantMessage } from "toolpool";
-import { decodeReply, encodeEnd, readWorkerReply, repeatMinChars, shareRepeatedStrings, type WorkerReply } from "./support/internals.js";
+import { decodeReply, encodeEnd, readWorkerReply, repeatMinChars, shareRepeatedStrings, type WorkerReply } from "./support/built.js";
 
 // @ts-expect-error: a plain .mjs fixture, typed loosely here
 import { repeatedResult } from "./fixtures/tools/repeated.mjs";

@@ -22,9 +22,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createPatch } from "diff";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { createPatchTool, replaceFile, TEMPORARY_FILE_MAX_AGE_MS, type WorkerToolContext } from "./support/internals.js";
+import { until } from "./support/helpers.js";
 
 const ctx = <D>(): WorkerToolContext<D> => ({ toolCallId: "t1", signal: new AbortController().signal, onUpdate: () => {} });
 const isRoot = process.getuid?.() === 0;
@@ -268,7 +269,7 @@ describe.runIf(hasFdPaths)("replaceFile while its folder is swapped for a symlin
     ).catch((caught: Error) => caught);
     expect(checks).toBeGreaterThanOrEqual(2);
     writeFileSync(join(outside, "sentinel"), "");
-    await vi.waitFor(() => expect(created).toContain("sentinel"), { timeout: 60_000, interval: 10 });
+    await until(() => created.includes("sentinel"), "the watcher saw the sentinel", { limitMs: 60_000 });
     rmSync(join(outside, "sentinel"));
     // Not even for a moment.
     expect(created.slice(0, created.indexOf("sentinel"))).toEqual([]);

@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { spawnServe, type ServeProcess } from "./support/serve-process.js";
-import { textOf } from "./support/helpers.js";
+import { textOf, until } from "./support/helpers.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const CLI = join(ROOT, "dist", "cli", "main.js");
@@ -455,7 +455,7 @@ describe("toolpool serve under attack", () => {
       // And a shutdown with such a client still ends.
       const second = await stalled();
       // SIGTERM once the server holds the batch (its own count says so).
-      for (let i = 0; i < 300 && (await inFlight()) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      await until(async () => (await inFlight()) !== 0, "the server holding the batch");
       expect(await inFlight()).toBe(1);
       const sigterm = performance.now();
       const exit = await stop(slow);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 
 import { ToolpoolError } from "toolpool";
-import { resolveServerOptions } from "./support/internals.js";
+import { resolveServerOptions } from "./support/built.js";
 
 function messageOf(fn: () => unknown): string {
   try {

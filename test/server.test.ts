@@ -1,7 +1,6 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect } from "vitest";
 
 import {
-  createRuntime,
   createServer,
   ToolpoolError,
   type RuntimeOptions,
@@ -15,8 +14,11 @@ import {
 import serverTools from "./fixtures/server/tools.mjs";
 import { FakeClock } from "./support/fake-clock.js";
 import { deferred, GateController } from "./support/gates.js";
-import { textOf } from "./support/helpers.js";
+import { textOf, until } from "./support/helpers.js";
 import { assistantMessage, batchEndOf, describeEvents, gateKeys, postBatch, readSse, rest, take } from "./support/server-client.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest();
 
 // createServer in this process; the `toolpool serve` command is in serve-command.test.ts.
 // Everything runs for real: the built package (worker threads cannot load
@@ -24,12 +26,10 @@ import { assistantMessage, batchEndOf, describeEvents, gateKeys, postBatch, read
 
 const gates = new GateController();
 const servers: ToolpoolServer[] = [];
-const runtimes: Runtime[] = [];
 
 afterEach(async () => {
   // A test that failed half-way leaves gates shut: a zero grace aborts what still runs.
   await Promise.all(servers.splice(0).map((server) => server.close({ graceMs: 0 })));
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.close()));
   gates.reset();
 });
 
@@ -39,8 +39,7 @@ async function startServer(
   runtimeOptions: RuntimeOptions = {},
   serverOptions: ServerOptions = {},
 ): Promise<{ runtime: Runtime; server: ToolpoolServer; url: string }> {
-  const runtime = createRuntime({ tools: serverTools, pool: { maxThreads: 3, minThreads: 1 }, ...runtimeOptions });
-  runtimes.push(runtime);
+  const runtime = open({ tools: serverTools, pool: { maxThreads: 3, minThreads: 1 }, ...runtimeOptions });
   const server = createServer(runtime, { host: "127.0.0.1", port: 0, ...serverOptions });
   servers.push(server);
   return { runtime, server, url: await server.listen() };
@@ -202,7 +201,10 @@ describe("createServer: POST /v1/batches", () => {
       { assistantMessage: assistantMessage([{ id: "4", name: "work" }]), sessionKey: "agent-7" },
       { accept: "application/json" },
     );
-    for (let turn = 0; turn < 2_000 && runtime.poolStats!.queued < 3; turn++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(
+      () => runtime.poolStats!.queued >= 3,
+      () => `three calls queued (${runtime.poolStats!.queued} so far)`,
+    );
     const metrics = await (await fetch(`${url}/metrics`)).text();
     // Three calls wait, all of one session.
     expect(metrics).toMatch(/^toolpool_pool_queue_depth 3$/m);
@@ -312,8 +314,7 @@ describe("createServer: authentication", () => {
   });
 
   it("refuses to be created beyond loopback without a token", () => {
-    const runtime = createRuntime({ tools: serverTools, pool: { maxThreads: 1 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: serverTools, pool: { maxThreads: 1 } });
     for (const host of ["0.0.0.0", "::", "192.0.2.1"]) {
       try {
         createServer(runtime, { host, port: 0 });

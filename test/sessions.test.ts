@@ -1,25 +1,20 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect } from "vitest";
 
-import { createRuntime, workerTool, type Runtime, type RuntimeOptions } from "toolpool";
+import { workerTool, type Runtime } from "toolpool";
 
 import { GateController } from "./support/gates.js";
 import { batch, until } from "./support/helpers.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 const turns = new URL("./fixtures/tools/turns.mjs", import.meta.url);
 const anyArgs = { type: "object" };
 const turnTool = workerTool({ name: "turn", description: "reports its start order", parameters: anyArgs, module: turns });
 const heavyTool = workerTool({ name: "heavy", description: "reports its start order", parameters: anyArgs, module: turns, cost: 3 });
 
-let runtimes: Runtime[] = [];
 let gates: GateController;
-const open = (options: RuntimeOptions) => {
-  const runtime = createRuntime(options);
-  runtimes.push(runtime);
-  return runtime;
-};
 afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
-  runtimes = [];
   gates?.close();
 });
 

@@ -10,30 +10,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 
-import { builtinTools, createRuntime, workerTool, type PoolCallEvent, type Runtime, type SpreadOutcome } from "toolpool";
+import { builtinTools, workerTool, type PoolCallEvent, type Runtime, type SpreadOutcome } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
 import { batch, until } from "./support/helpers.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest();
 
 const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
 const tool = (name: string, exportName: string) =>
   workerTool({ name, description: name, parameters: { type: "object" }, module: spreadModule, exportName });
 const tools = [tool("spread_parent", "spreadParent"), tool("noop", "noop"), tool("wait_for_abort", "waitForAbort")];
 
-let runtimes: Runtime[] = [];
-afterEach(async () => {
-  // Emptied first: a close that never ends fails its own test, not every one after it.
-  const closing = runtimes;
-  runtimes = [];
-  await Promise.all(closing.map((runtime) => runtime.close()));
-});
-
 /** A runtime whose threads have all answered a call (so they count as idle), recording its pool events. */
 async function warmRuntime(threads: number, extraTools = tools): Promise<{ runtime: Runtime; events: PoolCallEvent[] }> {
-  const runtime = createRuntime({ tools: extraTools, pool: { minThreads: threads, maxThreads: threads } });
-  runtimes.push(runtime);
+  const runtime = open({ tools: extraTools, pool: { minThreads: threads, maxThreads: threads } });
   const events: PoolCallEvent[] = [];
   runtime.poolEvents.on((event) => events.push(event));
   const warmTool = extraTools.some((candidate) => candidate.name === "noop") ? "noop" : undefined;
@@ -187,7 +181,7 @@ describe("a part that never gives its thread back", () => {
 describe("a part aborted while asked to yield", () => {
   it("keeps its abort's whole grace: it is not terminated when the earlier yield's grace runs out", { timeout: 120_000 }, async () => {
     const clock = new FakeClock();
-    const runtime = createRuntime({
+    const runtime = open({
       tools: [
         workerTool({ name: "spread_parent", description: "s", parameters: { type: "object" }, module: spreadModule, exportName: "spreadParent" }),
         tool("noop", "noop"),
@@ -195,7 +189,6 @@ describe("a part aborted while asked to yield", () => {
       pool: { minThreads: 2, maxThreads: 2, abortGraceMs: 500 },
       clock,
     });
-    runtimes.push(runtime);
     await runtime.executeToolCalls(batch(["w0", "noop"], ["w1", "noop"]));
     const controller = new AbortController();
     const spread = runtime.executeToolCalls(batch(["s", "spread_parent", { part: "spinPart", inputs: [0] }]), {
@@ -295,8 +288,7 @@ describe("a grep whose pattern backtracks for ever, and a light session on a 2-t
 
 describe("a spread call's parts count against its caps", () => {
   it("runs no more parts than its tool's cap leaves, and gives their slots back when they end", async () => {
-    const runtime = createRuntime({ tools, pool: { minThreads: 4, maxThreads: 4 }, maxConcurrency: { spread_parent: 2 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools, pool: { minThreads: 4, maxThreads: 4 }, maxConcurrency: { spread_parent: 2 } });
     const { messages: warm } = await runtime.executeToolCalls(batch(...Array.from({ length: 4 }, (_, i): [string, string] => [`w${i}`, "noop"])));
     expect(new Set(warm.map((m) => (m.details as { threadId: number }).threadId)).size).toBe(4);
     for (const round of [1, 2]) {

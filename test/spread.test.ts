@@ -3,12 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BroadcastChannel } from "node:worker_threads";
 
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 
-import { builtinTools, createRuntime, workerTool, type BatchEvent, type Runtime, type SpreadOutcome } from "toolpool";
+import { builtinTools, workerTool, type BatchEvent, type Runtime, type SpreadOutcome } from "toolpool";
 
-import { createGrepTool } from "./support/internals.js";
+import { createGrepTool } from "./support/built.js";
 import { batch, until } from "./support/helpers.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest();
 
 const spreadModule = new URL("./fixtures/tools/spread.mjs", import.meta.url);
 const tool = (name: string, exportName: string) =>
@@ -25,20 +28,13 @@ const tools = [
   tool("wait_for_abort", "waitForAbort"),
 ];
 
-let runtimes: Runtime[] = [];
-afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close()));
-  runtimes = [];
-});
-
 /** A runtime whose `threads` threads have all answered a call, so that they count as idle. */
 async function warmRuntime(
   threads: number,
   extra: { abortGraceMs?: number; maxRunningPerSession?: number } = {},
   extraTools: typeof tools = [],
 ): Promise<Runtime> {
-  const runtime = createRuntime({ tools: [...tools, ...extraTools], pool: { minThreads: threads, maxThreads: threads, ...extra } });
-  runtimes.push(runtime);
+  const runtime = open({ tools: [...tools, ...extraTools], pool: { minThreads: threads, maxThreads: threads, ...extra } });
   const { messages } = await runtime.executeToolCalls(batch(...Array.from({ length: threads }, (_, i): [string, string] => [`w${i}`, "noop"])));
   expect(new Set(messages.map((m) => (m.details as { threadId: number }).threadId)).size).toBe(threads);
   return runtime;
@@ -130,10 +126,14 @@ describe("ctx.spread", () => {
     await until(() => callsRunning(runtime).length === 0, "no call running");
     // The terminated thread is replaced, and soon every thread serves again.
     let outcomes: SpreadOutcome[] = [];
-    for (let attempt = 0; attempt < 50 && !(outcomes.length === 2 && outcomes.every((o) => o.ok)); attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-      ({ outcomes } = await spreadOnce(runtime, "echoPart", [1, 2]));
-    }
+    await until(
+      async () => {
+        ({ outcomes } = await spreadOnce(runtime, "echoPart", [1, 2]));
+        return outcomes.length === 2 && outcomes.every((o) => o.ok);
+      },
+      () => `both parts served (last: ${JSON.stringify(outcomes)})`,
+      { everyMs: 20 },
+    );
     expect(outcomes.map((o) => o.ok)).toEqual([true, true]);
   });
 
@@ -192,8 +192,7 @@ describe("grep spread over the pool", () => {
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it("gives exactly the one-thread result, truncated or not", async () => {
-    const runtime = createRuntime({ tools: builtinTools(["grep"], { root }), pool: { minThreads: 3, maxThreads: 3 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: builtinTools(["grep"], { root }), pool: { minThreads: 3, maxThreads: 3 } });
     const alone = createGrepTool({ realRoot: root, allowWrite: false });
     const ctx = { toolCallId: "t", signal: new AbortController().signal, onUpdate: () => {} };
     for (const args of [
@@ -259,8 +258,7 @@ describe("ctx.spread, misused", () => {
   });
 
   it("keeps parts within the session's maxRunningPerSession", async () => {
-    const runtime = createRuntime({ tools, pool: { minThreads: 3, maxThreads: 3, maxRunningPerSession: 2 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools, pool: { minThreads: 3, maxThreads: 3, maxRunningPerSession: 2 } });
     // Three sessions at once, so that every thread answers a call and counts as idle.
     const warm = await Promise.all([0, 1, 2].map((i) => runtime.executeToolCalls(batch([`w${i}`, "noop"]))));
     expect(new Set(warm.map(({ messages }) => (messages[0]!.details as { threadId: number }).threadId)).size).toBe(3);

@@ -8,7 +8,7 @@ import { createRuntime, createServer, type ToolpoolServer } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
 import { batch, type CallSpec, until } from "./support/helpers.js";
-import { StallGuardedWriter } from "./support/internals.js";
+import { StallGuardedWriter } from "./support/built.js";
 import { work } from "./support/pool-event-tools.js";
 
 // A real server on a loopback port, raw sockets that stop reading, and the

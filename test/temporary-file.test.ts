@@ -3,11 +3,14 @@ import { closeSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpath
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 
-import { builtinTools, createRuntime, workerTool, type Runtime, type ToolResultMessage } from "toolpool";
-import { createTemporaryFile, isTemporaryFileName, sweepTemporaryFiles, TEMPORARY_FILE_MAX_AGE_MS } from "./support/internals.js";
-import { codeOf, textOf } from "./support/helpers.js";
+import { builtinTools, workerTool, type Runtime, type ToolResultMessage } from "toolpool";
+import { createTemporaryFile, isTemporaryFileName, sweepTemporaryFiles, TEMPORARY_FILE_MAX_AGE_MS } from "./support/built.js";
+import { codeOf, textOf, until } from "./support/helpers.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 /** Linux names every thread of a process in /proc/self/task: a temporary file's writer can be checked. */
 const hasThreadList = existsSync("/proc/thread-self");
@@ -15,15 +18,9 @@ const patchToB = "--- a\n+++ b\n@@ -1,1 +1,1 @@\n-needle a\n+needle b\n";
 const stuckWrite = new URL("./fixtures/tools/stuck-write.mjs", import.meta.url);
 
 let root: string;
-let runtimes: Runtime[] = [];
 
 beforeAll(() => {
   root = realpathSync(mkdtempSync(join(tmpdir(), "toolpool-temporary-")));
-});
-
-afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
-  runtimes = [];
 });
 
 afterAll(() => {
@@ -37,11 +34,11 @@ const writerThread = (name: string): string => /\.w[0-9a-f]{16}-(\d+)\.[0-9a-f]{
 
 /** Waits until the threads that wrote the temporary files in `dir` have ended (a terminated thread exits soon after its call's outcome). */
 async function untilWritersEnded(dir: string): Promise<void> {
-  await vi.waitFor(
-    () => {
-      for (const name of temporaryFiles(dir)) expect(existsSync(`/proc/self/task/${writerThread(name)}`), name).toBe(false);
-    },
-    { timeout: 60_000, interval: 20 },
+  const running = () => temporaryFiles(dir).filter((name) => existsSync(`/proc/self/task/${writerThread(name)}`));
+  await until(
+    () => running().length === 0,
+    () => `the writers of ${running().join(", ")} ended`,
+    { limitMs: 60_000 },
   );
 }
 
@@ -99,8 +96,8 @@ describe("temporary files", () => {
 
 describe.runIf(hasThreadList)("a write cut short by termination (Linux)", () => {
   /** grep and patch on the pool, and the tool that never finishes its write. */
-  function open(stuckTimeoutMs?: number): Runtime {
-    const runtime = createRuntime({
+  function openWithStuckWrite(stuckTimeoutMs?: number): Runtime {
+    const runtime = open({
       tools: [
         ...builtinTools(["grep", "patch"], { root, allowWrite: true }),
         workerTool({
@@ -113,7 +110,6 @@ describe.runIf(hasThreadList)("a write cut short by termination (Linux)", () => 
       ],
       pool: { maxThreads: 2, abortGraceMs: 50 },
     });
-    runtimes.push(runtime);
     return runtime;
   }
 
@@ -145,11 +141,11 @@ describe.runIf(hasThreadList)("a write cut short by termination (Linux)", () => 
 
   it("by an abort past its grace: no temporary file is left once the next patch writes in its folder", async () => {
     const dir = folderWithFile();
-    const runtime = open();
+    const runtime = openWithStuckWrite();
     const controller = new AbortController();
     const outcome = call(runtime, "stuck_write", { dir, name: "a.txt" }, controller.signal);
     // Aborted only once its write has started.
-    await vi.waitFor(() => expect(temporaryFiles(dir)).toHaveLength(1), { timeout: 60_000, interval: 10 });
+    await until(() => temporaryFiles(dir).length === 1, "its temporary file written", { limitMs: 60_000 });
     controller.abort();
     const message = await outcome;
     expect(codeOf(message)).toBe("TP_ERR_ABORTED");
@@ -159,7 +155,7 @@ describe.runIf(hasThreadList)("a write cut short by termination (Linux)", () => 
   it("by its time limit: no temporary file is left once the next patch writes in its folder", async () => {
     const dir = folderWithFile();
     // Generous: the write starts at once, and the limit only has to come after that.
-    const runtime = open(5_000);
+    const runtime = openWithStuckWrite(5_000);
     const message = await call(runtime, "stuck_write", { dir, name: "a.txt" });
     expect(codeOf(message)).toBe("TP_ERR_TIMEOUT");
     await expectCleanedByNextPatch(runtime, dir);

@@ -5,12 +5,15 @@ import { promisify } from "node:util";
 import { context, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect } from "vitest";
 
-import { createRuntime, workerTool, type AgentTool, type EventMeta, type Runtime, type RuntimeOptions, type WorkerToolOptions } from "toolpool";
+import { workerTool, type AgentTool, type EventMeta, type Runtime, type RuntimeOptions, type WorkerToolOptions } from "toolpool";
 
 import { GateController } from "./support/gates.js";
 import { batch } from "./support/helpers.js";
+import { open as openRuntime, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest({ force: true });
 
 const faults = new URL("./fixtures/tools/faults.mjs", import.meta.url);
 const scripted = new URL("./fixtures/tools/scripted.mjs", import.meta.url);
@@ -31,15 +34,8 @@ afterAll(async () => {
   context.disable();
 });
 
-let runtimes: Runtime[] = [];
-const open = (options: RuntimeOptions): Runtime => {
-  const runtime = createRuntime({ ...options, pool: { maxThreads: 2, ...options.pool } });
-  runtimes.push(runtime);
-  return runtime;
-};
+const open = (options: RuntimeOptions): Runtime => openRuntime({ ...options, pool: { maxThreads: 2, ...options.pool } });
 afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close({ force: true })));
-  runtimes = [];
   exporter.reset();
 });
 

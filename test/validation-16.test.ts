@@ -5,7 +5,6 @@ import { Type } from "typebox";
 import { describe, expect, it } from "vitest";
 
 import { supportsPi16 } from "toolpool";
-
 import {
   isIdentityOnValid16,
   isPlainData,
@@ -13,7 +12,7 @@ import {
   truncationMark,
   validateToolArguments16,
   formatValidationPath16,
-} from "./support/internals.js";
+} from "./support/built.js";
 import { validateWithPi } from "./support/validation-oracle.js";
 import { compileArgumentValidator16, validateWithPi16, validateWithToolpool16 } from "./support/validation-oracle-16.js";
 import { expectBoundedErrorLines } from "./support/error-lines.js";

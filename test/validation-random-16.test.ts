@@ -4,8 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 
 import { supportsPi16 } from "toolpool";
-
-import { isIdentityOnValid16, isPlainData } from "./support/internals.js";
+import { isIdentityOnValid16, isPlainData } from "./support/built.js";
 import { freeSchema, smallJson } from "./support/arbitrary-json-schemas.js";
 import { argumentsFor, toolSchemaNode, toPlainSchema, toTypeBoxSchema } from "./support/arbitrary-schemas.js";
 import { schemaDraft, withDraft } from "./support/schema-drafts.js";

@@ -2,17 +2,19 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 
-import { createRuntime, type Runtime, ToolpoolError, workerTool } from "toolpool";
+import { ToolpoolError, workerTool } from "toolpool";
 
 import { runCli } from "./support/cli.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest();
 
 const esm = 'export async function execute() { return { content: [{ type: "text", text: "loaded" }] }; }\n';
 const commonJs = 'exports.execute = async () => ({ content: [{ type: "text", text: "loaded" }] });\n';
 
 let folder: string;
-const runtimes: Runtime[] = [];
 
 /** A project folder with package.json `packageJson` (none when undefined) and the files `files`. */
 function project(name: string, packageJson: object | undefined, files: Record<string, string>): string {
@@ -28,8 +30,7 @@ function toolAt(module: string) {
 }
 
 async function callOnce(module: string): Promise<{ text: string; isError: boolean }> {
-  const runtime = createRuntime({ tools: [toolAt(module)], pool: { maxThreads: 1 } });
-  runtimes.push(runtime);
+  const runtime = open({ tools: [toolAt(module)], pool: { maxThreads: 1 } });
   const { messages } = await runtime.executeToolCalls({
     role: "assistant",
     content: [{ type: "toolCall", id: "1", name: "word_count", arguments: {} }],
@@ -40,7 +41,7 @@ async function callOnce(module: string): Promise<{ text: string; isError: boolea
 
 function refusal(module: string): ToolpoolError {
   try {
-    runtimes.push(createRuntime({ tools: [toolAt(module)], pool: { maxThreads: 1 } }));
+    open({ tools: [toolAt(module)], pool: { maxThreads: 1 } });
   } catch (error) {
     return error as ToolpoolError;
   }
@@ -49,9 +50,6 @@ function refusal(module: string): ToolpoolError {
 
 beforeAll(() => {
   folder = mkdtempSync(join(tmpdir(), "toolpool-worker-modules-"));
-});
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.close()));
 });
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
@@ -90,8 +88,7 @@ describe("worker modules, checked when the runtime is created", () => {
 
   it("a module that became CommonJS after the start fails its calls with the same fix in the error", async () => {
     const dir = project("changed", { type: "module" }, { "tool.js": esm });
-    const runtime = createRuntime({ tools: [toolAt(join(dir, "tool.js"))], pool: { maxThreads: 1 } });
-    runtimes.push(runtime);
+    const runtime = open({ tools: [toolAt(join(dir, "tool.js"))], pool: { maxThreads: 1 } });
     writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "commonjs" }));
     const { messages } = await runtime.executeToolCalls({
       role: "assistant",

@@ -1,12 +1,15 @@
 import { BroadcastChannel } from "node:worker_threads";
 
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 
-import { createRuntime, workerTool, type BatchEvent, type Runtime, type RuntimeOptions, type ToolExecutionEndEvent } from "toolpool";
+import { workerTool, type BatchEvent, type ToolExecutionEndEvent } from "toolpool";
 
 import { FakeClock } from "./support/fake-clock.js";
 import { deferred, GateController } from "./support/gates.js";
 import { batch } from "./support/helpers.js";
+import { open, runtimeTest } from "./support/runtimes.js";
+
+const it = runtimeTest();
 
 const behaviours = new URL("./fixtures/tools/behaviours.mjs", import.meta.url);
 const scripted = new URL("./fixtures/tools/scripted.mjs", import.meta.url);
@@ -15,17 +18,6 @@ const anyArgs = { type: "object" };
 
 const tool = (name: string, module: URL, exportName: string, extra: { timeoutMs?: number } = {}) =>
   workerTool({ name, description: name, parameters: anyArgs, module, exportName, ...extra });
-
-let runtimes: Runtime[] = [];
-const open = (options: RuntimeOptions) => {
-  const runtime = createRuntime(options);
-  runtimes.push(runtime);
-  return runtime;
-};
-afterEach(async () => {
-  await Promise.all(runtimes.map((runtime) => runtime.close()));
-  runtimes = [];
-});
 
 /** Collects a batch's events and lets a test wait for one. */
 function recorder() {

@@ -15,7 +15,7 @@ import {
   resolveInWorkspace,
   workspaceFromModuleUrl,
   type WorkerToolContext,
-} from "./support/internals.js";
+} from "./support/built.js";
 
 const ctx = <D>(): WorkerToolContext<D> => ({ toolCallId: "t1", signal: new AbortController().signal, onUpdate: () => {} });
 

@@ -1,7 +1,7 @@
 // The command line as users run it: the built bin, in a child process.
 import { execFile } from "node:child_process";
 
-import { builtCliPath } from "./internals.js";
+import { builtCliPath } from "./build-paths.js";
 
 /** How a run of the CLI ended: its exit code (0 on success), stdout and stderr. */
 export interface CliRun {

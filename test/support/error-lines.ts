@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 
-import { maxErrorLinesBytes, maxReceivedArgumentsBytes, truncationMark } from "./internals.js";
+import { maxErrorLinesBytes, maxReceivedArgumentsBytes, truncationMark } from "./built.js";
 
 const separator = "\n\nReceived arguments:\n";
 

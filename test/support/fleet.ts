@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { builtCliPath } from "./internals.js";
+import { builtCliPath } from "./build-paths.js";
 
 const cli = builtCliPath;
 

@@ -1,6 +1,6 @@
 import { supportsPi16 } from "toolpool";
 
-import { compileArgumentValidator16, validateToolArguments16 } from "./internals.js";
+import { compileArgumentValidator16, validateToolArguments16 } from "./built.js";
 import { outcomeOf, type ValidationOutcome } from "./validation-outcome.js";
 
 export type { ValidationOutcome };

@@ -1,6 +1,6 @@
 import { validateToolArguments as piValidateToolArguments } from "@mariozechner/pi-ai";
 
-import { validateToolArguments } from "./internals.js";
+import { validateToolArguments } from "./built.js";
 import { outcomeOf, type ValidationOutcome } from "./validation-outcome.js";
 
 export type { ValidationOutcome };
