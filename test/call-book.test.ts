@@ -1,13 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import {
-  type BookedCall,
-  CallBook,
-  type PoolCallEvent,
-  sourceWorkerTool as workerTool,
-  type WorkerCallOutcome,
-  type WorkerCallRequest,
-} from "./support/internals.js";
+import { type BookedCall, CallBook, type PoolCallEvent, workerTool, type WorkerCallOutcome, type WorkerCallRequest } from "./support/internals.js";
 
 const echo = workerTool({ name: "echo", description: "echo", parameters: { type: "object" }, module: new URL("file:///fake/tool.mjs") });
 

@@ -1,5 +1,5 @@
 /**
- * The coordinator of one batch, its methods named as pi's `agent-loop.ts`
+ * The coordinator of one batch, its methods named as pi-agent-core's `agent-loop` module
  * names its stages.
  *
  * @module
