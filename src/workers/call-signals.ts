@@ -9,7 +9,6 @@
 import { randomUUID } from "node:crypto";
 import { BroadcastChannel } from "node:worker_threads";
 
-import { pathLockTable } from "../tools/coding/path-lock-table.js";
 import { flagSlotCount, flagSlotMask, type AbortMessage, type WorkerBootData } from "./protocol.js";
 
 const slotArray = () => new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
@@ -44,7 +43,6 @@ export class CallSignals {
       endFlags: this.#endFlags,
       takenUpdates: this.#takenUpdates,
       yieldFlags: this.#yieldFlags,
-      pathLocks: pathLockTable(),
     };
   }
 

@@ -43,11 +43,10 @@ import { Piscina, type TaskQueue } from "piscina";
 import type { Clock } from "../clock.js";
 import type { ResolvedPoolOptions } from "../options.js";
 import type { PoolDiagnosis } from "../contracts/pool-contract.js";
-import { releasePathLocksOf } from "../tools/coding/path-lock-table.js";
-import { sweepThreadProcesses } from "../tools/coding/process-tree.js";
 import { isBootMessage, readWorkerReply, type OkPair, type WorkerBootData, type WorkerReply, type WorkerTask } from "./protocol.js";
 import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
 import { ThreadRecords } from "./thread-records.js";
+import { ThreadHookSet } from "./thread-hook-set.js";
 
 /** One Piscina instance and the counts kept for it. A host normally has one for its whole life. */
 interface PiscinaInstance {
@@ -128,7 +127,8 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   readonly #options: ResolvedPoolOptions;
   readonly #clock: Clock;
   readonly #threads = new ThreadRecords();
-  readonly #workerData: WorkerBootData;
+  readonly #workerData: WorkerBootData & Record<string, unknown>;
+  readonly #hooks: ThreadHookSet;
   readonly #events: ThreadHostEvents<Token>;
   #current: PiscinaInstance;
   /** Instances replaced but still running tasks. */
@@ -151,7 +151,8 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   constructor(options: ResolvedPoolOptions, clock: Clock, workerData: WorkerBootData, events: ThreadHostEvents<Token>) {
     this.#options = options;
     this.#clock = clock;
-    this.#workerData = workerData;
+    this.#hooks = new ThreadHookSet();
+    this.#workerData = { ...this.#hooks.workerData(), ...workerData };
     this.#events = events;
     this.#current = this.#start();
   }
@@ -211,7 +212,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
         if (this.#busy.get(threadId) === worker) this.#busy.delete(threadId);
         // A thread that failed mid-task (a crash) leaves the processes its bash calls started: they
         // end with it. The file locks it held are freed when it exits (see #releaseLocksAtExit).
-        void sweepThreadProcesses(threadId);
+        void this.#hooks.threadLost(threadId);
         this.#onTaskLeft(instance);
         this.#events.failed(token, threadId, error);
       },
@@ -286,7 +287,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
         this.#threads.endExitWatch(record);
         // A thread stuck in a system call that does not return (a FIFO's read) would hold its
         // file locks for as long: the host gives up on it, and so do the edits waiting behind it.
-        releasePathLocksOf(threadId);
+        this.#hooks.threadExited(threadId);
         if (!instance.isRetired && !this.#isDestroying) this.#markLatched(instance);
       }, exitWatchMs),
     );
@@ -294,10 +295,10 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     // Swept at once (a thread blocked in native code may never exit) and again once it has exited: a
     // shell it was spawning as the sweep read /proc could not yet be told by its environment.
     void thread.terminate().then(
-      () => sweepThreadProcesses(threadId),
-      () => sweepThreadProcesses(threadId),
+      () => this.#hooks.threadLost(threadId),
+      () => this.#hooks.threadLost(threadId),
     );
-    void sweepThreadProcesses(threadId);
+    void this.#hooks.threadLost(threadId);
   }
 
   /**
@@ -312,7 +313,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       const threadIds = all.flatMap((instance) => instance.piscina.threads.map((thread) => thread.threadId));
       const destroyed = Promise.allSettled([
         ...all.map((instance) => instance.piscina.destroy()),
-        ...threadIds.map((threadId) => sweepThreadProcesses(threadId)),
+        ...threadIds.map((threadId) => this.#hooks.threadLost(threadId)),
       ]);
       let timer: unknown;
       const watch = new Promise<void>((resolve) => {
@@ -423,7 +424,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   #releaseLocksAtExit(piscina: Piscina<WorkerTask, WorkerReply | OkPair>, threadId: number): void {
     const thread = piscina.threads.find((candidate) => candidate.threadId === threadId);
     // Not listed: it has already gone, before it could take a task.
-    thread?.once("exit", () => releasePathLocksOf(threadId));
+    thread?.once("exit", () => this.#hooks.threadExited(threadId));
   }
 
   /**

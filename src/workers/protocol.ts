@@ -178,12 +178,6 @@ export interface WorkerBootData {
    * wait for one): `ctx.shouldYield()`.
    */
   yieldFlags: Int32Array;
-  /**
-   * The process's path lock table (see `tools/coding/path-lock-table.ts`):
-   * pi's coding tools hold a file's slot while they edit or write it, so
-   * that edits of one file are serialized across every thread.
-   */
-  pathLocks: Int32Array;
 }
 
 /**
