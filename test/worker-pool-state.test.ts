@@ -57,6 +57,7 @@ class FakeHost implements ThreadHost<PoolCall> {
     this.posted.push({ threadId, task, call });
     return true;
   }
+  send(): void {}
   grow(): void {
     this.grows += 1;
   }

@@ -1,44 +1,30 @@
 /**
- * The main thread's side of the signals that cross to worker threads without
- * a message of Piscina's: five slot arrays in shared memory (see
- * `protocol.ts`, where the worker's side reads them) and the control channel
- * that wakes a worker awaiting its abort. One per pool.
+ * The main thread's side of the flags that cross to worker threads in
+ * shared memory (`WorkerBootData` in `protocol.ts`, where the worker's side
+ * reads them): each is read by a thread that may be busy in a loop, or must
+ * be decided by an atomic swap, where a port message would wait for a turn
+ * of the thread's event loop. One set per pool.
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
-import { BroadcastChannel } from "node:worker_threads";
-
 import { flagSlotCount, flagSlotMask, type AbortMessage, type WorkerBootData } from "./protocol.js";
 
 const slotArray = () => new Int32Array(new SharedArrayBuffer(flagSlotCount * Int32Array.BYTES_PER_ELEMENT));
 
 export class CallSignals {
-  /** Per call's slot: its sequence number once it is aborted. */
+  /** Per call's slot: its sequence number once it is aborted (a busy tool polls `signal.aborted`). */
   readonly #abortFlags = slotArray();
-  /** Per thread's slot: its thread id once it must serve no further call (it left work behind). */
-  readonly #retireFlags = slotArray();
-  /** Per thread's slot: the sequence number of the call whose tool finished, swapped in before its reply. */
+  /** Per thread's slot: the call whose tool finished, swapped against the pool's deadline (an atomic decision). */
   readonly #endFlags = slotArray();
-  /** Per call's slot: how many of its partials the main thread has taken. */
+  /** Per call's slot: how many of its partials the main thread has taken (read by `onUpdate`, synchronously). */
   readonly #takenUpdates = slotArray();
-  /** Per call's slot: its sequence number once the pool asks it to give its thread back. */
+  /** Per call's slot: its sequence number once the pool asks it to give its thread back (`ctx.shouldYield()`, a poll). */
   readonly #yieldFlags = slotArray();
-  readonly #control: BroadcastChannel;
-  /** The control channel's name, which the workers and spread channels derive theirs from. */
-  readonly controlChannel = `toolpool:${randomUUID()}`;
-
-  constructor() {
-    this.#control = new BroadcastChannel(this.controlChannel);
-    this.#control.unref();
-  }
 
   /** What every worker of the pool starts with. */
   bootData(leftoverGraceMs: number): WorkerBootData {
     return {
       abortFlags: this.#abortFlags,
-      controlChannel: this.controlChannel,
-      retireFlags: this.#retireFlags,
       leftoverGraceMs,
       endFlags: this.#endFlags,
       takenUpdates: this.#takenUpdates,
@@ -47,18 +33,11 @@ export class CallSignals {
   }
 
   /**
-   * Aborts call `seq`: a message that fires its signal with the given
-   * abort message's reason (see {@link abortMessageOf}), then a flag a busy
-   * tool can poll, which finds the message already on its channel.
+   * Flags call `seq` as aborted; its thread's port carries the reason, sent
+   * first, so a tool that sees the flag finds the message already there.
    */
-  abort(message: AbortMessage): void {
-    this.#control.postMessage(message);
-    Atomics.store(this.#abortFlags, message.abort & flagSlotMask, message.abort);
-  }
-
-  /** Whether `threadId` retired itself (it must take no further call). */
-  isRetired(threadId: number): boolean {
-    return Atomics.load(this.#retireFlags, threadId & flagSlotMask) === threadId;
+  abort(seq: number): void {
+    Atomics.store(this.#abortFlags, seq & flagSlotMask, seq);
   }
 
   /**
@@ -79,10 +58,6 @@ export class CallSignals {
   /** Asks call `seq` (a spread call's part) to give its thread back: its `ctx.shouldYield()` turns true. */
   askToYield(seq: number): void {
     Atomics.store(this.#yieldFlags, seq & flagSlotMask, seq);
-  }
-
-  close(): void {
-    this.#control.close();
   }
 }
 

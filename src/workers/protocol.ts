@@ -5,18 +5,19 @@
  * Channels, chosen so that an ordinary call costs no message beyond Piscina's
  * own task and result:
  * - task and result: Piscina's port (one message each way);
- * - partial results, worker → main: `parentPort.postMessage`, which Piscina
- *   re-emits as the pool's `message` event; sent only when a tool calls
- *   `onUpdate`. The result carries how many were sent, so the pool waits for
- *   every partial before it settles the call, whatever order the two ports
- *   deliver in;
- * - abort, main → worker: a flag in shared memory (read synchronously, so a
- *   busy loop polling `signal.aborted` sees it) plus one `BroadcastChannel`
- *   message that fires the signal's `abort` event in a worker that is awaiting;
- * - spread (`ctx.spread`), only for calls that use it: the request goes
- *   worker → main by `parentPort`, the answer comes back on a
- *   BroadcastChannel of the requesting thread's own.
+ * - partial results, loaded and boot notices, spread requests, worker →
+ *   main: `parentPort.postMessage`, which Piscina re-emits as the pool's
+ *   `message` event. The result carries how many partials were sent, so the
+ *   pool waits for every partial before it settles the call, whatever order
+ *   the two ports deliver in;
+ * - main → worker, for the call a thread runs (its abort's reason, its
+ *   spread answers): a port of the thread's own ({@link ThreadMessage}),
+ *   handed to it once, with the first task it runs;
+ * - flags a busy thread must see without a turn of its event loop: shared
+ *   memory ({@link WorkerBootData}).
  */
+import type { MessagePort } from "node:worker_threads";
+
 import type { ThrownErrorFields } from "../errors.js";
 import type { SpreadOutcome } from "../types.js";
 import { restoreRepeats, type RepeatedString } from "./repeated-strings.js";
@@ -45,6 +46,8 @@ export interface WorkerTask {
    * abort message, which a thread started since was not there to hear.
    */
   aborted?: AbortMessage;
+  /** The thread's own port ({@link ThreadMessage}s): only in the first task a thread runs. */
+  port?: MessagePort;
 }
 
 /** What a worker needs to know of a tool, sent once per thread. */
@@ -127,8 +130,7 @@ interface LoadedMessage {
 export const loadedTag = "__toolpoolLoaded";
 
 /**
- * The control channel's message that aborts call `abort` on whichever
- * thread runs it: with the batch signal's reason, cloned (`reason`), or a
+ * The message that aborts call `abort` on the thread that runs it: with the batch signal's reason, cloned (`reason`), or a
  * `DOMException`'s name and message, which Node 20 cannot clone; with
  * neither, the default `AbortError`.
  */
@@ -138,19 +140,13 @@ export interface AbortMessage {
   domException?: { name: string; message: string };
 }
 
-/** Data every worker gets at start-up. */
+/** What the pool sends on a thread's own port: an abort, or a spread answer. */
+export type ThreadMessage = AbortMessage | SpreadReply;
+
+/** Data every worker gets at start-up: the flags a busy thread reads without a turn of its event loop. */
 export interface WorkerBootData {
-  /** `abortFlags[seq & flagSlotMask] === seq` once call `seq` is aborted. */
+  /** `abortFlags[seq & flagSlotMask] === seq` once call `seq` is aborted: a tool in a busy loop polls `signal.aborted`. */
   abortFlags: Int32Array;
-  /** Name of the BroadcastChannel carrying {@link AbortMessage}s. */
-  controlChannel: string;
-  /**
-   * `retireFlags[threadId & flagSlotMask] === threadId` once that worker's
-   * task left work behind: the balancer never gives it another call. Set
-   * before the reply is posted, so it is visible before Piscina can reuse the
-   * worker.
-   */
-  retireFlags: Int32Array;
   /** Milliseconds a task's leftover work may take to settle before its worker is retired. */
   leftoverGraceMs: number;
   /**
@@ -214,7 +210,7 @@ export function isLoadedMessage(message: unknown): message is LoadedMessage {
 /**
  * A call's `ctx.spread` request, worker → main through `parentPort`: run
  * `exportName` of the call's own module once per input on idle threads.
- * Answered once, on the thread's spread channel, with a {@link SpreadReply}.
+ * Answered once, on the thread's own port, with a {@link SpreadReply}.
  */
 export interface SpreadRequest {
   [spreadTag]: true;
@@ -239,14 +235,6 @@ export interface SpreadReply {
 
 /** Most inputs one `ctx.spread` takes. */
 export const maxSpreadInputs = 64;
-
-/**
- * The BroadcastChannel on which the pool answers one thread's spread
- * requests: one per thread, opened by the thread on its first request.
- */
-export function spreadChannelName(controlChannel: string, threadId: number): string {
-  return `${controlChannel}:spread:${threadId}`;
-}
 
 export function isSpreadRequest(message: unknown): message is SpreadRequest {
   return hasTag(message, spreadTag);

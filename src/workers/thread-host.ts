@@ -2,7 +2,8 @@
  * The seam between the worker pool and the threads under it: what the pool
  * asks of a thread host (post a task to a thread, start one more thread,
  * terminate a thread) and what a host tells the pool (a thread is ready, a
- * thread is lost, a message came). Types only.
+ * thread is lost, a message came), and the one way the pool speaks to the
+ * call a thread runs (`send`, on the thread's own port). Types only.
  *
  * The pool keeps the calls, their queue and their timers; a host keeps the
  * threads. `piscina-host.ts` is the host over Piscina, and the only module
@@ -13,7 +14,7 @@
 import type { Worker } from "node:worker_threads";
 
 import type { PoolDiagnosis } from "../contracts/pool-contract.js";
-import type { WorkerReply, WorkerTask } from "./protocol.js";
+import type { ThreadMessage, WorkerReply, WorkerTask } from "./protocol.js";
 
 /** What a host tells its pool. Each is called on the main thread, never from inside a host method. */
 export interface ThreadHostEvents<Token> {
@@ -21,8 +22,8 @@ export interface ThreadHostEvents<Token> {
   ready(threadId: number): void;
   /**
    * Thread `threadId` finished its task and may take another, before the
-   * task's `replied` comes. A host may skip it: `replied` then frees the
-   * thread.
+   * task's `replied` comes. A host may skip it (the Piscina host does):
+   * `replied` then frees the thread.
    */
   freed(threadId: number): void;
   /** The task posted with `token` ended with a reply; its thread may take another task (if `freed` did not say so first). */
@@ -56,6 +57,8 @@ export interface ThreadHost<Token> {
    * `failed` with `token`.
    */
   post(threadId: number, task: WorkerTask, token: Token): boolean;
+  /** Sends `message` on thread `threadId`'s own port, to the call it runs; nothing if the thread is gone. */
+  send(threadId: number, message: ThreadMessage): void;
   /** Starts one more thread if the host is below its maximum; it says `ready` once the thread may take a task. */
   grow(): void;
   /** Terminates thread `threadId` (the task it runs, if any, then `failed`); a thread already gone is ignored. */

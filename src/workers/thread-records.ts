@@ -1,52 +1,66 @@
 /**
- * What the Piscina host knows of each worker thread, one record per thread:
- * whether Piscina marked it ready (and in which Piscina instance), whether it
- * has started (its boot message or a reply came), and the watch on its exit
- * once the host terminated it.
+ * What the Piscina host knows of each worker thread it may post to, one
+ * record per thread from Piscina's `workerCreate` (the thread is ready) on.
  *
  * @module
  */
+import { MessageChannel, type MessagePort, type Worker } from "node:worker_threads";
 
-/** One worker thread, as the host sees it. */
-interface ThreadRecord {
+/** One ready worker thread, as the host sees it. */
+export interface ThreadRecord<Instance> {
   readonly threadId: number;
-  /** The Piscina instance that marked it ready (its `workerCreate` event); only such threads take calls. */
-  readyIn: object | undefined;
+  /** The Piscina instance that made it ready. */
+  readonly instance: Instance;
+  /** Its `Worker`, as Piscina lists it; undefined if it was gone before it could be looked up. */
+  readonly worker: Worker | undefined;
+  /** A task's queue options naming this thread: what the balancer places the task by. */
+  readonly target: { readonly threadId: number };
+  /** The pool's end of the thread's own port. */
+  readonly port: MessagePort;
+  /** The thread's end, until it goes out with the first task the thread runs. */
+  portForThread: MessagePort | undefined;
   /** It has started: its boot message or a reply arrived. */
   isBooted: boolean;
-  /** Set while the pool terminates it: the timer that watches for its exit. */
+  /** Piscina removed it: no task may go to it. */
+  isGone: boolean;
+  /** Set while the host terminates it: the timer that watches for its exit. */
   exitWatch: unknown;
 }
 
-export class ThreadRecords {
-  readonly #records = new Map<number, ThreadRecord>();
+export class ThreadRecords<Instance> {
+  readonly #records = new Map<number, ThreadRecord<Instance>>();
 
-  /** The record of `threadId`, created on first sight. */
-  of(threadId: number): ThreadRecord {
-    let record = this.#records.get(threadId);
-    if (record === undefined) {
-      record = { threadId, readyIn: undefined, isBooted: false, exitWatch: undefined };
-      this.#records.set(threadId, record);
-    }
+  /** A record for thread `threadId`, ready in `instance`, with a fresh port. */
+  add(threadId: number, instance: Instance, worker: Worker | undefined): ThreadRecord<Instance> {
+    const { port1, port2 } = new MessageChannel();
+    // Neither may keep the process alive: a thread's life is Piscina's to decide.
+    port1.unref();
+    const record: ThreadRecord<Instance> = {
+      threadId,
+      instance,
+      worker,
+      target: Object.freeze({ threadId }),
+      port: port1,
+      portForThread: port2,
+      isBooted: false,
+      isGone: false,
+      exitWatch: undefined,
+    };
+    this.#records.set(threadId, record);
     return record;
   }
 
-  get(threadId: number): ThreadRecord | undefined {
+  get(threadId: number): ThreadRecord<Instance> | undefined {
     return this.#records.get(threadId);
   }
 
-  /** The threads that `instance` marked ready. */
-  *readyIn(instance: object): Generator<ThreadRecord> {
-    for (const record of this.#records.values()) if (record.readyIn === instance) yield record;
-  }
-
-  /** Marks `record` as being terminated, with the timer that watches for its exit. */
-  watchExit(record: ThreadRecord, timer: unknown): void {
-    record.exitWatch = timer;
+  /** The threads that `instance` made ready. */
+  *readyIn(instance: Instance): Generator<ThreadRecord<Instance>> {
+    for (const record of this.#records.values()) if (record.instance === instance) yield record;
   }
 
   /** Ends the exit watch of `record`; returns its timer, if it had one. */
-  endExitWatch(record: ThreadRecord): unknown {
+  endExitWatch(record: ThreadRecord<Instance>): unknown {
     const timer = record.exitWatch;
     record.exitWatch = undefined;
     return timer;
@@ -59,11 +73,13 @@ export class ThreadRecords {
     return timers;
   }
 
-  /** Forgets a thread that is gone. */
+  /** Forgets a thread that is gone, closing its port. */
   delete(threadId: number): void {
     const record = this.#records.get(threadId);
     if (record === undefined) return;
     this.endExitWatch(record);
+    record.port.close();
+    record.portForThread?.close();
     this.#records.delete(threadId);
   }
 }

@@ -277,12 +277,7 @@ export class WorkerPool implements ToolCallPool {
     // The drain is tracked on the pool's own calls: a forced end leaves
     // threads still running calls whose outcome is already given.
     if (this.#calls.size > 0) await (this.#drained ??= createDeferred()).promise;
-    try {
-      await this.#host.destroy();
-    } finally {
-      this.#signals.close();
-      this.#spread?.close();
-    }
+    await this.#host.destroy();
   }
 
   /** Starts a call on an idle thread if there is one and nothing waits before it; else queues it. */
@@ -363,7 +358,7 @@ export class WorkerPool implements ToolCallPool {
    */
   #startOn(call: PoolCall, threadId: number): boolean {
     const thread = this.#threads.get(threadId);
-    if (thread === undefined || this.#signals.isRetired(threadId)) return false;
+    if (thread === undefined) return false;
     const { request, seq } = call;
     const task: WorkerTask = { seq, tool: call.tool.id, toolCallId: request.toolCallId, args: request.args };
     if (request.traceparent !== undefined) task.traceparent = request.traceparent;
@@ -416,7 +411,6 @@ export class WorkerPool implements ToolCallPool {
     this.#forgetThread(threadId);
     const index = this.#idle.indexOf(threadId);
     if (index !== -1) this.#idle.splice(index, 1);
-    this.#spread?.onThreadLost(threadId);
   }
 
   /** The threads that may take calls, each with the call it runs: what a late listener of `events` has missed. */
@@ -464,7 +458,7 @@ export class WorkerPool implements ToolCallPool {
   }
 
   #createSpreadHost(): SpreadHost {
-    return new SpreadHost(this.#signals.controlChannel, {
+    return new SpreadHost({
       isRunning: (seq, threadId) => {
         const call = this.#calls.get(seq);
         return (
@@ -474,6 +468,7 @@ export class WorkerPool implements ToolCallPool {
       partSlots: (seq) => this.#partSlots(seq),
       isClosed: () => this.#isClosed,
       runPart: (parentSeq, exportName, input) => this.#runPart(this.#calls.get(parentSeq)!, exportName, input),
+      send: (threadId, reply) => this.#host.send(threadId, reply),
     });
   }
 
@@ -532,7 +527,8 @@ export class WorkerPool implements ToolCallPool {
     if (call.isAborted || call.phase === "settled") return;
     call.isAborted = true;
     call.abortMessage = abortMessageOf(call.seq, call.request.signal?.reason);
-    this.#signals.abort(call.abortMessage);
+    if (call.phase === "running") this.#host.send(call.threadId, call.abortMessage);
+    this.#signals.abort(call.seq);
     if (call.phase === "running") this.#startGracePeriod(call);
     if (this.#spread !== undefined) this.#spread.onCallAborted(call.seq);
   }
