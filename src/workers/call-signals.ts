@@ -1,9 +1,7 @@
 /**
- * The main thread's side of the flags that cross to worker threads in
- * shared memory (`WorkerBootData` in `protocol.ts`, where the worker's side
- * reads them): each is read by a thread that may be busy in a loop, or must
- * be decided by an atomic swap, where a port message would wait for a turn
- * of the thread's event loop. One set per pool.
+ * The main thread's side of the shared-memory flags (`WorkerBootData`): each
+ * is read by a thread that may be busy in a loop, or decided by an atomic
+ * swap, where a port message would wait for the thread's event loop.
  *
  * @module
  */
@@ -21,7 +19,6 @@ export class CallSignals {
   /** Per call's slot: its sequence number once the pool asks it to give its thread back (`ctx.shouldYield()`, a poll). */
   readonly #yieldFlags = slotArray();
 
-  /** What every worker of the pool starts with. */
   bootData(leftoverGraceMs: number): WorkerBootData {
     return {
       abortFlags: this.#abortFlags,
@@ -32,25 +29,16 @@ export class CallSignals {
     };
   }
 
-  /**
-   * Flags call `seq` as aborted; its thread's port carries the reason, sent
-   * first, so a tool that sees the flag finds the message already there.
-   */
+  /** Set after the reason is sent on the port: a tool that sees the flag finds the message there. */
   abort(seq: number): void {
     Atomics.store(this.#abortFlags, seq & flagSlotMask, seq);
   }
 
-  /**
-   * Claims call `seq`'s end on `threadId` for a deadline: true when the tool
-   * had already finished (its reply is on its way, so the call must not be
-   * reported as overrun), false when the claim came first and the thread may
-   * be terminated. Whichever side swaps first decides.
-   */
+  /** Claims call `seq`'s end for a deadline: true when the tool had finished first (its reply is on its way). */
   hasFinished(threadId: number, seq: number): boolean {
     return Atomics.exchange(this.#endFlags, threadId & flagSlotMask, -seq) === seq;
   }
 
-  /** Call `seq`'s partials taken so far: the worker holds later ones back while too many are untaken. */
   tookUpdates(seq: number, count: number): void {
     Atomics.store(this.#takenUpdates, seq & flagSlotMask, count);
   }
@@ -61,12 +49,7 @@ export class CallSignals {
   }
 }
 
-/**
- * The message that aborts call `seq` with `reason` (the batch signal's), as
- * structured clone carries it: a `DOMException` by its name and message
- * (Node 20 clones it as a bare object); a reason that cannot be cloned is
- * left out, and the tool's signal then has the default `AbortError`.
- */
+/** The abort message of call `seq`; a reason that cannot be cloned is left out (the default `AbortError`). */
 export function abortMessageOf(seq: number, reason: unknown): AbortMessage {
   if (reason instanceof DOMException) return { abort: seq, domException: { name: reason.name, message: reason.message } };
   if (reason === undefined) return { abort: seq };

@@ -1,31 +1,9 @@
 /**
- * The thread host over Piscina: the one module that knows Piscina (its
- * instances, its balancer, its bootstrap latch), through its public API. The
- * {@link WorkerPool} above it sees only {@link ThreadHost}: post a task to a
- * thread, send to the call a thread runs, start one more thread, terminate
- * one; and hears ready, lost, replied, failed, message. Runs on the main
- * thread.
- *
- * **Tasks go to the thread the pool names.** The pool keeps its own queue
- * and posts only to threads it knows idle. Each task carries its thread in
- * its queue options (`Piscina.queueOptionsSymbol`), and the balancer places
- * it there; a thread that is not free leaves the task in Piscina's own
- * queue, asked again when a worker frees up.
- *
- * **A port per thread.** Each ready thread gets a MessageChannel; its end
- * goes out once, in the `transferList` of the first task the thread runs.
- * The pool's messages for a running call (its abort's reason, its spread
- * answers) go on it, to that thread only.
- *
- * **Threads are kept up whatever is lost.** Piscina replaces a lost worker
- * only while no worker has ever been lost before it was ready: after one such
- * loss it sets a one-way latch and every later loss shrinks the pool for
- * good. So the pool posts only to threads Piscina said ready
- * (`workerCreate`), which terminating can never latch; a loss of a thread
- * never ready (a thread failing to start, killed from outside while
- * starting) or a terminated thread that does not exit marks the instance
- * latched and the host `stalled`, and `restart` starts a fresh instance. The
- * old one finishes its running tasks and is destroyed.
+ * The thread host over Piscina, the one module that knows Piscina, through
+ * its public API: a task names its thread in its queue options and the
+ * balancer places it there; each thread has a port of its own, handed with
+ * its first task; a lost thread that Piscina will not replace (its bootstrap
+ * latch) makes the host `stalled`, and `restart` starts a fresh instance.
  *
  * @module
  */
@@ -49,20 +27,18 @@ import type { ThreadHost, ThreadHostEvents } from "./thread-host.js";
 import { ThreadHookSet } from "./thread-hook-set.js";
 import { ThreadRecords, type ThreadRecord } from "./thread-records.js";
 
-/** One Piscina instance and the counts kept for it. A host normally has one for its whole life. */
+/** One Piscina instance; a host normally has one for its whole life. */
 interface PiscinaInstance {
   readonly piscina: Piscina<WorkerTask, WorkerReply | OkPair>;
-  /** Threads Piscina has marked ready: the only ones that take tasks. */
   readyThreads: number;
-  /** Threads asked for by `grow` and not yet ready. */
+  /** Asked for by `grow`, not yet ready. */
   starting: number;
-  /** Tasks posted to its threads and not yet replied or failed. */
   running: number;
   /** Workers removed this turn, not yet matched against the threads still alive. */
   unreconciledLosses: number;
-  /** Piscina will not keep its thread count up: a worker was lost before it was ready, or a terminated one did not exit. */
+  /** Piscina will not keep its thread count up (a worker lost before it was ready, or a terminated one that did not exit). */
   isLatched: boolean;
-  /** Replaced by a newer instance: takes no tasks, and is destroyed once its running ones end. */
+  /** Replaced: takes no tasks, destroyed once its running ones end. */
   isRetired: boolean;
 }
 
@@ -70,20 +46,19 @@ type HostThread = ThreadRecord<PiscinaInstance>;
 
 const workerEntryUrl = new URL("./thread/worker-entry.cjs", import.meta.url); // thread/worker-entry.ts as one CommonJS file: see scripts/bundle.mjs
 
-/** Milliseconds a terminated thread may take to exit before its Piscina instance is counted as short of a thread. */
+/** How long a terminated thread may take to exit before its instance counts as short of a thread. */
 const exitWatchMs = 2_000;
 
 const queueOptions = Piscina.queueOptionsSymbol;
 
-/** The run options of a task that carries no port: one frozen object for all. */
 const noRunOptions = Object.freeze({});
 
-/** The task of `grow`: it names no thread, so the balancer places it nowhere and Piscina starts a thread for it. */
+/** Names no thread: placed nowhere, so Piscina starts a thread for it. */
 const growTask = Object.freeze({}) as WorkerTask;
 
 const ignore = () => {};
 
-/** A signal for Piscina's `run`, aborted by its owner once: how `grow` withdraws its task from Piscina's queue. */
+/** The run signal through which `grow` withdraws its task from Piscina's queue. */
 class WithdrawSignal {
   aborted = false;
   #listener: (() => void) | undefined;
@@ -108,7 +83,6 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   readonly #hooks = new ThreadHookSet();
   readonly #events: ThreadHostEvents<Token>;
   #current: PiscinaInstance;
-  /** Instances replaced but still running tasks. */
   readonly #retired = new Set<PiscinaInstance>();
   #started = 0;
   /** Threads lost in a row before they had started. */
@@ -142,19 +116,16 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     return this.#all().flatMap((instance) => instance.piscina.threads);
   }
 
-  /** Once the threads are being destroyed nothing is repaired any more. */
   get #isDestroying(): boolean {
     return this.#destroyed !== undefined;
   }
 
-  /** Every live instance, retired ones first. */
   #all(): PiscinaInstance[] {
     return [...this.#retired, this.#current];
   }
 
   post(threadId: number, task: WorkerTask, token: Token): boolean {
     const record = this.#threads.get(threadId);
-    // An exited worker's threadId reads -1 before Piscina's removal of it reaches the host.
     if (record === undefined || !this.#isUsable(record)) return false;
     const { instance } = record;
     (task as unknown as Record<symbol, unknown>)[queueOptions] = record.target;
@@ -183,6 +154,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     return true;
   }
 
+  /** An exited worker's threadId reads -1 before its removal reaches the host. */
   #isUsable(record: HostThread): boolean {
     return !record.isGone && !record.instance.isRetired && record.exitWatch === undefined && record.worker?.threadId === record.threadId;
   }
@@ -210,25 +182,18 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     else this.#retired.add(old);
   }
 
-  /** A thread started: its boot message or a reply arrived. */
   #onBoot(threadId: number): void {
     const record = this.#threads.get(threadId);
     if (record !== undefined) record.isBooted = true;
     this.#bootFailures = 0;
   }
 
-  /** A task left one of `instance`'s threads: a retired instance goes once its last task has. */
   #onTaskLeft(instance: PiscinaInstance): void {
     instance.running -= 1;
     if (instance.isRetired && instance.running === 0 && this.#retired.delete(instance)) void instance.piscina.destroy();
   }
 
-  /**
-   * Terminates one thread. Piscina sees the exit and replaces the worker; one
-   * that does not exit in time (blocked in native code, where termination
-   * cannot reach) leaves its instance a thread short for good, so the
-   * instance counts as latched.
-   */
+  /** Piscina replaces a terminated worker once it exits; one blocked in native code leaves its instance short. */
   terminate(threadId: number): void {
     const record = this.#threads.get(threadId);
     const worker = record?.worker;
@@ -249,11 +214,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     void this.#hooks.threadLost(threadId);
   }
 
-  /**
-   * Terminates every thread. A thread blocked in native code (a read of a
-   * FIFO, say) cannot be terminated until the call returns; this waits for
-   * it no longer than the exit watch.
-   */
+  /** Waits for a thread blocked in native code no longer than the exit watch. */
   destroy(): Promise<void> {
     for (const timer of this.#threads.endExitWatches()) this.#clock.clearTimeout(timer);
     this.#destroyed ??= (async () => {
@@ -334,11 +295,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     return created;
   }
 
-  /**
-   * Piscina marked a worker ready (`workerCreate`). It tells its own
-   * bookkeeping right after this listener, so the pool hears of the thread a
-   * microtask later, once Piscina would place a task on it.
-   */
+  /** Piscina updates its own lists after this listener: the pool hears of the thread a microtask later. */
   #onWorkerReady(instance: PiscinaInstance, threadId: number): void {
     if (this.#threads.get(threadId)?.instance === instance) return;
     const worker = instance.piscina.threads.find((candidate) => candidate.threadId === threadId);
@@ -353,11 +310,9 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   }
 
   /**
-   * Piscina is removing a worker: idle, finished, terminated or crashed. It
-   * has not yet taken it off its list nor started a replacement (that comes
-   * right after, unless latched), and a worker that has exited no longer
-   * knows its thread id (it reads -1); so the loss is reconciled once this
-   * turn is over, against the threads still alive.
+   * Piscina has not yet taken the worker off its list nor replaced it, and an
+   * exited worker's id reads -1: the loss is reconciled after this turn,
+   * against the threads still listed.
    */
   #onWorkerLost(instance: PiscinaInstance, threadId: number): void {
     const record = this.#threads.get(threadId);

@@ -1,16 +1,9 @@
-/**
- * The thread hooks a pool was given (see `contracts/thread-hooks.ts`), called
- * as one: the host calls them without knowing who registered them or what
- * they do.
- *
- * @module
- */
+/** The registered thread hooks (`contracts/thread-hooks.ts`), called as one. @module */
 import { registeredThreadHooks, type ThreadHooks } from "../contracts/thread-hooks.js";
 
 export class ThreadHookSet {
   readonly #hooks: readonly ThreadHooks[] = registeredThreadHooks();
 
-  /** Every hook's fields for a thread's `workerData`. */
   workerData(): Record<string, unknown> {
     let data: Record<string, unknown> = {};
     for (const hooks of this.#hooks) if (hooks.workerData !== undefined) data = { ...data, ...hooks.workerData() };
@@ -24,7 +17,6 @@ export class ThreadHookSet {
     return lost.length === 0 ? Promise.resolve() : Promise.allSettled(lost).then(() => undefined);
   }
 
-  /** Thread `threadId` has exited (or was given up on). */
   threadExited(threadId: number): void {
     for (const hooks of this.#hooks) hooks.threadExited?.(threadId);
   }

@@ -1,36 +1,26 @@
-/**
- * What the Piscina host knows of each worker thread it may post to, one
- * record per thread from Piscina's `workerCreate` (the thread is ready) on.
- *
- * @module
- */
+/** The Piscina host's record of each thread Piscina said ready (`workerCreate`). @module */
 import { MessageChannel, type MessagePort, type Worker } from "node:worker_threads";
 
-/** One ready worker thread, as the host sees it. */
 export interface ThreadRecord<Instance> {
   readonly threadId: number;
-  /** The Piscina instance that made it ready. */
   readonly instance: Instance;
   /** Its `Worker`, as Piscina lists it; undefined if it was gone before it could be looked up. */
   readonly worker: Worker | undefined;
   /** A task's queue options naming this thread: what the balancer places the task by. */
   readonly target: { readonly threadId: number };
-  /** The pool's end of the thread's own port. */
   readonly port: MessagePort;
   /** The thread's end, until it goes out with the first task the thread runs. */
   portForThread: MessagePort | undefined;
-  /** It has started: its boot message or a reply arrived. */
+  /** Its boot message or a reply arrived. */
   isBooted: boolean;
-  /** Piscina removed it: no task may go to it. */
   isGone: boolean;
-  /** Set while the host terminates it: the timer that watches for its exit. */
+  /** Set while the host terminates it. */
   exitWatch: unknown;
 }
 
 export class ThreadRecords<Instance> {
   readonly #records = new Map<number, ThreadRecord<Instance>>();
 
-  /** A record for thread `threadId`, ready in `instance`, with a fresh port. */
   add(threadId: number, instance: Instance, worker: Worker | undefined): ThreadRecord<Instance> {
     const { port1, port2 } = new MessageChannel();
     // Neither may keep the process alive: a thread's life is Piscina's to decide.
@@ -54,26 +44,22 @@ export class ThreadRecords<Instance> {
     return this.#records.get(threadId);
   }
 
-  /** The threads that `instance` made ready. */
   *readyIn(instance: Instance): Generator<ThreadRecord<Instance>> {
     for (const record of this.#records.values()) if (record.instance === instance) yield record;
   }
 
-  /** Ends the exit watch of `record`; returns its timer, if it had one. */
   endExitWatch(record: ThreadRecord<Instance>): unknown {
     const timer = record.exitWatch;
     record.exitWatch = undefined;
     return timer;
   }
 
-  /** Every exit watch's timer, ending the watches. */
   endExitWatches(): unknown[] {
     const timers: unknown[] = [];
     for (const record of this.#records.values()) if (record.exitWatch !== undefined) timers.push(this.endExitWatch(record));
     return timers;
   }
 
-  /** Forgets a thread that is gone, closing its port. */
   delete(threadId: number): void {
     const record = this.#records.get(threadId);
     if (record === undefined) return;

@@ -1,9 +1,4 @@
-/**
- * A call's `ctx` in the worker: its id, `onUpdate`, its signal (taken on
- * first use), `shouldYield` and `spread`.
- *
- * @module
- */
+/** A call's `ctx` in the worker. @module */
 import type { SpreadOutcome, WorkerToolContext } from "../../types.js";
 import { flagSlotMask, type WorkerTask } from "../protocol.js";
 import { boot } from "./boot-data.js";
@@ -11,11 +6,7 @@ import type { CallRun } from "./call-run.js";
 import { takeCallSignal } from "./call-signal.js";
 import { requestSpread } from "./spread-client.js";
 
-/**
- * The tool's `ctx`. Its signal is taken on first use, by a getter on the
- * prototype (none is made per call): most calls never look. An abort that
- * came before is not missed: the shared flag still says so.
- */
+/** The signal is made on first use (most calls never look); an earlier abort is not missed, the flag says so. */
 export class CallContext implements WorkerToolContext<unknown> {
   readonly toolCallId: string;
   readonly onUpdate: WorkerToolContext<unknown>["onUpdate"];

@@ -1,7 +1,6 @@
 /**
- * The thread's own port to its pool, handed once with the first task the
- * thread runs: the pool's messages for the call this thread runs (its
- * abort's reason, its spread answers) come on it, and reach no other thread.
+ * The thread's own port, handed with its first task: the pool's messages
+ * for the call this thread runs, and no other thread's.
  *
  * @module
  */
@@ -12,12 +11,10 @@ import type { ThreadMessage } from "../protocol.js";
 let port: MessagePort | undefined;
 let handle: (message: ThreadMessage) => void = () => {};
 
-/** Sets what the thread does with each message of its port. */
 export function onThreadMessage(handler: (message: ThreadMessage) => void): void {
   handle = handler;
 }
 
-/** Takes the port the pool sent with this thread's first task. */
 export function takeThreadPort(received: MessagePort): void {
   port = received;
   port.on("message", (message: ThreadMessage) => handle(message));
@@ -25,10 +22,7 @@ export function takeThreadPort(received: MessagePort): void {
   port.unref();
 }
 
-/**
- * Handles the messages already on the port, one at a time, until `isDone()`:
- * a call busy in a loop never lets its thread's event loop dispatch them.
- */
+/** Handles the messages already on the port until `isDone()`: a busy loop never lets them be dispatched. */
 export function receivePendingMessages(isDone: () => boolean): void {
   if (port === undefined) return;
   while (!isDone()) {

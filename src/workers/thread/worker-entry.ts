@@ -1,11 +1,8 @@
 /**
- * The worker entry: Piscina loads this file in every worker thread and calls
- * its default export once per call. It imports each tool module once per
- * thread, runs the tool's execute with its `ctx` and always returns a
- * {@link WorkerReply} value: a tool's throw is pi's error message computed
- * here, in the realm where `instanceof Error` is meaningful, and a result
- * that could not cross the thread boundary is caught here, where the worker
- * survives it (`call-run.ts`).
+ * The worker entry, whose default export Piscina calls once per call: it
+ * loads each tool module once per thread and always returns a
+ * {@link WorkerReply}; a tool's throw becomes pi's error text here, where
+ * `instanceof Error` is meaningful.
  *
  * @module
  */
@@ -29,13 +26,10 @@ onThreadMessage((message: ThreadMessage) => {
   else takeSpreadReply(message);
 });
 
-// Node 22 and later load the `MessageEvent` class (and the fetch stack it
-// comes from) only when a thread receives its first port message, which
-// made a thread's first abort that late: loaded now, before any call.
+// Node 22+ loads `MessageEvent` (and the fetch stack) on a thread's first port message, delaying its first abort.
 void globalThis.MessageEvent;
 
-// Tells the pool this thread has started: Piscina's own readiness is not
-// evidence of that for its first workers.
+// Piscina marks its first workers ready before they have loaded anything.
 parentPort!.postMessage({ [bootTag]: true, threadId });
 
 export default function runWorkerTask(task: WorkerTask): unknown {
@@ -50,8 +44,6 @@ export default function runWorkerTask(task: WorkerTask): unknown {
     markEnded(task.seq);
     return { kind: "fault", code: "TP_ERR_TOOL_LOAD", message, updates: 0 } satisfies WorkerReply;
   }
-  // A tool already loaded runs at once; a call whose tool is not loaded yet
-  // waits for the import first.
   if (tool.execute !== undefined) {
     if (task.definition !== undefined) postLoaded(task.seq);
     return runCall(task, tool, tool.execute);
@@ -69,20 +61,12 @@ export default function runWorkerTask(task: WorkerTask): unknown {
   });
 }
 
-/**
- * Tells the pool that call `seq`, which came with its tool's definition, is
- * past its module's load: an abort's grace counts from now (the pool waits
- * for this message from a thread that has not answered a call of the tool).
- */
+/** An abort's grace counts from here, not from the module's load. */
 function postLoaded(seq: number): void {
   parentPort!.postMessage({ [loadedTag]: true, seq });
 }
 
-/**
- * Runs one call of a loaded tool. A tool that returns without a promise is
- * answered in the same turn, with no promise of the worker's own; a promise
- * is awaited, as pi awaits `execute`.
- */
+/** A tool that returns without a promise is answered in the same turn, with no promise of the worker's own. */
 function runCall(task: WorkerTask, tool: KnownTool, execute: ToolExecute): unknown {
   const call = new CallRun(task, tool, resourcesBeforeCall());
   let value: unknown;
