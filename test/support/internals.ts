@@ -57,6 +57,7 @@ export { CallQueue, type QueuedCall } from "../../dist/workers/call-queue.js";
 export type { WorkerCallOutcome } from "../../dist/contracts/pool-contract.js";
 export { moveToHost } from "../../dist/workers/thread/move-to-host.js";
 export { WorkerPool } from "../../dist/workers/worker-pool.js";
+export { registerThreadHooks } from "../../dist/contracts/thread-hooks.js";
 export { Mailbox } from "../../src/coordinator/mailbox.js";
 export { EventBus } from "../../src/runtime/event-bus.js";
 export { type FlagValue, resolvePiExtensionOptions } from "../../src/pi-extension/extension-options.js";
