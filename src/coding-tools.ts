@@ -27,9 +27,11 @@ import {
   piFdLookup,
   requirePiToolModules,
 } from "./tools/coding/pi-coding-agent.js";
-import { enableProcessSweeps } from "./tools/coding/process-tree.js";
+import { pathLockTable, releasePathLocksOf } from "./tools/coding/path-lock-table.js";
+import { enableProcessSweeps, sweepThreadProcesses } from "./tools/coding/process-tree.js";
 import { workspaceResolver, type CodingWorkspace } from "./tools/coding/workspace.js";
 import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
+import { registerThreadHooks } from "./contracts/thread-hooks.js";
 
 export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
 export type { CodingWorkspace } from "./tools/coding/workspace.js";
@@ -249,6 +251,16 @@ const codingToolNeeds: ToolNeeds = {
     why: "pi's coding tools give pi 1.6's results (a failed bash command is `isError: true`), which pi 0.73's rules do not read",
   },
 };
+
+// Every pool's threads, not only those of `codingTools()`: a worker tool of
+// any pool may edit through `withPathLock`, serialized with every other thread.
+registerThreadHooks({
+  workerData: () => ({ pathLocks: pathLockTable() }),
+  // A lost thread's bash processes end with it (a no-op unless bash turned the sweeps on).
+  threadLost: sweepThreadProcesses,
+  // A dead thread never releases its own locks.
+  threadExited: releasePathLocksOf,
+});
 
 /** Why coding tools cannot run under `pi`, or undefined when they can (the command line and `createRuntime` say it alike). */
 export function codingToolsPiMismatch(pi: "0.73" | "1.6"): string | undefined {

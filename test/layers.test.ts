@@ -58,7 +58,8 @@ const allowedImports: Record<Room, readonly Room[]> = {
   tracing: ["base", "contracts"],
   wire: ["base"],
   "worker-thread": ["base", "tracing", "wire"],
-  workers: ["base", "contracts", "options", "tools", "wire", "worker-thread"],
+  // Not tools: a tool set's needs of the threads come as hooks (contracts/thread-hooks.ts).
+  workers: ["base", "contracts", "options", "wire", "worker-thread"],
   fleet: ["base", "contracts", "options", "events", "wire", "workers"],
   validation: ["base"],
   coordinator: ["base", "contracts", "options", "events", "tracing", "validation"],
@@ -179,6 +180,8 @@ describe("layers", () => {
   it("rejects an import that runs back up, by the same check", () => {
     expect(checkImport("contracts/pool-contract.ts", "workers/worker-pool.ts")).toMatch(/contracts may not/);
     expect(checkImport("workers/worker-pool.ts", "runtime.ts")).toMatch(/workers may not/);
+    expect(checkImport("workers/piscina-host.ts", "tools/coding/process-tree.ts")).toMatch(/workers may not/);
+    expect(checkImport("workers/thread/worker-entry.ts", "tools/coding/path-lock-table.ts")).toMatch(/worker-thread may not/);
     expect(checkImport("mcp/mcp-server.ts", "server/create-server.ts")).toMatch(/mcp may not/);
     expect(checkImport("workers/worker-pool.ts", "contracts/pool-contract.ts")).toBeUndefined();
     expect(checkImport("workers/worker-pool.ts", "workers/call-queue.ts")).toBeUndefined();

@@ -16,9 +16,9 @@ interface FailureContext {
 
 /**
  * The outcome of a worker call whose task Piscina rejected (or that the pool
- * terminated): a fault code and a message naming the cause. Piscina reports
- * an exit only in its message text and a heap overrun only by Node's error
- * code, so both are matched here and nowhere else.
+ * terminated): a fault code and a message naming the cause. A heap overrun
+ * is told by Node's error code, an exit by Piscina's message (see
+ * {@link exitCodeOf}), here and nowhere else.
  */
 export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, error: unknown, context: FailureContext): WorkerCallOutcome {
   const { name } = tool;
@@ -66,10 +66,9 @@ export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, er
       message: `Tool "${name}" ran out of memory: its worker exceeded the JS heap limit and was terminated`,
     };
   }
-  // Piscina reports a worker's exit only in this message; it has no code.
-  const exit = /^worker exited with code: (-?\d+)$/.exec(message);
-  if (exit !== null) {
-    return { kind: "error", code: "TP_ERR_WORKER_EXIT", message: `Tool "${name}" ended its worker with exit code ${exit[1]}` };
+  const exitCode = exitCodeOf(message);
+  if (exitCode !== undefined) {
+    return { kind: "error", code: "TP_ERR_WORKER_EXIT", message: `Tool "${name}" ended its worker with exit code ${exitCode}` };
   }
   if ((error as { name?: unknown } | null)?.name === "DataCloneError") {
     return {
@@ -86,4 +85,14 @@ export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, er
     code: "TP_ERR_WORKER_CRASH",
     message: `Tool "${name}" crashed its worker: ${message || describeValue(error)}`,
   };
+}
+
+/**
+ * The exit code of a worker that exited mid-task, from the error Piscina
+ * rejects its task with: Piscina gives the code only in the message text
+ * (`worker exited with code: N`), with no field; undefined for any other error.
+ */
+function exitCodeOf(message: string): number | undefined {
+  const exit = /^worker exited with code: (-?\d+)$/.exec(message);
+  return exit === null ? undefined : Number(exit[1]);
 }

@@ -1,85 +1,52 @@
 /**
  * The thread-crossing protocol between the pool (main thread) and the worker
- * entry. Internal: none of these types is exported from the package.
- *
- * Channels, chosen so that an ordinary call costs no message beyond Piscina's
- * own task and result:
- * - task and result: Piscina's port (one message each way);
- * - partial results, worker → main: `parentPort.postMessage`, which Piscina
- *   re-emits as the pool's `message` event; sent only when a tool calls
- *   `onUpdate`. The result carries how many were sent, so the pool waits for
- *   every partial before it settles the call, whatever order the two ports
- *   deliver in;
- * - abort, main → worker: a flag in shared memory (read synchronously, so a
- *   busy loop polling `signal.aborted` sees it) plus one `BroadcastChannel`
- *   message that fires the signal's `abort` event in a worker that is awaiting;
- * - spread (`ctx.spread`), only for calls that use it: the request goes
- *   worker → main by `parentPort`, the answer comes back on a
- *   BroadcastChannel of the requesting thread's own.
+ * entry; internal. An ordinary call costs Piscina's task and result messages
+ * only. Worker → main: `parentPort` (Piscina's `message` event) for partials,
+ * notices and spread requests. Main → worker: the thread's own port, handed
+ * with its first task, for the call it runs; and shared-memory flags where a
+ * busy thread cannot wait for a message.
  */
+import type { MessagePort } from "node:worker_threads";
+
 import type { ThrownErrorFields } from "../errors.js";
 import type { SpreadOutcome } from "../types.js";
 import { restoreRepeats, type RepeatedString } from "./repeated-strings.js";
 
-/**
- * A call as posted to a worker. The tool is named by its number in the pool;
- * its definition travels with a thread's first calls of it only (until the
- * pool has seen that thread answer one), so that an ordinary call's message
- * carries no module URL or names.
- */
+/** A call as posted to a worker; its tool's definition goes only until the thread has answered a call of it. */
 export interface WorkerTask {
-  /** The call's sequence number in its pool; keys the abort flag and partials. */
   seq: number;
-  /** The tool's number in its pool. */
   tool: number;
-  /** The tool's definition, for a thread that may not know the number yet. */
   definition?: WorkerToolDefinition;
   toolCallId: string;
   args: unknown;
-  /** W3C `traceparent` of the call's span; present only when the call is traced. */
   traceparent?: string;
-  /** The value of the tool's `context` function for this call; present only for tools that have one. */
   context?: unknown;
-  /**
-   * Present when the call was aborted before it reached its thread: the
-   * abort message, which a thread started since was not there to hear.
-   */
+  /** Aborted before it reached its thread: no message was sent. */
   aborted?: AbortMessage;
+  /** The thread's own port: only in the first task a thread runs. */
+  port?: MessagePort;
 }
 
-/** What a worker needs to know of a tool, sent once per thread. */
 export interface WorkerToolDefinition {
   moduleUrl: string;
   exportName: string;
   toolName: string;
-  /** A result whose strings and buffers add up to more bytes fails with `TP_ERR_RESULT_TOO_LARGE`. */
   maxResultBytes: number;
 }
 
-/** Faults the worker entry detects itself, the worker surviving them. */
 type WorkerFaultCode = "TP_ERR_TOOL_LOAD" | "TP_ERR_RESULT_NOT_CLONEABLE" | "TP_ERR_RESULT_TOO_LARGE";
 
-/**
- * What the worker entry returns for a task; never thrown, always a value.
- * `updates` counts the partials sent; `retiredThreadId` is set when the task
- * left work behind (timers, open handles) and its worker must not serve again;
- * `runMs` is how long the tool's execute took, timed in the worker.
- */
+/** What the worker entry returns for a task, never throws; `retiredThreadId`: the task left work behind, the thread serves no more. */
 export type WorkerReply = (
   | { kind: "ok"; result: unknown; repeats?: RepeatedString[] }
   | { kind: "error"; message: string; thrown?: ThrownErrorFields }
   | { kind: "fault"; code: WorkerFaultCode; message: string }
 ) & { updates: number; retiredThreadId?: number; runMs?: number };
 
-/**
- * The commonest reply as the worker posts it: a result, no partial sent,
- * and the thread serving on, as `[result, runMs]`. A pair crosses threads
- * for ~0.3 µs less than the object (measured through a port with Piscina's
- * own wrapper: 2.30 against 2.63 µs), on the path of every call.
- */
+/** The commonest reply (a result, no partial, the thread serving on): a pair clones faster than the object. */
 export type OkPair = [result: unknown, runMs: number];
 
-/** The reply a worker posted, as the pool reads it: a result's repeated strings put back in place. */
+/** A result's repeated strings put back in place. */
 export function readWorkerReply(posted: WorkerReply | OkPair): WorkerReply {
   if (Array.isArray(posted)) return { kind: "ok", result: posted[0], updates: 0, runMs: posted[1] };
   if (posted.kind === "ok" && posted.repeats !== undefined) {
@@ -89,118 +56,65 @@ export function readWorkerReply(posted: WorkerReply | OkPair): WorkerReply {
   return posted;
 }
 
-/** A partial result posted by a worker through `parentPort`. */
 interface UpdateMessage {
   [updateTag]: true;
   seq: number;
   partial: unknown;
 }
 
-/** Marks toolpool's partial-result messages among whatever else arrives on the pool's `message` event. */
 export const updateTag = "__toolpoolUpdate";
 
-/**
- * Posted once by a worker when its entry module has loaded, through
- * `parentPort`: the pool's evidence that threads do start (Piscina marks its
- * first workers ready before they have loaded anything).
- */
+/** Posted once a thread's entry has loaded: Piscina marks its first workers ready before they load anything. */
 interface BootMessage {
   [bootTag]: true;
   threadId: number;
 }
 
-/** Marks toolpool's boot messages on the pool's `message` event. */
 export const bootTag = "__toolpoolBoot";
 
-/**
- * Posted by a worker through `parentPort` when a call that came with its
- * tool's definition (the thread had not answered a call of that tool yet)
- * has its tool's module loaded, or failed to load it, and is about to run:
- * an abort's grace counts from here, not from the module's load.
- */
+/** A call that came with its tool's definition is past the module's load: an abort's grace counts from here. */
 interface LoadedMessage {
   [loadedTag]: true;
   seq: number;
 }
 
-/** Marks toolpool's loaded messages on the pool's `message` event. */
 export const loadedTag = "__toolpoolLoaded";
 
-/**
- * The control channel's message that aborts call `abort` on whichever
- * thread runs it: with the batch signal's reason, cloned (`reason`), or a
- * `DOMException`'s name and message, which Node 20 cannot clone; with
- * neither, the default `AbortError`.
- */
+/** Aborts call `abort`: its reason cloned, or a `DOMException` by name and message (Node 20 cannot clone one). */
 export interface AbortMessage {
   abort: number;
   reason?: unknown;
   domException?: { name: string; message: string };
 }
 
-/** Data every worker gets at start-up. */
+export type ThreadMessage = AbortMessage | SpreadReply;
+
+/** What every worker starts with: flags a thread reads while busy, or decides by an atomic swap. */
 export interface WorkerBootData {
-  /** `abortFlags[seq & flagSlotMask] === seq` once call `seq` is aborted. */
+  /** `[seq & flagSlotMask] === seq` once call `seq` is aborted: `signal.aborted`, polled. */
   abortFlags: Int32Array;
-  /** Name of the BroadcastChannel carrying {@link AbortMessage}s. */
-  controlChannel: string;
-  /**
-   * `retireFlags[threadId & flagSlotMask] === threadId` once that worker's
-   * task left work behind: the balancer never gives it another call. Set
-   * before the reply is posted, so it is visible before Piscina can reuse the
-   * worker.
-   */
-  retireFlags: Int32Array;
-  /** Milliseconds a task's leftover work may take to settle before its worker is retired. */
   leftoverGraceMs: number;
   /**
-   * The handshake that keeps a finished call from being reported as timed
-   * out, one slot per thread (`threadId & flagSlotMask`; a thread runs one
-   * call at a time). The worker swaps in its call's `seq` once the tool has
-   * finished, before the reply is posted; the pool swaps in `-seq` before it
-   * terminates the thread at a deadline or past an abort's grace. Whoever
-   * swaps first decides: a pool that finds `seq` waits for the reply (it is
-   * on its way, or behind a busy main thread), and a worker that finds `-seq`
-   * knows its reply will not count.
+   * Per thread: the worker swaps in `seq` when its tool finishes, the pool
+   * `-seq` before it terminates at a deadline; whoever swaps first decides
+   * whether a finished call is reported overrun.
    */
   endFlags: Int32Array;
-  /**
-   * `takenUpdates[seq & flagSlotMask]`: how many of call `seq`'s partials the
-   * pool has taken off the port. A worker with {@link maxUpdatesInFlight}
-   * partials not yet taken holds the next ones back, keeping only the latest,
-   * so a main thread that falls behind never has more than that many of a
-   * call's partials queued.
-   */
+  /** Per call: partials the pool has taken; `onUpdate` holds the next back past {@link maxUpdatesInFlight}. */
   takenUpdates: Int32Array;
-  /**
-   * `yieldFlags[seq & flagSlotMask] === seq` once the pool asks call `seq`, a
-   * part of a spread call, to give its thread back (calls of another session
-   * wait for one): `ctx.shouldYield()`.
-   */
+  /** `[seq & flagSlotMask] === seq` once spread part `seq` is asked to give its thread back: `ctx.shouldYield()`. */
   yieldFlags: Int32Array;
-  /**
-   * The process's path lock table (see `tools/coding/path-lock-table.ts`):
-   * pi's coding tools hold a file's slot while they edit or write it, so
-   * that edits of one file are serialized across every thread.
-   */
-  pathLocks: Int32Array;
 }
 
-/**
- * Partials of one call that may be in flight between its worker and the pool
- * (posted, not yet taken) before the worker coalesces the next ones, latest
- * wins. Large enough that a main thread keeping up never sees it.
- */
+/** Partials in flight (posted, not taken) before the worker keeps only the latest. */
 export const maxUpdatesInFlight = 16;
 
 /** Slots of the shared flag arrays; a power of two. Keys 65,536 apart share a slot, which only delays a flag read. */
 export const flagSlotCount = 65_536;
 export const flagSlotMask = flagSlotCount - 1;
 
-/** Sequence numbers wrap within the positive int32 range so they fit the flag array. */
 export const maxSeq = 0x7fff_ffff;
 
-/** Whether a message posted on the pool's `message` event carries `tag` (each kind of toolpool message has its own). */
 function hasTag(message: unknown, tag: string): boolean {
   return typeof message === "object" && message !== null && (message as Record<string, unknown>)[tag] === true;
 }
@@ -217,42 +131,25 @@ export function isLoadedMessage(message: unknown): message is LoadedMessage {
   return hasTag(message, loadedTag);
 }
 
-/**
- * A call's `ctx.spread` request, worker → main through `parentPort`: run
- * `exportName` of the call's own module once per input on idle threads.
- * Answered once, on the thread's spread channel, with a {@link SpreadReply}.
- */
+/** `ctx.spread`: run `exportName` of the call's module once per input; answered on the thread's port. */
 export interface SpreadRequest {
   [spreadTag]: true;
-  /** The calling call's sequence number. */
   seq: number;
-  /** The request's number on its thread. */
   id: number;
   threadId: number;
   exportName: string;
   inputs: unknown[];
 }
 
-/** Marks toolpool's spread requests on the pool's `message` event. */
 export const spreadTag = "__toolpoolSpread";
 
-/** The answer to a {@link SpreadRequest}: an outcome per input, or why none was run. */
 export interface SpreadReply {
   id: number;
   outcomes?: SpreadOutcome[];
   error?: string;
 }
 
-/** Most inputs one `ctx.spread` takes. */
 export const maxSpreadInputs = 64;
-
-/**
- * The BroadcastChannel on which the pool answers one thread's spread
- * requests: one per thread, opened by the thread on its first request.
- */
-export function spreadChannelName(controlChannel: string, threadId: number): string {
-  return `${controlChannel}:spread:${threadId}`;
-}
 
 export function isSpreadRequest(message: unknown): message is SpreadRequest {
   return hasTag(message, spreadTag);

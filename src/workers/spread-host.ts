@@ -21,15 +21,13 @@
  * - parts see their signal abort when the calling call is aborted, and are
  *   stopped when it ends (a part still queued ends at once);
  * - the answer goes once, when every part has ended, on the requesting
- *   thread's spread channel, and only while the calling call still runs.
+ *   thread's own port, and only while the calling call still runs.
  *
  * @module
  */
-import { BroadcastChannel } from "node:worker_threads";
-
 import type { SpreadOutcome } from "../types.js";
 import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
-import { maxSpreadInputs, spreadChannelName, type SpreadReply, type SpreadRequest } from "./protocol.js";
+import { maxSpreadInputs, type SpreadReply, type SpreadRequest } from "./protocol.js";
 
 /** A part the pool runs: its outcome, and how to stop it. */
 export interface SpreadPart {
@@ -49,13 +47,12 @@ interface SpreadPool {
   isClosed(): boolean;
   /** Runs `exportName(input)` of call `parentSeq`'s module as a call of its own, at once (no admission, no queue limit). */
   runPart(parentSeq: number, exportName: string, input: unknown): SpreadPart;
+  /** Sends `reply` on thread `threadId`'s own port (nothing if the thread is gone). */
+  send(threadId: number, reply: SpreadReply): void;
 }
 
 export class SpreadHost {
-  readonly #controlChannel: string;
   readonly #pool: SpreadPool;
-  /** Per thread that asked, the channel its answers go on. */
-  readonly #channels = new Map<number, BroadcastChannel>();
   /** Per calling call, its parts not yet ended. */
   readonly #parts = new Map<number, Set<SpreadPart>>();
   /** The sequence numbers of running parts. */
@@ -63,8 +60,7 @@ export class SpreadHost {
   /** Calling calls that were aborted: a part started for them later starts aborted. */
   readonly #aborted = new Set<number>();
 
-  constructor(controlChannel: string, pool: SpreadPool) {
-    this.#controlChannel = controlChannel;
+  constructor(pool: SpreadPool) {
     this.#pool = pool;
   }
 
@@ -84,24 +80,16 @@ export class SpreadHost {
       // A call that has ended waits for nothing; its thread may serve another call by now.
       if (!this.#pool.isRunning(seq, threadId)) return;
       try {
-        this.#channel(threadId).postMessage({ id, ...reply } satisfies SpreadReply);
+        this.#pool.send(threadId, { id, ...reply });
       } catch (error) {
         // An outcome that cannot be cloned again: the call learns why instead.
-        this.#channel(threadId).postMessage({ id, error: `the parts' outcomes cannot be sent back: ${String(error)}` } satisfies SpreadReply);
+        this.#pool.send(threadId, { id, error: `the parts' outcomes cannot be sent back: ${String(error)}` });
       }
     };
     if (typeof threadId !== "number" || typeof id !== "number") return;
     // Only the thread running the call may spread it: an answer says so to any other request.
     if (!this.#pool.isRunning(seq, threadId)) {
-      const refusal: SpreadReply = { id, error: "the call is not running on this thread (it has ended)" };
-      const known = this.#channels.get(threadId);
-      if (known !== undefined) known.postMessage(refusal);
-      else {
-        // No channel is kept for a thread that has no running call to answer.
-        const once = new BroadcastChannel(spreadChannelName(this.#controlChannel, threadId));
-        once.postMessage(refusal);
-        once.close();
-      }
+      this.#pool.send(threadId, { id, error: "the call is not running on this thread (it has ended)" });
       return;
     }
     if (this.#partSeqs.has(seq)) {
@@ -168,27 +156,6 @@ export class SpreadHost {
     if (parts === undefined) return;
     this.#parts.delete(seq);
     for (const part of parts) part.stop();
-  }
-
-  /** A thread is gone: its channel is closed. */
-  onThreadLost(threadId: number): void {
-    this.#channels.get(threadId)?.close();
-    this.#channels.delete(threadId);
-  }
-
-  close(): void {
-    for (const channel of this.#channels.values()) channel.close();
-    this.#channels.clear();
-  }
-
-  #channel(threadId: number): BroadcastChannel {
-    let channel = this.#channels.get(threadId);
-    if (channel === undefined) {
-      channel = new BroadcastChannel(spreadChannelName(this.#controlChannel, threadId));
-      channel.unref();
-      this.#channels.set(threadId, channel);
-    }
-    return channel;
   }
 }
 

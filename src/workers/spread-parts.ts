@@ -8,7 +8,7 @@ import type { CallQueue } from "./call-queue.js";
 import type { CallSignals } from "./call-signals.js";
 import type { CallTimers } from "./call-timers.js";
 import type { PoolCall } from "./pool-call.js";
-import type { SpreadRequest } from "./protocol.js";
+import type { SpreadReply, SpreadRequest } from "./protocol.js";
 import type { SessionAdmission } from "./session-admission.js";
 import { SpreadHost, type SpreadPart } from "./spread-host.js";
 import type { ToolNumbering } from "./tool-numbering.js";
@@ -22,6 +22,7 @@ export interface PartPool {
   /** Idle threads that no waiting call needs; 0 while threads cannot be kept up. */
   spareThreads(): number;
   isClosed(): boolean;
+  send(threadId: number, reply: SpreadReply): void;
 }
 
 export interface PartSettings {
@@ -48,7 +49,7 @@ export class SpreadParts {
     this.#settings = settings;
     this.#pool = pool;
     const { book } = settings;
-    this.#host = new SpreadHost(settings.signals.controlChannel, {
+    this.#host = new SpreadHost({
       isRunning: (seq, threadId) => {
         const call = book.get(seq);
         return (
@@ -58,6 +59,7 @@ export class SpreadParts {
       partSlots: (seq) => this.#partSlots(seq),
       isClosed: () => pool.isClosed(),
       runPart: (parentSeq, exportName, input) => this.#runPart(book.get(parentSeq)!, exportName, input),
+      send: (threadId, reply) => pool.send(threadId, reply),
     });
   }
 
@@ -71,14 +73,6 @@ export class SpreadParts {
 
   onCallEnded(seq: number): void {
     this.#host.onCallEnded(seq);
-  }
-
-  onThreadLost(threadId: number): void {
-    this.#host.onThreadLost(threadId);
-  }
-
-  close(): void {
-    this.#host.close();
   }
 
   /** A call of `session` waits: other sessions' running parts are asked to give their threads back. */

@@ -1,69 +1,71 @@
-/**
- * What the Piscina host knows of each worker thread, one record per thread:
- * whether Piscina marked it ready (and in which Piscina instance), whether it
- * has started (its boot message or a reply came), and the watch on its exit
- * once the host terminated it.
- *
- * @module
- */
+/** The Piscina host's record of each thread Piscina said ready (`workerCreate`). @module */
+import { MessageChannel, type MessagePort, type Worker } from "node:worker_threads";
 
-/** One worker thread, as the host sees it. */
-interface ThreadRecord {
+export interface ThreadRecord<Instance> {
   readonly threadId: number;
-  /** The Piscina instance that marked it ready (its `workerCreate` event); only such threads take calls. */
-  readyIn: object | undefined;
-  /** It has started: its boot message or a reply arrived. */
+  readonly instance: Instance;
+  /** Its `Worker`, as Piscina lists it; undefined if it was gone before it could be looked up. */
+  readonly worker: Worker | undefined;
+  /** A task's queue options naming this thread: what the balancer places the task by. */
+  readonly target: { readonly threadId: number };
+  readonly port: MessagePort;
+  /** The thread's end, until it goes out with the first task the thread runs. */
+  portForThread: MessagePort | undefined;
+  /** Its boot message or a reply arrived. */
   isBooted: boolean;
-  /** Set while the pool terminates it: the timer that watches for its exit. */
+  isGone: boolean;
+  /** Set while the host terminates it. */
   exitWatch: unknown;
 }
 
-export class ThreadRecords {
-  readonly #records = new Map<number, ThreadRecord>();
+export class ThreadRecords<Instance> {
+  readonly #records = new Map<number, ThreadRecord<Instance>>();
 
-  /** The record of `threadId`, created on first sight. */
-  of(threadId: number): ThreadRecord {
-    let record = this.#records.get(threadId);
-    if (record === undefined) {
-      record = { threadId, readyIn: undefined, isBooted: false, exitWatch: undefined };
-      this.#records.set(threadId, record);
-    }
+  add(threadId: number, instance: Instance, worker: Worker | undefined): ThreadRecord<Instance> {
+    const { port1, port2 } = new MessageChannel();
+    // Neither may keep the process alive: a thread's life is Piscina's to decide.
+    port1.unref();
+    const record: ThreadRecord<Instance> = {
+      threadId,
+      instance,
+      worker,
+      target: Object.freeze({ threadId }),
+      port: port1,
+      portForThread: port2,
+      isBooted: false,
+      isGone: false,
+      exitWatch: undefined,
+    };
+    this.#records.set(threadId, record);
     return record;
   }
 
-  get(threadId: number): ThreadRecord | undefined {
+  get(threadId: number): ThreadRecord<Instance> | undefined {
     return this.#records.get(threadId);
   }
 
-  /** The threads that `instance` marked ready. */
-  *readyIn(instance: object): Generator<ThreadRecord> {
-    for (const record of this.#records.values()) if (record.readyIn === instance) yield record;
+  *readyIn(instance: Instance): Generator<ThreadRecord<Instance>> {
+    for (const record of this.#records.values()) if (record.instance === instance) yield record;
   }
 
-  /** Marks `record` as being terminated, with the timer that watches for its exit. */
-  watchExit(record: ThreadRecord, timer: unknown): void {
-    record.exitWatch = timer;
-  }
-
-  /** Ends the exit watch of `record`; returns its timer, if it had one. */
-  endExitWatch(record: ThreadRecord): unknown {
+  endExitWatch(record: ThreadRecord<Instance>): unknown {
     const timer = record.exitWatch;
     record.exitWatch = undefined;
     return timer;
   }
 
-  /** Every exit watch's timer, ending the watches. */
   endExitWatches(): unknown[] {
     const timers: unknown[] = [];
     for (const record of this.#records.values()) if (record.exitWatch !== undefined) timers.push(this.endExitWatch(record));
     return timers;
   }
 
-  /** Forgets a thread that is gone. */
   delete(threadId: number): void {
     const record = this.#records.get(threadId);
     if (record === undefined) return;
     this.endExitWatch(record);
+    record.port.close();
+    record.portForThread?.close();
     this.#records.delete(threadId);
   }
 }

@@ -230,12 +230,7 @@ export class WorkerPool implements ToolCallPool {
     }
     // The book, not the threads: a forced end leaves threads running calls whose outcome is given.
     await this.#book.drained();
-    try {
-      await this.#host.destroy();
-    } finally {
-      this.#signals.close();
-      this.#parts?.close();
-    }
+    await this.#host.destroy();
   }
 
   #submit(call: PoolCall): void {
@@ -259,7 +254,7 @@ export class WorkerPool implements ToolCallPool {
   /** False, the thread forgotten, if it may not take the call (retired, or going away). */
   #startOn(call: PoolCall, threadId: number): boolean {
     const thread = this.#threads.get(threadId);
-    if (thread === undefined || this.#signals.isRetired(threadId)) return false;
+    if (thread === undefined) return false;
     const { request, seq } = call;
     const task: WorkerTask = { seq, tool: call.tool.id, toolCallId: request.toolCallId, args: request.args };
     if (request.traceparent !== undefined) task.traceparent = request.traceparent;
@@ -302,7 +297,6 @@ export class WorkerPool implements ToolCallPool {
     this.#forgetThread(threadId);
     const index = this.#idle.indexOf(threadId);
     if (index !== -1) this.#idle.splice(index, 1);
-    this.#parts?.onThreadLost(threadId);
   }
 
   /** What a late listener of `events` has missed. */
@@ -354,6 +348,7 @@ export class WorkerPool implements ToolCallPool {
         settle: (call, outcome) => this.#settle(call, outcome),
         spareThreads: () => (this.#isStalled ? 0 : Math.max(0, this.#idle.length - this.#queue.size)),
         isClosed: () => this.#isClosed,
+        send: (threadId, reply) => this.#host.send(threadId, reply),
       },
     );
   }
@@ -370,7 +365,8 @@ export class WorkerPool implements ToolCallPool {
     if (call.isAborted || call.phase === "settled") return;
     call.isAborted = true;
     call.abortMessage = abortMessageOf(call.seq, call.request.signal?.reason);
-    this.#signals.abort(call.abortMessage);
+    if (call.phase === "running") this.#host.send(call.threadId, call.abortMessage);
+    this.#signals.abort(call.seq);
     if (call.phase === "running") this.#timers.startGrace(call);
     this.#parts?.onCallAborted(call.seq);
   }

@@ -37,6 +37,7 @@ export { readWorkerReply } from "../../dist/workers/protocol.js";
 export { repeatMinChars, shareRepeatedStrings } from "../../dist/workers/repeated-strings.js";
 export { resolveRuntimeOptions } from "../../dist/options.js";
 export { systemClock } from "../../dist/clock.js";
+export { registerThreadHooks } from "../../dist/contracts/thread-hooks.js";
 export type { WorkerCallOutcome } from "../../dist/contracts/pool-contract.js";
 export { WorkerPool } from "../../dist/workers/worker-pool.js";
 export type { FleetOptions } from "../../dist/contracts/fleet-options.js";

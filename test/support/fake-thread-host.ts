@@ -51,6 +51,8 @@ export class FakeHost implements ThreadHost<PoolCall> {
   grow(): void {
     this.grows += 1;
   }
+  send(): void {}
+
   terminate(threadId: number): void {
     this.terminated.push(threadId);
   }

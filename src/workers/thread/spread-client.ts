@@ -1,25 +1,21 @@
 /**
  * `ctx.spread` in the worker: posts a call's spread request to the pool at
  * once (so parts start while the call goes on) and resolves with the pool's
- * answer. Nothing happens until a call spreads: the thread's channel is
- * opened on its first request.
+ * answer, which comes on this thread's port.
  *
  * @module
  */
-import { BroadcastChannel, parentPort, threadId } from "node:worker_threads";
+import { parentPort, threadId } from "node:worker_threads";
 
 import { describeThrown } from "../../errors.js";
 import type { SpreadOutcome } from "../../types.js";
-import { maxSpreadInputs, spreadChannelName, spreadTag, type SpreadReply, type SpreadRequest } from "../protocol.js";
+import { maxSpreadInputs, spreadTag, type SpreadReply, type SpreadRequest } from "../protocol.js";
 
-/** This thread's spread channel, opened on its first request and kept (unreferenced) for the thread's life. */
-let channel: BroadcastChannel | undefined;
 const waiting = new Map<number, { seq: number; resolve: (outcomes: SpreadOutcome[]) => void; reject: (error: Error) => void }>();
 let lastId = 0;
 
-function onReply(event: unknown): void {
-  const reply = (event as { data?: SpreadReply }).data;
-  if (reply === undefined) return;
+/** The pool's answer to one of this thread's requests. */
+export function takeSpreadReply(reply: SpreadReply): void {
   const entry = waiting.get(reply.id);
   if (entry === undefined) return;
   waiting.delete(reply.id);
@@ -34,7 +30,7 @@ export function dropSpreadsOf(seq: number): void {
 }
 
 /** Asks the pool to run `exportName` of call `seq`'s module once per input on idle threads. */
-export function requestSpread(controlChannel: string, seq: number, exportName: unknown, inputs: unknown): Promise<SpreadOutcome[]> {
+export function requestSpread(seq: number, exportName: unknown, inputs: unknown): Promise<SpreadOutcome[]> {
   if (typeof exportName !== "string" || exportName === "") {
     return Promise.reject(new TypeError("ctx.spread: exportName must be a non-empty string"));
   }
@@ -42,13 +38,6 @@ export function requestSpread(controlChannel: string, seq: number, exportName: u
     return Promise.reject(new TypeError(`ctx.spread: inputs must be an array of at most ${maxSpreadInputs} inputs`));
   }
   if (inputs.length === 0) return Promise.resolve([]);
-  if (channel === undefined) {
-    // Opened before the request is posted, so the answer cannot come before it.
-    channel = new BroadcastChannel(spreadChannelName(controlChannel, threadId));
-    channel.onmessage = onReply;
-    // Neither an idle thread nor a call's leftover-work count may see it.
-    channel.unref();
-  }
   const id = ++lastId;
   return new Promise<SpreadOutcome[]>((resolve, reject) => {
     const request: SpreadRequest = { [spreadTag]: true, seq, id, threadId, exportName, inputs };
