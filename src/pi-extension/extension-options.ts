@@ -7,7 +7,6 @@
  * `images.autoResize`) reach the tools as pi gives them to its built-in ones.
  *
  * Pure: no pi, no pool, so that it is tested on every Node.
- *
  * @module
  */
 import { availableParallelism } from "node:os";

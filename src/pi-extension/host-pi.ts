@@ -12,7 +12,6 @@
  * leaves out peer dependencies), or a second pi, other than the one running.
  *
  * Runs on pi's main thread.
- *
  * @module
  */
 import { existsSync, readFileSync, realpathSync } from "node:fs";

@@ -1,11 +1,8 @@
 /**
- * Where bash's full-output files go. pi writes them to `os.tmpdir()` and
- * never removes them: on a server they pile up, readable by every later
- * session and out of reach of a confined `read`. Here each runtime gets a
- * 0700 folder with one folder per session, removed at close, and held within
- * a total size (oldest first, never the latest call's file). On the thread,
- * pi's `tmpdir()` answers the running call's folder: one call at a time.
- *
+ * Where bash's full-output files go. pi leaves them in `os.tmpdir()` for
+ * ever, readable by later sessions and out of a confined `read`'s reach.
+ * Here: a 0700 folder per runtime and session, removed at close, bounded in
+ * size (oldest first, never the latest call's file).
  * @module
  */
 import { createHash } from "node:crypto";
@@ -19,10 +16,7 @@ const outputFileNameWhole = /^pi-bash-[0-9a-f]{16}\.log$/;
 /** Closes pi's `[... Full output: <path>]` note. */
 const outputFileNameAtStart = /^(pi-bash-[0-9a-f]{16}\.log)\]/;
 
-/**
- * One `codingTools` set's folder (main thread): created for its first runtime,
- * removed once the last has closed.
- */
+/** One `codingTools` set's folder (main thread), while any runtime has it. */
 export class BashOutputFolder {
   #folder: string | undefined;
   #runtimes = 0;
@@ -61,10 +55,7 @@ export class BashOutputFolder {
 let outputFolderOfCall: string | undefined;
 let isTmpdirRouted = false;
 
-/**
- * Runs one bash call with pi's output files going to `folder`, then bounds the
- * runtime's files, keeping this call's.
- */
+/** Runs one bash call with pi's output files in `folder`; keeps this call's file. */
 export async function withBashOutputFolder<T>(folder: string | undefined, maxBytes: number, run: () => Promise<T>): Promise<T> {
   if (folder === undefined) return run();
   routeTmpdir();
@@ -85,9 +76,8 @@ export async function withBashOutputFolder<T>(folder: string | undefined, maxByt
 }
 
 /**
- * The call's own output file in `folder`: pi's `details.fullOutputPath`, or for
- * a thrown error the last `Full output:` note naming a file of `folder` (never
- * a name the command printed).
+ * pi's `details.fullOutputPath`, or for a thrown error the last `Full output:`
+ * note naming a file of `folder` (never one the command printed).
  */
 function ownOutputFile(outcome: { result: unknown } | { error: unknown }, folder: string): string | undefined {
   let path: unknown;

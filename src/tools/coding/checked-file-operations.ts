@@ -5,7 +5,6 @@
  * write re-checks the identity, and the bytes when the change time is too
  * recent for coarse file-system clocks to tell ({@link coarseWindowNs}).
  * Not compare-and-swap: pool edits also hold the path's lock (`path-locks.ts`).
- *
  * @module
  */
 import { constants } from "node:fs";

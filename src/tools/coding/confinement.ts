@@ -1,12 +1,9 @@
 /**
  * `confine: true`: a tool's path argument must stay inside the workspace.
- * The path is resolved as pi resolves it, then walked component by component
- * as the kernel would, every symlink (dangling or not) replaced by its
- * target, so a link that leads out is refused even before its target exists.
- * Fails closed on what cannot be judged; a walk that fails inside goes to pi.
- * Not a sandbox: a folder swapped for a link after the check is followed
- * (docs/coding-tools.md, "What confine does not stop").
- *
+ * The path is walked as the kernel would, every symlink (dangling or not)
+ * replaced by its target. Fails closed on what cannot be judged; a walk that
+ * fails inside goes to pi. Not a sandbox: a folder swapped for a link after
+ * the check is followed (docs/coding-tools.md, "What confine does not stop").
  * @module
  */
 import type { Stats } from "node:fs";
@@ -31,10 +28,9 @@ const pathArguments: Partial<Record<CodingToolName, { name: string; missing?: st
 const maxLinkHops = 40;
 
 /**
- * Throws (the call's error result) when the path argument leaves `root` and
- * every `alsoAllowed` folder. Refused wherever they are, since their target
- * cannot be judged: a `..` after a missing or non-folder component, and a
- * walk that fails for a reason other than permission.
+ * Throws (the call's error result) when the path leaves `root` and every
+ * `alsoAllowed` folder. Fails closed on a `..` after a missing or non-folder
+ * component, and on walk failures other than permission.
  */
 export async function assertConfined(
   tool: CodingToolName,
@@ -140,10 +136,7 @@ async function walkLinks(path: string): Promise<Landing> {
   return { kind: "reached", path: current };
 }
 
-/**
- * Where an open of absolute `path` lands; throws ELOOP, a {@link DeadEnd}, or
- * `lstat`/`readlink` errors other than ENOENT and ENOTDIR.
- */
+/** Where an open of `path` lands; throws ELOOP, a {@link DeadEnd}, or other `lstat`/`readlink` errors. */
 export async function followLinks(path: string): Promise<string> {
   const landing = await walkLinks(path);
   switch (landing.kind) {

@@ -1,9 +1,7 @@
 /**
- * pi 1.6's find passes `--no-require-git` outside a git repository, which fd
- * knows only since 8.7.0 (Debian 12 ships 8.6), and a pool never downloads
- * fd (`PI_OFFLINE`). `codingTools` checks the fd once; calls it cannot serve
- * answer with a clear message instead of fd's usage text.
- *
+ * pi 1.6's find passes `--no-require-git` outside git repositories; fd knows
+ * it since 8.7.0 and a pool never downloads fd. Calls the fd cannot serve get
+ * a clear message instead of fd's usage text.
  * @module
  */
 import { spawnSync } from "node:child_process";
@@ -24,10 +22,7 @@ export interface FdShortfall {
 /** The probe runs on the main thread. */
 const fdProbeTimeoutMs = 2_000;
 
-/**
- * What falls short in the fd pi's find would run (`fdPath` from pi's own
- * lookup); undefined when it takes the flag, or none is there and pi may download.
- */
+/** Undefined when pi's fd takes the flag, or none is there and pi may download one. */
 export function fdShortfallOf(fdPath: string | undefined, binDir: string): FdShortfall | undefined {
   const piFd = join(binDir, "fd");
   const where = fdPath === piFd ? `in place of ${piFd}` : `as \`fd\` on PATH, or at ${piFd}, where pi looks first`;
@@ -51,10 +46,7 @@ export function fdShortfallOf(fdPath: string | undefined, binDir: string): FdSho
   };
 }
 
-/**
- * Whether pi's find over `searchPath` would pass fd what it refuses (no `.git`
- * from `searchPath` up, pi's own test).
- */
+/** Whether pi's find would pass fd what it refuses (no `.git` up from `searchPath`). */
 export async function isFindRefused(shortfall: FdShortfall, searchPath: string): Promise<boolean> {
   if (shortfall.scope === "everywhere") return true;
   for (let folder = searchPath; ; folder = dirname(folder)) {

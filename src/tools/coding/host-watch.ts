@@ -1,9 +1,7 @@
 /**
- * How a spawn helper tells its host process died (its bash calls must end)
- * from only its thread ending. A host is known by pid plus `/proc` start time
- * (so a reused pid is not the host), else by pid alone. An unreadable start
- * time never counts as death: that would end a live host's calls.
- *
+ * Tells a spawn helper's host death from its thread's end. A host is its pid
+ * plus `/proc` start time (a reused pid is not the host), else the pid alone;
+ * an unreadable start time never counts as death.
  * @module
  */
 import { readFileSync } from "node:fs";
@@ -62,10 +60,7 @@ export function isHostGone(host: WatchedHost): boolean {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/**
- * Whether `host` ends within `boundMs`: a killed host's channel closes a
- * moment before the host is seen to have ended.
- */
+/** Whether `host` ends within `boundMs` (a killed host's channel closes first). */
 export async function hasHostEnded(host: WatchedHost, boundMs: number): Promise<boolean> {
   const end = Date.now() + boundMs;
   for (;;) {

@@ -1,8 +1,6 @@
 /**
- * The process's shared table behind `withPathLock`: one Int32 slot per path
- * hash holding the holder's thread id (0: free). Main thread creates it and
- * frees a dead thread's slots; workers take and release them.
- *
+ * The shared table behind `withPathLock`: per path-hash slot, the holder's
+ * thread id (0: free). Main thread creates it and frees dead threads' slots.
  * @module
  */
 
@@ -29,10 +27,7 @@ export function pathLockSlot(key: string): number {
   return (hash >>> 0) & (pathLockSlots - 1);
 }
 
-/**
- * Frees the slots of a thread that ended holding them. Call only after its
- * `exit` event: a terminating thread may still finish a write in flight.
- */
+/** Frees a dead thread's slots; only after its `exit`, as a write may still finish. */
 export function releasePathLocksOf(threadId: number): void {
   const table = holder[tableKey];
   if (table === undefined || threadId <= 0) return;

@@ -1,9 +1,6 @@
 /**
- * `withPathLock`: edits and writes of one file, one at a time across every
- * thread of the process (pi's mutation queue serializes within one thread
- * only). Taken by compareExchange 0 → thread id; waited for with
- * `Atomics.waitAsync`, so the event loop stays free; no order among waiters.
- *
+ * `withPathLock`: one edit or write of a file at a time across the process's
+ * threads (pi serializes within a thread only); waits via `Atomics.waitAsync`.
  * @module
  */
 import { realpath } from "node:fs/promises";
@@ -44,10 +41,7 @@ async function waitForRelease(table: Int32Array, slot: number, holder: number, s
   }
 }
 
-/**
- * pi's key for a path (its real path, else the resolved one). Never throws:
- * where pi's key fails, pi itself reports the error to the call.
- */
+/** pi's key (real path, else resolved). Never throws: pi reports its own key's error. */
 export async function pathLockKey(path: string): Promise<string> {
   const resolved = resolve(path);
   try {
@@ -57,10 +51,7 @@ export async function pathLockKey(path: string): Promise<string> {
   }
 }
 
-/**
- * Runs `fn` holding the process-wide lock of `path`; rejects with pi's
- * "Operation aborted" if `signal` aborts while waiting.
- */
+/** Runs `fn` holding `path`'s lock; pi's "Operation aborted" if `signal` aborts first. */
 export async function withPathLock<T>(path: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
   if (table === undefined) return fn();
   const slot = pathLockSlot(await pathLockKey(path));

@@ -1,9 +1,7 @@
 /**
- * Loads pi's coding tools (`@earendil-works/pi-coding-agent` 1.6, an optional
- * peer dependency): synchronously on the main thread (`codingTools` needs
- * names and schemas), by import on a worker. Only `dist/core/tools` is
- * loaded, found beside the resolved entry; the pinned 1.6.x keeps that path.
- *
+ * Loads pi 1.6's coding tools (an optional peer dependency): synchronously on
+ * the main thread (`codingTools` needs the schemas), by import on a worker.
+ * Only `dist/core/tools` is loaded, beside the resolved entry (pinned 1.6.x).
  * @module
  */
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
@@ -14,7 +12,6 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { PiShellUtils } from "./bash-operations.js";
 
 export const piCodingAgentPackage = "@earendil-works/pi-coding-agent";
-/** The line toolpool's tests compare against. */
 const piCodingAgentRange = "1.6";
 const piCodingAgentMinimumNode = "22.19.0";
 
@@ -53,10 +50,7 @@ export interface PiPathUtils {
   resolveReadPathAsync(filePath: string, cwd: string): Promise<string>;
 }
 
-/**
- * pi-coding-agent's entry: of `packageFolder` (a pi hosting the extension
- * names its own), else the one this module resolves. Throws when there is none.
- */
+/** Of `packageFolder` (a pi hosting the extension names its own), else resolved here. Throws when none. */
 export function piCodingAgentEntry(packageFolder?: string): URL {
   if (packageFolder === undefined) return new URL(import.meta.resolve(piCodingAgentPackage));
   const manifest = JSON.parse(readFileSync(join(packageFolder, "package.json"), "utf8")) as { name?: string; exports?: { ".": { import?: string } } };
@@ -113,9 +107,8 @@ export function requirePiToolModules(entryHref?: string): PiToolModules {
 }
 
 /**
- * The fd pi's find runs, found as pi's `getToolPath("fd")` does, but without
- * running `--version`: an `fd` that never answers (Debian's fdclone) would hold
- * the main thread forever.
+ * The fd pi's find runs, as pi's `getToolPath("fd")` finds it but without
+ * running `--version` (an `fd` that never answers would hang the main thread).
  */
 export function piFdLookup(entryHref?: string): { path: string | undefined; binDir: string } {
   const require = createRequire(import.meta.url);

@@ -1,11 +1,9 @@
 /**
- * Ending a bash call's whole process tree via `/proc` (Linux). Each call's
- * shell leads its own process group and carries an inherited env marker
- * (`TOOLPOOL_BASH_CALL`), so processes that `setsid` or double-fork away are
- * still found. Ending: SIGTERM, then after the grace rounds of SIGSTOP (so a
- * fork loop cannot outrun us) and SIGKILL, group and marked processes alike,
- * until none is left. Without `/proc`, only the group is ended.
- *
+ * Ending a bash call's whole process tree. Each call's shell leads its own
+ * process group and carries an inherited env marker (`TOOLPOOL_BASH_CALL`),
+ * so processes that `setsid` or double-fork away are found via `/proc`.
+ * SIGTERM, then after the grace rounds of SIGSTOP (so a fork loop cannot
+ * outrun us) and SIGKILL until none is left. Without `/proc`: the group only.
  * @module
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
@@ -53,10 +51,7 @@ export function hasProc(): boolean {
   return procIsReadable;
 }
 
-/**
- * `mine;outer`: an outer bash call that started this process still reaches
- * the inner calls' trees, which have process groups of their own.
- */
+/** `mine;outer`: an outer bash call still reaches inner calls' own groups. */
 export function chainedMarker(marker: string, inherited: string | undefined): string {
   return inherited === undefined || inherited === "" ? marker : `${marker};${inherited}`;
 }
@@ -81,9 +76,8 @@ function environHas(environ: Buffer, match: MarkerMatch): boolean {
 }
 
 /**
- * Processes carrying the marker. With `fromPid`, only pids given since then
- * are read. Workers read synchronously (cheaper than libuv's pool); the main
- * thread never does.
+ * With `fromPid`, only pids given since are read. Workers read synchronously
+ * (cheaper than libuv's pool); the main thread never does.
  */
 async function findMarkedProcesses(prefix: string, isWhole = false, fromPid?: number): Promise<number[]> {
   if (!isMainThread) return findMarkedProcessesSync(prefix, isWhole, fromPid);

@@ -1,7 +1,6 @@
 /**
  * A pool thread's child process as its spawn helper reports it: Node's
  * `ChildProcess`, for the calls pi's bash, grep and find make.
- *
  * @module
  */
 import type { ChildProcess, spawn as nodeSpawn } from "node:child_process";

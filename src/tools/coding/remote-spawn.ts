@@ -1,12 +1,8 @@
 /**
  * A pool thread's child processes, started by its spawn helper
- * (`spawn-helper.ts` says why). {@link routedSpawn} wraps Node's `spawn`:
- * calls the helper can make (what pi's bash, grep and find ask for) return a
- * {@link RemoteChild} that behaves as Node's `ChildProcess`; anything else
- * goes to Node's `spawn`. If the helper dies, its children are killed, and a
- * child whose start was never reported fails rather than start twice.
- * `TOOLPOOL_SPAWN_HELPER=0` turns the helper off.
- *
+ * (`spawn-helper.ts` says why). Calls the helper can make get a
+ * {@link RemoteChild}; a child whose start was never reported by a dead
+ * helper fails rather than start twice. `TOOLPOOL_SPAWN_HELPER=0` turns it off.
  * @module
  */
 import type { ChildProcess, SpawnOptions, spawn as nodeSpawn } from "node:child_process";
@@ -61,8 +57,8 @@ function stdioOf(stdio: SpawnOptions["stdio"]): [HelperStdio, HelperStdio, Helpe
 }
 
 /**
- * One thread's spawn helper: started with the first child, started again
- * after it died, given up after {@link maxHelperFailures} failures.
+ * One thread's spawn helper: restarted after it died, given up after
+ * {@link maxHelperFailures} failures.
  */
 export class SpawnHelper {
   readonly #spawn: Spawn;
@@ -107,15 +103,11 @@ export class SpawnHelper {
     if (this.#children.size === 0 && this.#channel !== undefined) this.#setRef(this.#channel, false);
   }
 
-  /**
-   * Started through a shell that backgrounds it and exits: the helper is then
-   * no child of this process (which could not reap it once this thread ends).
-   */
+  /** Via a shell that backgrounds it and exits, so it is no child of this process. */
   #started(): ChildProcess {
     if (this.#channel !== undefined) return this.#channel;
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
-    // Host pid and marker prefix: what the helper ends should the host die.
     const helperArgs = [fileURLToPath(this.#helperUrl), String(process.pid), processMarkerPrefix()];
     const channel = this.#spawn("/bin/sh", ["-c", '"$0" "$@" &', process.execPath, ...helperArgs], {
       stdio: ["ignore", "ignore", "inherit", "ipc"],
@@ -192,12 +184,7 @@ export class SpawnHelper {
 
 /**
  * Node's `spawn`, with the calls the helper can make started by `helper`.
- *
- * @example
- * ```ts
- * childProcess.spawn = routedSpawn(childProcess.spawn);
- * syncBuiltinESMExports();
- * ```
+ * @example `childProcess.spawn = routedSpawn(childProcess.spawn); syncBuiltinESMExports();`
  */
 export function routedSpawn(spawn: Spawn, helper = new SpawnHelper(spawn)): Spawn {
   const routed = (...call: unknown[]): unknown => {

@@ -1,15 +1,9 @@
 /**
- * The spawn helper: a small process that starts a pool thread's child
- * processes (bash, ripgrep, fd) and relays their output over IPC
- * (`remote-spawn.ts` is the thread's side). Why: `fork` from a process with
- * several V8 heaps stalls its main thread and other threads; forking from
- * this near-empty process does not (figures in docs/benchmarks.md).
- *
- * It decides nothing. It runs detached from the host (its own session and
- * group, not the host's child) and exits when its channel closes. If the host
- * itself died (a signal skips the host's sweeps), it ends every bash call of
- * the host by marker, as the host's sweeps would have.
- *
+ * The spawn helper: a small detached process that starts a pool thread's
+ * children (bash, rg, fd) and relays their output over IPC. Why: `fork` from
+ * a process with several V8 heaps stalls all its threads (docs/benchmarks.md).
+ * It exits when its channel closes; if the host itself died (so skipped its
+ * sweeps), it first ends the host's bash calls by marker.
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";

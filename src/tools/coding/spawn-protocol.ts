@@ -2,7 +2,6 @@
  * Messages between a pool thread and its spawn helper, over IPC with
  * "advanced" serialization (output crosses as bytes); children are named by
  * the thread's ids.
- *
  * @module
  */
 import type { ChildProcess, spawn as nodeSpawn } from "node:child_process";

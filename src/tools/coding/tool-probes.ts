@@ -1,9 +1,6 @@
 /**
- * pi's grep and find run `rg --version` / `fd --version` synchronously before
- * every call. On a pool thread a successful probe is remembered for a while,
- * halving the processes per call; failures are never remembered, and other
- * `spawnSync` calls pass through.
- *
+ * pi's grep and find run `rg --version`/`fd --version` before every call; a
+ * pool thread remembers a successful probe for a while. Failures are not.
  * @module
  */
 import type { spawnSync as nodeSpawnSync } from "node:child_process";
@@ -25,11 +22,7 @@ function isProbe(command: unknown, args: unknown, options: unknown): command is 
 
 /**
  * `spawnSync` remembering pi's successful probes; other calls pass through.
- *
- * @example
- * ```ts
- * childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());
- * ```
+ * @example `childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());`
  */
 export function rememberingProbes(spawnSync: SpawnSync, now: () => number): SpawnSync {
   const remembered = new Map<string, { result: ReturnType<SpawnSync>; until: number }>();
