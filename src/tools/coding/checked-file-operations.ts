@@ -1,10 +1,9 @@
 /**
  * pi's edit `operations`, refusing to overwrite a file changed on disk after
- * the edit read it (a formatter, a person, another process). The read
- * records the file's identity (dev, inode, size, ns times) and bytes; the
- * write re-checks the identity, and the bytes when the change time is too
- * recent for coarse file-system clocks to tell ({@link coarseWindowNs}).
- * Not compare-and-swap: pool edits also hold the path's lock (`path-locks.ts`).
+ * the edit read it. The write re-checks the file's identity (dev, inode,
+ * size, ns times), and its bytes when the change is too recent for coarse
+ * file-system clocks ({@link coarseWindowNs}). Pool edits also hold the
+ * path's lock (`path-locks.ts`): a check is not compare-and-swap.
  * @module
  */
 import { constants } from "node:fs";

@@ -11,13 +11,12 @@ const pathLockSlots = 4_096;
 const tableKey = Symbol.for("toolpool.pathLockTable");
 const holder = globalThis as { [tableKey]?: Int32Array };
 
-/** The process's table (main thread), created on first use. */
 export function pathLockTable(): Int32Array {
   holder[tableKey] ??= new Int32Array(new SharedArrayBuffer(pathLockSlots * Int32Array.BYTES_PER_ELEMENT));
   return holder[tableKey];
 }
 
-/** The slot of `key` (FNV-1a of its UTF-16 code units). */
+/** FNV-1a of the UTF-16 code units. */
 export function pathLockSlot(key: string): number {
   let hash = 0x811c9dc5;
   for (let index = 0; index < key.length; index++) {

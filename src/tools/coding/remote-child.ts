@@ -80,10 +80,7 @@ export class RemoteChild extends EventEmitter {
     return this.pid !== undefined;
   }
 
-  /**
-   * As Node's `kill`, but through the helper, which holds the handle: a reaped
-   * child's reused pid is never signalled.
-   */
+  /** Through the helper, which holds the handle: a reused pid is never signalled. */
   kill(signal: NodeJS.Signals | number = "SIGTERM"): boolean {
     checkSignal(signal);
     if (this.#native !== undefined) {
@@ -176,11 +173,7 @@ export class RemoteChild extends EventEmitter {
     }
   }
 
-  /**
-   * Ends this child once its helper is gone: a running child is killed; one
-   * whose start was never reported may have started, so it fails rather than
-   * run twice.
-   */
+  /** Ends this child once its helper is gone; an unreported start fails rather than run twice. */
   abandon(reason: string): void {
     if (this.#held !== undefined) this.#releaseHeld(this.#held);
     if (this.isClosed) return;
@@ -200,10 +193,7 @@ export class RemoteChild extends EventEmitter {
     this.receive({ kind: "close", id, code: this.exitCode, signal: this.signalCode });
   }
 
-  /**
-   * Starts the child with Node's own `spawn` (the helper died before reading any
-   * request), replaying what was sent meanwhile.
-   */
+  /** Starts the child with Node's own `spawn`, replaying what was sent meanwhile. */
   adopt(spawn: Spawn): void {
     const { request } = this;
     const early = this.#early ?? [];
@@ -220,7 +210,6 @@ export class RemoteChild extends EventEmitter {
     for (const message of early) this.#send(message);
   }
 
-  /** Its request could not be sent. */
   fail(error: Error): void {
     if (this.isClosed) return;
     const { id } = this.request;

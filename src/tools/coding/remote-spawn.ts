@@ -78,7 +78,6 @@ export class SpawnHelper {
     return this.#failures < maxHelperFailures;
   }
 
-  /** For tests. */
   get helperPid(): number | undefined {
     return this.#helperPid;
   }

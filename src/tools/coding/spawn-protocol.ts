@@ -1,7 +1,6 @@
 /**
  * Messages between a pool thread and its spawn helper, over IPC with
- * "advanced" serialization (output crosses as bytes); children are named by
- * the thread's ids.
+ * "advanced" serialization (output crosses as bytes).
  * @module
  */
 import type { ChildProcess, spawn as nodeSpawn } from "node:child_process";
