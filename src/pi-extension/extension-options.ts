@@ -1,13 +1,8 @@
 /**
- * The options of toolpool's pi extension, out of pi's flags and settings:
- * a flag (`--toolpool-threads 4`) goes over the `toolpool` key of pi's
- * settings (`"toolpool": { "threads": 4 }` in `~/.pi/agent/settings.json` or
- * a project's `.pi/settings.json`), which goes over the defaults. pi's own
- * settings of its tools (`shellPath`, `shellCommandPrefix`,
- * `images.autoResize`) reach the tools as pi gives them to its built-in ones.
- *
- * Pure: no pi, no pool, so that it is tested on every Node.
- *
+ * The extension's options: a flag (`--toolpool-threads 4`) over the
+ * `toolpool` key of pi's settings, over the defaults; pi's own tool settings
+ * (`shellPath`, `images.autoResize`…) pass through as pi gives them.
+ * Pure, so it is tested on every Node.
  * @module
  */
 import { availableParallelism } from "node:os";
@@ -21,9 +16,9 @@ interface PiExtensionOptions {
   readonly threads: number;
   /** Threads of the pool that bash, grep, find and ls share; undefined: `codingTools`' default. */
   readonly ioThreads: number | undefined;
-  /** The deadline of a bash call without a `timeout` of its own, in milliseconds. */
+  /** Deadline of a bash call without its own `timeout`, ms. */
   readonly bashTimeoutMs: number;
-  /** The latest deadline of any bash call, its own `timeout` included, in milliseconds. */
+  /** Latest deadline of any bash call, its own `timeout` included, ms. */
   readonly bashMaxTimeoutMs: number;
   /** Whether path arguments must stay inside pi's working folder. */
   readonly confine: boolean;
@@ -31,17 +26,15 @@ interface PiExtensionOptions {
   readonly keepBackground: boolean;
   /** Where to write the pool's counts as JSON when the session ends, if anywhere. */
   readonly statsFile: string | undefined;
-  /** pi's options of its tools, from its settings, as pi gives them to its built-in tools. */
   readonly piOptions: {
     readonly read: { readonly autoResizeImages: boolean };
     readonly bash: { readonly shellPath?: string; readonly commandPrefix?: string };
   };
 }
 
-/** A flag's value as pi's `getFlag` returns it. */
 export type FlagValue = boolean | string | undefined;
 
-/** The flags the extension registers, by name (without `--`): their description and type for pi. */
+/** The flags the extension registers (without `--`), with pi's description and type. */
 export const extensionFlags = {
   "toolpool-threads": { description: "toolpool: threads running read, edit and write (default: cores, at most 8)", type: "string" },
   "toolpool-io-threads": {
@@ -69,24 +62,18 @@ export const extensionFlags = {
   },
 } as const;
 
-/** A flag's name, without `--`. */
 export type ExtensionFlagName = keyof typeof extensionFlags;
 
 const defaultBashTimeoutMs = 120_000;
 const defaultBashMaxTimeoutMs = 600_000;
-/** The most threads a flag or setting may ask for. */
 const maxThreads = 256;
-/** The longest deadline, in milliseconds (Node's timers hold at most 2^31 - 1). */
+/** Node's timers hold at most 2^31 - 1 ms. */
 const maxDeadlineMs = 2_147_483_647;
 
-/** The keys of the `toolpool` setting, each read below: any other is refused, naming the closest. */
+/** Any other key is refused, naming the closest. */
 const extensionSettingNames = ["threads", "ioThreads", "bashTimeoutMs", "bashMaxTimeoutMs", "confine", "keepBackground"] as const;
 
-/**
- * The extension's options: each flag over the `toolpool` key of pi's
- * settings, over the defaults. Throws `TP_ERR_INVALID_OPTION` naming the
- * flag or setting that is wrong and what arrived.
- */
+/** Throws `TP_ERR_INVALID_OPTION` naming the wrong flag or setting and what arrived. */
 export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => FlagValue, settings: unknown): PiExtensionOptions {
   const piSettings = isRecord(settings) ? settings : {};
   const own = piSettings.toolpool;

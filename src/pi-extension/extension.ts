@@ -1,10 +1,8 @@
 /**
- * toolpool as a pi extension (`pi -e /path/to/toolpool`, `pi install`):
- * pi's seven coding tools, each with pi's own definition, run on toolpool's
- * pools. pi's modules come from the pi that loads it (`host-pi.ts`): pi
- * installs a package without its peer dependencies. Options: pi flags over
- * the `toolpool` key of pi's settings (`extension-options.ts`). The pools
- * start with the first call and close with pi's session.
+ * toolpool as a pi extension (`pi -e /path/to/toolpool`, `pi install`): pi's
+ * seven coding tools, with pi's own definitions, on toolpool's pools. pi's
+ * modules come from the pi that loads it (`host-pi.ts`). Pools start with
+ * the first call and close with pi's session.
  * @module
  */
 import { readFileSync, realpathSync, writeFileSync } from "node:fs";

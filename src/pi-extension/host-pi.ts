@@ -1,18 +1,8 @@
 /**
- * The pi that loads toolpool's extension, found on disk: its package folder
- * (whose tool modules the pool's threads import) and the entry module of the
- * build it runs (whose tool definitions, renderers included, the extension
- * registers).
- *
- * pi gives an extension its own modules only through its loader's aliases
- * (jiti's, for a module jiti transforms); toolpool's extension is an ES
- * module that Node loads natively, and its worker threads load pi's tools
- * by path, so an import of `@earendil-works/pi-coding-agent` would resolve
- * from toolpool's folder: nothing there where pi installs packages (it
- * leaves out peer dependencies), or a second pi, other than the one running.
- *
- * Runs on pi's main thread.
- *
+ * The pi that loads the extension, found on disk: its package folder (for the
+ * threads' tool modules) and the entry of the build it runs (for the tool
+ * definitions). A plain import would resolve from toolpool's folder, where pi
+ * installs no peer dependencies, or find a second pi. Main thread of pi.
  * @module
  */
 import { existsSync, readFileSync, realpathSync } from "node:fs";
@@ -22,24 +12,19 @@ import * as util from "node:util";
 
 import { ToolpoolError } from "../errors.js";
 
-/** The package name of pi's coding agent. */
 const piPackageName = "@earendil-works/pi-coding-agent";
 
-/** The pi that runs the extension. */
 export interface HostPi {
   /** Its package folder (real path). */
   readonly folder: string;
-  /** Its `version` (package.json). */
   readonly version: string;
   /** The entry module of the build pi runs: `dist/bundle/index.js` for its bundled CLI, else the package's entry. */
   readonly entry: URL;
 }
 
 /**
- * The scripts that may be pi's, most telling first: those on the call stack
- * (pi's extension loader calls the extension's factory, so call this from
- * the factory before its first `await`), then pi's entry script
- * (`process.argv[1]`, the `pi` bin, often a symlink).
+ * Scripts that may be pi's, most telling first: the call stack (call from
+ * the extension's factory before its first `await`), then `process.argv[1]`.
  */
 export function hostPiCandidates(): string[] {
   // `util.getCallSites` is in every Node that runs pi 1.6 (>= 22.19); @types/node 20 does not declare it.
@@ -53,12 +38,7 @@ export function hostPiCandidates(): string[] {
   return [...new Set(scripts)];
 }
 
-/**
- * The first of `scripts` that lies in a package of pi's coding agent (the
- * nearest package.json above it names `@earendil-works/pi-coding-agent`),
- * symlinks resolved. Throws `TP_ERR_MISSING_PACKAGE` naming what it looked
- * at when none does.
- */
+/** The first of `scripts` inside a pi-coding-agent package; else throws `TP_ERR_MISSING_PACKAGE`. */
 export function findHostPi(scripts: readonly string[]): HostPi {
   for (const script of scripts) {
     let real: string;
@@ -90,7 +70,7 @@ interface PiManifest {
   exports?: { ".": { import?: string } };
 }
 
-/** The package holding `file`: the nearest folder above it with a package.json that has a name. */
+/** The nearest folder above `file` with a named package.json. */
 function owningPackage(file: string): { folder: string; manifest: PiManifest } | undefined {
   let folder = dirname(file);
   for (;;) {
@@ -99,9 +79,7 @@ function owningPackage(file: string): { folder: string; manifest: PiManifest } |
       try {
         const manifest = JSON.parse(readFileSync(path, "utf8")) as PiManifest;
         if (typeof manifest.name === "string") return { folder, manifest };
-      } catch {
-        // Not a manifest: go on up.
-      }
+      } catch {}
     }
     const parent = dirname(folder);
     if (parent === folder) return undefined;

@@ -1,8 +1,7 @@
 /**
- * pi's bash `operations` (pi's `BashOperations.exec` contract) on pi's own
- * shell helpers, with the call's processes marked (`process-tree.ts`), so
- * that its deadline, an abort or its end (unless `keepBackground`) ends its
- * whole process tree, not only its process group as in pi.
+ * pi's bash `operations` on pi's own shell helpers, with the call's processes
+ * marked (`process-tree.ts`) so that its deadline, an abort or its end
+ * (unless `keepBackground`) ends its whole process tree, not only its group.
  * @module
  */
 import { type ChildProcess, spawn as nodeSpawn } from "node:child_process";

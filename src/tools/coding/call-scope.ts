@@ -1,6 +1,6 @@
 /**
- * A call's own workspace and pi session, in its arguments through the pool task (the pi extension's
- * calls); only `callScopedCodingTools` read it, so a model cannot choose its workspace elsewhere.
+ * A call's workspace and pi session, in its arguments (the pi extension's calls); only
+ * `callScopedCodingTools` read it, so a model cannot choose its workspace elsewhere.
  * @module
  */
 import type { CodingCallContext, PiSessionInfo } from "./coding-settings.js";

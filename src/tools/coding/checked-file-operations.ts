@@ -1,30 +1,9 @@
 /**
- * pi's edit `operations`, refusing to overwrite a file that changed on disk
- * after the edit read it. pi's edit reads the file, applies the edits in
- * memory and writes the result; a change made meanwhile by anyone else (a
- * formatter, a build, a person, a process outside the pool) would be
- * overwritten and lost. Here the read records the file's identity (device,
- * inode, size, modification and change times in nanoseconds, taken before
- * the read) and the bytes it read; the write checks the identity again just
- * before writing, and the bytes too when the timestamps cannot tell (below);
- * a change refuses the write with an error saying so, nothing written.
- * Otherwise the write is pi's own (in place, UTF-8), so results stay pi's.
- *
- * When the timestamps cannot tell: a file's times are set from a clock
- * coarser than their nanosecond fields (the kernel's tick, or 1-2 s on some
- * file systems), so a change of the same size made within the tick of the
- * last one leaves the identity as it was. That can only happen when the
- * file's change time, as the read saw it, lies within {@link coarseWindowNs}
- * of the moment of the read; then the bytes are read again and compared.
- * Older files are told apart by the identity alone.
- *
- * What is left: a change made between the last check and the write itself
- * (a write in place is not compare-and-swap; the window is one `stat`, and
- * the re-read when there is one); and a clock of the file's server more
- * than {@link coarseWindowNs} behind this machine's (a network file
- * system). Edits and writes through the pool never race this way: they hold
- * the path's lock (`path-locks.ts`).
- *
+ * pi's edit `operations`, refusing to overwrite a file changed on disk after
+ * the edit read it. The write re-checks the file's identity (dev, inode,
+ * size, ns times), and its bytes when the change is too recent for coarse
+ * file-system clocks ({@link coarseWindowNs}). Pool edits also hold the
+ * path's lock (`path-locks.ts`): a check is not compare-and-swap.
  * @module
  */
 import { constants } from "node:fs";
@@ -45,14 +24,13 @@ interface Identity {
   ctimeNs: bigint;
 }
 
-/** What a read saw: the identity before it, the wall clock then, and the bytes. */
 interface ReadRecord {
   identity: Identity;
   readAtNs: bigint;
   bytes: Buffer;
 }
 
-/** How recent a change time is too recent for the timestamps to tell a later change (2 s: FAT's granularity). */
+/** FAT's 2 s granularity. */
 const coarseWindowNs = 2_000_000_000n;
 
 async function identityOf(path: string): Promise<Identity> {
@@ -64,7 +42,6 @@ function isSame(a: Identity, b: Identity): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
-/** Whether the file is still what `read` read. */
 async function isUnchanged(path: string, read: ReadRecord): Promise<boolean> {
   const now = await identityOf(path).catch(() => undefined);
   if (now === undefined || !isSame(read.identity, now)) return false;
@@ -72,23 +49,13 @@ async function isUnchanged(path: string, read: ReadRecord): Promise<boolean> {
   return (await readFile(path)).equals(read.bytes);
 }
 
-/**
- * The message of a refused write. `path` as the edit's caller gave it, as
- * pi's own messages name it.
- */
 function changedOnDiskMessage(path: string): string {
   return `File ${path} was changed on disk after the edit read it; nothing was written. Read it again and redo the edit against what it holds now.`;
 }
 
 /**
- * Edit operations for one call (they remember what the call read). `path`:
- * the file as the call named it, for the refusal's message (pi's messages
- * name the path as given); the absolute path when absent.
- *
- * @example
- * ```ts
- * const tool = createEditTool(cwd, { operations: checkedEditOperations(args.path) });
- * ```
+ * Edit operations for one call. `path`: as the caller named it, for the
+ * refusal's message (pi names paths as given).
  */
 export function checkedEditOperations(path?: string): EditOperations {
   const reads = new Map<string, ReadRecord>();

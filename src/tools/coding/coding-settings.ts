@@ -1,7 +1,6 @@
 /**
- * A coding tool's settings travel in its module URL's query: Node keys ES
- * modules by URL, so each tool of each `codingTools` call is a module
- * instance of its own on a thread. What differs per call comes with the call.
+ * A coding tool's settings travel in its module URL's query (Node keys ES
+ * modules by URL: one instance per tool per `codingTools` call).
  * @module
  */
 
@@ -12,7 +11,6 @@ export type CodingToolName = "read" | "bash" | "edit" | "write" | "grep" | "find
 
 export const codingToolNames: readonly CodingToolName[] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
-/** `codingTools`' `bash` options, resolved. */
 interface BashDeadlineSettings {
   readonly timeoutMs: number;
   readonly maxTimeoutMs: number;
@@ -26,11 +24,10 @@ interface CodingToolSettings {
   readonly confine: boolean;
   readonly bash: BashDeadlineSettings;
   readonly piOptions: Readonly<Record<string, unknown>>;
-  /** A `file:` URL. */
   readonly piOptionsModule?: string;
   /** Absent: the pi toolpool resolves. */
   readonly piEntry?: string;
-  /** Each call brings its workspace and pi session in its arguments (`call-scope.ts`). */
+  /** Workspace and pi session come in each call's arguments (`call-scope.ts`). */
   readonly isCallScoped: boolean;
   /** find only: what pi's fd lacks (`fd-requirement.ts`). */
   readonly fdShortfall?: FdShortfall;

@@ -1,6 +1,6 @@
 /**
- * Once per coding thread: its priority, its spawn helper, and the changes to
- * Node's modules pi's tools need where pi offers no hook (no other tool runs here).
+ * Once per coding thread: its priority, its spawn helper, and the patches to
+ * Node's modules pi's tools need where pi offers no hook.
  * @module
  */
 import childProcess from "node:child_process";

@@ -4,7 +4,6 @@
  * its workspace with pi's factory and runs its `execute`, so results are
  * pi's by construction; toolpool adds the workspace, `confine`, bash's
  * process handling, edit locks and bash's output files around it.
- *
  * @module
  */
 import type { AgentToolResult, WorkerToolContext } from "../../types.js";

@@ -1,14 +1,7 @@
 /**
- * The fd that pi's find needs. Outside a git repository pi 1.6's find passes
- * `--no-require-git` (so that `.gitignore` files count there too), a flag fd
- * has known since 8.7.0: an older fd (Debian 12's `fdfind` 8.6, Ubuntu
- * 22.04's 8.3) refuses it with its usage text, so every find call outside a
- * repository fails. pi downloads a recent fd only where none is installed,
- * and a pool never downloads (`PI_OFFLINE`). `codingTools` asks, when it is
- * made, whether the fd pi would run takes the flag ({@link fdShortfallOf},
- * main thread); the find calls that fd cannot serve answer with the same
- * words instead of fd's usage text ({@link isFindRefused}, pool thread).
- *
+ * pi 1.6's find passes `--no-require-git` outside git repositories; fd knows
+ * it since 8.7.0 and a pool never downloads fd. Calls the fd cannot serve get
+ * a clear message instead of fd's usage text.
  * @module
  */
 import { spawnSync } from "node:child_process";
@@ -16,10 +9,9 @@ import { constants } from "node:fs";
 import { access } from "node:fs/promises";
 import { dirname, join } from "node:path";
 
-/** The first fd that knows `--no-require-git`, which pi's find passes outside a git repository. */
 export const fdMinimumVersion = "8.7.0";
 
-/** Why pi's find cannot run where toolpool's threads run it, and where its calls fail. */
+/** Why pi's find cannot run on toolpool's threads, and where its calls fail. */
 export interface FdShortfall {
   /** What is missing, the version needed and how to get it. */
   readonly message: string;
@@ -27,16 +19,10 @@ export interface FdShortfall {
   readonly scope: "everywhere" | "outsideGitRepository";
 }
 
-/** How long each probe of the fd may take: it runs on the main thread, and an fd answers `--version` in milliseconds. */
+/** The probe runs on the main thread. */
 const fdProbeTimeoutMs = 2_000;
 
-/**
- * What falls short in the fd pi's find would run: `fdPath` as pi's own
- * lookup gives it (pi's folder of tools `binDir`, then `fd`, then `fdfind`
- * on PATH), undefined where it found none. Undefined when that fd takes
- * `--no-require-git`, or when there is none and pi may download one
- * (`PI_OFFLINE` set to something other than 1, true or yes).
- */
+/** Undefined when pi's fd takes the flag, or none is there and pi may download one. */
 export function fdShortfallOf(fdPath: string | undefined, binDir: string): FdShortfall | undefined {
   const piFd = join(binDir, "fd");
   const where = fdPath === piFd ? `in place of ${piFd}` : `as \`fd\` on PATH, or at ${piFd}, where pi looks first`;
@@ -60,12 +46,7 @@ export function fdShortfallOf(fdPath: string | undefined, binDir: string): FdSho
   };
 }
 
-/**
- * Whether pi's find, searching `searchPath`, would pass the fd of
- * `shortfall` what it refuses: with no fd, always; with an fd that lacks
- * `--no-require-git`, where no folder from `searchPath` up holds a `.git`
- * (pi's own test for "inside a git repository").
- */
+/** Whether pi's find would pass fd what it refuses (no `.git` up from `searchPath`). */
 export async function isFindRefused(shortfall: FdShortfall, searchPath: string): Promise<boolean> {
   if (shortfall.scope === "everywhere") return true;
   for (let folder = searchPath; ; folder = dirname(folder)) {
@@ -83,7 +64,7 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-/** Whether pi runs offline on toolpool's threads, which set `PI_OFFLINE=1` unless it is set already (pi's reading of the value). */
+/** pi's reading of `PI_OFFLINE`; toolpool's threads set it to 1 unless set. */
 function isPiOffline(): boolean {
   const value = process.env.PI_OFFLINE;
   return value === undefined || value === "1" || ["true", "yes"].includes(value.toLowerCase());

@@ -1,16 +1,7 @@
 /**
- * Where pi's coding tools come from: `@earendil-works/pi-coding-agent`
- * 1.6, an optional peer dependency, loaded only by a runtime that asks for
- * these tools. Both threads use this module: the main thread loads pi's
- * tools synchronously (`codingTools` is synchronous, and needs their names,
- * descriptions and schemas), a worker thread imports them.
- *
- * Only pi's tool modules are loaded (`dist/core/tools/index.js`), not the
- * whole package (its terminal UI, its providers): a thread that runs these
- * tools starts faster and holds less. The package's `exports` name only its
- * entry, so the tools' module is found beside the resolved entry; the
- * version is pinned (1.6.x), so that path holds.
- *
+ * Loads pi 1.6's coding tools (an optional peer dependency): synchronously on
+ * the main thread (`codingTools` needs the schemas), by import on a worker.
+ * Only `dist/core/tools` is loaded, beside the resolved entry (pinned 1.6.x).
  * @module
  */
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
@@ -20,11 +11,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 import type { PiShellUtils } from "./bash-operations.js";
 
-/** The package name of pi's coding agent. */
 export const piCodingAgentPackage = "@earendil-works/pi-coding-agent";
-/** The versions `codingTools` runs: the 1.6 line, whose tools toolpool's tests compare against. */
 const piCodingAgentRange = "1.6";
-/** The first Node that pi-coding-agent 1.6 runs on. */
 const piCodingAgentMinimumNode = "22.19.0";
 
 /** What toolpool uses of pi's tool modules. */
@@ -33,12 +21,10 @@ interface PiToolModules {
   paths: PiPathUtils;
 }
 
-/** What a worker thread uses of pi: its tools, and the shell helpers its bash runs on. */
 export interface PiWorkerModules extends PiToolModules {
   shell: PiShellUtils;
 }
 
-/** A pi `AgentTool`, as pi's factories make it. */
 export interface PiAgentTool {
   name: string;
   label: string;
@@ -64,11 +50,7 @@ export interface PiPathUtils {
   resolveReadPathAsync(filePath: string, cwd: string): Promise<string>;
 }
 
-/**
- * The entry module of pi-coding-agent: of the package folder `packageFolder`
- * (a pi that hosts toolpool as its extension names its own), else the one
- * this module resolves. Throws when there is none.
- */
+/** Of `packageFolder` (a pi hosting the extension names its own), else resolved here. Throws when none. */
 export function piCodingAgentEntry(packageFolder?: string): URL {
   if (packageFolder === undefined) return new URL(import.meta.resolve(piCodingAgentPackage));
   const manifest = JSON.parse(readFileSync(join(packageFolder, "package.json"), "utf8")) as { name?: string; exports?: { ".": { import?: string } } };
@@ -76,7 +58,7 @@ export function piCodingAgentEntry(packageFolder?: string): URL {
   return pathToFileURL(join(packageFolder, manifest.exports?.["."]?.import ?? "dist/index.js"));
 }
 
-/** Why pi's tools cannot run in this process, or undefined when they can. `entry`: see {@link piCodingAgentEntry}. */
+/** Why pi's tools cannot run in this process; undefined when they can. */
 export function piCodingAgentUnavailable(entryHref?: string): string | undefined {
   if (!isNodeAtLeast(process.versions.node, piCodingAgentMinimumNode)) {
     return `pi's coding tools (${piCodingAgentPackage} ${piCodingAgentRange}) need Node >= ${piCodingAgentMinimumNode}; this is Node ${process.versions.node}`;
@@ -112,10 +94,7 @@ function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; sh
 
 const loaded = new Map<string | undefined, PiToolModules>();
 
-/**
- * pi's tool modules, loaded synchronously (`require` of an ES module, which
- * every Node that runs pi 1.6 has). Call {@link piCodingAgentUnavailable} first.
- */
+/** Synchronous `require` of ES modules. Call {@link piCodingAgentUnavailable} first. */
 export function requirePiToolModules(entryHref?: string): PiToolModules {
   let modules = loaded.get(entryHref);
   if (modules === undefined) {
@@ -128,12 +107,8 @@ export function requirePiToolModules(entryHref?: string): PiToolModules {
 }
 
 /**
- * The fd pi's find runs, found as pi's `getToolPath("fd")` finds it (pi's
- * folder of tools, then `fd`, then `fdfind` on PATH), undefined where there
- * is none; and that folder. pi's lookup runs each candidate's `--version`
- * without a time limit, which would hold the main thread forever on an
- * `fd` that never answers (Debian's fdclone installs a file manager as
- * `fd`): this one only looks for executable files. Main thread.
+ * The fd pi's find runs, as pi's `getToolPath("fd")` finds it but without
+ * running `--version` (an `fd` that never answers would hang the main thread).
  */
 export function piFdLookup(entryHref?: string): { path: string | undefined; binDir: string } {
   const require = createRequire(import.meta.url);
@@ -146,7 +121,6 @@ export function piFdLookup(entryHref?: string): { path: string | undefined; binD
   return { path: onPath, binDir };
 }
 
-/** Whether an executable file `name` is in a folder of PATH. */
 function isExecutableOnPath(name: string): boolean {
   for (const folder of (process.env.PATH ?? "").split(delimiter)) {
     if (folder === "") continue;
@@ -154,16 +128,14 @@ function isExecutableOnPath(name: string): boolean {
       const file = join(folder, name);
       accessSync(file, constants.X_OK);
       if (statSync(file).isFile()) return true;
-    } catch {
-      // Not here.
-    }
+    } catch {}
   }
   return false;
 }
 
 const importing = new Map<string | undefined, Promise<PiWorkerModules>>();
 
-/** pi's modules a worker thread runs, imported. Rejects with the reason they cannot run here. */
+/** Rejects with the reason they cannot run here. */
 export function importPiWorkerModules(entryHref?: string): Promise<PiWorkerModules> {
   let modules = importing.get(entryHref);
   if (modules !== undefined) return modules;
@@ -187,7 +159,6 @@ export function importPiWorkerModules(entryHref?: string): Promise<PiWorkerModul
   return modules;
 }
 
-/** Whether dotted version `actual` is at least `minimum`. */
 function isNodeAtLeast(actual: string, minimum: string): boolean {
   const a = actual.split(".").map(Number);
   const b = minimum.split(".").map(Number);

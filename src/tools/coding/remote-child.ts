@@ -1,9 +1,6 @@
 /**
- * A child process of a pool thread as its spawn helper reports it
- * (`remote-spawn.ts` starts the helper and routes the thread's `spawn`
- * calls; `spawn-helper.ts` says why): Node's `ChildProcess`, for the calls
- * pi's bash, grep and find make, driven by the helper's reports.
- *
+ * A pool thread's child process as its spawn helper reports it: Node's
+ * `ChildProcess`, for the calls pi's bash, grep and find make.
  * @module
  */
 import type { ChildProcess, spawn as nodeSpawn } from "node:child_process";
@@ -28,7 +25,6 @@ function spawnError(fields: SpawnErrorFields): Error {
   return Object.assign(new Error(message), rest);
 }
 
-/** Throws for a signal Node's `kill` refuses (an unknown name, a number that is no signal's), with Node's code. */
 function checkSignal(signal: unknown): void {
   const isKnown =
     typeof signal === "string" ? Object.hasOwn(osConstants.signals, signal) : typeof signal === "number" && Number.isInteger(signal) && signal >= 0;
@@ -36,14 +32,12 @@ function checkSignal(signal: unknown): void {
   throw Object.assign(new TypeError(`Unknown signal: ${String(signal)}`), { code: "ERR_UNKNOWN_SIGNAL" });
 }
 
-/** What a child was sent before its start was known: replayed to the thread's own child when the helper never started. */
+/** Replayed to the thread's own child if the helper never started it. */
 type EarlyRequest = Extract<HelperRequest, { kind: "stdin" | "stdin-end" | "kill" }>;
 
 /**
- * A child process that the spawn helper started (or, when the helper
- * died before it read any request, the thread itself): Node's
- * `ChildProcess` as pi's tools use it. Its events come from
- * {@link RemoteChild.receive}.
+ * A child the spawn helper started (or the thread, if the helper died before
+ * reading any request), driven by {@link RemoteChild.receive}.
  */
 export class RemoteChild extends EventEmitter {
   pid: number | undefined = undefined;
@@ -58,15 +52,11 @@ export class RemoteChild extends EventEmitter {
   readonly stdio: [Writable | null, PassThrough | null, PassThrough | null];
   readonly request: SpawnRequest;
   #send: (request: HelperRequest) => void;
-  /** Until the start is known, what was sent besides the start itself. */
   #early: EarlyRequest[] | undefined = [];
   #native: ChildProcess | undefined;
   #closeArgs: [number | null, NodeJS.Signals | null] | undefined;
-  /** Whether `close` was emitted (after the close was received and both outputs closed). */
   #isCloseEmitted = false;
-  /** The outputs the helper holds back because their reader here is full. */
   readonly #heldOutputs = new Set<OutputName>();
-  /** Whether the request to start this child went out on the helper's channel. */
   wasSent = false;
   #held: HelperReport[] | undefined;
 
@@ -82,22 +72,15 @@ export class RemoteChild extends EventEmitter {
     this.stdio = [this.stdin, this.stdout, this.stderr];
   }
 
-  /** Whether the child has settled: its `close` was received. */
   get isClosed(): boolean {
     return this.#closeArgs !== undefined;
   }
 
-  /** Whether the child was started (a process number is known). */
   get isStarted(): boolean {
     return this.pid !== undefined;
   }
 
-  /**
-   * Sends `signal` to the child, as Node's `kill` does. Through the helper,
-   * which holds the child's handle, so the signal never reaches another
-   * process that was given the number of a child already reaped; before the
-   * child's start is known, the helper sends it once the child has started.
-   */
+  /** Through the helper, which holds the handle: a reused pid is never signalled. */
   kill(signal: NodeJS.Signals | number = "SIGTERM"): boolean {
     checkSignal(signal);
     if (this.#native !== undefined) {
@@ -115,12 +98,8 @@ export class RemoteChild extends EventEmitter {
   unref(): void {}
 
   /**
-   * Applies one report of the helper (or of the thread's own fallback
-   * child) to this child. What follows the start waits a turn of the event
-   * loop, as with Node's own children, whose exit never comes in the tick
-   * of their `spawn` event: a caller that awaits the start and then listens
-   * (toolpool's bash does) hears the rest, even when the helper's reports
-   * of a short command arrived together.
+   * Applies one report. What follows the start waits a turn, as with Node's own
+   * children, so a caller that awaits `spawn` and then listens hears the rest.
    */
   receive(report: HelperReport): void {
     if (this.#held !== undefined) {
@@ -150,13 +129,13 @@ export class RemoteChild extends EventEmitter {
         this.emit("spawn");
         return;
       case "error":
-        // As Node's children do, but never a crash of the thread where nobody listens any more.
+        // Never crash the thread where nobody listens any more.
         if (this.listenerCount("error") > 0) this.emit("error", spawnError(report.error));
         return;
       case "data": {
         const stream = report.stream === "stdout" ? this.stdout : this.stderr;
         if (stream === null || stream.destroyed) return;
-        // A reader that does not keep up holds this output back in the helper, not here; the other flows on.
+        // A slow reader holds this output back in the helper; the other flows on.
         if (!stream.write(report.data) && !this.#heldOutputs.has(report.stream) && this.#native === undefined) {
           const name = report.stream;
           this.#heldOutputs.add(name);
@@ -183,7 +162,7 @@ export class RemoteChild extends EventEmitter {
           this.exitCode = report.code;
           this.signalCode = report.signal;
         }
-        // As Node does once the child is gone: output nobody reads is let flow, so that the streams close.
+        // As Node does: unread output flows so that the streams close.
         for (const stream of [this.stdout, this.stderr]) {
           if (stream === null) continue;
           stream.end();
@@ -194,14 +173,7 @@ export class RemoteChild extends EventEmitter {
     }
   }
 
-  /**
-   * Ends this child once its helper is gone. The reports held back for a
-   * turn are applied first (the child may have exited already). A child
-   * still running is killed (SIGKILL, with its group when it has one) and
-   * closes as killed. A child whose start was never reported by a helper
-   * that had begun reading requests may have started: it fails, rather than
-   * run twice.
-   */
+  /** Ends this child once its helper is gone; an unreported start fails rather than run twice. */
   abandon(reason: string): void {
     if (this.#held !== undefined) this.#releaseHeld(this.#held);
     if (this.isClosed) return;
@@ -221,11 +193,7 @@ export class RemoteChild extends EventEmitter {
     this.receive({ kind: "close", id, code: this.exitCode, signal: this.signalCode });
   }
 
-  /**
-   * Starts the child with Node's own `spawn` (the helper died before it
-   * read any request) and relays its events; what was sent to the child
-   * meanwhile (its input, signals) goes to the new one.
-   */
+  /** Starts the child with Node's own `spawn`, replaying what was sent meanwhile. */
   adopt(spawn: Spawn): void {
     const { request } = this;
     const early = this.#early ?? [];
@@ -242,7 +210,6 @@ export class RemoteChild extends EventEmitter {
     for (const message of early) this.#send(message);
   }
 
-  /** Fails the child: its request could not be sent (the channel closed, or the request would not serialize). */
   fail(error: Error): void {
     if (this.isClosed) return;
     const { id } = this.request;
@@ -259,7 +226,6 @@ export class RemoteChild extends EventEmitter {
   #outputStream(name: OutputName): PassThrough {
     const stream = new PassThrough();
     stream.on("close", () => {
-      // Destroyed by its reader before the output ended: the helper stops reading it.
       if (!stream.readableEnded && this.#closeArgs === undefined) this.#send({ kind: "release", id: this.request.id, stream: name });
       this.#maybeClose();
     });

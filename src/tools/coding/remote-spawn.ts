@@ -1,26 +1,8 @@
 /**
- * Child processes of a pool thread started by its spawn helper
- * (`spawn-helper.ts`, which says why) instead of by the thread itself.
- *
- * {@link routedSpawn} wraps Node's `spawn`: a call the helper can make
- * (a command and its arguments, `cwd`, `env`, `detached`, `windowsHide`,
- * and stdio entries that are each "pipe" or "ignore": what pi's bash, grep
- * and find ask for) returns a {@link RemoteChild}, which behaves as Node's
- * `ChildProcess` does for those calls: `pid` once started (and the `spawn`
- * event), `stdout`/`stderr` streams, `stdin` when piped, `kill()`,
- * `killed`, `exitCode`, `signalCode`, and the `error`, `exit` and `close`
- * events in Node's order. Anything else goes to Node's `spawn` as it came.
- *
- * The helper starts with the thread's first child process (one fork of the
- * pool's process per helper, not one per child), and again after it died.
- * When it dies, the children it had started are killed (SIGKILL) and end as
- * killed; a child whose start it never reported fails (it may have started:
- * it is not started twice), unless the helper died before it read any
- * request, in which case the thread starts the child itself. After
- * {@link maxHelperFailures} helpers in a row that died before they were
- * ready, the thread starts its children itself. `TOOLPOOL_SPAWN_HELPER=0`
- * in the environment turns the helper off.
- *
+ * A pool thread's child processes, started by its spawn helper
+ * (`spawn-helper.ts` says why). Calls the helper can make get a
+ * {@link RemoteChild}; a child whose start was never reported by a dead
+ * helper fails rather than start twice. `TOOLPOOL_SPAWN_HELPER=0` turns it off.
  * @module
  */
 import type { ChildProcess, SpawnOptions, spawn as nodeSpawn } from "node:child_process";
@@ -32,14 +14,14 @@ import type { HelperReport, HelperRequest, HelperStdio, SpawnRequest } from "./s
 
 type Spawn = typeof nodeSpawn;
 
-/** How many helpers in a row may die before they are ready until the thread starts its children itself. */
+/** Helpers in a row that may die before ready, after which the thread spawns itself. */
 export const maxHelperFailures = 3;
 
 const helperUrl = new URL("./spawn-helper.js", import.meta.url);
 
 const allowedOptions = new Set(["cwd", "env", "stdio", "detached", "windowsHide"]);
 
-/** The request for `spawn(file, args, options)` when the helper can make it; undefined when Node's `spawn` must. */
+/** Undefined when Node's `spawn` must make the call. */
 function requestOf(file: unknown, args: unknown, options: unknown): Omit<SpawnRequest, "id"> | undefined {
   if (typeof file !== "string" || file === "" || file.includes("\0")) return undefined;
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string" && !arg.includes("\0"))) return undefined;
@@ -75,8 +57,8 @@ function stdioOf(stdio: SpawnOptions["stdio"]): [HelperStdio, HelperStdio, Helpe
 }
 
 /**
- * One thread's spawn helper: started with the first child, started again
- * after it died, given up after {@link maxHelperFailures} failures.
+ * One thread's spawn helper: restarted after it died, given up after
+ * {@link maxHelperFailures} failures.
  */
 export class SpawnHelper {
   readonly #spawn: Spawn;
@@ -92,17 +74,15 @@ export class SpawnHelper {
     this.#helperUrl = helper;
   }
 
-  /** Whether children still go through a helper (false once it failed to start too often). */
   get isEnabled(): boolean {
     return this.#failures < maxHelperFailures;
   }
 
-  /** The helper's process number, once it said it is ready (for tests). */
   get helperPid(): number | undefined {
     return this.#helperPid;
   }
 
-  /** A child started through the helper, or undefined when the helper cannot make this call or is given up. */
+  /** Undefined when the helper cannot make this call or was given up. */
   spawn(file: unknown, args: unknown, options: unknown): RemoteChild | undefined {
     if (!this.isEnabled) return undefined;
     const request = requestOf(file, args, options);
@@ -122,19 +102,11 @@ export class SpawnHelper {
     if (this.#children.size === 0 && this.#channel !== undefined) this.#setRef(this.#channel, false);
   }
 
-  /**
-   * The channel to the helper, started if need be: through a shell that
-   * starts the helper in the background and exits, so that the helper is
-   * not a child of this process (which could not reap it once this thread
-   * ended) and runs in a session and process group of its own (`detached`).
-   * The channel is the shell's IPC socket, which the helper inherits.
-   */
+  /** Via a shell that backgrounds it and exits, so it is no child of this process. */
   #started(): ChildProcess {
     if (this.#channel !== undefined) return this.#channel;
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
-    // The helper is told its host (this process), whose death it watches for, and the marker prefix of
-    // the host's bash calls, which it ends then (`spawn-helper.ts`).
     const helperArgs = [fileURLToPath(this.#helperUrl), String(process.pid), processMarkerPrefix()];
     const channel = this.#spawn("/bin/sh", ["-c", '"$0" "$@" &', process.execPath, ...helperArgs], {
       stdio: ["ignore", "ignore", "inherit", "ipc"],
@@ -171,8 +143,7 @@ export class SpawnHelper {
         else child.abandon("the spawn helper exited before the child's start was reported");
       }
     };
-    // Once the last report was read: the channel closes when the helper is gone. (A write to a
-    // helper that died fails before its last reports are read; that error decides nothing.)
+    // A write error to a dead helper decides nothing: `disconnect` comes after its last reports.
     channel.on("disconnect", gone);
     channel.on("error", () => {
       if (channel.pid === undefined) gone();
@@ -180,9 +151,8 @@ export class SpawnHelper {
     return channel;
   }
 
-  /** Sends `message` on `channel`; false when it did not go out (the helper is gone, or it would not serialize). */
   #post(child: RemoteChild, message: HelperRequest, channel: ChildProcess): boolean {
-    // The helper is gone (its children are handed over then) or a new one runs: this child was not its.
+    // The helper is gone (its children were handed over) or was replaced.
     if (channel !== this.#channel || !channel.connected) return false;
     try {
       channel.send(message);
@@ -199,7 +169,7 @@ export class SpawnHelper {
     else ipc?.unref?.();
   }
 
-  /** Ends the helper (its started children are killed): for tests. */
+  /** For tests: its started children are killed. */
   close(): void {
     const pid = this.#helperPid;
     if (pid !== undefined) {
@@ -212,14 +182,8 @@ export class SpawnHelper {
 }
 
 /**
- * Node's `spawn`, with the calls the helper can make started by `helper`
- * (see the module's description); every other call goes to `spawn`.
- *
- * @example
- * ```ts
- * childProcess.spawn = routedSpawn(childProcess.spawn);
- * syncBuiltinESMExports();
- * ```
+ * Node's `spawn`, with the calls the helper can make started by `helper`.
+ * @example `childProcess.spawn = routedSpawn(childProcess.spawn); syncBuiltinESMExports();`
  */
 export function routedSpawn(spawn: Spawn, helper = new SpawnHelper(spawn)): Spawn {
   const routed = (...call: unknown[]): unknown => {

@@ -1,14 +1,11 @@
 /**
- * The messages between a pool thread and its spawn helper (`spawn-helper.ts`,
- * `remote-spawn.ts`), over the helper's IPC channel with Node's "advanced"
- * serialization (output crosses as bytes). Each child process is named by
- * the id the thread gave it.
- *
+ * Messages between a pool thread and its spawn helper, over IPC with
+ * "advanced" serialization (output crosses as bytes).
  * @module
  */
 import type { ChildProcess, spawn as nodeSpawn } from "node:child_process";
 
-/** What a child's stdio entries may be through the helper: the rest stays with Node's own `spawn`. */
+/** The rest stays with Node's own `spawn`. */
 export type HelperStdio = "pipe" | "ignore";
 
 /** Thread → helper. */
@@ -33,10 +30,9 @@ export type HelperRequest =
   /** The thread no longer reads one of the child's outputs: the helper stops reading it too. */
   | { kind: "release"; id: number; stream: OutputName };
 
-/** A child's outputs. */
 export type OutputName = "stdout" | "stderr";
 
-/** The fields of a spawn error that Node sets (`spawn rg ENOENT`). */
+/** The fields Node sets on a spawn error (`spawn rg ENOENT`). */
 export interface SpawnErrorFields {
   message: string;
   errno?: number;
@@ -57,7 +53,6 @@ export type HelperReport =
   | { kind: "exit"; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { kind: "close"; id: number; code: number | null; signal: NodeJS.Signals | null };
 
-/** The fields of `error` that cross to the thread. */
 export function errorFields(
   error: Error & { errno?: number; code?: string; syscall?: string; path?: string; spawnargs?: string[] },
 ): SpawnErrorFields {
@@ -71,16 +66,11 @@ export function errorFields(
   };
 }
 
-/** A request to start a child. */
 export type SpawnRequest = Extract<HelperRequest, { kind: "spawn" }>;
 
 /**
- * Starts `request`'s child with `spawn` and reports what it does, in the
- * order Node's `ChildProcess` tells it (`bytes`: the size of an output's
- * chunk). When `spawn` throws (an argument list too long for the system,
- * say), an error and a close are reported and nothing is returned. The
- * helper reports to its thread this way, and a thread whose helper failed
- * to its own `RemoteChild`.
+ * Starts `request`'s child and reports what it does in `ChildProcess`'s order
+ * (`bytes`: a chunk's size). A throwing `spawn` reports an error and a close.
  */
 export function startReported(
   spawn: typeof nodeSpawn,

@@ -1,26 +1,17 @@
 /**
- * pi's grep and find make sure ripgrep and fd are on the PATH before every
- * call: they run `rg --version` (`fd --version`) and wait for it, one more
- * process per call, started synchronously. On a pool thread a probe that
- * found its command is remembered for a while ({@link probeMemoryMs}), so a
- * busy thread starts one process per grep or find call instead of two. A
- * probe that failed is never remembered, and nothing else is: any other
- * `spawnSync` runs as it would. A binary removed within the window is met by
- * the search's own spawn instead, which pi reports as a failed search.
- *
+ * pi's grep and find run `rg --version`/`fd --version` before every call; a
+ * pool thread remembers a successful probe for a while. Failures are not.
  * @module
  */
 import type { spawnSync as nodeSpawnSync } from "node:child_process";
 
 type SpawnSync = typeof nodeSpawnSync;
 
-/** How long a successful probe is remembered. */
 export const probeMemoryMs = 10_000;
 
-/** The commands whose probe is remembered: the binaries pi's grep and find look for. */
 const probedCommands = new Set(["rg", "fd"]);
 
-/** Whether a `spawnSync` call is exactly pi's probe: `(command, ["--version"], { stdio: "pipe" })`. */
+/** Exactly pi's probe: `(command, ["--version"], { stdio: "pipe" })`. */
 function isProbe(command: unknown, args: unknown, options: unknown): command is string {
   if (typeof command !== "string" || !probedCommands.has(command)) return false;
   if (!Array.isArray(args) || args.length !== 1 || args[0] !== "--version") return false;
@@ -30,13 +21,8 @@ function isProbe(command: unknown, args: unknown, options: unknown): command is 
 }
 
 /**
- * `spawnSync` that remembers pi's successful tool probes for
- * {@link probeMemoryMs} by `now()`; every other call goes to `spawnSync` as is.
- *
- * @example
- * ```ts
- * childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());
- * ```
+ * `spawnSync` remembering pi's successful probes; other calls pass through.
+ * @example `childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());`
  */
 export function rememberingProbes(spawnSync: SpawnSync, now: () => number): SpawnSync {
   const remembered = new Map<string, { result: ReturnType<SpawnSync>; until: number }>();
