@@ -1,8 +1,4 @@
-/**
- * The error lines of a failed validation: pi's up to a bound, then `  - … (N more)`
- * (a deliberate difference from pi, so one line per unknown key cannot flood the result).
- * @module
- */
+/** Validation error lines: pi's up to a bound, then `  - … (N more)` (deliberately unlike pi: keys cannot flood the result). @module */
 
 import { cutUtf8, truncationMark } from "./received-arguments.js";
 

@@ -1,8 +1,6 @@
 /**
- * TypeBox loaded from the build's one-file bundle and V8 code cache in dist/vendor/ (many small
- * ES modules load slowly; see docs/design.md). V8 checks only the source's length against the cache,
- * so nothing but the build may edit either file. Synchronous, so `createRuntime` stays synchronous.
- * @module
+ * TypeBox from the build's bundle and V8 code cache in dist/vendor/ (docs/design.md). V8 checks only the
+ * source's length against the cache, so nothing but the build may edit either file. @module
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";

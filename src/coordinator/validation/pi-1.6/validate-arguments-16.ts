@@ -1,8 +1,6 @@
 /**
- * pi-ai 1.6.0's `validateToolArguments` step for step on pi-schema, so results and texts are pi's
- * byte for byte. pi-schema is vendored (dist/vendor/pi-schema.cjs) because it declares Node >= 22.19
- * and would warn on every Node 20 install; loaded synchronously, as `createRuntime` is.
- * @module
+ * pi-ai 1.6.0's `validateToolArguments` step for step on pi-schema, byte for byte. pi-schema is vendored
+ * (dist/vendor/pi-schema.cjs): as a dependency, its Node >= 22.19 engine warned on every Node 20 install. @module
  */
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
