@@ -72,7 +72,7 @@ export interface RuntimeOptions {
   fleet?: FleetOptions;
   /** Most calls of a tool (by name, nested included) executing at once; over it a call waits. Wins over the tool's own. @default {} */
   maxConcurrency?: Readonly<Record<string, number>>;
-  /** Most calls of one session executing at once, across its batches (`pool.maxRunningPerSession` counts threads). @default undefined */
+  /** Most calls of one session executing at once, across its batches (`pool.maxRunningPerSession` counts threads). @default undefined (no cap) */
   maxConcurrencyPerSession?: number;
 }
 

@@ -31,7 +31,7 @@ export interface ExecuteOptions {
   context?: { systemPrompt?: string; messages?: unknown[] };
   /** Aborts the batch: hooks and inline tools get it as in pi; worker tools get a cooperative `ctx.signal`, then termination. */
   signal?: AbortSignal;
-  /** Awaited like pi awaits its sink. */
+  /** Receives the batch's events; awaited as pi awaits its sink. */
   emit?: EmitFunction;
   /** Worker calls of different sessions take turns on the pool (at most 256 characters). @default undefined (a session of its own) */
   sessionKey?: string;
