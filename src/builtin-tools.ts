@@ -15,17 +15,10 @@ import { isWorkerTool, workerTool, type WorkerTool } from "./contracts/worker-to
 
 export type BuiltinToolName = "grep" | "hash" | "diff" | "patch";
 
-/** Options of {@link builtinTools}. */
 export interface BuiltinToolsOptions {
-  /**
-   * The workspace root: a path argument whose real path lies outside its real path is an error result. Must be an
-   * existing directory. @default process.cwd() when `builtinTools` is called
-   */
+  /** An existing directory; a path argument resolving outside it is an error result. @default process.cwd() */
   root?: string;
-  /**
-   * Whether `patch` may write files. It renames a temporary file into place, keeping owner, group and permissions
-   * (setuid and setgid cleared), and refuses read-only and multiply linked files. @default false
-   */
+  /** Whether `patch` may write files (see docs/builtin-tools.md). @default false */
   allowWrite?: boolean;
   /** Milliseconds per call; past it the worker is terminated (`TP_ERR_TIMEOUT`), as only that stops catastrophic backtracking. @default 30000 */
   timeoutMs?: number;
@@ -40,7 +33,7 @@ const builtinModules: Record<BuiltinToolName, string> = {
   patch: "./tools/patch.js",
 };
 
-/** The schema of {@link BuiltinToolsOptions} (compiled at build time: see compiled-validators.ts). */
+/** Compiled at build time (compiled-validators.ts). */
 export const builtinToolsOptionsSchema = {
   type: "object",
   additionalProperties: false,
@@ -51,13 +44,7 @@ export const builtinToolsOptionsSchema = {
   },
 } as const;
 
-/**
- * The built-in worker tools (`grep`, `hash`, `diff`, `patch`), confined to a workspace root; `names` takes a subset.
- * Throws `TP_ERR_INVALID_OPTION` for invalid options, an unknown name, or a `root` that is not a directory.
- * @example
- * const runtime = createRuntime({ tools: builtinTools({ root: "/srv/workspace" }) });
- * const readOnly = builtinTools(["grep", "hash"], { root: "/srv/workspace", timeoutMs: 10_000 });
- */
+/** `grep`, `hash`, `diff`, `patch` confined to `root`; `names` takes a subset. Throws `TP_ERR_INVALID_OPTION`. */
 export function builtinTools(options?: BuiltinToolsOptions): WorkerTool[];
 export function builtinTools(names: readonly BuiltinToolName[], options?: BuiltinToolsOptions): WorkerTool[];
 export function builtinTools(namesOrOptions?: readonly BuiltinToolName[] | BuiltinToolsOptions, maybeOptions?: BuiltinToolsOptions): WorkerTool[] {
@@ -109,10 +96,7 @@ function resolveBuiltinToolsOptions(options: BuiltinToolsOptions | undefined): R
   return Object.freeze({ realRoot, root, allowWrite: data.allowWrite as boolean, timeoutMs: data.timeoutMs as number });
 }
 
-/**
- * `tool` in another workspace when it is one of the built-in tools (its module theirs), else `undefined`: how the CLI
- * applies `--root` and `--allow-write` to the built-ins of a `--tools` module. What `change` leaves out stays as it was.
- */
+/** How the CLI applies `--root`/`--allow-write` to built-ins of a `--tools` module; `undefined` for other tools. */
 export function rebaseBuiltinTool(tool: unknown, change: { root?: string | undefined; allowWrite?: boolean | undefined }): WorkerTool | undefined {
   if (!isWorkerTool(tool)) return undefined;
   const bare = new URL(tool.moduleUrl);

@@ -1,8 +1,4 @@
-/**
- * The "did you mean" of refusals of unknown names: the known name within a third of `name`'s length in edit distance
- * (1 to 3 edits, swaps count one, case ignored), else the first that holds `name` whole (3 characters or more).
- * @example closestName("confnie", ["tools", "confine"]); // "confine"; closestName("threads", ["maxThreads"]); // "maxThreads"
- */
+/** "Did you mean": a name within a third of `name`'s length in edits (case ignored), else one containing it (3+ characters). */
 export function closestName(name: string, known: Iterable<string>): string | undefined {
   const lowerName = name.toLowerCase();
   const bound = Math.min(3, Math.max(1, Math.floor(name.length / 3)));

@@ -1,7 +1,4 @@
-/**
- * toolpool's option validators, compiled by ajv at build time (scripts/compile-validators.mjs, into dist/validators/),
- * so that importing toolpool compiles nothing and loads no ajv. The schemas stay beside the code they describe.
- */
+/** Option validators compiled at build time (scripts/compile-validators.mjs), so importing toolpool loads no ajv. */
 import { createRequire } from "node:module";
 
 import type { ErrorObject } from "ajv";
@@ -16,7 +13,6 @@ type CompiledValidatorName = "runtime-options" | "resource-limits" | "builtin-to
 
 const require = createRequire(import.meta.url);
 
-/** Loaded once per thread: `require` caches it. */
 export function compiledValidator(name: CompiledValidatorName): CompiledValidator {
   return require(`./validators/${name}.cjs`) as CompiledValidator;
 }

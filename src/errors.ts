@@ -1,58 +1,38 @@
-/**
- * Error codes and the error class. Misuse of the API throws a {@link ToolpoolError}; a tool call's own failure is an
- * error result, with the code in `details.code` for faults pi cannot have. Codes are stable: a retired one is never reused.
- */
+/** Misuse throws a {@link ToolpoolError}; a call's own fault is an error result with `details.code`. Codes are never reused. */
 
-/** Every code, with what it means; docs/errors.md documents each (thrown, or in a result), and a test keeps the two in step. */
+/** docs/errors.md documents each code; a test keeps the two in step. */
 export const errorCodes = {
   TP_ERR_INVALID_OPTION: "an option passed to createRuntime is invalid",
   TP_ERR_INVALID_TOOL: "a tool definition is invalid, or two tools share a name",
   TP_ERR_INVALID_BATCH: "executeToolCalls got something that is not an assistant message",
-  /** The runtime is closed: thrown by `executeToolCalls`, or in the result of a call ended by a forced close. */
   TP_ERR_CLOSED: "the runtime is closed",
   TP_ERR_TOOL_LOAD: "a worker tool's module could not be loaded or lacks the export",
   TP_ERR_WORKER_CRASH: "the worker running the call crashed",
   TP_ERR_WORKER_EXIT: "the worker running the call exited",
   TP_ERR_OUT_OF_MEMORY: "the worker running the call ran out of memory",
-  /** Never given to a call whose tool finished. Result. */
   TP_ERR_TIMEOUT: "the call ran past its timeoutMs and its worker was terminated; it may have had some of its effects",
-  /** Also a fleet call its batch's abort took back from the queue ("was not run"). Result. */
   TP_ERR_ABORTED: "the call ignored the batch's abort past the grace period and its worker was terminated",
-  /** The worker was blocked by work the tool left running; the tool's effects took place. Result. */
   TP_ERR_REPLY_LOST: "the call's tool finished but its worker could not deliver the result; its effects took place",
   TP_ERR_RESULT_NOT_CLONEABLE: "the call's result cannot be structured-cloned",
   TP_ERR_RESULT_TOO_LARGE: "the call's result is larger than maxResultBytes",
   TP_ERR_UNAUTHORIZED: "an HTTP request lacked the server's bearer token",
   TP_ERR_QUEUE_FULL: "the pool's queue is full",
   TP_ERR_FORBIDDEN: "an HTTP request's Host or Origin header is not allowed",
-  /** Died, or cut off from Redis, mid-call. Result. */
   TP_ERR_NODE_LOST: "the fleet node running the call was lost; the call may have run partly or fully",
-  /** Also: the node found the call's coordinator gone (its presence key lapsed). Result. */
   TP_ERR_FLEET_UNAVAILABLE: "Redis is unreachable, or no live fleet node serves the toolset",
   TP_ERR_TOOL_MISMATCH: "the fleet's nodes serve different tools, or another pi, than the coordinator",
-  /** Answered 408 and closed. */
   TP_ERR_HEADERS_TIMEOUT: "an HTTP connection did not complete its request's headers within headersTimeoutMs",
-  /** Event-loop delay, heap or RSS past its limit. */
   TP_ERR_OVERLOADED: "the server is overloaded and answers 503 with Retry-After",
-  /** `toolpool mcp --http`: a new `initialize` is answered 503 with Retry-After. */
   TP_ERR_TOO_MANY_SESSIONS: "every MCP session slot is taken by a session with requests in flight",
-  /** `toolpool mcp --http`: the request was cancelled. JSON-RPC error. */
   TP_ERR_SESSION_CLOSED: "the client closed its MCP session while the request was in flight",
-  /** The message names the package and its `npm install` line; also the pi extension's when it finds no pi. Thrown. */
   TP_ERR_MISSING_PACKAGE: "an optional package that a feature needs is not installed",
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;
 
-/** Marks every ToolpoolError, whichever copy of this module made it. */
 const toolpoolErrorBrand = Symbol.for("toolpool.error");
 
-/**
- * Thrown for misuse of toolpool's API. `code` is stable; match it, not the message.
- * @example
- * try { createRuntime({ pool: { maxThreads: 0 } }); }
- * catch (error) { if (error instanceof ToolpoolError && error.code === "TP_ERR_INVALID_OPTION") … }
- */
+/** Thrown for misuse of toolpool's API; match the stable `code`, not the message. */
 export class ToolpoolError extends Error {
   readonly code: ErrorCode;
 
@@ -63,25 +43,21 @@ export class ToolpoolError extends Error {
     Object.defineProperty(this, toolpoolErrorBrand, { value: true });
   }
 
-  /** Holds for any copy of this module: the package entry is a bundle, while the CLI, `toolpool/mcp` or a second install load their own. */
+  /** Holds across copies of this module (the bundle, the CLI, `toolpool/mcp`, a second install). */
   static override [Symbol.hasInstance](value: unknown): boolean {
     return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[toolpoolErrorBrand] === true;
   }
 }
 
-/**
- * What an `Error` a tool threw in its worker had besides its message: its `name` where not `"Error"`, and its own
- * string, number or boolean fields (a system error's `code`, `errno`, `syscall`, `path`).
- */
+/** A thrown `Error`'s `name` (unless `"Error"`) and own primitive fields (`code`, `errno`…), to cross threads. */
 export interface ThrownErrorFields {
   name?: string;
   fields?: Record<string, string | number | boolean>;
 }
 
-/** Its message is carried otherwise, and its stack is remade where it is thrown again. */
 const unfieldedNames: ReadonlySet<string> = new Set(["message", "stack"]);
 
-/** What can cross to another thread; undefined for a non-`Error` or nothing more. Never throws: a throwing getter is left out. */
+/** Never throws: a throwing getter is left out. */
 export function thrownFieldsOf(error: unknown): ThrownErrorFields | undefined {
   if (!(error instanceof Error)) return undefined;
   const thrown: ThrownErrorFields = {};
@@ -110,7 +86,6 @@ const builtinErrors: Readonly<Record<string, ErrorConstructor>> = {
   URIError,
 };
 
-/** The error a tool threw on another thread, remade (as a built-in subclass where its name is one) with its name and fields. */
 export function errorFromThrown(message: string, thrown: ThrownErrorFields | undefined): Error {
   const builtin = thrown?.name === undefined ? undefined : builtinErrors[thrown.name];
   const error = builtin === undefined ? new Error(message) : new builtin(message);
@@ -122,7 +97,7 @@ export function errorFromThrown(message: string, thrown: ThrownErrorFields | und
   return error;
 }
 
-/** Describes a value for an error message: `` `0` (number) ``. */
+/** `` `0` (number) `` */
 export function describeValue(value: unknown): string {
   let shown: string;
   try {
@@ -145,7 +120,7 @@ export function describeThrown(error: unknown): string {
   }
 }
 
-/** Outcome texts given by more than one part, made once so that a call ended the same way reads the same wherever it ran. */
+/** Shared so that a call ended the same way reads the same wherever it ran. */
 export const outcomeTexts = {
   poolClosed: (tool: string): string => `Tool "${tool}" was not run: the pool is closed`,
   stoppedByForce: (tool: string): string => `Tool "${tool}" was stopped: the runtime was closed by force`,

@@ -1,7 +1,7 @@
 /** The events of a batch (pi's shapes, unchanged) and the runtime-wide events. */
 import type { AgentToolResult, BatchOutcome, ToolResultMessage } from "./types.js";
 
-/** Emitted when a call enters preparation; `args` are the raw call arguments. */
+/** `args` are the raw call arguments. */
 export interface ToolExecutionStartEvent {
   type: "tool_execution_start";
   toolCallId: string;
@@ -9,7 +9,6 @@ export interface ToolExecutionStartEvent {
   args: unknown;
 }
 
-/** Emitted for every partial result a tool sends while it runs. */
 export interface ToolExecutionUpdateEvent {
   type: "tool_execution_update";
   toolCallId: string;
@@ -18,18 +17,18 @@ export interface ToolExecutionUpdateEvent {
   partialResult: AgentToolResult<unknown>;
 }
 
-/** Emitted once per call, when its result is final (completion order in a parallel batch). */
+/** Once per call, in completion order. */
 export interface ToolExecutionEndEvent {
   type: "tool_execution_end";
   toolCallId: string;
   toolName: string;
   result: AgentToolResult<unknown>;
   isError: boolean;
-  /** pi 1.6: milliseconds the tool's execution took (worker tools: on their thread); absent for a call that did not run. */
+  /** pi 1.6: absent for a call that did not run; worker tools measure on their thread. */
   durationMs?: number;
 }
 
-/** Emitted for each tool result message, in call order, after every call finished. */
+/** In call order, after every call finished. */
 export interface MessageStartEvent {
   type: "message_start";
   message: ToolResultMessage;
@@ -40,24 +39,21 @@ export interface MessageEndEvent {
   message: ToolResultMessage;
 }
 
-/** Any event a batch emits, exactly as pi's agent loop emits it. */
 export type BatchEvent = ToolExecutionStartEvent | ToolExecutionUpdateEvent | ToolExecutionEndEvent | MessageStartEvent | MessageEndEvent;
 
-/** The sink of a batch's events; awaited like pi awaits its `emit`. */
+/** Awaited like pi awaits its `emit`. */
 export type EmitFunction = (event: BatchEvent) => void | Promise<void>;
 
 export interface EventMeta {
   /** Unique within the runtime (`"b1"`, `"b2"`, …). */
   batchId: string;
-  /** On `tool_execution_end` of an executed call: milliseconds it waited for a thread (0 inline); absent if it ended in preparation. */
+  /** On `tool_execution_end` of an executed call; 0 inline. */
   queueWaitMs?: number;
-  /** On `tool_execution_end` of an executed call: milliseconds it ran. */
   runMs?: number;
-  /** On `tool_execution_end` of a worker call that reached a thread: that thread's id. */
+  /** On `tool_execution_end` of a worker call that reached a thread. */
   threadId?: number;
-  /** On `tool_execution_end` of a call run by a node of a fleet: that node. */
+  /** On `tool_execution_end` of a fleet call. */
   node?: string;
-  /** On every event of a batch with a `sessionKey`: that key. */
   sessionKey?: string;
 }
 
@@ -70,10 +66,7 @@ export interface BatchEndEvent extends BatchOutcome {
   type: "batch_end";
 }
 
-/**
- * The events of `runtime.on(...)`. `listener_error`: a listener threw (it never breaks a batch); `pool_error`: a worker
- * failure that belonged to no call; `fleet_call`: a remote call's end, for metrics.
- */
+/** `listener_error`: a listener threw (never breaks a batch); `pool_error`: a worker failure of no call. */
 export interface RuntimeEvents {
   tool_execution_start: (event: ToolExecutionStartEvent, meta: EventMeta) => void;
   tool_execution_update: (event: ToolExecutionUpdateEvent, meta: EventMeta) => void;
@@ -87,7 +80,6 @@ export interface RuntimeEvents {
   fleet_call: (record: RemoteCallRecord) => void;
 }
 
-/** The record of a `fleet_call` event. */
 export interface RemoteCallRecord {
   tool: string;
   /** `ok`, `error`, or the fault's code in lower case (`tp_err_node_lost`). */

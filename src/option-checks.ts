@@ -1,7 +1,4 @@
-/**
- * The option checks' parts every options module shares: the largest timer, the `TP_ERR_INVALID_OPTION` errors, the
- * refusal of unknown options. A leaf, so that no options module imports another for these.
- */
+/** Option-check parts every options module shares; a leaf, so no options module imports another. */
 import type { ErrorObject } from "ajv";
 
 import { closestName } from "./closest-name.js";
@@ -52,12 +49,7 @@ export function invalidOption(name: string, expected: string, received: unknown)
   return new ToolpoolError("TP_ERR_INVALID_OPTION", `Expected \`${name}\` to be ${expected}, got ${describeValue(received)}`);
 }
 
-/**
- * Refuses the first unknown key of `options` (under `path`), naming the closest known one: a misspelt option is never
- * ignored in silence. `code`: `workerTool` throws `TP_ERR_INVALID_TOOL` for every fault of a definition.
- * @example
- * refuseUnknownOptions({ workspace: "/w", confnie: true }, ["workspace", "confine"]); // Unknown option `confnie`; did you mean `confine`?
- */
+/** A misspelt option is never ignored in silence; `code` lets `workerTool` throw `TP_ERR_INVALID_TOOL`. */
 export function refuseUnknownOptions(
   options: object,
   known: readonly string[],

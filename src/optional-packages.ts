@@ -1,7 +1,4 @@
-/**
- * The server, MCP and the fleet need packages listed as optional peer dependencies, so that a library-only install stays
- * light; a feature whose packages are missing fails on first use with `TP_ERR_MISSING_PACKAGE` and the install line.
- */
+/** Optional peer dependencies keep a library-only install light; a missing one fails on first use with its install line. */
 import { createRequire } from "node:module";
 
 import { ToolpoolError } from "./errors.js";
@@ -15,7 +12,6 @@ export const optionalPackages = Object.freeze({
 
 type OptionalFeature = keyof typeof optionalPackages;
 
-/** The `npm install` line of `feature`'s packages. */
 export function installLine(feature: OptionalFeature): string {
   const { packages } = optionalPackages[feature];
   return `npm install ${Object.entries(packages)
@@ -33,7 +29,6 @@ export function isPackageMissing(error: unknown, name: string): boolean {
 
 const require = createRequire(import.meta.url);
 
-/** Those that cannot be resolved from toolpool's folder. */
 function missingOf(feature: OptionalFeature): string[] {
   return Object.keys(optionalPackages[feature].packages).filter((name) => {
     try {
@@ -61,7 +56,6 @@ function missingPackageError(feature: OptionalFeature, name: string, cause?: unk
   );
 }
 
-/** A missing package throws {@link missingPackageError}. */
 export function requireOptional<T>(feature: OptionalFeature, name: string): T {
   try {
     return require(name) as T;

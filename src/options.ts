@@ -11,7 +11,6 @@ import type { AfterToolCallHook, AgentTool, BeforeToolCallHook, ToolExecutionMod
 import { findTooSmallResourceLimit } from "./contracts/minimum-resource-limits.js";
 import type { WorkerResourceLimits, WorkerTool } from "./contracts/worker-tool.js";
 
-/** Which pi's rules a runtime follows: see {@link RuntimeOptions.pi}. */
 export type PiVersion = "0.73" | "1.6";
 
 /** The oldest Node that pi 1.6 runs on: its packages' `engines`. */
@@ -26,10 +25,8 @@ export function supportsPi16(version: string = process.versions.node): boolean {
   return true;
 }
 
-/** A tool a runtime can execute: a pi `AgentTool` (inline) or a {@link WorkerTool}. */
 export type ToolDefinition = AgentTool | WorkerTool;
 
-/** Options of the worker-thread pool. */
 export interface PoolOptions {
   /** Most worker threads; further worker calls wait in the queue. @default os.availableParallelism() */
   maxThreads?: number;
@@ -55,14 +52,10 @@ export interface PoolOptions {
   scheduling?: "fair" | "fifo";
 }
 
-/** Options of {@link createRuntime}. */
 export interface RuntimeOptions {
-  /** The tools of this runtime: inline pi `AgentTool`s and/or `workerTool(...)` definitions. @default [] */
+  /** Inline pi `AgentTool`s and/or `workerTool(...)` definitions. @default [] */
   tools?: readonly ToolDefinition[];
-  /**
-   * Which pi's rules a batch follows: `"0.73"` (`@mariozechner/pi-agent-core` 0.73.1) or `"1.6"`
-   * (`@earendil-works/pi-agent-core` 1.6.0, which needs Node >= 22.19). @default "0.73"
-   */
+  /** Which pi's rules batches follow: 0.73.1 or 1.6.0 (Node >= 22.19). @default "0.73" */
   pi?: PiVersion;
   /** How a batch runs, as pi's `toolExecution`. @default "parallel" */
   toolExecution?: ToolExecutionMode;
@@ -77,19 +70,12 @@ export interface RuntimeOptions {
   tracing?: boolean;
   /** Runs worker calls on a fleet of nodes (`toolpool node`) through Redis; see docs/fleet.md. @default undefined (local pool only) */
   fleet?: FleetOptions;
-  /**
-   * Most calls of a tool executing at once, by tool name, nested calls included; a call over its cap waits, never fails,
-   * and pi's order of events is kept. Wins over `workerTool({ maxConcurrency })`. @default {}
-   */
+  /** Most calls of a tool (by name, nested included) executing at once; over it a call waits. Wins over the tool's own. @default {} */
   maxConcurrency?: Readonly<Record<string, number>>;
-  /**
-   * Most calls of one session (`sessionKey`; a batch without one is its own) executing at once, across its batches and
-   * nested calls; `pool.maxRunningPerSession` counts threads instead. @default undefined (no cap)
-   */
+  /** Most calls of one session executing at once, across its batches (`pool.maxRunningPerSession` counts threads). @default undefined (no cap) */
   maxConcurrencyPerSession?: number;
 }
 
-/** Pool options after defaults; frozen. */
 export interface ResolvedPoolOptions {
   readonly maxThreads: number;
   readonly minThreads: number;
@@ -122,7 +108,6 @@ export interface ResolvedRuntimeOptions {
 
 const positiveMb = { type: "number", exclusiveMinimum: 0 };
 
-/** The schema of `resourceLimits`, for the pool and for a worker tool. */
 export const resourceLimitsSchema = {
   type: "object",
   additionalProperties: false,

@@ -1,12 +1,4 @@
-/**
- * The runtime: the public facade behind `executeToolCalls`, `runToolCall`
- * and `agentTools`, and its life (close, stats, diagnosis). What it is made
- * of lives in `runtime/`: the composition (`compose.ts`), the pools and which
- * one runs a tool (`pool-router.ts`), the `AgentTool` adapter and the event
- * bus; the work a batch does lives in `coordinator/`, `workers/` and `fleet/`.
- *
- * @module
- */
+/** The runtime's public facade; its parts live in `runtime/`, a batch's work in `coordinator/`, `workers/` and `fleet/`. @module */
 import { EventEmitter } from "eventemitter3";
 
 import type { FleetStats, PoolDiagnosis, PoolStats } from "./contracts/pool-contract.js";
@@ -34,48 +26,31 @@ import type { AgentContext, AgentTool, AgentToolResult, AgentToolUpdateCallback,
 
 export type { CapWait };
 
-/** Options of one `executeToolCalls` call. */
 export interface ExecuteOptions {
   /** Handed to hooks as `context`, with `tools` filled in. @default { systemPrompt: "", messages: [] } */
   context?: { systemPrompt?: string; messages?: unknown[] };
   /** Aborts the batch: hooks and inline tools get it as in pi; worker tools get a cooperative `ctx.signal`, then termination. */
   signal?: AbortSignal;
-  /** Receives every event of the batch, awaited like pi awaits its sink. */
+  /** Receives the batch's events; awaited as pi awaits its sink. */
   emit?: EmitFunction;
-  /**
-   * The agent session the batch belongs to. Worker calls of different
-   * sessions take turns on the pool (round-robin, weighted by each tool's
-   * `cost`), so one session's long batch does not hold up every other
-   * session's next turn; a session's own calls start in their order. A
-   * non-empty string of at most 256 characters.
-   * @default undefined (the batch is a session of its own)
-   */
+  /** Worker calls of different sessions take turns on the pool (at most 256 characters). @default undefined (a session of its own) */
   sessionKey?: string;
-  /**
-   * Most calls of this batch executing at once (nested calls its tools make
-   * through `runtime.runToolCall` included). A call over it waits for a
-   * slot and never fails for it; start events, end events (in completion
-   * order) and messages (in the model's order) keep pi's order. An integer >= 1.
-   * @default undefined (no cap)
-   */
+  /** Most calls of this batch (nested `runToolCall`s included) executing at once; a call over it waits. @default undefined (no cap) */
   maxConcurrency?: number;
 }
 
-/** Options of {@link Runtime.runToolCall}. */
 export interface RunToolCallOptions {
   /** The assistant message the call belongs to, as the hooks see it. @default a message holding only the call */
   assistantMessage?: AssistantMessage;
   /** Handed to hooks as `context`, with `tools` filled in. @default { systemPrompt: "", messages: [] } */
   context?: { systemPrompt?: string; messages?: unknown[] };
-  /** Aborts the call, as a batch's signal does. */
   signal?: AbortSignal;
   /** Receives the call's partial results (pi 1.6: only those sent before the tool settled). */
   onUpdate?: AgentToolUpdateCallback;
-  /** The session a worker call takes turns as; see {@link ExecuteOptions.sessionKey}. */
+  /** See {@link ExecuteOptions.sessionKey}. */
   sessionKey?: string;
 }
 
-/** What {@link Runtime.runToolCall} resolves with: the call's final result, as pi 1.6's `runToolCall` gives it. */
 export interface ToolCallOutcome {
   toolCall: ToolCall;
   result: AgentToolResult<unknown>;
@@ -84,44 +59,27 @@ export interface ToolCallOutcome {
   durationMs?: number;
 }
 
-/** What {@link Runtime.diagnose} returns. */
 export interface RuntimeDiagnosis {
   /** The shared pool (`"shared"`), one per named pool (`"pool:NAME"`, see `workerTool({ pool })`) and one per worker tool with resource limits of its own (the tool's name). */
   pools: ({ pool: string } & PoolDiagnosis)[];
 }
 
-/**
- * A tool runtime: executes the tool calls of assistant messages with pi's
- * semantics, running worker tools on a Piscina pool. Create it with
- * {@link createRuntime}; close it when done.
- *
- * It is also an event emitter of every batch's events, with `meta.batchId`.
- */
+/** Executes assistant messages' tool calls with pi's semantics; also emits every batch's events, with `meta.batchId`. */
 export class Runtime extends EventEmitter<RuntimeEvents> {
   readonly #options: ResolvedRuntimeOptions;
-  /** The rules of the runtime's pi, where 0.73.1 and 1.6.0 differ. */
   readonly #rules: PiRules;
   readonly #registry: ReadonlyMap<string, RegisteredTool>;
   readonly #caps: RuntimeCaps;
-  /** Whether a call ever ran capped: until one did, no call can be a capped call's child, and none looks. */
+  /** Until a call ran capped, none can be a capped call's child, and none looks. */
   #hasRunCapped = false;
-  /** The pools, and which one runs each worker tool. */
   readonly #router: PoolRouter;
-  /**
-   * The pools' lifecycle events, the fleet's included: calls `queued`,
-   * `started`, `ended`, each with its batch and session
-   * (`runtime.poolEvents.on(listener)`), and local threads `ready`, `exited`
-   * (`onThread`, with `threads()` for the threads there are).
-   */
+  /** The pools' call and thread lifecycle events, the fleet's included. */
   readonly poolEvents: PoolEventSource;
-  /** The runtime's own listeners, as batches and pools publish to them. */
   readonly #events = new EventBus(this);
-  /** Stopped by `close({ force: true })`: inline calls still running are then no longer awaited. */
   readonly #forceStop = new ForceStop();
-  /** Batches under way (capped `agentTools()` calls too), and what `close()` waits on until there are none. */
+  /** Capped `agentTools()` calls count too: `close()` waits for them. */
   #runningBatches = 0;
   #idle: Deferred<void> | undefined;
-  /** What every batch needs of the runtime; made once, not per batch. */
   readonly #batchServices: BatchServices = {
     poolFor: (tool) => this.#router.poolFor(tool),
     forceStop: this.#forceStop,
@@ -129,17 +87,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     hasListeners: () => this.#events.hasBatchListeners(),
     now: () => this.#options.clock.now(),
   };
-  /**
-   * `@opentelemetry/api` and toolpool's tracer, once a batch found tracing on,
-   * the API installed and a tracer provider or context manager registered.
-   */
   #tracing: { api: OtelApi; tracer: OtelTracer; poolSpans: PoolSpanEvents } | undefined;
   #agentTools: AgentTool[] | undefined;
-  /** What {@link agentTools} gives where the runtime has caps: the tools, their calls counted against them. */
   #cappedAgentTools: AgentTool[] | undefined;
   #batchCount = 0;
   #closing: Promise<void> | undefined;
-  /** What the tools' sets opened for this runtime, released once it has closed. */
   readonly #releases: (() => Promise<void>)[];
 
   constructor(options?: RuntimeOptions) {
@@ -157,87 +109,43 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     this.poolEvents = createPoolEventRelay(parts.router.eventPools);
   }
 
-  /** The validated options, defaults applied; frozen. */
   get options(): ResolvedRuntimeOptions {
     return this.#options;
   }
 
-  /** The fleet as this runtime sees it; `undefined` without the `fleet` option. */
   get fleetStats(): FleetStats | undefined {
     return this.#router.fleetStats;
   }
 
-  /** Whether `close()` has been called. */
   get isClosed(): boolean {
     return this.#closing !== undefined;
   }
 
-  /**
-   * The state of the worker pools (the shared one and any a tool with its own
-   * resource limits has), added up; `undefined` when the runtime has no worker tools.
-   */
+  /** All worker pools added up; `undefined` without worker tools. */
   get poolStats(): PoolStats | undefined {
     return this.#router.poolStats;
   }
 
-  /**
-   * The calls waiting for a cap now (`maxConcurrency` of a tool or a batch,
-   * `maxConcurrencyPerSession`), first come first: their start event is out,
-   * their tool has not started, and no pool has seen them. Empty in a
-   * runtime without caps. For a live view or a metric; each call is a copy.
-   *
-   * @example
-   * ```ts
-   * for (const wait of runtime.capWaits()) console.log(wait.tool, wait.toolCallId, Date.now() - wait.since);
-   * ```
-   */
+  /** Copies of the calls waiting for a cap now (started, not yet handed to a pool), first come first. */
   capWaits(): CapWait[] {
     const waits: CapWait[] = [];
     for (const claim of this.#caps.gate.waitingClaims()) if (claim.wait !== undefined) waits.push({ ...(claim.wait as CapWait) });
     return waits;
   }
 
-  /**
-   * Whether a call of the tool named `toolName`, handed to its pool now,
-   * would end at once with `TP_ERR_QUEUE_FULL`. Its pool decides, by the
-   * rule it applies to every call: the shared pool, the pool of a tool with
-   * resource limits of its own, or the fleet. `false` for an inline tool, a
-   * name the runtime does not know, and once the runtime is closed (its
-   * calls then end with `TP_ERR_CLOSED`).
-   *
-   * @example
-   * ```ts
-   * // Refuse work up front, as `toolpool serve` answers 429.
-   * if (names.some((name) => runtime.isQueueFull(name))) return retryLater();
-   * ```
-   */
+  /** Whether a call of that tool handed to its pool now would end with `TP_ERR_QUEUE_FULL`; false for inline or unknown tools and once closed. */
   isQueueFull(toolName: string): boolean {
     const entry = this.#registry.get(toolName);
     if (entry === undefined || entry.kind !== "worker" || this.isClosed) return false;
     return this.#router.poolFor(entry.tool).isQueueFull();
   }
 
-  /**
-   * The inner state of every worker pool, for diagnosing a stall: its Piscina
-   * instances and threads, and each call not yet settled (waiting or running,
-   * and where). Not for polling on a hot path: it copies everything.
-   */
+  /** Every pool's inner state, for diagnosing a stall; copies everything, so not for polling. */
   diagnose(): RuntimeDiagnosis {
     return { pools: this.#router.diagnose() };
   }
 
-  /**
-   * Executes the tool calls of one assistant message: one end event and one
-   * result message per call, whatever happens to it. Rejects only for misuse
-   * (`TP_ERR_CLOSED`, `TP_ERR_INVALID_BATCH`) or when `emit` throws (as pi).
-   *
-   * @example
-   * ```ts
-   * const { messages, terminate } = await runtime.executeToolCalls(assistantMessage, {
-   *   emit: (event) => console.log(event.type),
-   * });
-   * ```
-   */
+  /** One end event and one result message per call, whatever happens; rejects only for misuse or when `emit` throws (as pi). */
   executeToolCalls(assistantMessage: AssistantMessage, options: ExecuteOptions = {}): Promise<BatchOutcome> {
     if (this.#closing !== undefined) {
       return Promise.reject(new ToolpoolError("TP_ERR_CLOSED", "executeToolCalls was called after close()"));
@@ -274,22 +182,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     );
   }
 
-  /**
-   * Runs one tool call through prepare (validation, `beforeToolCall`),
-   * execute and `afterToolCall`, with the runtime's tools, hooks and pi's
-   * rules, and emits no event and adds no message: pi 1.6's `runToolCall`.
-   * Tools that call other tools use it, so that the hooks (permission checks,
-   * say) apply to those calls too. Resolves with the call's final result;
-   * never rejects for the call's own failures (unknown tool, invalid
-   * arguments, a block, a throw, a fault of its worker are `isError`
-   * results). Rejects with `TP_ERR_CLOSED` after `close()` and
-   * `TP_ERR_INVALID_BATCH` for a malformed call or options.
-   *
-   * @example
-   * ```ts
-   * const { result, isError } = await runtime.runToolCall({ type: "toolCall", id: "c1", name: "grep", arguments: { pattern: "TODO" } });
-   * ```
-   */
+  /** pi 1.6's `runToolCall`, with hooks but no events, so tools calling tools stay under the hooks; rejects only for misuse. */
   runToolCall(toolCall: ToolCall, options: RunToolCallOptions = {}): Promise<ToolCallOutcome> {
     if (this.#closing !== undefined) {
       return Promise.reject(new ToolpoolError("TP_ERR_CLOSED", "runToolCall was called after close()"));
@@ -303,7 +196,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
       if (onUpdate !== undefined && typeof onUpdate !== "function") {
         throw new ToolpoolError("TP_ERR_INVALID_BATCH", `Expected \`onUpdate\` to be a function, got ${describeValue(onUpdate)}`);
       }
-      // No sink: the call emits no event (runToolCall never delivers any).
       const coordinator = new BatchCoordinator(this.#batchScope(batchId, assistantMessage, { context, signal, sessionKey }, undefined));
       this.#runningBatches += 1;
       return coordinator.runToolCall(toolCall, onUpdate ?? ignoreUpdate).then(
@@ -321,7 +213,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     }
   }
 
-  /** Everything a batch (or one call of `runToolCall`) needs of the runtime. */
   #batchScope(batchId: string, assistantMessage: AssistantMessage, options: ExecuteOptions, trace: BatchTrace | undefined): BatchScope {
     const { beforeToolCall, afterToolCall } = this.#options;
     // Without a key the batch is a session of its own: a value no other batch holds.
@@ -350,19 +241,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     };
   }
 
-  /**
-   * pi `AgentTool`s for every tool of this runtime, so that a pi `Agent` can
-   * use the pool directly: inline tools as they are, worker tools as tools
-   * whose execute dispatches to the pool (a failure throws, with `code` set for
-   * toolpool's faults). Where the runtime has caps (`maxConcurrency`,
-   * `maxConcurrencyPerSession`), their calls count against them as a
-   * batch's calls do, each call a batch and a session of its own (its
-   * parent's, when a capped call's execute makes it); inline tools then
-   * come back behind a proxy whose execute waits for its slots.
-   */
+  /** pi `AgentTool`s whose worker tools dispatch to the pool; under caps, each call counts as a batch of its own. */
   agentTools(): AgentTool[] {
     if (!hasRuntimeCaps(this.#caps)) return [...this.#frozenAgentTools()];
-    // Their calls count against the caps, as a batch's do.
     this.#cappedAgentTools ??= [...this.#registry.values()].map((entry) =>
       entry.kind === "inline"
         ? toCappedInlineTool(entry.tool, this.#runCapped)
@@ -371,11 +252,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     return [...this.#cappedAgentTools];
   }
 
-  /**
-   * Runs one call made through {@link agentTools} under the runtime's caps:
-   * a batch of its own, a session of its own, or its parent's where a capped
-   * call's execute made it.
-   */
   readonly #runCapped: CappedRun = (toolName, toolCallId, run) => {
     const { caps } = batchCapsOf(this.#caps, this.#hasRunCapped, undefined, undefined, () => Symbol(toolCallId));
     if (caps !== undefined) this.#hasRunCapped = true;
@@ -400,15 +276,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     return this.#agentTools;
   }
 
-  /**
-   * Stops accepting batches (`executeToolCalls` then rejects with
-   * `TP_ERR_CLOSED`), lets the running ones finish, then stops every worker
-   * thread. With `force: true`, every call still executing ends at once with a
-   * `TP_ERR_CLOSED` error result (worker threads are terminated; an inline
-   * tool's promise is no longer awaited), and its batch goes on to deliver
-   * its end events and messages. Safe to call again, also to force a close
-   * already under way.
-   */
+  /** Lets running batches finish, then stops the threads; `force` ends running calls with `TP_ERR_CLOSED` results. Safe to call again. */
   close(options: { force?: boolean } = {}): Promise<void> {
     if (options.force) this.#forceStop.stop();
     const { pools } = this.#router;
@@ -422,22 +290,16 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
     return options.force ? closing : this.#closing;
   }
 
-  /**
-   * Whether this batch gets a span: tracing on and `@opentelemetry/api`
-   * registered with. The API is loaded by the first batch that finds it so,
-   * not before: an application that never sets OpenTelemetry up never loads it.
-   */
+  /** Loads `@opentelemetry/api` only once a batch finds it registered. */
   #isTracing(): boolean {
     if (this.#tracing === undefined && this.#options.tracing && isOtelRegistered()) {
       const api = loadOtelApi();
-      // The global provider's tracer: a proxy that follows the provider
-      // registered at any time, so one taken now serves later ones too.
+      // A proxy tracer: it follows providers registered later too.
       if (api !== undefined) this.#tracing = { api, tracer: api.trace.getTracer(tracerName), poolSpans: new PoolSpanEvents(this.poolEvents) };
     }
     return this.#tracing !== undefined;
   }
 
-  /** The batch's span under the caller's active context, or `undefined` when it is not recorded. */
   #startBatchTrace(batchId: string, assistantMessage: AssistantMessage, options: ExecuteOptions): BatchTrace | undefined {
     const { api, tracer, poolSpans } = this.#tracing!;
     return BatchTrace.start(
@@ -460,9 +322,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> {
 }
 
 /**
- * Creates a tool runtime. Throws `TP_ERR_INVALID_OPTION` or
- * `TP_ERR_INVALID_TOOL` for bad options or tools.
- *
+ * Throws `TP_ERR_INVALID_OPTION` or `TP_ERR_INVALID_TOOL` for bad options or tools.
  * @example
  * ```ts
  * import { createRuntime, workerTool } from "toolpool";
@@ -480,8 +340,6 @@ export function createRuntime(options?: RuntimeOptions): Runtime {
 
 const ignoreUpdate = (): void => {};
 
-/** The instrumentation scope of toolpool's spans. */
 const tracerName = "toolpool";
 
-/** The context of batches that have no hook to hand it to. */
 const emptyContext: AgentContext = Object.freeze({ systemPrompt: "", messages: Object.freeze([]) as unknown as unknown[], tools: [] });

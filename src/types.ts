@@ -1,7 +1,4 @@
-/**
- * Public types. The message, tool and hook shapes are pi's (0.73.1, with pi 1.6.0's fields marked), declared
- * structurally so that pi's values can be passed in and toolpool's handed to pi.
- */
+/** Public types: pi's shapes (pi 1.6 fields marked), declared structurally so values pass both ways. */
 
 export interface TextContent {
   type: "text";
@@ -43,7 +40,6 @@ export interface AssistantMessage {
   [field: string]: any;
 }
 
-/** A JSON value (pi 1.6's `JsonValue`). */
 export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { [key: string]: JsonValue };
 
 /** Token usage and cost of a tool's own model calls (pi-ai 1.6's `Usage`). */
@@ -69,7 +65,6 @@ export interface Usage {
   [field: string]: any;
 }
 
-/** What a tool returns: pi's `AgentToolResult`. */
 export interface AgentToolResult<TDetails = unknown> {
   content: (TextContent | ImageContent)[];
   details: TDetails;
@@ -85,14 +80,13 @@ export interface AgentToolResult<TDetails = unknown> {
 
 export type AgentToolUpdateCallback<TDetails = unknown> = (partialResult: AgentToolResult<TDetails>) => void;
 
-/** Per-call execution mode override, as in pi. */
 export type ToolExecutionMode = "sequential" | "parallel";
 
 /** A JSON Schema of a tool's arguments (TypeBox, pi 0.73.1's `TSchema`, pi 1.6.0's `object` parameters). */
 // Only an `any` index signature accepts interfaces such as TypeBox's TSchema.
 export type JsonSchema = { [keyword: string]: any };
 
-/** A tool that runs on the main thread, exactly as in pi: pi's `AgentTool`. */
+/** A tool that runs on the main thread, as in pi. */
 export interface AgentTool<TArgs = any, TDetails = any> {
   name: string;
   label: string;
@@ -112,7 +106,6 @@ export interface AgentTool<TArgs = any, TDetails = any> {
   outputSchema?: object;
 }
 
-/** The `ctx` a worker tool's execute function receives inside its worker thread. */
 export interface WorkerToolContext<TDetails = unknown> {
   toolCallId: string;
   /** Aborted with the batch; backed by shared memory, so a synchronous loop polling `signal.aborted` sees it without yielding. */
@@ -121,36 +114,24 @@ export interface WorkerToolContext<TDetails = unknown> {
   onUpdate: AgentToolUpdateCallback<TDetails>;
   /** The call's `execute_tool` span (W3C `traceparent`) when traced; with `@opentelemetry/api` it is the active context too. */
   traceparent?: string;
-  /** What the tool's `context` function computed for this call on the main thread (see `workerTool`). */
+  /** What the tool's `context` function computed on the main thread. */
   context?: unknown;
-  /**
-   * Runs `exportName` of the tool's module as `exportName(input, ctx)` per input (at most 64) on threads idle at the
-   * request, resolving with one outcome per input, in order. An input that finds no idle thread is not run
-   * (`ran: false`): the caller must be able to do that work itself. A failing part is an outcome, never the call's
-   * failure; parts abort with the call, are stopped when it ends, and cannot spread further. Absent outside a toolpool pool.
-   */
+  /** Runs `exportName(input, ctx)` per input on idle threads only; an input not run (`ran: false`) is the caller's to do. */
   spread?<TOutput = unknown>(exportName: string, inputs: readonly unknown[]): Promise<SpreadOutcome<TOutput>[]>;
-  /**
-   * True once this call runs as a part of a spread call and another session's calls wait for a thread: return what
-   * you have at the next step (grep's parts stop before their next file). A part not returned within the pool's
-   * `abortGraceMs` is preempted (`TP_ERR_ABORTED`). One shared-memory read: cheap to poll. Absent outside a toolpool pool.
-   */
+  /** True when a spread part should return what it has (another session waits); cheap to poll. */
   shouldYield?(): boolean;
 }
 
-/** One part's outcome in {@link WorkerToolContext.spread}. */
 export type SpreadOutcome<TOutput = unknown> =
   | { ok: true; value: TOutput }
   /** `ran`: false when the part never started. */
   | { ok: false; error: string; ran: boolean };
 
-/** The function a worker tool module exports; runs inside a worker thread. */
 export type WorkerToolExecute<TArgs = any, TDetails = any> = (
   args: TArgs,
   ctx: WorkerToolContext<TDetails>,
 ) => Promise<AgentToolResult<TDetails>> | AgentToolResult<TDetails>;
 
-/** pi's `AgentContext`, handed to hooks. */
 export interface AgentContext {
   /** `""` unless given; optional, as pi 1.6's context has none. */
   systemPrompt?: string;

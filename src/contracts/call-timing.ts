@@ -1,7 +1,7 @@
 /** When a worker call waited and ran, on the pool's clock (ms); `startedAt` and `threadId` absent if it never reached a thread. */
 export interface CallTiming {
   submittedAt: number;
-  /** When a thread was picked for it: the end of its queue wait. */
+  /** The end of its queue wait. */
   startedAt?: number;
   endedAt: number;
   threadId?: number;

@@ -3,7 +3,6 @@ import type { ErrorObject } from "ajv";
 import { compiledValidator } from "../compiled-validators.js";
 import { invalidOption, invalidOptionFromSchema, maxTimerMs } from "../option-checks.js";
 
-/** Options of a runtime's fleet: where its remote worker calls go. */
 export interface FleetOptions {
   /** A `redis://host:port[/db]` URL. */
   redis: string;
@@ -27,7 +26,6 @@ export interface FleetOptions {
   prefix?: string;
 }
 
-/** Fleet options after defaults; frozen. */
 export interface ResolvedFleetOptions {
   readonly redis: string;
   readonly remote: "all" | readonly string[];

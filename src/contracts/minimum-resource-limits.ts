@@ -1,11 +1,4 @@
-/**
- * Limits too small to start a worker kill the whole process (Node 22+ aborts
- * deserializing V8's snapshot; a tiny stack crashes any Node), which no pool
- * can catch, so they are refused up front. Floors: docs/node-versions.md.
- *
- * @module
- */
-/** The smallest value toolpool accepts for each limit that has a floor, in MiB. */
+/** Limits too small to start a worker kill the whole process, uncatchably, so they are refused up front (docs/node-versions.md). @module */
 export const minimumResourceLimits = Object.freeze({
   maxOldGenerationSizeMb: 16,
   stackSizeMb: 1,

@@ -1,9 +1,4 @@
-/**
- * What the coordinator hands a pool and gets back; the local and the fleet's
- * pool both keep it, so the coordinator never learns where a call runs.
- *
- * @module
- */
+/** The coordinator–pool contract, kept by local and fleet pools alike, so the coordinator never learns where a call runs. @module */
 import type { ErrorCode, ThrownErrorFields } from "../errors.js";
 import type { CallTiming } from "./call-timing.js";
 import type { AgentToolResult } from "../types.js";
@@ -33,7 +28,7 @@ export interface PartCaps {
 }
 
 export interface ToolCallPool {
-  /** Resolves with the outcome; never rejects. */
+  /** Never rejects. */
   run(request: WorkerCallRequest): Promise<WorkerCallOutcome>;
   readonly stats: PoolStats;
   /** Whether `run` now would end with `TP_ERR_QUEUE_FULL`: the pool's own admission rule, kept in one place. */
@@ -58,7 +53,6 @@ export interface PoolStats {
   /** Share (0..1) of `maxThreads` × the last 10 s that threads spent on calls. */
   utilization: number;
   sessionsWaiting: number;
-  /** 0 when none waits. */
   longestWaitMs: number;
 }
 
@@ -82,7 +76,6 @@ export interface PoolCallDiagnosis {
   isLoading?: boolean;
 }
 
-/** The pool's inner state, for diagnosing a stall. */
 export interface PoolDiagnosis {
   /** Piscina instances alive, the current one last. */
   generations: {

@@ -1,9 +1,4 @@
-/**
- * The pool's lifecycle events. Nothing is paid when nobody listens: a pool
- * checks {@link PoolEventSource.isObserved} before it makes an event object.
- *
- * @module
- */
+/** Pool lifecycle events; a pool checks {@link PoolEventSource.isObserved} first, so nobody listening costs nothing. @module */
 import type { ErrorCode } from "../errors.js";
 import type { CallTiming } from "./call-timing.js";
 import type { WorkerCallOutcome } from "./pool-contract.js";
@@ -18,7 +13,6 @@ export interface PoolCallEventBase {
   sessionKey: string | undefined;
   toolCallId: string;
   tool: string;
-  /** The runtime's clock, milliseconds. */
   at: number;
 }
 
@@ -87,17 +81,7 @@ export interface PoolThreadEntry {
   running?: PoolCallStartedEvent;
 }
 
-/**
- * Pool-event listeners: a pool's own, or the runtime's aggregate (`runtime.poolEvents`).
- * @example
- * ```ts
- * const onPool = (event: PoolCallEvent) => {
- *   if (event.type === "ended") console.log(event.batchId, event.toolCallId, event.outcome, event.threadId);
- * };
- * runtime.poolEvents.on(onPool);
- * runtime.poolEvents.off(onPool);
- * ```
- */
+/** A pool's own listeners, or the runtime's aggregate (`runtime.poolEvents`). */
 export class PoolEventSource {
   readonly #listeners = new Set<PoolCallListener>();
   readonly #threadListeners = new Set<PoolThreadListener>();
@@ -110,7 +94,6 @@ export class PoolEventSource {
     this.#listThreads = listThreads;
   }
 
-  /** Check it before making an event. */
   get isObserved(): boolean {
     return this.#listeners.size + this.#threadListeners.size !== 0;
   }
@@ -144,7 +127,6 @@ export class PoolEventSource {
     if (this.#threadListeners.delete(listener)) this.#observed(-1);
   }
 
-  /** A throwing listener never reaches the pool. */
   emit(event: PoolCallEvent): void {
     for (const listener of this.#listeners) deliver(listener, event);
   }

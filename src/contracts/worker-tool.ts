@@ -7,7 +7,6 @@ import { maxTimerMs, refuseUnknownOptions } from "../option-checks.js";
 import type { JsonSchema, ToolExecutionMode } from "../types.js";
 import { findTooSmallResourceLimit } from "./minimum-resource-limits.js";
 
-/** JS heap limits of each worker thread (Node's `resourceLimits`). */
 export interface WorkerResourceLimits {
   /** MiB; at least 16 (see `minimumResourceLimits`). */
   maxOldGenerationSizeMb?: number;
@@ -18,12 +17,10 @@ export interface WorkerResourceLimits {
 }
 
 export interface WorkerToolOptions<TArgs = any> {
-  /** Unique within a runtime. */
   name: string;
-  /** Human-readable label. @default name */
+  /** @default name */
   label?: string;
   description: string;
-  /** JSON Schema of the arguments (TypeBox schemas qualify). */
   parameters: JsonSchema;
   /** A `file:` URL or a path (relative to `process.cwd()`); prefer `new URL("./my-tool.js", import.meta.url)`. */
   module: string | URL;
@@ -134,19 +131,7 @@ function refuseUnknownToolOptions(options: object, known: readonly string[], pat
   refuseUnknownOptions(options, known, path, "worker tool option", "TP_ERR_INVALID_TOOL");
 }
 
-/**
- * Defines a tool whose execute function runs on a worker thread of the pool.
- * Throws `TP_ERR_INVALID_TOOL` for an invalid definition or unknown option.
- * @example
- * ```ts
- * const wordCount = workerTool({
- *   name: "word_count",
- *   description: "Counts the words of a text",
- *   parameters: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
- *   module: new URL("./word-count.js", import.meta.url),
- * });
- * ```
- */
+/** A tool whose execute function runs on a pool thread; throws `TP_ERR_INVALID_TOOL` for an invalid definition. */
 export function workerTool<TArgs = any>(options: WorkerToolOptions<TArgs>): WorkerTool<TArgs> {
   if (typeof options !== "object" || options === null) {
     throw invalidTool("workerTool expects an options object", options);

@@ -1,35 +1,19 @@
 /**
- * The "Received arguments" part of a validation error, bounded.
- *
- * pi shows `JSON.stringify(args, null, 2)`. Its indentation grows with depth,
- * so a body of a few KB nested a few thousand levels deep becomes megabytes
- * of text (and a larger one blocks the event loop for seconds) that then
- * travels in the result, in events and over the wire. Up to
- * {@link maxReceivedArgumentsBytes} the text is pi's, byte for byte; past it,
- * it is cut there and ends with `… (truncated)` — a deliberate difference
- * from pi. The text is produced piece by piece and production stops at the
- * bound, so the cost never depends on how large or deep the arguments are.
- *
+ * The "Received arguments" echo: pi's `JSON.stringify(args, null, 2)` up to a bound, then cut
+ * (a deliberate difference: deep nesting would otherwise grow into megabytes). Printing stops
+ * at the bound, so the cost never depends on the arguments' size.
  * @module
  */
 
 /** UTF-8 bytes of the arguments' JSON text shown before it is cut. */
 export const maxReceivedArgumentsBytes = 4096;
 
-/** Appended to a cut text. */
 export const truncationMark = "… (truncated)";
 
-/** Thrown inside the printer once the text is past the bound. */
 const pastBound = Symbol("past bound");
-/** Thrown inside the printer for a value only `JSON.stringify` itself renders faithfully. */
 const fallBack = Symbol("fall back");
 
-/**
- * `JSON.stringify(value, null, 2)` (as a template literal shows it, so
- * `undefined` reads "undefined") when that is at most `maxBytes` UTF-8 bytes;
- * otherwise its first `maxBytes` bytes (never half a character) followed by
- * `… (truncated)`. Throws what `JSON.stringify` throws (a cycle, a bigint).
- */
+/** As a template literal shows it (`undefined` reads "undefined"); throws what `JSON.stringify` throws. */
 export function formatReceivedArguments(value: unknown, maxBytes: number = maxReceivedArgumentsBytes): string {
   const printer = new BoundedPrinter(maxBytes);
   let text: string;
@@ -44,13 +28,7 @@ export function formatReceivedArguments(value: unknown, maxBytes: number = maxRe
   return Buffer.byteLength(text, "utf8") <= maxBytes ? text : `${cutUtf8(text, maxBytes)}${truncationMark}`;
 }
 
-/**
- * Writes JSON the way `JSON.stringify(value, null, 2)` does for data as it
- * arrives from JSON (plain objects, arrays, strings, numbers, booleans,
- * null). For anything else that `JSON.stringify` treats specially (`toJSON`,
- * boxed primitives, bigint, cycles) it hands the whole value to
- * `JSON.stringify` itself, so that the text (or the error) is exactly its.
- */
+/** `JSON.stringify(value, null, 2)` for plain JSON data; anything special (`toJSON`, cycles) falls back to it. */
 class BoundedPrinter {
   readonly #maxBytes: number;
   readonly #pieces: string[] = [];
@@ -80,9 +58,7 @@ class BoundedPrinter {
       return true;
     }
     if (typeof value === "string") {
-      // Past the bound anyway: escaping only a prefix keeps the cost bounded,
-      // and the text that differs (a surrogate pair split at the end) lies
-      // beyond the cut.
+      // Escaping only a prefix bounds the cost; any difference lies beyond the cut.
       const shown = value.length > this.#maxBytes + 1 ? value.slice(0, this.#maxBytes + 1) : value;
       this.#write(JSON.stringify(shown));
       return true;
@@ -124,7 +100,6 @@ class BoundedPrinter {
   }
 }
 
-/** Plain data: no `toJSON`, not a boxed primitive, not a bigint. */
 function isPlainData(value: object): boolean {
   if (typeof (value as { toJSON?: unknown }).toJSON === "function") return false;
   return !(value instanceof Number || value instanceof String || value instanceof Boolean || value instanceof BigInt);

@@ -1,27 +1,11 @@
 import type { JsonSchema } from "../../../types.js";
 
-/**
- * Checks a value against a sub-schema: the union step keeps the first member
- * whose coerced candidate passes. `undefined` when the sub-schema cannot be
- * compiled; that member is then skipped.
- */
+/** `undefined` when the sub-schema cannot be compiled; the union step then skips that member. */
 export type SubSchemaCheck = (schema: JsonSchema, value: unknown) => boolean | undefined;
 
 /**
- * pi-ai 0.73.1's primitive coercion for JSON schemas, applied after TypeBox's
- * `Value.Convert` (pi applies it to every schema without TypeBox's legacy
- * `Symbol.for("TypeBox.Kind")` marker, which TypeBox 1.x no longer sets: in
- * practice to every schema). The model's arguments are coerced where pi
- * coerces them, and nowhere else, so that the validated arguments are pi's.
- *
- * Rules, in pi's order for one schema node: `allOf` members in turn, then the
- * first `anyOf` / `oneOf` member whose coerced copy passes its own check; then,
- * unless the value already has one of several listed types, the first listed
- * type whose primitive coercion changes it; then objects and arrays recurse
- * into `properties`, `additionalProperties` and `items` (in place).
- *
- * Mutates objects and arrays of `value`; returns the coerced value (a new one
- * where a primitive was replaced or a union picked a copy).
+ * pi-ai 0.73.1's coercion after `Value.Convert`, rule for rule and in pi's order (pi applies it
+ * to every schema TypeBox 1.x builds). Mutates objects and arrays in place; returns the coerced value.
  */
 export function coerceWithJsonSchema(value: unknown, schema: JsonSchema, check: SubSchemaCheck): unknown {
   let next = value;
@@ -49,8 +33,7 @@ export function coerceWithJsonSchema(value: unknown, schema: JsonSchema, check: 
 
 function coerceToUnionMember(value: unknown, members: unknown[], check: SubSchemaCheck): unknown {
   for (const member of members) {
-    // pi passes the members on as schemas without looking: a member that is
-    // not an object fails here exactly as it fails there.
+    // Unchecked cast, as in pi: a non-object member fails the same way.
     const candidate = coerceWithJsonSchema(structuredClone(value), member as JsonSchema, check);
     if (isRecord(member) && check(member, candidate) === true) return candidate;
   }
@@ -77,7 +60,6 @@ function coerceProperties(target: Record<string, unknown>, schema: JsonSchema, c
 function coerceItems(target: unknown[], schema: JsonSchema, check: SubSchemaCheck): void {
   const items = schema.items;
   if (Array.isArray(items)) {
-    // Tuple form: only the positions that have a schema.
     for (let index = 0; index < target.length; index++) {
       const itemSchema = items[index] as JsonSchema | undefined;
       if (itemSchema) target[index] = coerceWithJsonSchema(target[index], itemSchema, check);
@@ -87,7 +69,6 @@ function coerceItems(target: unknown[], schema: JsonSchema, check: SubSchemaChec
   }
 }
 
-/** `type` as a list: a string, or the strings of an array. */
 function listedTypes(schema: JsonSchema): string[] {
   if (typeof schema.type === "string") return [schema.type];
   if (Array.isArray(schema.type)) return schema.type.filter((type): type is string => typeof type === "string");
@@ -115,7 +96,6 @@ function hasJsonType(value: unknown, type: string): boolean {
   }
 }
 
-/** One primitive towards one type; the value itself when no rule applies. */
 function coercePrimitive(value: unknown, type: string): unknown {
   switch (type) {
     case "number":

@@ -5,20 +5,10 @@ import { coerceWithJsonSchema, type SubSchemaCheck } from "./coerce-json-schema.
 import { adoptApplicationFormats, loadTypebox } from "./typebox-bundle.js";
 import { formatValidationFailure } from "./validation-message.js";
 
-/**
- * Argument validation is pi-ai 0.73.1's, step for step and on the library pi
- * uses (TypeBox, the version pi-ai resolves), so that the validated arguments
- * and every validation text are pi's byte for byte: clone the arguments,
- * TypeBox `Value.Convert`, pi's coercion for JSON schemas, then a TypeBox
- * `Compile`d check whose `Errors` make the message. See docs/design.md,
- * design notes, for why not ajv.
- */
+/** pi-ai 0.73.1's validation step for step on pi's TypeBox, so results and texts are pi's byte for byte (docs/design.md: why not ajv). */
 const validators = new WeakMap<object, Validator>();
 
-/**
- * Compiles (once per schema object) and returns the TypeBox validator of a
- * tool's `parameters`. Throws TypeBox's error for a schema it cannot compile.
- */
+/** Compiled once per schema object; throws TypeBox's error for a schema it cannot compile. */
 export function compileArgumentValidator(schema: JsonSchema): Validator {
   let validator = validators.get(schema);
   if (validator === undefined) {
@@ -30,12 +20,7 @@ export function compileArgumentValidator(schema: JsonSchema): Validator {
   return validator;
 }
 
-/**
- * The schema's validator; for a schema TypeBox cannot compile, throws what
- * pi's validation throws first: pi clones and converts the arguments before
- * it compiles, so an error of `Value.Convert` on that schema comes first,
- * else the compile error. pi keeps no failed compile: each call meets it.
- */
+/** pi converts before it compiles, so a `Value.Convert` error wins over the compile error; no failed compile is cached, as in pi. */
 function compileOrFailAsPi(schema: JsonSchema, rawArguments: unknown): Validator {
   try {
     return compileArgumentValidator(schema);
@@ -45,7 +30,6 @@ function compileOrFailAsPi(schema: JsonSchema, rawArguments: unknown): Validator
   }
 }
 
-/** The union step's check of one member: its own cached validator, nothing when it does not compile. */
 const checkSubSchema: SubSchemaCheck = (schema, value) => {
   let validator: Validator;
   try {
@@ -56,27 +40,16 @@ const checkSubSchema: SubSchemaCheck = (schema, value) => {
   return validator.Check(value);
 };
 
-/** Schemas on which the pipeline leaves valid arguments as they are (see `isIdentityOnValid`). */
 const identityOnValid = new WeakMap<object, boolean>();
 
-/**
- * Validates a call's arguments against its tool's schema, coercing as pi
- * does, and returns the validated arguments: a coerced copy, never the
- * caller's object — unless `mayReturnInput` says nobody but a copying consumer will
- * see them and they are valid on a schema whose coercion never changes a
- * valid value. Throws an `Error` with pi's text: `Validation failed for tool
- * "NAME":`, one line per TypeBox error, then the arguments received.
- */
+/** Returns a coerced copy (the input itself only under `mayReturnInput` on an identity-on-valid schema); throws with pi's text. */
 export function validateToolArguments(toolName: string, schema: JsonSchema, rawArguments: unknown, mayReturnInput = false): unknown {
   const validator = compileOrFailAsPi(schema, rawArguments);
-  // Most calls are valid as sent: on most schemas pi's pipeline then returns
-  // a plain copy of them, which a check and a copy give for less.
+  // Fast path: on such schemas pi's pipeline returns a plain copy of valid arguments.
   if (isIdentityOnValid(schema) && validator.Check(rawArguments)) return mayReturnInput ? rawArguments : structuredClone(rawArguments);
-  // Convert and the coercion write into objects: work on a copy, because the
-  // raw arguments are still shown in events and in the message.
+  // Convert writes in place; the raw arguments are still shown in events and the message.
   const args = structuredClone(rawArguments);
-  // Only the in-place effect of Convert counts (pi drops its return value):
-  // a top-level primitive is never replaced by it.
+  // pi drops Convert's return value: only its in-place effect counts.
   loadTypebox().Value.Convert(schema as never, args);
   const coerced = coerceWithJsonSchema(args, schema, checkSubSchema);
   if (coerced !== args) {
@@ -85,8 +58,7 @@ export function validateToolArguments(toolName: string, schema: JsonSchema, rawA
       for (const key of Object.keys(args)) delete args[key];
       Object.assign(args, coerced);
     } else {
-      // A replaced primitive is taken only when it passes; otherwise the
-      // arguments as converted are returned unchecked, as pi returns them.
+      // pi takes a replaced primitive only when it passes, else returns the converted arguments unchecked.
       return validator.Check(coerced) ? coerced : args;
     }
   }
@@ -95,15 +67,8 @@ export function validateToolArguments(toolName: string, schema: JsonSchema, rawA
 }
 
 /**
- * Whether valid arguments come out of Convert and the coercion unchanged, so
- * that a valid call may skip both. False as soon as the schema holds, anywhere:
- * a union (`anyOf`, `oneOf`, `allOf`, a list of types; pi's union step may
- * turn a valid `5` into `"5"` when the string member comes first), a
- * reference, a tuple, pattern properties, additional properties given by a
- * schema, a TypeBox kind whose Convert is not
- * known to keep valid values, a property name TypeBox's Convert would read as
- * a regular expression (it matches keys with `^NAME$`), or one that pi's
- * coercion finds on every object (`constructor`). Computed once per schema.
+ * Whether valid arguments pass Convert and the coercion unchanged. Unions can turn a valid `5`
+ * into `"5"`; Convert reads property names as `^NAME$` regexes; pi's coercion sees `constructor` on every object.
  */
 function isIdentityOnValid(schema: JsonSchema): boolean {
   let answer = identityOnValid.get(schema);
@@ -115,7 +80,6 @@ function isIdentityOnValid(schema: JsonSchema): boolean {
 }
 
 const unionKeywords = ["anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref", "$defs", "patternProperties", "prefixItems"];
-/** TypeBox kinds whose `Value.Convert` returns a valid value as it is. */
 const keepingKinds = new Set(["Object", "Array", "String", "Number", "Integer", "Boolean", "Null", "Literal", "Enum", "Any", "Unknown"]);
 const plainPropertyName = /^[\w-]*$/;
 
@@ -126,8 +90,7 @@ function keepsValidValues(node: unknown): boolean {
   if (kind !== undefined && !(typeof kind === "string" && keepingKinds.has(kind))) return false;
   if (unionKeywords.some((keyword) => keyword in node)) return false;
   if (Array.isArray(node.type) || Array.isArray(node.items)) return false;
-  // TypeBox's Convert of an object whose additionalProperties is a schema
-  // converts some declared properties by it too (an Enum of 0 becomes "0").
+  // Convert applies a schema additionalProperties to declared properties too.
   if (isRecord(node.additionalProperties)) return false;
   if (isRecord(node.properties)) {
     const names = Object.keys(node.properties);

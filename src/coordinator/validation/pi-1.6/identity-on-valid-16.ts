@@ -1,51 +1,16 @@
 /**
- * When pi 1.6's validation may skip pi-schema's coercion: the proof behind
- * the fast path of `validate-arguments-16.ts`.
- *
- * pi-ai 1.6 validates `parse(structuredClone(args))`, and `parse` is
- * `validate(coerce(value))`. pi-schema's `coerce` is copy-on-write: it
- * returns `value` itself when it changes nothing. So wherever `coerce(x) ===
- * x` holds for every valid `x`, a value that passes `check` comes out of
- * `parse` as itself, and checking the copy gives pi's outcome without the
- * coercion walk (about as costly as the copy itself).
- *
- * That holds for a value whose objects are all plain (arrays, or objects
- * whose prototype is `Object.prototype`: what `structuredClone` makes of
- * JSON data and of class instances) under a schema that passes
- * {@link isIdentityOnValid16}. The three passes of the coercion, keyword by
- * keyword, for a valid plain value:
- *
- * - optional nulls: a `null` is dropped only where its property's schema
- *   rejects `null`, which a valid value never has;
- * - conversion (TypeBox's rules): `const` and `enum` keep a value equal to
- *   a member; `string`, `number`, `integer`, `boolean` and `null` map a value
- *   of their type to itself (an `integer` is truncated, and a valid one is
- *   whole); a union keeps a value that one branch accepts (a valid value has
- *   one); `allOf`, `properties`, `patternProperties`, `additionalProperties`,
- *   `items` and tuples convert members that are valid in their turn; a
- *   `$ref` converts its target, whose values are valid;
- * - coercion by `type`: a value already of (one of) the type(s) stays, and
- *   unions stay as above.
- *
- * The exceptions, which make {@link isIdentityOnValid16} false: a node with
- * `items` (or `prefixItems`) and no `type` wraps a valid non-array into a
- * one-item array; the coercion looks up declared properties with `in`, which
- * reaches `Object.prototype` (`__proto__` is an object it walks into);
- * types outside JSON's (`bigint`, `undefined`, `bytes`) follow other rules;
- * `unevaluatedProperties`/`unevaluatedItems` and dynamic references make a
- * branch's validity depend on where it sits; an `$id` moves the base that
- * references resolve against; and the proof follows only references to the
- * root (`#`) or its `$defs`/`definitions`. Objects that are not plain (a
- * `Date`, a `Uint8Array`, a `RegExp`…) inherit values that the `in` lookup
- * sees and may pass the checks of properties without being objects to them,
- * and a `NaN` is not `===` itself, so {@link isPlainData} keeps values
- * holding either on the full pipeline.
- *
+ * When pi 1.6 may skip pi-schema's coercion: `coerce` is copy-on-write, so where it keeps every
+ * valid plain value, a value that passes `check` is pi's result. It does not where:
+ * - `items`/`prefixItems` without `type` wrap a valid non-array into an array;
+ * - declared properties are looked up with `in`, which reaches `Object.prototype`;
+ * - non-JSON types (`bigint`, `bytes`) follow other rules;
+ * - `unevaluated*`, dynamic references and `$id` make validity depend on position;
+ * - a reference other than `#` or its `$defs`/`definitions` is not followed;
+ * - non-plain objects and `NaN` (not `===` itself) change the coercion's outcome.
  * @module
  */
 
 const jsonTypes = new Set(["string", "number", "integer", "boolean", "null", "array", "object"]);
-/** Keywords that make the proof fail wherever they are in the schema (see the module's comment). */
 const contextKeywords = new Set([
   "$id",
   "$dynamicRef",
@@ -55,19 +20,12 @@ const contextKeywords = new Set([
   "unevaluatedProperties",
   "unevaluatedItems",
 ]);
-/** The references the proof follows: the root, or one of its definitions by a name that needs no escaping. */
 const localReference = /^#(?:\/(\$defs|definitions)\/([A-Za-z0-9_.-]+))?$/;
-/** Deeper schemas are left to the full pipeline rather than walked. */
 const maxSchemaDepth = 128;
 
 const answers = new WeakMap<object, boolean>();
 
-/**
- * Whether pi-schema's coercion returns every valid plain value of `schema`
- * as it is (see the module's comment for the proof and its exceptions).
- * Computed once per schema object; false where in doubt, which only costs
- * the fast path.
- */
+/** False where in doubt, which only costs the fast path. */
 export function isIdentityOnValid16(schema: object): boolean {
   let answer = answers.get(schema);
   if (answer === undefined) {
@@ -77,17 +35,11 @@ export function isIdentityOnValid16(schema: object): boolean {
   return answer;
 }
 
-/**
- * The schema nodes whose keywords the coercion reads, walked from `node`:
- * `properties`, `patternProperties`, `additionalProperties`, `items`,
- * `prefixItems`, the unions and `$ref` targets. Keywords the coercion never
- * reads (`not`, `if`, `contains`, `propertyNames`…) only decide validity,
- * whatever they hold.
- */
+/** Walks only keywords the coercion reads; the others (`not`, `if`…) only decide validity. */
 function keepsValidValues(node: unknown, root: object, seen: Set<object>, depth: number): boolean {
   if (typeof node === "boolean") return true;
   if (!isRecord(node)) return false;
-  // A schema reached again (a recursive reference) is being proven already: the proof goes by the depth of the value.
+  // A recursive reference: already being proven.
   if (seen.has(node)) return true;
   if (depth > maxSchemaDepth) return false;
   seen.add(node);
@@ -103,7 +55,7 @@ function keepsValidValues(node: unknown, root: object, seen: Set<object>, depth:
   if (node.$ref !== undefined) {
     const target = typeof node.$ref === "string" ? referenceTarget(node.$ref, root) : undefined;
     if (target === undefined) return false;
-    // A definition that is missing compiles as `false` (unresolvedRefs: "reject"): no value is valid there.
+    // A missing definition compiles as `false`: no value is valid there.
     if (target !== missing && !next(target)) return false;
   }
   if (node.properties !== undefined) {
@@ -124,10 +76,9 @@ function keepsValidValues(node: unknown, root: object, seen: Set<object>, depth:
   return true;
 }
 
-/** What a definition reference that names nothing resolves to. */
 const missing = Symbol("missing");
 
-/** The node a local reference names, `missing` when it names nothing, undefined for a reference the proof does not follow. */
+/** undefined for a reference the proof does not follow. */
 function referenceTarget(reference: string, root: object): unknown {
   const match = localReference.exec(reference);
   if (match === null) return undefined;
@@ -138,7 +89,7 @@ function referenceTarget(reference: string, root: object): unknown {
   return definitions[name];
 }
 
-/** Whether a key of {@link contextKeywords} appears anywhere in `value` (data in `const` or `enum` included: a false alarm costs only the fast path). */
+/** Also looks inside `const`/`enum` data: a false alarm costs only the fast path. */
 function mentionsContextKeyword(value: unknown, depth: number): boolean {
   if (typeof value !== "object" || value === null) return false;
   if (depth > maxSchemaDepth) return true;
@@ -149,25 +100,12 @@ function mentionsContextKeyword(value: unknown, depth: number): boolean {
   return false;
 }
 
-/** At most this many objects are looked at; a larger (or cyclic) value takes the full pipeline. */
 const maxPlainDataObjects = 10_000;
-/** Deeper values take the full pipeline (see {@link isPlainData}). */
 const maxPlainDataDepth = 200;
 
 /**
- * Whether every object in `value` is an array or has `Object.prototype` as
- * its prototype, as the copies `structuredClone` makes of JSON data are, and
- * no number in it is `NaN`: the coercion tells a changed member by `!==`, so
- * a `NaN` it passes over makes it copy the object holding it (equal, but
- * another object).
- *
- * Also false for a value nested deeper than {@link maxPlainDataDepth}: the
- * coercion reads a check that throws as one that fails, so a check that ran
- * out of stack inside the coercion's own recursion, while the fast path's
- * check of the same value passed, would break the proof; values this
- * shallow keep both far from the stack's end. Iterative, and bounded: past
- * {@link maxPlainDataObjects} objects (a large or a cyclic value) the answer
- * is false.
+ * Plain arrays/objects and no `NaN`. Deep values are refused: the coercion reads a stack overflow
+ * as a failed check, which the fast path's check would not. Large or cyclic values are refused too.
  */
 export function isPlainData(value: unknown): boolean {
   if (typeof value !== "object" || value === null) return !Number.isNaN(value);
