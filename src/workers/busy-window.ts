@@ -1,21 +1,14 @@
 /**
- * `BusyWindow`: how busy a pool's threads were over the last seconds, for
- * its `utilization`.
+ * How busy a pool's threads were over the last seconds, for `utilization`.
  *
  * @module
  */
 
-/** Seconds the utilization looks back over. */
 const utilizationWindowSeconds = 10;
 
 const bucketMs = 1000;
 
-/**
- * Thread time spent on calls, kept per second for the last
- * {@link utilizationWindowSeconds} seconds: the time of each ended call is
- * split over the seconds it ran in; running calls are added when asked.
- * Memory is fixed (one slot per second), and so is the cost of a call's end.
- */
+/** One slot per second, so memory and the cost of a call's end are fixed; running calls are added when asked. */
 export class BusyWindow {
   readonly #createdAt: number;
   /** Slot `second % slots.length` holds that second's busy milliseconds. */
@@ -29,7 +22,6 @@ export class BusyWindow {
     this.#busyMs = new Array<number>(slots).fill(0);
   }
 
-  /** Counts a call that ran on a thread from `start` to `end` (ms, the pool's clock). */
   addRun(start: number, end: number, now: number): void {
     const oldest = Math.floor(now / bucketMs) - utilizationWindowSeconds;
     for (let second = Math.max(Math.floor(start / bucketMs), oldest); second * bucketMs < end; second++) {
@@ -38,11 +30,7 @@ export class BusyWindow {
     }
   }
 
-  /**
-   * The share of `maxThreads` threads' time, over the window ending `now`,
-   * spent on calls: the ended ones counted, and the running ones, started
-   * at `runningSince`, so far.
-   */
+  /** The share of `maxThreads` threads' time spent on calls over the window ending `now`. */
   utilization(now: number, maxThreads: number, runningSince: Iterable<number>): number {
     const newest = Math.floor(now / bucketMs);
     const from = Math.max(this.#createdAt, (newest - utilizationWindowSeconds) * bucketMs);

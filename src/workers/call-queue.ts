@@ -1,80 +1,63 @@
 /** What the queue needs to know of a waiting call. */
 export interface QueuedCall {
   readonly seq: number;
-  /** Calls with the same session take turns together; any value usable as a Map key. */
+  /** Any Map key; calls of one session share its turns. */
   readonly session: unknown;
-  /** Turns of its session's share the call uses (a tool's `cost`), at least 1. */
+  /** Turns of its session's share the call uses, at least 1. */
   readonly cost: number;
-  /** When the call entered the queue, by the pool's clock. */
   readonly enqueuedAt: number;
 }
 
-/** The turn-taking policy's view of the pool. */
 interface CallQueueOptions {
-  /** The pool's clock, for the longest wait. */
   now: () => number;
 }
 
 /** One session's waiting calls, FIFO, with its deficit-round-robin state. */
 interface SessionLine<QueuedTask> {
   session: unknown;
-  /** The waiting tasks are `tasks[head]` to `tasks[tail - 1]`; the array is compacted now and then, and kept when the line is reused. */
+  /** Waiting: `tasks[head]` to `tasks[tail - 1]`. */
   tasks: QueuedTask[];
   head: number;
   tail: number;
-  /** Turns credited and not yet used. */
   deficit: number;
-  /** Whether the line has already been credited for the turn it is on. */
+  /** Credited already for the turn it is on. */
   hasTurn: boolean;
 }
 
-/**
- * The state the last shift changed, so that the pool's "could not place it"
- * can undo it exactly. One record per queue, rewritten by every shift: only
- * the last shift can be undone.
- */
+/** What the last shift changed, so `unshift` can undo it exactly; only the last shift can be undone. */
 interface ShiftRecord<QueuedTask> {
-  /** Whether the record describes the last shift; cleared once it can no longer be undone. */
   isValid: boolean;
   task: QueuedTask | undefined;
   line: SessionLine<QueuedTask> | undefined;
-  /** Whose turn it was when the shift began. */
   turn: number;
-  /** Every line the shift credited or passed over, and their state before it: the first `touchedCount` entries of three parallel lists, which only grow. */
+  /** Lines credited or passed over, with their prior state: the first `touchedCount` entries of three parallel lists. */
   touchedCount: number;
   readonly touched: SessionLine<QueuedTask>[];
   readonly deficits: number[];
   readonly hadTurn: boolean[];
-  /** Where the served line stood in the rotation if the shift emptied it, else -1. */
+  /** The emptied line's place in the rotation, else -1. */
   removedAt: number;
 }
 
-/** Emptied lines kept for reuse: a session with one call at a time would otherwise cost a line and its array per call. */
+/** Emptied lines kept for reuse, so one-call-at-a-time sessions allocate nothing per call. */
 const maxSpareLines = 64;
 
 /**
- * The queue of calls waiting for a thread: the pool's only queue, and where
- * the scheduling policy lives. Threads never see it: the pool takes a call
- * out when a thread is free and posts it to that thread.
+ * The pool's only queue, and where the scheduling policy lives.
  *
- * **Sessions take turns** (deficit round-robin): each session with calls
- * waiting has a FIFO line; when a thread frees up, the line whose turn it is
- * gets one turn's credit and starts its first call if that call's `cost` is
- * covered, else the turn passes on. A call of cost 3 thus uses three turns
- * of its session's share. Work-conserving (a free thread always gets a call
- * while any may start) and starvation-free (every line is credited once per
- * round). Within a session, calls start in arrival order.
+ * Sessions take turns (deficit round-robin): on each free thread, the line
+ * whose turn it is gets one turn's credit and starts its first call if the
+ * call's `cost` is covered, else the turn passes on. Work-conserving and
+ * starvation-free (every line is credited once per round); within a session,
+ * arrival order.
  *
- * A call the pool could not place (its thread went away meanwhile) comes
- * back through `unshift`; the queue then undoes that shift exactly, so the
- * refusal costs no session its turn. The pool can also take a waiting call
- * out, to end it before it runs.
+ * A call the pool could not place comes back through `unshift`, which undoes
+ * that shift exactly, so the refusal costs no session its turn.
  */
 export class CallQueue<QueuedTask extends QueuedCall = QueuedCall> {
   readonly #options: CallQueueOptions;
-  /** Lines with calls waiting, by session. */
   readonly #lines = new Map<unknown, SessionLine<QueuedTask>>();
-  /** The rotation of lines; `#turn` indexes the line whose turn it is. */
+  /** `#turn` indexes the line whose turn it is. */
   readonly #rotation: SessionLine<QueuedTask>[] = [];
   #turn = 0;
   #count = 0;
@@ -95,22 +78,19 @@ export class CallQueue<QueuedTask extends QueuedCall = QueuedCall> {
     this.#options = options;
   }
 
-  /** Waiting calls. */
   get size(): number {
     return this.#count;
   }
 
-  /** Whether `session` has a call waiting here. */
   hasSession(session: unknown): boolean {
     return this.#lines.has(session);
   }
 
-  /** Sessions with at least one call waiting. */
   get sessionsWaiting(): number {
     return this.#rotation.length;
   }
 
-  /** Milliseconds the longest-waiting call has waited; 0 when none waits. */
+  /** 0 when none waits. */
   longestWaitMs(): number {
     let oldest = Infinity;
     for (const line of this.#rotation) oldest = Math.min(oldest, line.tasks[line.head]!.enqueuedAt);
@@ -132,7 +112,7 @@ export class CallQueue<QueuedTask extends QueuedCall = QueuedCall> {
     this.#count += 1;
   }
 
-  /** The pool's "could not place it": the last shift is undone; anything else is a new arrival. */
+  /** Undoes the last shift if `task` is what it returned; anything else is a new arrival. */
   unshift(task: QueuedTask): void {
     const record = this.#lastShift;
     if (!record.isValid || record.task !== task) {
@@ -168,8 +148,7 @@ export class CallQueue<QueuedTask extends QueuedCall = QueuedCall> {
     const { touched } = record;
     record.turn = this.#turn;
     record.touchedCount = 0;
-    // Each pass over the rotation credits every line once, so the loop ends
-    // within (largest cost) passes.
+    // Each pass credits every line once: the loop ends within (largest cost) passes.
     for (;;) {
       const turn = this.#turn;
       const line = this.#rotation[turn]!;
@@ -210,17 +189,14 @@ export class CallQueue<QueuedTask extends QueuedCall = QueuedCall> {
     }
   }
 
-  /**
-   * The last shift can no longer be undone: forget it, and keep the line it
-   * emptied (now out of the rotation for good) for a later session.
-   */
+  /** Forgets the last shift, keeping the line it emptied for reuse. */
   #invalidateShift(): void {
     const record = this.#lastShift;
     if (record.isValid && record.removedAt !== -1 && this.#spareLines.length < maxSpareLines) {
       const line = record.line!;
       // Still emptied and out of the rotation: nothing re-added it since.
       if (line.head === line.tail && this.#lines.get(line.session) !== line) {
-        // Its slots were emptied as its tasks left: reusing them keeps no task alive.
+        // Its slots were cleared as its tasks left: reuse keeps no task alive.
         line.head = 0;
         line.tail = 0;
         line.deficit = 0;
@@ -247,12 +223,12 @@ export class CallQueue<QueuedTask extends QueuedCall = QueuedCall> {
     return false;
   }
 
-  /** Takes one waiting call out, so it never runs; whether it was waiting here. */
+  /** Whether it was waiting here. */
   take(call: QueuedCall): boolean {
     return this.#takeOut(call.seq, call.session) !== undefined;
   }
 
-  /** Every waiting call, each session's in arrival order, sessions in turn order. */
+  /** Each session's in arrival order, sessions in turn order. */
   calls(): QueuedTask[] {
     const calls: QueuedTask[] = [];
     for (let index = 0; index < this.#rotation.length; index++) {
@@ -262,7 +238,6 @@ export class CallQueue<QueuedTask extends QueuedCall = QueuedCall> {
     return calls;
   }
 
-  /** Takes every waiting call out; returns them, as {@link calls} lists them. */
   drain(): QueuedTask[] {
     const calls = this.calls();
     this.#rotation.length = 0;

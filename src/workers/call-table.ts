@@ -1,12 +1,7 @@
 /**
- * `CallTable`: the calls a pool has not settled yet, by sequence number.
- *
- * Not a `Map`: a pool's map lives in V8's old generation, and a `Map` with
- * an entry added and deleted per call is rehashed into new tables while the
- * old ones keep their entries until the next full collection, so settled
- * calls survive scavenges and are promoted (see docs/benchmarks.md). Here a
- * call sits in an array slot (its number modulo the length), cleared when
- * it leaves; a call whose slot is taken goes to a small `Map` beside it.
+ * The calls a pool has not settled, by sequence number. Not a `Map`: one
+ * in the old generation with an add and a delete per call keeps settled
+ * calls alive until a full collection (docs/benchmarks.md).
  *
  * @module
  */
@@ -17,16 +12,15 @@ export interface NumberedCall {
 
 const minSlots = 64;
 
-/** It halves only while longer than this, so that batches coming and going do not resize it each time. */
+/** Halves only above this, so batches coming and going do not resize it. */
 const keptSlots = 1_024;
 
-/** Sequence numbers are positive int32s that wrap (see `maxSeq`): live calls span less than half of that range. */
+/** Sequence numbers wrap (`maxSeq`); live calls span less than half the range. */
 const halfSeqRange = 0x4000_0000;
 
 export class CallTable<Call extends NumberedCall> {
   #slots: (Call | undefined)[] = new Array<Call | undefined>(minSlots).fill(undefined);
   #mask = minSlots - 1;
-  /** Calls whose slot another call holds. */
   readonly #overflow = new Map<number, Call>();
   #size = 0;
 
@@ -34,7 +28,7 @@ export class CallTable<Call extends NumberedCall> {
     return this.#size;
   }
 
-  /** The array's length now (for tests: memory follows the calls in flight). */
+  /** For tests: memory follows the calls in flight. */
   get slots(): number {
     return this.#slots.length;
   }
@@ -45,7 +39,6 @@ export class CallTable<Call extends NumberedCall> {
     return this.#overflow.size === 0 ? undefined : this.#overflow.get(seq);
   }
 
-  /** Adds `call`, whose number no call in the table has. */
   add(call: Call): void {
     if ((this.#size + 1) * 2 > this.#slots.length) this.#resize(this.#slots.length * 2);
     this.#place(call);
@@ -62,13 +55,13 @@ export class CallTable<Call extends NumberedCall> {
     return true;
   }
 
-  /** Every call, in no particular order (the cheap way, for sums and counts). */
+  /** In no particular order. */
   *values(): IterableIterator<Call> {
     for (const call of this.#slots) if (call !== undefined) yield call;
     yield* this.#overflow.values();
   }
 
-  /** Every call, in the order of their numbers (the order they were added), numbers that wrapped around last. */
+  /** In the order added, numbers that wrapped around last. */
   inOrder(): Call[] {
     const calls = [...this.values()];
     let lowest = Number.POSITIVE_INFINITY;
@@ -77,7 +70,6 @@ export class CallTable<Call extends NumberedCall> {
       lowest = Math.min(lowest, seq);
       highest = Math.max(highest, seq);
     }
-    // Numbers far apart wrapped around: the low ones came after the high ones.
     const hasWrapped = highest - lowest > halfSeqRange;
     const rank = (seq: number) => (hasWrapped && seq < halfSeqRange ? seq + 2 * halfSeqRange : seq);
     return calls.sort((a, b) => rank(a.seq) - rank(b.seq));
@@ -91,7 +83,7 @@ export class CallTable<Call extends NumberedCall> {
 
   #resize(length: number): void {
     const calls = [...this.values()];
-    // The array left behind may sit in the old generation for a while: it must point at nothing.
+    // The old array may sit in the old generation: it must point at nothing.
     this.#slots.fill(undefined);
     this.#overflow.clear();
     this.#slots = new Array<Call | undefined>(length).fill(undefined);

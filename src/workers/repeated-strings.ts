@@ -1,34 +1,23 @@
 /**
- * Sends a result's long repeated strings once. Structured clone (and
- * `v8.serialize`) writes a string out whole at each place it occurs: it
- * shares objects it meets twice, never strings. pi's read returns an
- * image's base64 data in `content` and again in `structuredContent` (0.7–2
- * MB each for a screenshot), so the main thread made every image twice, in
- * the one turn that reads the reply. The sending side posts such a string
- * once, with the places it also occupies ({@link shareRepeatedStrings}: a
- * worker's reply, a fleet node's end envelope), and the receiving side puts
- * it back there ({@link restoreRepeats}).
+ * Sends a result's long repeated strings once: structured clone shares
+ * objects it meets twice, never strings, and pi's read returns an image's
+ * base64 in both `content` and `structuredContent` (docs/benchmarks.md).
  *
  * @module
  */
 
-/** A place in a result: property names and array indexes from its root. */
 export type ResultPath = readonly (string | number)[];
 
-/**
- * A long string that occurs in a result more than once, sent once: the
- * result as posted holds it at `at` and an empty string at each of
- * `copies`; {@link restoreRepeats} puts it back there.
- */
+/** Posted whole at `at` and as an empty string at each of `copies`. */
 export interface RepeatedString {
   at: ResultPath;
   copies: ResultPath[];
 }
 
-/** Strings shorter than this are sent as they are, repeats and all: copying them costs less than finding them. */
+/** Shorter strings cost less to copy than to find. */
 export const repeatMinChars = 16 * 1024;
 
-/** At most this many long strings are compared (each pair of equal length costs a comparison). */
+/** Each pair of equal length costs a comparison. */
 const maxCandidates = 32;
 
 interface Occurrence {
@@ -36,7 +25,7 @@ interface Occurrence {
   path: (string | number)[];
 }
 
-/** Objects structured clone copies whole, holding no object it could share with the rest of the result. */
+/** Copied whole by structured clone, holding nothing it could share. */
 function isLeafObject(node: object): boolean {
   return (
     node instanceof Date ||
@@ -50,16 +39,12 @@ function isLeafObject(node: object): boolean {
   );
 }
 
-/** An array index as a property key names it: "0", "1", … */
 const indexKey = /^(?:0|[1-9]\d*)$/;
 
 /**
- * The long strings of `result` with their places, and how often each object
- * is reached (an object reached twice crosses once: no copy of it may be
- * made); undefined where the result holds anything but plain objects, plain
- * arrays (index keys only) and leaves, or a property with a getter: there
- * the walk could not see every object structured clone shares, or would not
- * read what it reads.
+ * `reached`: an object reached twice crosses once, so no copy of it may be
+ * made. Undefined past plain objects, plain arrays and leaves, or at a
+ * getter: the walk could not see what structured clone shares or reads.
  */
 function findLongStrings(result: unknown): { occurrences: Occurrence[]; reached: Map<object, number> } | undefined {
   const occurrences: Occurrence[] = [];
@@ -73,12 +58,10 @@ function findLongStrings(result: unknown): { occurrences: Occurrence[]; reached:
     if (typeof node !== "object" || node === null) return true;
     const count = reached.get(node) ?? 0;
     reached.set(node, count + 1);
-    // Reached before (or a cycle): its strings are listed already.
     if (count > 0 || isLeafObject(node)) return true;
     const isArray = Array.isArray(node);
     const prototype = Object.getPrototypeOf(node) as unknown;
     if (isArray ? prototype !== Array.prototype : prototype !== Object.prototype && prototype !== null) return false;
-    // Own enumerable keys, as structured clone takes them (an array's holes are none).
     for (const key of Object.keys(node)) {
       if (isArray && !indexKey.test(key)) return false;
       const descriptor = Object.getOwnPropertyDescriptor(node, key)!;
@@ -93,7 +76,7 @@ function findLongStrings(result: unknown): { occurrences: Occurrence[]; reached:
   return visit(result) ? { occurrences, reached } : undefined;
 }
 
-/** Whether a copy can be made of every object on the way to `path`'s place: each reached once, no `__proto__` key. */
+/** Each object on the way reached once, no `__proto__` key. */
 function isCopyable(result: unknown, path: ResultPath, reached: Map<object, number>): boolean {
   let node = result;
   for (const key of path) {
@@ -103,7 +86,7 @@ function isCopyable(result: unknown, path: ResultPath, reached: Map<object, numb
   return true;
 }
 
-/** A shallow copy that crosses as `node` would (an array keeps its holes; the walk let through no other key). */
+/** An array keeps its holes. */
 function shallowCopy(node: object): Record<string | number, unknown> {
   if (!Array.isArray(node)) return { ...node };
   const copy = new Array<unknown>(node.length);
@@ -112,13 +95,9 @@ function shallowCopy(node: object): Record<string | number, unknown> {
 }
 
 /**
- * `result` as it should cross, with each long string that occurs more than
- * once left whole at one place (one no copy can be made of, where there is
- * one) and emptied at the others (in copies of the objects on the way
- * there: the tool's own objects are never changed), and the list of those
- * places; undefined when no long string repeats, or where the result is
- * not one this can walk (see `findLongStrings`; a proxy's trap that throws,
- * a nesting too deep for the stack): it then crosses as it is.
+ * Empties repeats in copies of the objects on the way, never the tool's own
+ * objects; undefined (the result crosses as it is) when nothing repeats or
+ * the walk fails (a throwing proxy trap, too deep a nesting).
  */
 export function shareRepeatedStrings(result: unknown): { result: unknown; repeats: RepeatedString[] } | undefined {
   let found: ReturnType<typeof findLongStrings>;
@@ -182,11 +161,7 @@ export function shareRepeatedStrings(result: unknown): { result: unknown; repeat
   return { result: posted, repeats };
 }
 
-/**
- * Puts each repeated string back at its copies' places. The result is the
- * pool's own copy, just deserialized, whose paths run through plain objects
- * and arrays only (the worker shares no string reached otherwise).
- */
+/** `result` is the pool's own, just deserialized copy. */
 export function restoreRepeats(result: unknown, repeats: readonly RepeatedString[]): void {
   for (const { at, copies } of repeats) {
     const value = pathValue(result, at, at.length);
@@ -198,7 +173,6 @@ export function restoreRepeats(result: unknown, repeats: readonly RepeatedString
   }
 }
 
-/** The value at the first `length` steps of `path`; undefined where the path leads nowhere. */
 function pathValue(root: unknown, path: ResultPath, length: number): unknown {
   let node = root;
   for (let index = 0; index < length; index++) {

@@ -1,16 +1,12 @@
 /**
- * Per-session admission for `maxRunningPerSession`: per session, how many of
- * its calls the pool has handed to Piscina (waiting in its queue or running),
- * and the calls held back until one of those settles. A session never has
- * more than the cap in Piscina, so it can never run more than that at once,
- * and Piscina's queue holds only calls that may start.
+ * `maxRunningPerSession`: a session never has more than the cap in Piscina,
+ * so Piscina's queue holds only calls that may start.
  *
  * @module
  */
 
 import { CapClaim, CapGate } from "../cap-gate.js";
 
-/** What admission needs of a call. */
 interface AdmittedCall {
   readonly session: unknown;
   readonly enqueuedAt: number;
@@ -22,32 +18,27 @@ interface ParkedCall<C> {
 }
 
 interface SessionEntry<C> {
-  /** The claims holding its places; places are not the calls', so any one leaves on a release. */
+  /** Places are not the calls', so any one leaves on a release. */
   readonly holding: CapClaim[];
   readonly parked: ParkedCall<C>[];
 }
 
 /**
- * The cap is the runtime's one cap mechanism ({@link CapGate}, which also
- * caps tools, batches and sessions in the coordinator) with the session as
- * its key; this class keeps the pool's view of it: which calls wait, in
- * their order, and the place a spread part takes without asking. The pool
- * keeps it beside the coordinator's caps because it counts something else:
- * threads of one pool, a spread call's parts included (see `room`), with
- * its held-back calls taking part in the turns across sessions.
+ * The runtime's one cap mechanism ({@link CapGate}) keyed by session, kept
+ * apart from the coordinator's caps because it counts threads of one pool,
+ * spread parts included.
  */
 export class SessionAdmission<C extends AdmittedCall> {
   readonly #cap: number;
   readonly #gate = new CapGate();
   readonly #sessions = new Map<unknown, SessionEntry<C>>();
-  /** The call that the last `leave` admitted, if any. */
   #admitted: C | undefined;
 
   constructor(cap: number) {
     this.#cap = cap;
   }
 
-  /** Whether `call` may go to Piscina now (its session is under the cap); else it is parked. */
+  /** False: `call` is parked. */
   admit(call: C): boolean {
     const entry = this.#entry(call.session);
     const parked: ParkedCall<C> = { call, claim: new CapClaim([call.session], [this.#cap]) };
@@ -59,23 +50,18 @@ export class SessionAdmission<C extends AdmittedCall> {
     return false;
   }
 
-  /** Counts a call that goes to Piscina without asking (a spread part, placed only where the cap left room). */
+  /** A spread part, placed only where `room` allowed. */
   count(session: unknown): void {
     const claim = new CapClaim([session], [this.#cap]);
-    // Never parked: the pool placed it where `room` said there was room.
     if (this.#gate.tryEnter(claim, noAdmit)) this.#entry(session).holding.push(claim);
     else this.#gate.withdraw(claim);
   }
 
-  /** Places `session` may still fill under the cap. */
   room(session: unknown): number {
     return Math.max(0, this.#cap - this.#gate.held(session));
   }
 
-  /**
-   * A settled call frees its session's place: returns the session's next
-   * parked call, which takes the place, or undefined when none waits.
-   */
+  /** Returns the session's next parked call, which takes the freed place. */
   release(session: unknown): C | undefined {
     const entry = this.#sessions.get(session);
     const claim = entry?.holding.pop();
@@ -88,7 +74,7 @@ export class SessionAdmission<C extends AdmittedCall> {
     return next;
   }
 
-  /** Takes a parked call out of its session's line; false when it was not parked. */
+  /** False when it was not parked. */
   unpark(call: C): boolean {
     const parked = this.#sessions.get(call.session)?.parked;
     const index = parked?.findIndex((entry) => entry.call === call) ?? -1;
@@ -98,12 +84,12 @@ export class SessionAdmission<C extends AdmittedCall> {
     return true;
   }
 
-  /** Each session with parked calls, with when its oldest parked call was enqueued. */
+  /** Sessions with parked calls, with their oldest's `enqueuedAt`. */
   *parkedSessions(): Generator<[session: unknown, oldestEnqueuedAt: number]> {
     for (const [session, { parked }] of this.#sessions) if (parked.length > 0) yield [session, parked[0]!.call.enqueuedAt];
   }
 
-  /** A parked call the gate admitted (its session's first: the gate keeps their order). */
+  /** The gate admits a session's parked calls in order. */
   #onAdmitted(entry: SessionEntry<C>, parked: ParkedCall<C>): void {
     const index = entry.parked.indexOf(parked);
     if (index !== -1) entry.parked.splice(index, 1);

@@ -1,27 +1,8 @@
 /**
- * `ctx.spread` on the main thread: answers a call's request to run parts of
- * it on the pool's idle threads. The pool creates one host on the first
- * spread request it sees, so that pools whose tools never spread keep none.
- *
- * Rules:
- * - parts go only to threads idle at the request (no queue wait: an input
- *   that finds no idle thread is answered `ran: false` at once), at most
- *   {@link maxSpreadInputs} per request, and no more than the calling
- *   session's fair share of the pool's threads (the pool's `partSlots`);
- * - a running part is asked to give its thread back (`ctx.shouldYield()`)
- *   when a call of another session waits for a thread (the pool asks); one
- *   that has not within the pool's `abortGraceMs`, while such a call still
- *   waits, is preempted: its thread is terminated (and replaced), and its
- *   outcome is a `TP_ERR_ABORTED` error, so the calling call does its work;
- * - a part cannot spread further;
- * - a part is an ordinary pool call of the calling tool's module (its
- *   faults, time and abort handled as any call's), but its outcome, error or
- *   fault alike, becomes one outcome of the answer, never the calling call's
- *   failure;
- * - parts see their signal abort when the calling call is aborted, and are
- *   stopped when it ends (a part still queued ends at once);
- * - the answer goes once, when every part has ended, on the requesting
- *   thread's own port, and only while the calling call still runs.
+ * `ctx.spread` on the main thread; its rules are in docs/guide.md. Created
+ * on the first request, so pools whose tools never spread keep none. Parts
+ * go only to threads idle at the request (never queued), and the answer goes
+ * once, when every part has ended, only while the calling call still runs.
  *
  * @module
  */
@@ -33,43 +14,35 @@ import { maxSpreadInputs, type SpreadReply, type SpreadRequest } from "./protoco
 export interface SpreadPart {
   readonly seq: number;
   readonly outcome: Promise<WorkerCallOutcome>;
-  /** Aborts it (a queued part ends at once; a running one sees its signal abort, then is terminated after the grace period). */
   stop(): void;
 }
 
-/** What the host needs of the pool. */
 interface SpreadPool {
-  /** Whether call `seq` is running on a thread now (dispatched, not settled), on thread `threadId` if given. */
+  /** Dispatched and not settled, on `threadId` if given. */
   isRunning(seq: number, threadId?: number): boolean;
-  /** Parts call `seq` may start now: threads that would take a call at once, within its session's cap. */
+  /** Threads that would take a call at once, within the session's fair share. */
   partSlots(seq: number): number;
-  /** Whether the pool takes no new calls. */
   isClosed(): boolean;
-  /** Runs `exportName(input)` of call `parentSeq`'s module as a call of its own, at once (no admission, no queue limit). */
+  /** Starts at once: no admission, no queue limit. */
   runPart(parentSeq: number, exportName: string, input: unknown): SpreadPart;
-  /** Sends `reply` on thread `threadId`'s own port (nothing if the thread is gone). */
   send(threadId: number, reply: SpreadReply): void;
 }
 
 export class SpreadHost {
   readonly #pool: SpreadPool;
-  /** Per calling call, its parts not yet ended. */
   readonly #parts = new Map<number, Set<SpreadPart>>();
-  /** The sequence numbers of running parts. */
   readonly #partSeqs = new Set<number>();
-  /** Calling calls that were aborted: a part started for them later starts aborted. */
+  /** A part started later for one of these starts aborted. */
   readonly #aborted = new Set<number>();
 
   constructor(pool: SpreadPool) {
     this.#pool = pool;
   }
 
-  /** Whether call `seq` is a part of another call. */
   isPart(seq: number): boolean {
     return this.#partSeqs.has(seq);
   }
 
-  /** The sequence numbers of the parts not yet ended. */
   get parts(): ReadonlySet<number> {
     return this.#partSeqs;
   }
@@ -82,12 +55,11 @@ export class SpreadHost {
       try {
         this.#pool.send(threadId, { id, ...reply });
       } catch (error) {
-        // An outcome that cannot be cloned again: the call learns why instead.
+        // An outcome that cannot be cloned: the call learns why instead.
         this.#pool.send(threadId, { id, error: `the parts' outcomes cannot be sent back: ${String(error)}` });
       }
     };
     if (typeof threadId !== "number" || typeof id !== "number") return;
-    // Only the thread running the call may spread it: an answer says so to any other request.
     if (!this.#pool.isRunning(seq, threadId)) {
       this.#pool.send(threadId, { id, error: "the call is not running on this thread (it has ended)" });
       return;
@@ -142,14 +114,12 @@ export class SpreadHost {
     void Promise.all(running).then(() => answer({ outcomes }));
   }
 
-  /** The calling call was aborted: so are its parts, and any it starts later. */
   onCallAborted(seq: number): void {
     if (!this.#pool.isRunning(seq) && !this.#parts.has(seq)) return;
     this.#aborted.add(seq);
     for (const part of this.#parts.get(seq) ?? []) part.stop();
   }
 
-  /** Call `seq` has ended: its parts are stopped. */
   onCallEnded(seq: number): void {
     this.#aborted.delete(seq);
     const parts = this.#parts.get(seq);

@@ -1,7 +1,6 @@
 /**
- * Tools as a pool numbers them. A call's message names its tool by number;
- * a thread is sent the tool's definition (module, export, limits) with its
- * first call of it, and again until it has answered one.
+ * A call's message names its tool by number; a thread gets the definition
+ * until it has answered a call of it.
  *
  * @module
  */
@@ -9,26 +8,23 @@ import type { ResolvedPoolOptions } from "../options.js";
 import type { WorkerToolDefinition } from "./protocol.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 
-/** A tool as the pool numbers it. */
 export interface PoolTool {
   readonly id: number;
   readonly definition: WorkerToolDefinition;
 }
 
-/** Different exports one tool's calls may spread to (each keeps a tool entry for the pool's life). */
+/** Each keeps a tool entry for the pool's life. */
 const maxPartExports = 64;
 
 export class ToolNumbering {
   readonly #options: ResolvedPoolOptions;
   readonly #tools = new Map<WorkerTool, PoolTool>();
-  /** The tools that parts of spread calls run as: per calling tool's number, by export name. */
   readonly #partTools = new Map<number, Map<string, WorkerTool>>();
 
   constructor(options: ResolvedPoolOptions) {
     this.#options = options;
   }
 
-  /** The pool's number for `tool`, given on its first call. */
   toolOf(tool: WorkerTool): PoolTool {
     let numbered = this.#tools.get(tool);
     if (numbered === undefined) {
@@ -46,11 +42,7 @@ export class ToolNumbering {
     return numbered;
   }
 
-  /**
-   * The tool a part of `parent`'s spread runs as: `exportName` of the calling
-   * tool's module, with its name and result limit, one per calling tool and
-   * export. Throws past {@link maxPartExports} exports for one tool.
-   */
+  /** Throws past {@link maxPartExports} exports for one tool. */
   partTool(parent: PoolTool, exportName: string): WorkerTool {
     const { moduleUrl, toolName, maxResultBytes } = parent.definition;
     let parts = this.#partTools.get(parent.id);

@@ -1,31 +1,23 @@
 /**
- * Checks a tool's result inside the worker, before it crosses the thread
- * boundary: a value that structured clone rejects would otherwise cost the
- * worker (Piscina loses it) and reach the host as a bare `{}`.
+ * Checks a tool's result in the worker before it crosses: a value structured
+ * clone rejects would otherwise cost the worker (Piscina loses it) and reach
+ * the host as a bare `{}`.
  */
 import { repeatMinChars } from "../repeated-strings.js";
 
-/** What {@link inspectResult} found. */
 interface ResultInspection {
-  /** Describes the first value that cannot be cloned, with its path; undefined when all can. */
+  /** The first value that cannot be cloned, with its path. */
   uncloneable: string | undefined;
-  /**
-   * Bytes of every string (UTF-8) and binary buffer in the value: exact when
-   * over the limit; otherwise an upper bound that is within it.
-   */
+  /** UTF-8 strings and buffers: exact when over the limit, else an upper bound within it. */
   bytes: number;
-  /** Whether `bytes` exceeds the limit given. */
   isTooLarge: boolean;
-  /** Array buffers worth moving rather than copying, each once. */
   transferables: ArrayBuffer[];
-  /** Strings of `repeatMinChars` or more met on the walk: two or more may repeat (see `repeated-strings.ts`). */
+  /** Two or more may repeat (see `repeated-strings.ts`). */
   longStrings: number;
 }
 
-/** Buffers from this size on are moved to the host instead of copied. */
 export const transferThresholdBytes = 64 * 1024;
 
-/** What an object is that structured clone rejects (beyond functions and symbols), or undefined. */
 function uncloneableKindOf(value: object): string | undefined {
   if (value instanceof Promise) return "a Promise";
   if (value instanceof WeakMap) return "a WeakMap";
@@ -34,41 +26,27 @@ function uncloneableKindOf(value: object): string | undefined {
   return undefined;
 }
 
-/**
- * Walks a value as structured clone would, without copying it: finds what
- * cannot be cloned (functions, symbols, promises, weak collections), adds up
- * its size against `maxBytes`, and collects large array buffers to move.
- * Stops at the first uncloneable value. An object reached twice (not a
- * cycle) is counted twice: the size is an upper bound.
- */
+/** Walks a value as structured clone would, without copying it; an object reached twice is counted twice. */
 export function inspectResult(value: unknown, maxBytes = Infinity): ResultInspection {
-  // Strings are sized by an upper bound first: a string of n UTF-16 units
-  // takes at most 3n bytes as UTF-8. Only a result that may be over the
-  // limit is measured exactly (Buffer.byteLength reads every character: it
-  // made a 10 MiB text result cross 70% slower).
+  // 3 bytes per UTF-16 unit bounds a string; only a result that may be over
+  // the limit is measured exactly, as Buffer.byteLength reads every character.
   const bounded = walk(value, "upper bound");
   if (bounded.uncloneable !== undefined || bounded.bytes <= maxBytes) return bounded;
   const exact = walk(value, "exact");
   return { ...exact, isTooLarge: exact.bytes > maxBytes };
 }
 
-/** Sizes strings by their upper bound (3 bytes a UTF-16 unit) or exactly. */
 type StringSizing = "upper bound" | "exact";
 
 function walk(value: unknown, sizing: StringSizing): ResultInspection {
   return (sizing === "exact" ? exactWalker : upperBoundWalker).run(value);
 }
 
-/** A result with no buffer to move shares this list. */
 const noTransferables: ArrayBuffer[] = Object.freeze([]) as unknown as ArrayBuffer[];
 
 /**
- * Walks over results. A class, not closures: this runs for every call, and
- * its methods cost no allocation; one walker per sizing serves every walk of
- * its thread (a walk runs to its end synchronously). It keeps the objects on
- * the current path (a cycle leads back to one of them) and the keys that
- * lead there; the path's text is built only for an error. No Set or string
- * per node.
+ * A class, not closures, so a walk allocates nothing per node; one walker
+ * per sizing serves every walk of its thread (a walk is synchronous).
  */
 class ResultWalker {
   inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: noTransferables, longStrings: 0 };
@@ -81,7 +59,6 @@ class ResultWalker {
     this.#sizing = sizing;
   }
 
-  /** One walk over `value`; its inspection is the caller's. */
   run(value: unknown): ResultInspection {
     const inspection: ResultInspection = { uncloneable: undefined, bytes: 0, isTooLarge: false, transferables: noTransferables, longStrings: 0 };
     this.inspection = inspection;
@@ -118,8 +95,7 @@ class ResultWalker {
     }
     if (ArrayBuffer.isView(node)) {
       this.inspection.bytes += node.byteLength;
-      // A view is moved with its whole buffer; only a view that spans it
-      // exactly is worth (and safe) to move.
+      // A view moves its whole buffer: only one that spans it exactly may move.
       if (node.buffer instanceof ArrayBuffer && node.byteLength >= transferThresholdBytes && node.byteLength === node.buffer.byteLength) {
         this.#addBuffer(node.buffer);
       }
@@ -148,8 +124,7 @@ class ResultWalker {
       for (let index = 0; index < node.length; index++) if (!this.#visitAt(index, node[index])) return false;
       return true;
     }
-    // Plain objects, class instances (cloned as plain objects), errors, dates.
-    // for-in over own keys: the keys of Object.keys, without an array per object.
+    // for-in over own keys: Object.keys without an array per object.
     for (const key in node) {
       if (Object.hasOwn(node, key) && !this.#visitAt(key, (node as Record<string, unknown>)[key])) return false;
     }

@@ -1,15 +1,8 @@
 /**
- * What `Piscina.move` does for a worker's reply, without importing Piscina's
- * main module into the worker: that module is the whole pool (task queues,
- * histograms, the worker pool), which a worker never uses, and loading it
- * slowed every worker's boot.
- *
- * Piscina's worker loop (`piscina/dist/worker.js`) moves a result's buffers
- * when the result is "movable": it holds the `Symbol.for('Piscina.transferable')`
- * and `Symbol.for('Piscina.valueOf')` keys and Piscina's private `kMovable`
- * mark. The mark is a plain `Symbol()` of `piscina/dist/symbols.js`, which the
- * worker loop has loaded already: requiring that file by its path (Piscina's
- * `exports` map does not list it) gives the same module, hence the same mark.
+ * `Piscina.move` without loading Piscina's main module (the whole pool) into
+ * every worker. Piscina's private `kMovable` mark is a plain `Symbol()` of
+ * its `symbols.js`, which the worker loop has loaded: requiring that file by
+ * path (the `exports` map does not list it) gives the same mark.
  *
  * @module
  */
@@ -31,10 +24,7 @@ function piscinaSymbols(): PiscinaSymbols {
   return symbols;
 }
 
-/**
- * `value`, wrapped so that Piscina posts it to the main thread with
- * `transferables` moved rather than copied, as `Piscina.move` would wrap it.
- */
+/** `transferables` are moved, not copied. */
 export function moveToHost(value: unknown, transferables: readonly ArrayBuffer[]): unknown {
   const { kMovable, kTransferable, kValue } = piscinaSymbols();
   const movable = { [kTransferable]: transferables, [kValue]: value };
