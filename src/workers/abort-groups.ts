@@ -3,7 +3,7 @@
  * @module
  */
 
-/** The members of one signal and its listener: a lone member as `first`; once a second joins, all of them in `more`, in the order they came. */
+/** A lone member in `first`; once a second joins, all of them in `more`, in arrival order. */
 interface Group<T> {
   readonly id: number;
   first: T | undefined;
@@ -53,7 +53,6 @@ export class AbortGroups<T> {
       more: undefined,
       onAbort: () => {
         this.#forget(signal);
-        // A group lives while it has a member: a lone one in `first`, else all of them in `more`.
         const members = created.more === undefined ? [created.first!] : [...created.more];
         for (const each of members) this.#onAbort(each);
         this.#onGroupAbort?.(created.id, members);
@@ -80,7 +79,6 @@ export class AbortGroups<T> {
     if (this.#groups.delete(signal)) this.#size -= 1;
   }
 
-  /** Signals listened to. */
   get size(): number {
     return this.#size;
   }

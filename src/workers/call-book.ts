@@ -27,15 +27,9 @@ export interface CallBookSettings<Call> {
   listThreads?: () => PoolThreadEntry[];
 }
 
-/**
- * The calls a pool has taken and not yet ended, with the signals that abort
- * a batch's calls together, the counts, the call events (made only while
- * someone listens) and the wait for the last call to end. The pool tells
- * the book when a call is taken ({@link add}), starts and ends, and
- * resolves it itself.
- */
+/** The pool tells the book when a call is taken, starts and ends; it resolves the call itself. */
 export class CallBook<Call extends BookedCall> {
-  /** The pool's events: the book emits the calls', the pool its threads'. */
+  /** The book emits the calls' events, the pool its threads'. */
   readonly events: PoolEventSource;
   readonly #calls = new CallTable<Call>();
   readonly #groups: AbortGroups<Call>;

@@ -2,24 +2,18 @@ import { describeValue } from "../errors.js";
 import type { WorkerCallOutcome } from "../contracts/pool-contract.js";
 import type { WorkerTool } from "../contracts/worker-tool.js";
 
-/** What the pool knows of a failed call besides the error Piscina reported. */
 interface FailureContext {
-  /** Set when the pool itself terminated the call's thread, and why. */
+  /** Set when the pool itself terminated the call's thread. */
   killReason: "timeout" | "aborted" | "preempted" | "reply-lost" | undefined;
   abortGraceMs: number;
-  /** Set when the call's thread had not loaded its tool yet: how long past the grace it was given for that. */
+  /** Set when the thread had not loaded the tool yet: the extra grace it had. */
   loadGraceMs: number | undefined;
   /** How long the pool waited for the reply of a call whose tool had finished. */
   replyWaitMs: number;
   isClosed: boolean;
 }
 
-/**
- * The outcome of a worker call whose task Piscina rejected (or that the pool
- * terminated): a fault code and a message naming the cause. A heap overrun
- * is told by Node's error code, an exit by Piscina's message (see
- * {@link exitCodeOf}), here and nowhere else.
- */
+/** A heap overrun is told by Node's error code, an exit by Piscina's message, here and nowhere else. */
 export function classifyFailure(tool: Pick<WorkerTool, "name" | "timeoutMs">, error: unknown, context: FailureContext): WorkerCallOutcome {
   const { name } = tool;
   if (context.killReason === "timeout") {

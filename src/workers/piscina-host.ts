@@ -74,7 +74,6 @@ class WithdrawSignal {
   }
 }
 
-/** The {@link ThreadHost} over Piscina. */
 export class PiscinaHost<Token> implements ThreadHost<Token> {
   readonly #options: ResolvedPoolOptions;
   readonly #clock: Clock;
@@ -85,7 +84,6 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   #current: PiscinaInstance;
   readonly #retired = new Set<PiscinaInstance>();
   #started = 0;
-  /** Threads lost in a row before they had started. */
   #bootFailures = 0;
   #isLatchReported = false;
   #destroyed: Promise<void> | undefined;
@@ -309,11 +307,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     });
   }
 
-  /**
-   * Piscina has not yet taken the worker off its list nor replaced it, and an
-   * exited worker's id reads -1: the loss is reconciled after this turn,
-   * against the threads still listed.
-   */
+  /** Piscina has not yet unlisted the worker, whose id reads -1: the loss is reconciled after this turn. */
   #onWorkerLost(instance: PiscinaInstance, threadId: number): void {
     const record = this.#threads.get(threadId);
     if (record !== undefined) record.isGone = true;

@@ -38,11 +38,9 @@ export interface PoolCall extends QueuedCall, BookedCall {
   timeoutTimer: unknown;
   graceTimer: unknown;
   preemptTimer: unknown;
-  /** The tool's `context` function's value, handed to the worker as `ctx.context`. */
   context: unknown;
 }
 
-/** A new call, `waiting`. */
 export function createPoolCall(
   seq: number,
   request: WorkerCallRequest,
@@ -76,7 +74,6 @@ export function createPoolCall(
   };
 }
 
-/** The outcome a worker's reply gives. */
 export function outcomeOf(reply: WorkerReply): WorkerCallOutcome {
   switch (reply.kind) {
     case "ok":

@@ -53,16 +53,9 @@ const fifoSession = Symbol("fifo");
 const maxBootFailures = 5;
 
 /**
- * The worker pool under a runtime, with what a bare thread pool lacks for
- * tool calls: partials while a call runs, cooperative abort then termination
- * after a grace, a time limit from the call's start, a queue limit that
- * answers at once, and every fault turned into an outcome.
- *
  * Each thread runs one call at a time: terminating it must never take an
- * innocent neighbour down. The threads belong to a {@link ThreadHost}, which
- * keeps them up; the pool posts a call to an idle thread the moment both
- * exist, with no round trip through the host. If threads keep failing to
- * start, waiting calls end with `TP_ERR_WORKER_CRASH` rather than wait.
+ * innocent neighbour down. The pool posts a call to an idle thread the
+ * moment both exist, with no round trip through the host.
  */
 export class WorkerPool implements ToolCallPool {
   readonly #options: ResolvedPoolOptions;
@@ -115,12 +108,10 @@ export class WorkerPool implements ToolCallPool {
     });
   }
 
-  /** The pool's resolved options. */
   get options(): ResolvedPoolOptions {
     return this.#options;
   }
 
-  /** A snapshot of threads, running and queued calls. */
   get stats(): PoolStats {
     return {
       threads: this.#host.threadCount,
@@ -152,12 +143,10 @@ export class WorkerPool implements ToolCallPool {
     return { sessionsWaiting, longestWaitMs };
   }
 
-  /** The live threads, for supervision. */
   get workers(): Worker[] {
     return this.#host.workers;
   }
 
-  /** The inner state: the host's threads and every call not yet settled. */
   diagnose(): PoolDiagnosis {
     const host = this.#host.describe();
     const current = host.generations.at(-1);
@@ -175,7 +164,7 @@ export class WorkerPool implements ToolCallPool {
     };
   }
 
-  /** Runs one call on a worker. Resolves with its outcome; never rejects. */
+  /** Never rejects. */
   run(request: WorkerCallRequest): Promise<WorkerCallOutcome> {
     const toolName = request.tool.name;
     if (this.#isClosed) {
@@ -215,12 +204,7 @@ export class WorkerPool implements ToolCallPool {
     return call;
   }
 
-  /**
-   * Stops the pool; calls submitted afterwards end with `TP_ERR_CLOSED`.
-   * Calls already submitted, queued ones included, finish first, unless
-   * `force` is set: then every running or queued call ends at once with
-   * `TP_ERR_CLOSED`. Then the threads are terminated.
-   */
+  /** Submitted calls finish first unless `force`, which ends them with `TP_ERR_CLOSED`. */
   async close(options: { force?: boolean } = {}): Promise<void> {
     this.#isClosed = true;
     if (options.force) {

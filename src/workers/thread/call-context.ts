@@ -29,12 +29,12 @@ export class CallContext implements WorkerToolContext<unknown> {
     return (this.#signal ??= takeCallSignal(this.#seq));
   }
 
-  /** Whether the pool asks this call (a spread call's part) to give its thread back; one read of shared memory. */
+  /** One read of shared memory. */
   shouldYield(): boolean {
     return Atomics.load(boot.yieldFlags, this.#seq & flagSlotMask) === this.#seq;
   }
 
-  /** Runs parts of the call on idle threads. The request is posted at once: parts start while the call goes on. */
+  /** Posted at once: parts start while the call goes on. */
   spread<TOutput = unknown>(exportName: string, inputs: readonly unknown[]): Promise<SpreadOutcome<TOutput>[]> {
     // A ctx kept past its call would ask for a call the pool no longer runs.
     if (this.#run.isFinished) return Promise.reject(new Error("ctx.spread: the call has ended"));

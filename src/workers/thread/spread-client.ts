@@ -14,7 +14,6 @@ import { maxSpreadInputs, spreadTag, type SpreadReply, type SpreadRequest } from
 const waiting = new Map<number, { seq: number; resolve: (outcomes: SpreadOutcome[]) => void; reject: (error: Error) => void }>();
 let lastId = 0;
 
-/** The pool's answer to one of this thread's requests. */
 export function takeSpreadReply(reply: SpreadReply): void {
   const entry = waiting.get(reply.id);
   if (entry === undefined) return;
@@ -23,13 +22,12 @@ export function takeSpreadReply(reply: SpreadReply): void {
   else entry.reject(new Error(`ctx.spread: ${reply.error ?? "no answer"}`));
 }
 
-/** Call `seq` has ended: answers still due to it are no longer awaited (nothing is kept for them). */
+/** Nothing is kept for answers still due to an ended call. */
 export function dropSpreadsOf(seq: number): void {
   if (waiting.size === 0) return;
   for (const [id, entry] of waiting) if (entry.seq === seq) waiting.delete(id);
 }
 
-/** Asks the pool to run `exportName` of call `seq`'s module once per input on idle threads. */
 export function requestSpread(seq: number, exportName: unknown, inputs: unknown): Promise<SpreadOutcome[]> {
   if (typeof exportName !== "string" || exportName === "") {
     return Promise.reject(new TypeError("ctx.spread: exportName must be a non-empty string"));
