@@ -57,7 +57,8 @@ export class BatchCoordinator {
   async runToolCall(toolCall: ToolCall, onUpdate: (partialResult: AgentToolResult<unknown>) => void): Promise<FinalizedCall> {
     const hasHooks = this.#hasHooks();
     const prepare = () => this.#prepareToolCall(toolCall);
-    const preparation = await (hasHooks ? this.#post(prepare) : prepare());
+    // pi asks beforeToolCall inside the call: a caller aborting right after finds it asked.
+    const preparation = await (hasHooks ? (this.#mailbox ??= new Mailbox()).runNowOrPost(prepare) : prepare());
     if (preparation.kind === "immediate") return preparation;
     const executed = await executePreparedToolCall(this.#scope, preparation, new UpdateDeliveries(onUpdate, deliveryOptionsOf(preparation)));
     const finalize = () => this.#finalizeExecutedToolCall(preparation, executed);

@@ -31,13 +31,19 @@ export function executePreparedToolCall(scope: BatchScope, prepared: PreparedCal
     gate.leave(claim);
     return executed;
   };
+  // A failed update delivery rejects the execution (as pi's does): the slots go back all the same.
+  const leaveOnError = (error: unknown): never => {
+    gate.leave(claim);
+    throw error;
+  };
+  const run = () => executeHoldingSlots(scope, prepared, updates, context).then(leave, leaveOnError);
   const entered = gate.enter(claim);
-  if (entered === undefined) return executeHoldingSlots(scope, prepared, updates, context).then(leave);
+  if (entered === undefined) return run();
   const { batchId, sessionKey } = scope;
   const wait: CapWait = { tool: prepared.toolCall.name, toolCallId: prepared.toolCall.id, batchId, since: Date.now() };
   if (sessionKey !== undefined) wait.sessionKey = sessionKey;
   claim.wait = wait;
-  return entered.then(() => executeHoldingSlots(scope, prepared, updates, context)).then(leave);
+  return entered.then(run);
 }
 
 /** An inline tool may change a partial it sent, and its `onUpdate` takes a sink's throw as pi's does; a worker's partial is a copy. */

@@ -34,6 +34,20 @@ export class Mailbox {
     return run;
   }
 
+  /** Runs `job` now when the mailbox is idle (as pi runs a stage inside the call that starts it), else posts it. */
+  runNowOrPost<T>(job: () => Promise<T>): Promise<T> {
+    if (this.#pending > 0) return this.post(job);
+    this.#pending += 1;
+    let run: Promise<T>;
+    try {
+      run = job();
+    } catch (error) {
+      run = Promise.reject(error);
+    }
+    this.#tail = run.then(this.#settle, this.#settle);
+    return run;
+  }
+
   readonly #settle = (): void => {
     this.#pending -= 1;
   };
