@@ -338,22 +338,4 @@ describe("WorkerPool (fake host)", () => {
       emitThread.mockRestore();
     }
   });
-
-  it("gives a thread its next call as soon as the host says it is freed, before the reply is read", async () => {
-    const { host, run, outcomes } = open({ maxThreads: 1 });
-    host.ready(1);
-    run("a");
-    run("b");
-    const first = host.lastOn(1);
-    host.events.freed(1);
-    expect(host.order).toEqual(["a", "b"]);
-    // The reply that follows does not free the thread a second time.
-    host.events.replied(first.call, { kind: "ok", result: { content: [] }, updates: 0 });
-    run("c");
-    expect(host.order).toEqual(["a", "b"]);
-    await flush();
-    expect(outcomes.a).toMatchObject({ kind: "ok" });
-    host.events.freed(1);
-    expect(host.order).toEqual(["a", "b", "c"]);
-  });
 });

@@ -12,8 +12,6 @@ import type { ThreadMessage, WorkerReply, WorkerTask } from "./protocol.js";
 /** Delivered on the main thread, never from inside a host method. */
 export interface ThreadHostEvents<Token> {
   ready(threadId: number): void;
-  /** The thread may take a task before its `replied` comes; a host need not say it. */
-  freed(threadId: number): void;
   replied(token: Token, reply: WorkerReply): void;
   /** The thread is gone. */
   failed(token: Token, threadId: number, error: unknown): void;

@@ -94,7 +94,6 @@ export class WorkerPool implements ToolCallPool {
     this.#admission = options.maxRunningPerSession === undefined ? undefined : new SessionAdmission(options.maxRunningPerSession);
     this.#host = createHost(options, clock, this.#signals.bootData(options.leftoverGraceMs), {
       ready: (threadId) => this.#onReady(threadId),
-      freed: (threadId) => this.#onFreed(threadId),
       replied: (call, reply) => this.#onReply(call, reply),
       failed: (call, threadId, error) => this.#onFailed(call, threadId, error),
       lost: (threadId) => this.#onLost(threadId),
@@ -269,14 +268,6 @@ export class WorkerPool implements ToolCallPool {
   }
 
   /** Its call finished, the reply on its way: the thread takes the next at once. */
-  #onFreed(threadId: number): void {
-    const thread = this.#threads.get(threadId);
-    if (thread === undefined || thread.busySeq === 0) return;
-    thread.busySeq = 0;
-    this.#idle.push(threadId);
-    this.#pump();
-  }
-
   #onLost(threadId: number): void {
     this.#forgetThread(threadId);
     const index = this.#idle.indexOf(threadId);

@@ -1,8 +1,7 @@
 // A fake thread host for the worker pool's state machine (src/): no
 // threads, no build, time on a fake clock. The pool asks the host for
 // threads and posts; the test plays the threads' part by firing the host's
-// events (ready, replied, failed, lost, stalled). The fake never fires
-// `freed`: a host may skip it (thread-host.ts), and the pool must not need it.
+// events (ready, replied, failed, lost, stalled).
 import type { Worker } from "node:worker_threads";
 
 import { FakeClock } from "./fake-clock.js";
