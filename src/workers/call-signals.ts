@@ -17,6 +17,8 @@ export class CallSignals {
   readonly #takenUpdates = slotArray();
   /** `ctx.shouldYield()` polls it. */
   readonly #yieldFlags = slotArray();
+  /** A freed thread is handed its next call before its reply is read. */
+  readonly #retireFlags = slotArray();
 
   bootData(leftoverGraceMs: number): WorkerBootData {
     return {
@@ -25,7 +27,13 @@ export class CallSignals {
       endFlags: this.#endFlags,
       takenUpdates: this.#takenUpdates,
       yieldFlags: this.#yieldFlags,
+      retireFlags: this.#retireFlags,
     };
+  }
+
+  /** Whether `threadId` left work behind (it must take no further call). */
+  isRetired(threadId: number): boolean {
+    return Atomics.load(this.#retireFlags, threadId & flagSlotMask) === threadId;
   }
 
   /** Set after the reason is sent on the port: a tool that sees the flag finds the message there. */

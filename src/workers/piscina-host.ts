@@ -34,6 +34,8 @@ interface PiscinaInstance {
   /** Asked for by `grow`, not yet ready. */
   starting: number;
   running: number;
+  /** Slots in its queue bound to no call yet. */
+  staged: number;
   /** Workers removed this turn, not yet matched against the threads still alive. */
   unreconciledLosses: number;
   /** Piscina will not keep its thread count up (a worker lost before it was ready, or a terminated one that did not exit). */
@@ -58,7 +60,22 @@ const growTask = Object.freeze({}) as WorkerTask;
 
 const ignore = () => {};
 
-/** The run signal through which `grow` withdraws its task from Piscina's queue. */
+/** Piscina could not post the task (its arguments or context cannot be cloned): the thread is untouched. */
+function isNotSent(error: unknown, record: HostThread, isUsable: boolean): boolean {
+  return isUsable && !record.isGone && error instanceof Error && error.name === "DataCloneError";
+}
+
+function notSentReply(error: unknown): WorkerReply {
+  const detail = error instanceof Error ? error.message : String(error);
+  return {
+    kind: "error",
+    message: `The call's arguments or context cannot be sent to a worker thread (structured clone): ${detail}`,
+    updates: 0,
+    undelivered: true,
+  };
+}
+
+/** The run signal through which a task is withdrawn from Piscina's queue. */
 class WithdrawSignal {
   aborted = false;
   #listener: (() => void) | undefined;
@@ -71,6 +88,23 @@ class WithdrawSignal {
   abort(): void {
     this.aborted = true;
     this.#listener?.();
+  }
+}
+
+/**
+ * A waiting call's place in Piscina's queue. Piscina places it when a thread
+ * frees up, before that thread's last reply is read; the balancer then binds
+ * it to the pool's next call (`take`), so the queue's turn is decided then.
+ */
+class Slot<Token> extends WithdrawSignal {
+  readonly task = {} as WorkerTask;
+  readonly instance: PiscinaInstance;
+  token: Token | undefined;
+  threadId = 0;
+  constructor(instance: PiscinaInstance) {
+    super();
+    this.instance = instance;
+    (this.task as unknown as Record<symbol, unknown>)[queueOptions] = this;
   }
 }
 
@@ -136,20 +170,75 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     }
     instance.running += 1;
     instance.piscina.run(task, runOptions).then(
-      (value) => {
-        // A reply is proof the thread started, whether or not its boot message came first.
-        this.#onBoot(threadId);
-        this.#onTaskLeft(instance);
-        this.#events.replied(token, readWorkerReply(value));
-      },
+      (value) => this.#onReplied(instance, threadId, token, value),
       (error: unknown) => {
-        // Its bash calls' processes (pi's coding tools) end with it; what it holds is freed when it exits.
-        void this.#hooks.threadLost(threadId);
+        if (!isNotSent(error, record, this.#isUsable(record))) return this.#onFailed(instance, threadId, token, error);
+        // The thread never saw the task: it stays, and its port waits for its next first task.
+        if (port !== undefined) record.portForThread = port;
         this.#onTaskLeft(instance);
-        this.#events.failed(token, threadId, error);
+        this.#events.replied(token, notSentReply(error));
       },
     );
     return true;
+  }
+
+  stage(count: number): void {
+    const instance = this.#current;
+    if (this.#isDestroying || instance.isLatched) return;
+    while (instance.staged < count) {
+      instance.staged += 1;
+      const slot = new Slot<Token>(instance);
+      instance.piscina.run(slot.task, { signal: slot }).then(
+        (value) => this.#onReplied(instance, slot.threadId, slot.token!, value),
+        (error: unknown) => {
+          if (slot.token !== undefined) this.#onFailed(instance, slot.threadId, slot.token, error);
+          else if (!slot.aborted) instance.staged -= 1;
+        },
+      );
+    }
+  }
+
+  /** Binds `slot` to the pool's next call on a freed thread that has had its port; withdrawn when none waits. */
+  #place(slot: Slot<Token>, workers: readonly { id: number; currentUsage: number }[]): number | undefined {
+    if (slot.aborted) return undefined;
+    for (const worker of workers) {
+      if (worker.currentUsage !== 0) continue;
+      const record = this.#threads.get(worker.id);
+      if (record === undefined || record.instance !== slot.instance || record.portForThread !== undefined || !this.#isUsable(record)) continue;
+      const taken = this.#events.take(worker.id);
+      if (taken === undefined) {
+        // Nothing waits (or that thread may take nothing): withdrawn once Piscina is done with it.
+        queueMicrotask(() => this.#withdraw(slot));
+        return undefined;
+      }
+      Object.assign(slot.task, taken.task);
+      slot.token = taken.token;
+      slot.threadId = worker.id;
+      slot.instance.staged -= 1;
+      slot.instance.running += 1;
+      return worker.id;
+    }
+    return undefined;
+  }
+
+  #withdraw(slot: Slot<Token>): void {
+    if (slot.token !== undefined || slot.aborted) return;
+    slot.instance.staged -= 1;
+    slot.abort();
+  }
+
+  #onReplied(instance: PiscinaInstance, threadId: number, token: Token, value: WorkerReply | OkPair): void {
+    // A reply is proof the thread started, whether or not its boot message came first.
+    this.#onBoot(threadId);
+    this.#onTaskLeft(instance);
+    this.#events.replied(token, readWorkerReply(value));
+  }
+
+  #onFailed(instance: PiscinaInstance, threadId: number, token: Token, error: unknown): void {
+    // Its bash calls' processes (pi's coding tools) end with it; what it holds is freed when it exits.
+    void this.#hooks.threadLost(threadId);
+    this.#onTaskLeft(instance);
+    this.#events.failed(token, threadId, error);
   }
 
   /** An exited worker's threadId reads -1 before its removal reaches the host. */
@@ -267,8 +356,12 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       ...(options.env === undefined ? {} : { env: { ...options.env } }),
       // The thread the task names, if it is free; else the task waits in Piscina's queue for it.
       loadBalancer: (task, workers) => {
-        const target = (task as unknown as Record<symbol, HostThread["target"] | null>)[queueOptions];
+        const target = (task as unknown as Record<symbol, HostThread["target"] | Slot<Token> | null>)[queueOptions];
         if (target == null) return null;
+        if (target instanceof Slot) {
+          const threadId = this.#place(target, workers);
+          return threadId === undefined ? null : (workers.find((worker) => worker.id === threadId) ?? null);
+        }
         for (const worker of workers) if (worker.id === target.threadId) return worker.currentUsage === 0 ? worker : null;
         return null;
       },
@@ -278,6 +371,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       readyThreads: 0,
       starting: 0,
       running: 0,
+      staged: 0,
       unreconciledLosses: 0,
       isLatched: false,
       isRetired: false,

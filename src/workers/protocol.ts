@@ -39,7 +39,7 @@ export type WorkerReply = (
   | { kind: "ok"; result: unknown; repeats?: RepeatedString[] }
   | { kind: "error"; message: string; thrown?: ThrownErrorFields }
   | { kind: "fault"; code: WorkerFaultCode; message: string }
-) & { updates: number; retiredThreadId?: number; runMs?: number };
+) & { updates: number; retiredThreadId?: number; runMs?: number; undelivered?: true };
 
 /** The commonest reply (a result, no partial, the thread serving on): a pair clones faster. */
 export type OkPair = [result: unknown, runMs: number];
@@ -99,6 +99,8 @@ export interface WorkerBootData {
   takenUpdates: Int32Array;
   /** `[seq & flagSlotMask] === seq` once part `seq` is asked to yield: `ctx.shouldYield()`. */
   yieldFlags: Int32Array;
+  /** `[threadId & flagSlotMask] === threadId` once the thread left work behind: read when Piscina frees it, before its reply. */
+  retireFlags: Int32Array;
 }
 
 /** Partials in flight (posted, not taken) before the worker keeps only the latest. */

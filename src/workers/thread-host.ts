@@ -12,6 +12,11 @@ import type { ThreadMessage, WorkerReply, WorkerTask } from "./protocol.js";
 /** Delivered on the main thread, never from inside a host method. */
 export interface ThreadHostEvents<Token> {
   ready(threadId: number): void;
+  /**
+   * Thread `threadId` is free before its last reply is read: the next
+   * waiting call to run there, now, or none (a host that stages calls asks).
+   */
+  take(threadId: number): { task: WorkerTask; token: Token } | undefined;
   replied(token: Token, reply: WorkerReply): void;
   /** The thread is gone. */
   failed(token: Token, threadId: number, error: unknown): void;
@@ -25,6 +30,8 @@ export interface ThreadHostEvents<Token> {
 export interface ThreadHost<Token> {
   /** `false`, posting nothing, if the thread is going away. */
   post(threadId: number, task: WorkerTask, token: Token): boolean;
+  /** Keeps `count` placeholders for waiting calls, each bound through `take` by the next thread to free up; optional. */
+  stage?(count: number): void;
   send(threadId: number, message: ThreadMessage): void;
   grow(): void;
   terminate(threadId: number): void;

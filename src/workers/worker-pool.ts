@@ -94,6 +94,7 @@ export class WorkerPool implements ToolCallPool {
     this.#admission = options.maxRunningPerSession === undefined ? undefined : new SessionAdmission(options.maxRunningPerSession);
     this.#host = createHost(options, clock, this.#signals.bootData(options.leftoverGraceMs), {
       ready: (threadId) => this.#onReady(threadId),
+      take: (threadId) => this.#take(threadId),
       replied: (call, reply) => this.#onReply(call, reply),
       failed: (call, threadId, error) => this.#onFailed(call, threadId, error),
       lost: (threadId) => this.#onLost(threadId),
@@ -223,6 +224,7 @@ export class WorkerPool implements ToolCallPool {
     this.#queue.push(call);
     this.#host.grow();
     this.#parts?.askToYield(call.session);
+    this.#stage();
   }
 
   #pump(): void {
@@ -238,6 +240,15 @@ export class WorkerPool implements ToolCallPool {
   #startOn(call: PoolCall, threadId: number): boolean {
     const thread = this.#threads.get(threadId);
     if (thread === undefined) return false;
+    if (!this.#host.post(threadId, this.#taskOf(call, thread), call)) {
+      this.#forgetThread(threadId);
+      return false;
+    }
+    this.#started(call, thread, threadId);
+    return true;
+  }
+
+  #taskOf(call: PoolCall, thread: PoolThread): WorkerTask {
     const { request, seq } = call;
     const task: WorkerTask = { seq, tool: call.tool.id, toolCallId: request.toolCallId, args: request.args };
     if (request.traceparent !== undefined) task.traceparent = request.traceparent;
@@ -246,17 +257,33 @@ export class WorkerPool implements ToolCallPool {
     if (thread.knownTools?.has(call.tool.id) !== true) task.definition = call.tool.definition;
     call.isLoading = task.definition !== undefined;
     if (call.isAborted) task.aborted = call.abortMessage;
-    if (!this.#host.post(threadId, task, call)) {
-      this.#forgetThread(threadId);
-      return false;
-    }
-    thread.busySeq = seq;
+    return task;
+  }
+
+  #started(call: PoolCall, thread: PoolThread, threadId: number): void {
+    thread.busySeq = call.seq;
     call.phase = "running";
     call.threadId = threadId;
     this.#timers.startTimeLimit(call);
     if (call.isAborted) this.#timers.startGrace(call);
     this.#book.start(call, threadId);
-    return true;
+  }
+
+  /** A thread freed before its reply is read takes the queue's next call (its reply then finds it busy). */
+  #take(threadId: number): { task: WorkerTask; token: PoolCall } | undefined {
+    const thread = this.#threads.get(threadId);
+    if (thread === undefined || this.#signals.isRetired(threadId)) return undefined;
+    const call = this.#queue.shift();
+    if (call == null) return undefined;
+    const task = this.#taskOf(call, thread);
+    this.#started(call, thread, threadId);
+    return { task, token: call };
+  }
+
+  /** Every busy thread finds a waiting call staged in Piscina's queue when it frees up. */
+  #stage(): void {
+    if (this.#host.stage === undefined || this.#idle.length > 0 || this.#queue.size === 0) return;
+    this.#host.stage(Math.min(this.#queue.size, this.#threads.size));
   }
 
   #onReady(threadId: number): void {
@@ -265,6 +292,7 @@ export class WorkerPool implements ToolCallPool {
     this.#idle.push(threadId);
     if (this.events.isObserved) this.events.emitThread({ type: "thread", change: "ready", pool: "", threadId, at: this.#clock.now() });
     this.#pump();
+    this.#stage();
   }
 
   /** Its call finished, the reply on its way: the thread takes the next at once. */
@@ -272,6 +300,8 @@ export class WorkerPool implements ToolCallPool {
     this.#forgetThread(threadId);
     const index = this.#idle.indexOf(threadId);
     if (index !== -1) this.#idle.splice(index, 1);
+    // Piscina replaces only up to minThreads: a waiting call asks for the lost thread's place.
+    if (this.#queue.size > 0) this.#host.grow();
   }
 
   /** What a late listener of `events` has missed. */
@@ -395,7 +425,7 @@ export class WorkerPool implements ToolCallPool {
     const thread = this.#threads.get(threadId);
     if (thread !== undefined) {
       // The thread takes its next call before this outcome goes out: it never waits on the main thread.
-      (thread.knownTools ??= new Set()).add(call.tool.id);
+      if (reply.undelivered === undefined) (thread.knownTools ??= new Set()).add(call.tool.id);
       if (thread.busySeq === call.seq) {
         thread.busySeq = 0;
         if (reply.retiredThreadId !== threadId) {
@@ -404,6 +434,7 @@ export class WorkerPool implements ToolCallPool {
         }
       }
     }
+    this.#stage();
     if (call.phase === "settled") return;
     call.runMs = reply.runMs;
     // Partials travel on another port than the reply: wait for the last one.

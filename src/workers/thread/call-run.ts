@@ -168,6 +168,7 @@ export class CallRun {
       else {
         // The leftover work could throw during an unrelated call.
         reply.retiredThreadId = threadId;
+        Atomics.store(boot.retireFlags, threadId & flagSlotMask, threadId);
       }
       return withTransferables(reply, transferables);
     });
