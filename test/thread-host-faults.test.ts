@@ -109,3 +109,16 @@ describe("PiscinaHost: a thread lost while calls wait", () => {
     }
   }, 60_000);
 });
+
+describe("PiscinaHost: a call that cannot be sent, taken by a freed thread", () => {
+  it("fails that call alone when it is handed to a thread as it frees up, and the thread serves on", async () => {
+    const pool = openPool({ maxThreads: 1 });
+    // The first call holds the one thread; the other two wait, the bad one handed over as the thread frees.
+    const first = run(pool, { value: 1 });
+    const refused = run(pool, { value: () => 1 });
+    const next = run(pool, { value: 2 });
+    expect((await first).kind).toBe("ok");
+    expect(await refused).toMatchObject({ kind: "error", message: expect.stringContaining("cannot be sent to a worker thread") });
+    expect((await next).kind).toBe("ok");
+  }, 30_000);
+});

@@ -191,8 +191,15 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       instance.piscina.run(slot.task, { signal: slot }).then(
         (value) => this.#onReplied(instance, slot.threadId, slot.token!, value),
         (error: unknown) => {
-          if (slot.token !== undefined) this.#onFailed(instance, slot.threadId, slot.token, error);
-          else if (!slot.aborted) instance.staged -= 1;
+          if (slot.token === undefined) {
+            if (!slot.aborted) instance.staged -= 1;
+            return;
+          }
+          const record = this.#threads.get(slot.threadId);
+          if (record === undefined || !isNotSent(error, record, this.#isUsable(record)))
+            return this.#onFailed(instance, slot.threadId, slot.token, error);
+          this.#onTaskLeft(instance);
+          this.#events.replied(slot.token, notSentReply(error));
         },
       );
     }
