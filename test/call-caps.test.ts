@@ -71,11 +71,14 @@ const gatedCalls = (prefix: string, tool: string, count: number): ToolCall[] =>
  */
 async function openOneAtATime(keys: string[], cap: number, running: () => number): Promise<void> {
   const opened = new Set<string>();
-  const nextWaiting = () => keys.find((key) => !opened.has(key) && gates.isWaiting(key));
+  const waiting = () => keys.filter((key) => !opened.has(key) && gates.isWaiting(key));
+  const nextWaiting = () => waiting()[0];
   while (opened.size < keys.length) {
+    // As many at their gates as the cap lets run: the cap is reached, not merely not passed.
+    const full = Math.min(cap, keys.length - opened.size);
     await until(
-      () => nextWaiting() !== undefined,
-      () => `a call at its gate, ${opened.size} of ${keys.length} opened`,
+      () => waiting().length >= full,
+      () => `${full} calls at their gates, ${opened.size} of ${keys.length} opened`,
       { limitMs: 60_000 },
     );
     expect(running()).toBeLessThanOrEqual(cap);
