@@ -209,7 +209,10 @@ describe.skipIf(!supportsPi16())("toolpool installed as a package, in the real p
     expect(pooled.code, pooled.stderr).toBe(0);
     const expected = messagesOf(plain.events);
     expect(expected.length).toBeGreaterThan(script.length);
-    expect(messagesOf(pooled.events)).toEqual(expected);
+    const actual = messagesOf(pooled.events);
+    // On a mismatch, the pooled run's last message and pi's stderr tell what ended the session early.
+    expect(actual.length, `${JSON.stringify(actual.at(-1))}\n${pooled.stderr}`).toBe(expected.length);
+    expect(actual).toEqual(expected);
     expect(toolResultsOf(pooled.events).map((result) => [result.toolName, result.isError])).toEqual([
       ["read", false],
       ["bash", true],

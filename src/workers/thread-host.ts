@@ -9,7 +9,7 @@ import type { Worker } from "node:worker_threads";
 import type { PoolDiagnosis } from "../contracts/pool-contract.js";
 import type { ThreadMessage, WorkerReply, WorkerTask } from "./protocol.js";
 
-/** Delivered on the main thread, never from inside a host method. */
+/** Delivered on the main thread, never from inside a host method (but `take`, which `stage` may ask at once). */
 export interface ThreadHostEvents<Token> {
   ready(threadId: number): void;
   /**
