@@ -60,11 +60,6 @@ const growTask = Object.freeze({}) as WorkerTask;
 
 const ignore = () => {};
 
-/** Piscina could not post the task (its arguments or context cannot be cloned): the thread is untouched. */
-function isNotSent(error: unknown, record: HostThread, isUsable: boolean): boolean {
-  return isUsable && !record.isGone && error instanceof Error && error.name === "DataCloneError";
-}
-
 function notSentReply(error: unknown): WorkerReply {
   const detail = error instanceof Error ? error.message : String(error);
   return {
@@ -171,13 +166,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     instance.running += 1;
     instance.piscina.run(task, runOptions).then(
       (value) => this.#onReplied(instance, threadId, token, value),
-      (error: unknown) => {
-        if (!isNotSent(error, record, this.#isUsable(record))) return this.#onFailed(instance, threadId, token, error);
-        // The thread never saw the task: it stays, and its port waits for its next first task.
-        if (port !== undefined) record.portForThread = port;
-        this.#onTaskLeft(instance);
-        this.#events.replied(token, notSentReply(error));
-      },
+      (error: unknown) => this.#onRejected(instance, threadId, token, error, port),
     );
     return true;
   }
@@ -195,11 +184,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
             if (!slot.aborted) instance.staged -= 1;
             return;
           }
-          const record = this.#threads.get(slot.threadId);
-          if (record === undefined || !isNotSent(error, record, this.#isUsable(record)))
-            return this.#onFailed(instance, slot.threadId, slot.token, error);
-          this.#onTaskLeft(instance);
-          this.#events.replied(slot.token, notSentReply(error));
+          this.#onRejected(instance, slot.threadId, slot.token, error, undefined);
         },
       );
     }
@@ -239,6 +224,23 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
     this.#onBoot(threadId);
     this.#onTaskLeft(instance);
     this.#events.replied(token, readWorkerReply(value));
+  }
+
+  /**
+   * Piscina rejected the task: its thread is lost, or (a task it could not
+   * clone) the thread never saw it and serves on, its port kept for its next
+   * first task.
+   */
+  #onRejected(instance: PiscinaInstance, threadId: number, token: Token, error: unknown, port: MessagePort | undefined): void {
+    const record = this.#threads.get(threadId);
+    const isNotSent = record !== undefined && this.#isUsable(record) && error instanceof Error && error.name === "DataCloneError";
+    if (!isNotSent) {
+      this.#onFailed(instance, threadId, token, error);
+      return;
+    }
+    if (port !== undefined) record.portForThread = port;
+    this.#onTaskLeft(instance);
+    this.#events.replied(token, notSentReply(error));
   }
 
   #onFailed(instance: PiscinaInstance, threadId: number, token: Token, error: unknown): void {
