@@ -29,6 +29,7 @@ import {
 } from "./tools/coding/pi-coding-agent.js";
 import { pathLockTable, releasePathLocksOf } from "./tools/coding/path-lock-table.js";
 import { enableProcessSweeps, sweepThreadProcesses } from "./tools/coding/process-tree.js";
+import { resolveSandbox, type SandboxOption } from "./tools/coding/sandbox.js";
 import { workspaceResolver, type CodingWorkspace } from "./tools/coding/workspace.js";
 import { workerTool, type WorkerTool } from "./contracts/worker-tool.js";
 import { registerThreadHooks } from "./contracts/thread-hooks.js";
@@ -45,6 +46,12 @@ export interface CodingToolsOptions {
   tools?: readonly CodingToolName[];
   /** Path arguments must stay inside the session's workspace, symlinks resolved (a bash command is not confined). @default false */
   confine?: boolean;
+  /**
+   * `"bwrap"`: every bash command (and grep's and find's ripgrep and fd) runs in a bubblewrap sandbox of its own, and
+   * path arguments are confined; throws `TP_ERR_SANDBOX_UNAVAILABLE` where bwrap cannot run (docs/coding-tools.md, "The sandbox").
+   * @default "none"
+   */
+  sandbox?: SandboxOption;
   bash?: {
     /** The deadline of a call without a `timeout` of its own, in milliseconds. @default 120000 */
     timeoutMs?: number;
@@ -78,6 +85,7 @@ const codingToolsOptionNames = Object.keys({
   workspace: true,
   tools: true,
   confine: true,
+  sandbox: true,
   bash: true,
   ioThreads: true,
   ioThreadsPerSession: true,
@@ -145,8 +153,11 @@ function makeCodingTools(
     if (!codingToolNames.includes(name)) throw invalidOption("tools", `names out of ${codingToolNames.join(", ")}`, name);
   }
   if (new Set(names).size !== names.length) throw invalidOption("tools", "names without repeats", names);
-  const confine = options.confine ?? false;
+  const sandbox = resolveSandbox(options.sandbox);
+  const confine = options.confine ?? sandbox !== undefined;
   if (typeof confine !== "boolean") throw invalidOption("confine", "a boolean", confine);
+  if (sandbox !== undefined && !confine)
+    throw invalidOption("confine", "true (or unset) with a sandbox: path arguments stay in the workspace", confine);
   const bash = resolveBashDeadlines(options.bash);
   const ioThreads = options.ioThreads ?? defaultIoThreads();
   if (!(Number.isInteger(ioThreads) && ioThreads >= 1 && ioThreads <= 1024)) throw invalidOption("ioThreads", "an integer from 1 to 1024", ioThreads);
@@ -202,6 +213,7 @@ function makeCodingTools(
       module: toCodingModuleUrl(workerModule, {
         tool: name,
         confine,
+        ...(sandbox === undefined ? {} : { sandbox }),
         bash,
         piOptions: ownOptions,
         isCallScoped: contextOf === undefined,

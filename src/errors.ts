@@ -26,6 +26,7 @@ export const errorCodes = {
   TP_ERR_TOO_MANY_SESSIONS: "every MCP session slot is taken by a session with requests in flight",
   TP_ERR_SESSION_CLOSED: "the client closed its MCP session while the request was in flight",
   TP_ERR_MISSING_PACKAGE: "an optional package that a feature needs is not installed",
+  TP_ERR_SANDBOX_UNAVAILABLE: "the sandbox asked for (bwrap) cannot run on this machine; nothing runs without it",
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;

@@ -19,6 +19,14 @@ export type {
 } from "./contracts/pool-events.js";
 export { builtinTools } from "./builtin-tools.js";
 export { codingTools, type CodingToolName, type CodingToolsOptions, type CodingWorkspace, type PiSessionInfo } from "./coding-tools.js";
+export {
+  type BwrapSandboxOptions,
+  defaultHiddenPaths,
+  defaultSandboxEnv,
+  probeSandbox,
+  type SandboxOption,
+  type SandboxProbe,
+} from "./tools/coding/sandbox.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
 export { createServer } from "./server/create-server.js";
 export type {

@@ -5,6 +5,7 @@
  */
 
 import type { FdShortfall } from "./fd-requirement.js";
+import type { ResolvedSandbox } from "./sandbox.js";
 
 /** pi's coding tools that `codingTools` offers. */
 export type CodingToolName = "read" | "bash" | "edit" | "write" | "grep" | "find" | "ls";
@@ -22,6 +23,8 @@ interface BashDeadlineSettings {
 interface CodingToolSettings {
   readonly tool: CodingToolName;
   readonly confine: boolean;
+  /** Absent: commands run without one. */
+  readonly sandbox?: ResolvedSandbox;
   readonly bash: BashDeadlineSettings;
   readonly piOptions: Readonly<Record<string, unknown>>;
   readonly piOptionsModule?: string;

@@ -1,0 +1,233 @@
+/**
+ * `sandbox: "bwrap"`: each bash command (and grep's and find's ripgrep and fd)
+ * runs in a bubblewrap sandbox of its own: every namespace unshared (network
+ * too unless allowed), no capabilities, the file system read-only but for the
+ * workspace, the hidden paths behind empty folders, a fresh /proc of its own
+ * PID namespace, and only the allowed environment. Fails closed: no sandbox,
+ * no tools (docs/coding-tools.md, "The sandbox").
+ * @module
+ */
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, realpathSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, isAbsolute, join, resolve } from "node:path";
+
+import { ToolpoolError } from "../../errors.js";
+import { invalidOption } from "../../option-checks.js";
+
+export interface BwrapSandboxOptions {
+  kind: "bwrap";
+  /** Let commands reach the network (the host's loopback included). @default false */
+  network?: boolean;
+  /** Absolute paths hidden behind an empty folder, besides {@link defaultHiddenPaths}. @default [] */
+  hide?: readonly string[];
+  /** Host folders bound at the same path, read-only unless `writable`; bound after the hidden paths, so one may lie inside them. @default [] */
+  bind?: readonly { path: string; writable?: boolean }[];
+  /** Environment variables passed in besides {@link defaultSandboxEnv}. @default [] */
+  env?: readonly string[];
+}
+
+/** `"none"`: commands run as the runtime's user, with the machine in reach (pi's own behaviour). */
+export type SandboxOption = "none" | "bwrap" | BwrapSandboxOptions;
+
+/** A checked `bwrap` sandbox, plain data (it crosses to the coding threads). */
+export interface ResolvedSandbox {
+  kind: "bwrap";
+  bwrap: string;
+  network: boolean;
+  hide: string[];
+  bind: { path: string; writable: boolean }[];
+  env: string[];
+}
+
+/**
+ * Hidden by default: home folders, other users' and the runtime's temporary
+ * files, and the sockets of running services under /run.
+ */
+export const defaultHiddenPaths: readonly string[] = ["/home", "/root", "/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"];
+
+/** Passed in by default; every other variable (tokens, keys, the server's own settings) is left behind. */
+export const defaultSandboxEnv: readonly string[] = [
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "LC_ALL",
+  "LC_CTYPE",
+  "LC_COLLATE",
+  "LC_MESSAGES",
+  "LC_NUMERIC",
+  "LC_TIME",
+  "TERM",
+  "TZ",
+  "COLUMNS",
+  "LINES",
+  "NO_COLOR",
+  "FORCE_COLOR",
+];
+
+const sandboxOptionNames = new Set(["kind", "network", "hide", "bind", "env"]);
+
+/** Where bwrap is missing or cannot make its namespaces: what failed and what to do. */
+export type SandboxProbe = { isAvailable: true; bwrap: string; version: string } | { isAvailable: false; cause: string; fix: string };
+
+const probeTimeoutMs = 5_000;
+
+const probes = new Map<string, SandboxProbe>();
+
+/** Whether this machine can run the sandbox: finds `bwrap` on `PATH` and starts `true` in one; cached per `PATH`. */
+export function probeSandbox(env: NodeJS.ProcessEnv = process.env): SandboxProbe {
+  const path = env.PATH ?? "";
+  let probe = probes.get(path);
+  if (probe === undefined) {
+    probe = runProbe(path);
+    probes.set(path, probe);
+  }
+  return probe;
+}
+
+function runProbe(path: string): SandboxProbe {
+  if (process.platform !== "linux") {
+    return { isAvailable: false, cause: `bubblewrap runs on Linux only, not on ${process.platform}`, fix: 'run on Linux, or pass sandbox: "none"' };
+  }
+  const bwrap = findExecutable("bwrap", path);
+  if (bwrap === undefined) {
+    return {
+      isAvailable: false,
+      cause: "bwrap (bubblewrap) is not on PATH",
+      fix: "install it (Debian and Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`)",
+    };
+  }
+  const version = spawnSync(bwrap, ["--version"], { encoding: "utf8", timeout: probeTimeoutMs });
+  const trial = spawnSync(bwrap, [...namespaceArgs(false), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"], {
+    encoding: "utf8",
+    timeout: probeTimeoutMs,
+    env: { PATH: path },
+  });
+  if (trial.status !== 0) {
+    const said = `${trial.stderr ?? ""}`.trim() || (trial.error?.message ?? `exit ${trial.status ?? trial.signal}`);
+    return {
+      isAvailable: false,
+      cause: `${bwrap} could not make a sandbox: ${said}`,
+      fix: "allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, and on Ubuntu 24.04 `kernel.apparmor_restrict_unprivileged_userns=0`), or run inside a container that permits them",
+    };
+  }
+  return { isAvailable: true, bwrap, version: `${version.stdout ?? ""}`.trim() };
+}
+
+function findExecutable(name: string, path: string): string | undefined {
+  for (const folder of path.split(delimiter)) {
+    if (folder === "") continue;
+    const candidate = join(folder, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {}
+  }
+  return undefined;
+}
+
+/**
+ * Checks `option` and the machine. Undefined for `"none"`; throws
+ * `TP_ERR_INVALID_OPTION` for a bad option and `TP_ERR_SANDBOX_UNAVAILABLE`
+ * (cause and fix) where bwrap cannot run.
+ */
+export function resolveSandbox(option: unknown, name = "sandbox"): ResolvedSandbox | undefined {
+  if (option === undefined || option === "none") return undefined;
+  const given: BwrapSandboxOptions | undefined =
+    option === "bwrap" ? { kind: "bwrap" } : typeof option === "object" && option !== null ? (option as BwrapSandboxOptions) : undefined;
+  if (given === undefined || given.kind !== "bwrap") throw invalidOption(name, '"none", "bwrap" or { kind: "bwrap", … }', option);
+  for (const key of Object.keys(given)) {
+    if (!sandboxOptionNames.has(key)) throw invalidOption(`${name}.${key}`, `one of ${[...sandboxOptionNames].join(", ")}`, key);
+  }
+  const network = given.network ?? false;
+  if (typeof network !== "boolean") throw invalidOption(`${name}.network`, "a boolean", network);
+  const hide = absolutePaths(given.hide ?? [], `${name}.hide`);
+  const bindGiven = given.bind ?? [];
+  if (!Array.isArray(bindGiven)) throw invalidOption(`${name}.bind`, "an array of { path, writable? }", bindGiven);
+  const bind = bindGiven.map((entry, index) => {
+    if (typeof entry !== "object" || entry === null) throw invalidOption(`${name}.bind[${index}]`, "{ path, writable? }", entry);
+    const [path] = absolutePaths([entry.path], `${name}.bind[${index}].path`);
+    const writable = entry.writable ?? false;
+    if (typeof writable !== "boolean") throw invalidOption(`${name}.bind[${index}].writable`, "a boolean", writable);
+    return { path: path!, writable };
+  });
+  const env = given.env ?? [];
+  if (!Array.isArray(env) || env.some((variable) => typeof variable !== "string" || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable)))
+    throw invalidOption(`${name}.env`, "an array of environment variable names", env);
+  const probe = probeSandbox();
+  if (!probe.isAvailable) throw sandboxUnavailable(probe);
+  return { kind: "bwrap", bwrap: probe.bwrap, network, hide, bind, env: [...env] };
+}
+
+/** The error that refuses a runtime, a server or the extension where the sandbox asked for cannot run. */
+export function sandboxUnavailable(probe: Extract<SandboxProbe, { isAvailable: false }>): ToolpoolError {
+  return new ToolpoolError(
+    "TP_ERR_SANDBOX_UNAVAILABLE",
+    `The bwrap sandbox cannot run here: ${probe.cause}. To fix: ${probe.fix}. Nothing runs unsandboxed in its place; pass sandbox: "none" to run commands without one.`,
+  );
+}
+
+function absolutePaths(paths: unknown, name: string): string[] {
+  if (!Array.isArray(paths)) throw invalidOption(name, "an array of absolute paths", paths);
+  return paths.map((path) => {
+    if (typeof path !== "string" || !isAbsolute(path) || path.includes("\0")) throw invalidOption(name, "absolute paths", path);
+    return resolve(path);
+  });
+}
+
+function namespaceArgs(network: boolean): string[] {
+  return ["--unshare-all", ...(network ? ["--share-net"] : []), "--die-with-parent", "--new-session", "--cap-drop", "ALL"];
+}
+
+/**
+ * The argv that runs `file args` in a sandbox: `workspace` read-write, `cwd`
+ * its working folder, `alsoHidden` (another session's workspaces, the
+ * runtime's temporary files) hidden besides the defaults.
+ */
+export function sandboxedCommand(
+  sandbox: ResolvedSandbox,
+  at: { workspace: string; cwd: string; alsoHidden?: readonly string[] },
+  file: string,
+  args: readonly string[],
+): { file: string; args: string[] } {
+  // A mount lands on a real folder: links are followed, and what does not exist has nothing to hide.
+  const hidden = new Set<string>();
+  for (const path of [...defaultHiddenPaths, tmpdir(), ...sandbox.hide, ...(at.alsoHidden ?? [])]) {
+    const real = realPathOf(path);
+    if (real !== undefined && real !== "/") hidden.add(real);
+  }
+  const argv = [...namespaceArgs(sandbox.network), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+  for (const path of hidden) argv.push("--tmpfs", path);
+  for (const { path, writable } of sandbox.bind) {
+    const real = realPathOf(path);
+    if (real !== undefined) argv.push(writable ? "--bind" : "--ro-bind", real, real);
+  }
+  const workspace = realPathOf(at.workspace) ?? at.workspace;
+  argv.push("--bind", workspace, workspace);
+  // The path pi's tools use, where it differs from the real one: results and `cd` read as without a sandbox.
+  if (workspace !== at.workspace) argv.push("--bind", workspace, at.workspace);
+  argv.push("--chdir", at.cwd, "--", file, ...args);
+  return { file: sandbox.bwrap, args: argv };
+}
+
+function realPathOf(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Only the allowed variables of `env`, and toolpool's own (`TOOLPOOL_*`, which mark a call's processes). */
+export function sandboxedEnv(sandbox: ResolvedSandbox, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const allowed = new Set([...defaultSandboxEnv, ...sandbox.env]);
+  const kept: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && (allowed.has(name) || name.startsWith("TOOLPOOL_"))) kept[name] = value;
+  }
+  return kept;
+}
