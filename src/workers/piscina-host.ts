@@ -191,8 +191,8 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
   }
 
   /** Binds `slot` to the pool's next call on a freed thread that has had its port; withdrawn when none waits. */
-  #place(slot: Slot<Token>, workers: readonly { id: number; currentUsage: number }[]): number | undefined {
-    if (slot.aborted) return undefined;
+  #place<Worker extends { id: number; currentUsage: number }>(slot: Slot<Token>, workers: readonly Worker[]): Worker | null {
+    if (slot.aborted) return null;
     for (const worker of workers) {
       if (worker.currentUsage !== 0) continue;
       const record = this.#threads.get(worker.id);
@@ -201,16 +201,16 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       if (taken === undefined) {
         // Nothing waits (or that thread may take nothing): withdrawn once Piscina is done with it.
         queueMicrotask(() => this.#withdraw(slot));
-        return undefined;
+        return null;
       }
       Object.assign(slot.task, taken.task);
       slot.token = taken.token;
       slot.threadId = worker.id;
       slot.instance.staged -= 1;
       slot.instance.running += 1;
-      return worker.id;
+      return worker;
     }
-    return undefined;
+    return null;
   }
 
   #withdraw(slot: Slot<Token>): void {
@@ -367,10 +367,7 @@ export class PiscinaHost<Token> implements ThreadHost<Token> {
       loadBalancer: (task, workers) => {
         const target = (task as unknown as Record<symbol, HostThread["target"] | Slot<Token> | null>)[queueOptions];
         if (target == null) return null;
-        if (target instanceof Slot) {
-          const threadId = this.#place(target, workers);
-          return threadId === undefined ? null : (workers.find((worker) => worker.id === threadId) ?? null);
-        }
+        if (target instanceof Slot) return this.#place(target, workers);
         for (const worker of workers) if (worker.id === target.threadId) return worker.currentUsage === 0 ? worker : null;
         return null;
       },
