@@ -3,7 +3,6 @@ import { InvalidArgumentError, Option } from "commander";
 
 import type { PiVersion, ToolExecutionMode } from "../index.js";
 import { pi16MinimumNode } from "../options.js";
-import type { SandboxCliOptions } from "./sandbox-options.js";
 
 /** The options common to `run` and `demo`, as commander hands them over. */
 export interface BatchCliOptions {
@@ -12,7 +11,7 @@ export interface BatchCliOptions {
 }
 
 /** The options a runtime is made from (`run`, `serve`, `mcp`), as commander hands them over. */
-export interface RuntimeCliOptions extends FleetCliOptions, SandboxCliOptions {
+export interface RuntimeCliOptions extends FleetCliOptions {
   tools: string[];
   hooks?: string;
   threads?: number;

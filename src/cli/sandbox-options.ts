@@ -39,15 +39,21 @@ export function sandboxOptions(): Option[] {
       "with --coding-tools: bwrap runs each bash command (and grep's and find's processes) in a bubblewrap sandbox of its own, none runs them as this user (default: bwrap where bash is served and this machine can make one, with a warning where it cannot; none otherwise)",
     ).choices(sandboxKinds),
     new Option("--sandbox-network", "with the sandbox: let commands reach the network, this host's loopback included (default: no network)"),
-    new Option("--sandbox-hide <path>", "with the sandbox: a path hidden behind an empty folder, besides the default ones (repeatable)").argParser(paths),
-    new Option("--sandbox-bind <path>", "with the sandbox: a folder bound read-only at the same path, even inside a hidden one (repeatable)").argParser(paths),
-    new Option("--sandbox-bind-rw <path>", "with the sandbox: a folder bound read-write at the same path (repeatable)").argParser(paths),
-    new Option("--sandbox-env <name>", "with the sandbox: an environment variable passed to commands besides the default ones (repeatable)").argParser(
-      (value: string, previous: string[] | undefined) => {
-        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(value)) throw new InvalidArgumentError("Expected an environment variable name.");
-        return [...(previous ?? []), value];
-      },
+    new Option("--sandbox-hide <path>", "with the sandbox: a path hidden behind an empty folder, besides the default ones (repeatable)").argParser(
+      paths,
     ),
+    new Option(
+      "--sandbox-bind <path>",
+      "with the sandbox: a folder bound read-only at the same path, even inside a hidden one (repeatable)",
+    ).argParser(paths),
+    new Option("--sandbox-bind-rw <path>", "with the sandbox: a folder bound read-write at the same path (repeatable)").argParser(paths),
+    new Option(
+      "--sandbox-env <name>",
+      "with the sandbox: an environment variable passed to commands besides the default ones (repeatable)",
+    ).argParser((value: string, previous: string[] | undefined) => {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(value)) throw new InvalidArgumentError("Expected an environment variable name.");
+      return [...(previous ?? []), value];
+    }),
   ];
 }
 
@@ -74,7 +80,10 @@ export function resolveServedSandbox(prefix: string, codingTools: true | string[
   const isAsked = options.sandbox === "bwrap" || extras.flags.length > 0;
   const servesBash = codingTools === true || codingTools.includes("bash");
   if (!isAsked && !servesBash) {
-    return { option: "none", line: `${prefix}: coding tools run unsandboxed (without bash the sandbox is not the default: --sandbox bwrap asks for it)` };
+    return {
+      option: "none",
+      line: `${prefix}: coding tools run unsandboxed (without bash the sandbox is not the default: --sandbox bwrap asks for it)`,
+    };
   }
   const probe = probeSandbox();
   if (!probe.isAvailable) {

@@ -38,10 +38,10 @@ import { closestName } from "../closest-name.js";
 import { describeThrown } from "../errors.js";
 import { describeLiveViewLink, type LinkedToken } from "./live-view-link.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
-import { resolveServedSandbox, sandboxOptions } from "./sandbox-options.js";
+import { resolveServedSandbox, type SandboxCliOptions, sandboxOptions } from "./sandbox-options.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
-interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions, CodingServeCliOptions {
+interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions, CodingServeCliOptions, SandboxCliOptions {
   host?: string;
   port?: number;
   token?: string;
