@@ -11,7 +11,9 @@ import { fileURLToPath } from "node:url";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
 import { callScopedCodingTools, type CodingToolName, type PiSessionInfo, withCallScope } from "../coding-tools.js";
+import { ToolpoolError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
+import { probeSandbox } from "../tools/coding/sandbox.js";
 import type { AgentTool } from "../types.js";
 import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
 import { type ExtensionStatus, formatExtensionStatus, type PoolStatus } from "./extension-status.js";
@@ -46,9 +48,11 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   const makeTools = (): PoolSetup => {
     const options = resolvePiExtensionOptions(flagOf, pi.getSettings());
     // Each call brings its folder and session: two of pi's sessions may run at once.
+    const sandbox = checkedSandbox(options.sandbox);
     const tools = callScopedCodingTools({
       tools: toolNames,
       confine: options.confine,
+      ...(sandbox === undefined ? {} : { sandbox }),
       bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
       piOptions: options.piOptions,
       ...(options.ioThreads === undefined ? {} : { ioThreads: options.ioThreads }),
@@ -97,6 +101,7 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     return {
       toolpoolVersion,
       pi: { version: hostPi.version, folder: hostPi.folder },
+      sandbox: sandboxNow(),
       tools: toolNames.map((name) => {
         const source = registered.get(name);
         const definedBy =
@@ -133,8 +138,28 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     handler: async (_args, ctx) => showStatus(ctx),
   });
 
+  const sandboxNow = (): string => {
+    try {
+      const sandbox = checkedSandbox(resolvePiExtensionOptions(flagOf, pi.getSettings()).sandbox);
+      if (sandbox === undefined) return "none (commands run as pi's own bash runs them)";
+      const probe = probeSandbox();
+      return `bwrap, each bash command in a sandbox of its own (network off; ${probe.isAvailable ? probe.version : "bubblewrap"})`;
+    } catch (error) {
+      return `none, and no tool runs (${(error as Error).message})`;
+    }
+  };
+
   pi.on("session_start", (_event, ctx) => {
     if (flagOf("toolpool-status") === true) showStatus(ctx);
+    let sandbox: "bwrap" | undefined;
+    try {
+      sandbox = resolvePiExtensionOptions(flagOf, pi.getSettings()).sandbox;
+    } catch {
+      // Each tool call names what is wrong.
+      return;
+    }
+    // Flags are read only after extensions load: the session's start is the first moment to refuse, in pi's words for an extension's error.
+    checkedSandbox(sandbox);
   });
 
   pi.on("session_shutdown", async () => {
@@ -151,6 +176,19 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     // The next session's pool counts from zero, and so do these.
     for (const name of Object.keys(calls)) delete calls[name];
   });
+}
+
+/** Asked for where bwrap cannot run: no tool runs unsandboxed in its place. */
+function checkedSandbox(sandbox: "bwrap" | undefined): "bwrap" | undefined {
+  if (sandbox === undefined) return undefined;
+  const probe = probeSandbox();
+  if (!probe.isAvailable) {
+    throw new ToolpoolError(
+      "TP_ERR_SANDBOX_UNAVAILABLE",
+      `The bwrap sandbox that --toolpool-sandbox (or the toolpool.sandbox setting) asks for cannot run here: ${probe.cause}. To fix: ${probe.fix}. No tool call runs unsandboxed in its place; --toolpool-sandbox none runs them as pi does.`,
+    );
+  }
+  return sandbox;
 }
 
 interface PoolSetup {
