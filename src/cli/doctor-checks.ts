@@ -8,10 +8,16 @@ import { homedir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { probeSandbox, supportsPi16 } from "../index.js";
-import { pi16MinimumNode } from "../options.js";
-import { fdMinimumVersion, fdShortfallOf } from "../tools/coding/fd-requirement.js";
-import { piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, piFdLookup } from "../tools/coding/pi-coding-agent.js";
+import {
+  fdMinimumVersion,
+  fdShortfallOf,
+  piCodingAgentEntry,
+  piCodingAgentPackage,
+  piCodingAgentUnavailable,
+  piFdLookup,
+  probeSandbox,
+} from "../coding-tools.js";
+import { pi16MinimumNode, supportsPi16 } from "../options.js";
 
 /** `fail`: the default setup does not work here; `warn`: it does, but a tool it may serve will not. */
 export type CheckStatus = "ok" | "warn" | "fail";

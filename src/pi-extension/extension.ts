@@ -10,10 +10,9 @@ import { fileURLToPath } from "node:url";
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
-import { callScopedCodingTools, type CodingToolName, type PiSessionInfo, withCallScope } from "../coding-tools.js";
+import { callScopedCodingTools, type CodingToolName, type PiSessionInfo, probeSandbox, withCallScope } from "../coding-tools.js";
 import { ToolpoolError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
-import { probeSandbox } from "../tools/coding/sandbox.js";
 import type { AgentTool } from "../types.js";
 import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
 import { type ExtensionStatus, formatExtensionStatus, type PoolStatus } from "./extension-status.js";
