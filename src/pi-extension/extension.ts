@@ -47,11 +47,11 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   const makeTools = (): PoolSetup => {
     const options = resolvePiExtensionOptions(flagOf, pi.getSettings());
     // Each call brings its folder and session: two of pi's sessions may run at once.
-    const sandbox = checkedSandbox(options.sandbox);
+    const bwrapVersion = checkedSandbox(options.sandbox);
     const tools = callScopedCodingTools({
       tools: toolNames,
       confine: options.confine,
-      ...(sandbox === undefined ? {} : { sandbox }),
+      ...(bwrapVersion === undefined ? {} : { sandbox: "bwrap" }),
       bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
       piOptions: options.piOptions,
       ...(options.ioThreads === undefined ? {} : { ioThreads: options.ioThreads }),
@@ -139,10 +139,9 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
 
   const sandboxNow = (): string => {
     try {
-      const sandbox = checkedSandbox(resolvePiExtensionOptions(flagOf, pi.getSettings()).sandbox);
-      if (sandbox === undefined) return "none (commands run as pi's own bash runs them)";
-      const probe = probeSandbox();
-      return `bwrap, each bash command in a sandbox of its own (network off; ${probe.isAvailable ? probe.version : "bubblewrap"})`;
+      const bwrapVersion = checkedSandbox(resolvePiExtensionOptions(flagOf, pi.getSettings()).sandbox);
+      if (bwrapVersion === undefined) return "none (commands run as pi's own bash runs them)";
+      return `bwrap, each bash command in a sandbox of its own (network off; ${bwrapVersion})`;
     } catch (error) {
       return `none, and no tool runs (${(error as Error).message})`;
     }
@@ -177,8 +176,8 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   });
 }
 
-/** Asked for where bwrap cannot run: no tool runs unsandboxed in its place. */
-function checkedSandbox(sandbox: "bwrap" | undefined): "bwrap" | undefined {
+/** bwrap's version where the sandbox is asked for; asked for where bwrap cannot run, a throw: no tool runs unsandboxed in its place. */
+function checkedSandbox(sandbox: "bwrap" | undefined): string | undefined {
   if (sandbox === undefined) return undefined;
   const probe = probeSandbox();
   if (!probe.isAvailable) {
@@ -187,7 +186,7 @@ function checkedSandbox(sandbox: "bwrap" | undefined): "bwrap" | undefined {
       `The bwrap sandbox that --toolpool-sandbox (or the toolpool.sandbox setting) asks for cannot run here: ${probe.cause}. To fix: ${probe.fix}. No tool call runs unsandboxed in its place; --toolpool-sandbox none runs them as pi does.`,
     );
   }
-  return sandbox;
+  return probe.version;
 }
 
 interface PoolSetup {
