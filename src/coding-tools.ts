@@ -37,6 +37,10 @@ import { registerThreadHooks } from "./contracts/thread-hooks.js";
 export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
 export type { CodingWorkspace } from "./tools/coding/workspace.js";
 export { withCallScope } from "./tools/coding/call-scope.js";
+// What `toolpool doctor`, the servers and the pi extension ask of the machine.
+export { fdMinimumVersion } from "./tools/coding/fd-requirement.js";
+export { probeSandbox } from "./tools/coding/sandbox.js";
+export { fdShortfallOf, piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, piFdLookup };
 
 /** Options of {@link codingTools}; docs/coding-tools.md has each in full. */
 export interface CodingToolsOptions {

@@ -34,6 +34,21 @@ describe("formatExtensionStatus", () => {
     );
   });
 
+  it("says how bash's commands are isolated, after the tools, when it is known", () => {
+    const status: ExtensionStatus = {
+      toolpoolVersion: "0.1.0",
+      pi,
+      tools: [{ name: "bash", definedBy: "toolpool", isActive: true }],
+      sandbox: "bwrap, each bash command in a sandbox of its own (network off; bubblewrap 0.8.0)",
+      pools: [{ name: "toolpool:coding-io", tools: ["bash"], maxThreads: 4, threads: 0 }],
+    };
+    expect(formatExtensionStatus(status).split("\n").slice(1, 4)).toEqual([
+      "bash: on the pool, active",
+      "sandbox: bwrap, each bash command in a sandbox of its own (network off; bubblewrap 0.8.0)",
+      "pool toolpool:coding-io: bash; up to 4 threads, 0 started",
+    ]);
+  });
+
   it("says why there are no pools", () => {
     const status: ExtensionStatus = { toolpoolVersion: "0.1.0", pi, tools: [], pools: { error: "Expected --toolpool-threads to be an integer" } };
     expect(formatExtensionStatus(status)).toContain("pools: none (Expected --toolpool-threads to be an integer)\n");

@@ -100,6 +100,35 @@ describe("resolvePiExtensionOptions", () => {
     );
   });
 
+  it("takes --toolpool-sandbox over the `sandbox` setting, none by default, and confines paths with the sandbox", () => {
+    expect(resolvePiExtensionOptions(flags(), {})).toMatchObject({ sandbox: undefined, confine: false });
+    expect(resolvePiExtensionOptions(flags({ "toolpool-sandbox": "bwrap" }), {})).toMatchObject({ sandbox: "bwrap", confine: true });
+    expect(resolvePiExtensionOptions(flags(), { toolpool: { sandbox: "bwrap" } })).toMatchObject({ sandbox: "bwrap", confine: true });
+    expect(resolvePiExtensionOptions(flags({ "toolpool-sandbox": "none" }), { toolpool: { sandbox: "bwrap" } })).toMatchObject({
+      sandbox: undefined,
+      confine: false,
+    });
+    expect(resolvePiExtensionOptions(flags({ "toolpool-sandbox": "bwrap" }), { toolpool: { sandbox: "none", confine: true } })).toMatchObject({
+      sandbox: "bwrap",
+      confine: true,
+    });
+  });
+
+  it.each([
+    [{ "toolpool-sandbox": "docker" }, {}, 'Expected --toolpool-sandbox to be "bwrap" or "none", got `"docker"` (string)'],
+    [{}, { toolpool: { sandbox: true } }, 'Expected the `toolpool.sandbox` setting to be "bwrap" or "none", got `true` (boolean)'],
+    [
+      { "toolpool-sandbox": "bwrap" },
+      { toolpool: { confine: false } },
+      "Expected the `toolpool.confine` setting to be true (or unset) with the sandbox",
+    ],
+    [{}, { toolpool: { sandbx: "bwrap" } }, "Unknown setting `toolpool.sandbx`; did you mean `toolpool.sandbox`?"],
+  ] as const)("names what is wrong with the sandbox's flag or setting: %j %j", (flagValues, settings, message) => {
+    expect(() => resolvePiExtensionOptions(flags(flagValues), settings)).toThrow(
+      expect.objectContaining({ code: "TP_ERR_INVALID_OPTION", message: expect.stringContaining(message) }),
+    );
+  });
+
   it("returns frozen options", () => {
     expect(Object.isFrozen(resolvePiExtensionOptions(flags(), undefined))).toBe(true);
   });

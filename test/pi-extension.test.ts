@@ -68,10 +68,12 @@ interface PiRunOptions {
   calls?: readonly { name: string; arguments: Record<string, unknown> }[];
   /** pi's global settings (`settings.json` of its agent folder). */
   settings?: Record<string, unknown>;
+  /** Variables of pi's environment, over the test's own. */
+  env?: Record<string, string>;
 }
 
 /** Runs the real pi CLI once, non-interactively, on a fresh copy of the tree, in a home of its own; returns what it did. */
-async function runPi({ withToolpool, args = [], calls = script, settings }: PiRunOptions): Promise<PiRun> {
+async function runPi({ withToolpool, args = [], calls = script, settings, env = {} }: PiRunOptions): Promise<PiRun> {
   const run = join(base, `run-${runs++}`);
   const home = join(run, "home");
   // One tree path for every run: pi's system prompt names its working folder.
@@ -94,6 +96,7 @@ async function runPi({ withToolpool, args = [], calls = script, settings }: PiRu
       PI_OFFLINE: "1",
       TOOLPOOL_SCRIPT: JSON.stringify(calls),
       TOOLPOOL_REQUESTS: requestsFile,
+      ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -218,6 +221,39 @@ describe.skipIf(!supportsPi16())("the toolpool pi extension, in the real pi CLI 
     expect(outside!.content[0]!.text).not.toContain("secret");
     expect(inside!.isError).toBe(false);
     expect(inside!.content[0]!.text).toContain("A tree for pi.");
+  }, 180_000);
+
+  it("with --toolpool-sandbox bwrap where bwrap is not on PATH, refuses as the session starts, and every call is an error result saying why", async () => {
+    const calls = [
+      { name: "read", arguments: { path: "README.md" } },
+      { name: "bash", arguments: { command: "echo ran" } },
+    ];
+    const pooled = await runPi({
+      withToolpool: true,
+      calls,
+      args: ["--toolpool-sandbox", "bwrap", "--toolpool-status"],
+      env: { PATH: join(base, "no-bwrap") },
+    });
+    expect(pooled.stderr).toMatch(
+      /Extension error \([^)]+\): The bwrap sandbox that --toolpool-sandbox .* cannot run here: bwrap \(bubblewrap\) is not on PATH/,
+    );
+    expect(pooled.stderr).toMatch(/^sandbox: none, and no tool runs \(The bwrap sandbox that --toolpool-sandbox/m);
+    const results = toolResultsOf(pooled.events);
+    expect(results).toHaveLength(2);
+    for (const result of results) {
+      expect(result.isError).toBe(true);
+      expect(result.content[0]!.text).toContain("bwrap (bubblewrap) is not on PATH");
+      expect(result.content[0]!.text).not.toContain("ran");
+    }
+  }, 180_000);
+
+  it("with --toolpool-sandbox bwrap where bwrap runs, says so in its status and runs the calls", async () => {
+    const calls = [{ name: "bash", arguments: { command: "pwd" } }];
+    const pooled = await runPi({ withToolpool: true, calls, args: ["--toolpool-sandbox", "bwrap", "--toolpool-status"] });
+    expect(pooled.stderr).toMatch(/^sandbox: bwrap, each bash command in a sandbox of its own \(network off; bubblewrap \d/m);
+    expect(pooled.stderr).not.toContain("Extension error");
+    const [result] = toolResultsOf(pooled.events);
+    expect(result).toMatchObject({ isError: false, content: [{ text: `${join(base, "tree")}\n` }] });
   }, 180_000);
 
   it("answers a flag it cannot use with an error result naming it", async () => {

@@ -12,7 +12,7 @@ import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, toOneLine, UsageError } from "./usag
 async function main(argv: readonly string[]): Promise<number> {
   try {
     // Commander answers a missing command with its whole help; the contract is one line for any usage error.
-    if (argv.length <= 2) throw new UsageError("missing command: expected run, demo, serve or mcp (see toolpool --help)");
+    if (argv.length <= 2) throw new UsageError("missing command: expected run, demo, serve, mcp or doctor (see toolpool --help)");
     await createProgram().parseAsync(argv);
     return EXIT_OK;
   } catch (error) {

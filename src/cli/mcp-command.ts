@@ -19,6 +19,7 @@ import {
 import { codingThreadsPerSessionOption, unsafeNoTokenOption } from "./coding-tools-serving.js";
 import type { HttpAddress, McpCliOptions } from "./mcp-cli-options.js";
 import { mcpLimitOptions } from "./mcp-limit-options.js";
+import { sandboxOptions } from "./sandbox-options.js";
 import { importOptional } from "../optional-packages.js";
 
 /** Adds the `mcp` command to `program`. */
@@ -60,6 +61,7 @@ export function addMcpCommand(program: Command): Command {
     .addOption(unsafeNoTokenOption())
     .addOption(fleetOption())
     .addOption(remoteOption());
+  for (const option of sandboxOptions()) command.addOption(option);
   for (const option of mcpLimitOptions()) command.addOption(option);
   return command.action(async (options: McpCliOptions) => {
     // The MCP SDK is an optional peer dependency: a missing one is TP_ERR_MISSING_PACKAGE with the install line.

@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { addBenchCommand } from "./bench-command.js";
 import { readPackageVersion } from "./package-version.js";
 import { addDemoCommand } from "./demo-command.js";
+import { addDoctorCommand } from "./doctor-command.js";
 import { addMcpCommand } from "./mcp-command.js";
 import { addNodeCommand } from "./node-command.js";
 import { addRunCommand } from "./run-command.js";
@@ -26,5 +27,6 @@ export function createProgram(version: string = readPackageVersion()): Command {
   addMcpCommand(program);
   addBenchCommand(program);
   addNodeCommand(program);
+  addDoctorCommand(program);
   return program;
 }

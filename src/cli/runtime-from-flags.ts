@@ -7,6 +7,7 @@ import {
   type PiVersion,
   type PoolOptions,
   type Runtime,
+  type SandboxOption,
   type ToolDefinition,
   type ToolExecutionMode,
 } from "../index.js";
@@ -29,6 +30,8 @@ interface ToolFlags {
   bashTimeout?: number | undefined;
   /** The coding tools' `ioThreadsPerSession`. */
   codingThreadsPerSession?: number | undefined;
+  /** The coding tools' `sandbox`, as a server chose it (`resolveServedSandbox`). */
+  sandbox?: SandboxOption | undefined;
 }
 
 interface RuntimeFlags extends ToolFlags, FleetCliOptions {
@@ -54,6 +57,7 @@ export async function toolsFromFlags(flags: ToolFlags): Promise<ToolDefinition[]
         ...(flags.bashTimeout === undefined ? {} : { bash: { timeoutMs: flags.bashTimeout, maxTimeoutMs: Math.max(flags.bashTimeout, 600_000) } }),
         ...(flags.callTimeout === undefined ? {} : { timeoutMs: flags.callTimeout }),
         ...(flags.codingThreadsPerSession === undefined ? {} : { ioThreadsPerSession: flags.codingThreadsPerSession }),
+        ...(flags.sandbox === undefined ? {} : { sandbox: flags.sandbox }),
       }),
     );
     return [...modules, ...coding];

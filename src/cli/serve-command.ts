@@ -38,9 +38,10 @@ import { closestName } from "../closest-name.js";
 import { describeThrown } from "../errors.js";
 import { describeLiveViewLink, type LinkedToken } from "./live-view-link.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
+import { resolveServedSandbox, type SandboxCliOptions, sandboxOptions } from "./sandbox-options.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
-interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions, CodingServeCliOptions {
+interface ServeCliOptions extends RuntimeCliOptions, ConnectionCliOptions, CodingServeCliOptions, SandboxCliOptions {
   host?: string;
   port?: number;
   token?: string;
@@ -115,6 +116,7 @@ async function serve(options: ServeCliOptions): Promise<void> {
   delete process.env[TOKEN_ENV];
   const root = options.root ?? config.root;
   requireCodingRoot(options.codingTools, root);
+  const sandbox = resolveServedSandbox("toolpool serve", options.codingTools, options);
   const runtime = await runtimeFromFlags(
     {
       tools: options.tools.length > 0 ? options.tools : (config.tools ?? []),
@@ -123,6 +125,7 @@ async function serve(options: ServeCliOptions): Promise<void> {
       codingTools: options.codingTools,
       bashTimeout: options.bashTimeout,
       codingThreadsPerSession: codingThreadsPerSession(options),
+      sandbox: sandbox.option,
       callTimeout: options.callTimeout ?? config.callTimeoutMs,
       hooks: options.hooks ?? config.hooks,
       threads: options.threads ?? config.threads,
@@ -141,6 +144,7 @@ async function serve(options: ServeCliOptions): Promise<void> {
     await runtime.close();
     throw error;
   }
+  if (sandbox.line !== undefined) process.stderr.write(`${sandbox.line}\n`);
   // Before `listen`: a SIGTERM during start-up must shut down gracefully too.
   const signals = watchSignals(server);
   try {
@@ -186,7 +190,9 @@ export function addServeCommand(program: Command): Command {
     .addOption(codingToolsOption())
     .addOption(bashTimeoutOption())
     .addOption(codingThreadsPerSessionOption())
-    .addOption(unsafeNoTokenOption())
+    .addOption(unsafeNoTokenOption());
+  for (const option of sandboxOptions()) command.addOption(option);
+  command
     .addOption(
       new Option("--call-timeout <ms>", "time limit of every worker tool without one of its own (default: 30000 for the built-ins)").argParser(
         parseCallTimeout,

@@ -20,6 +20,7 @@ import { readPackageVersion } from "./package-version.js";
 import { readBearerToken, TOKEN_ENV } from "./bearer-token.js";
 import { codingThreadsPerSession, describeGeneratedToken, resolveServedToken } from "./coding-tools-serving.js";
 import { runtimeFromFlags } from "./runtime-from-flags.js";
+import { resolveServedSandbox } from "./sandbox-options.js";
 import { inputErrors, UsageError } from "./usage-error.js";
 
 const maxStdioMessageBytes = 16 * 1024 * 1024;
@@ -38,8 +39,14 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
     throw new UsageError("--unsafe-no-token needs --http: on stdio there is no token");
   // On stdio the client is the process that started this one: no token to require.
   const { token, isGenerated } = options.http === undefined ? { token: given, isGenerated: false } : resolveServedToken(given, options);
-  const runtime: Runtime = await runtimeFromFlags({ ...options, codingThreadsPerSession: codingThreadsPerSession(options) });
+  const sandbox = resolveServedSandbox("toolpool mcp", options.codingTools, options);
+  const runtime: Runtime = await runtimeFromFlags({
+    ...options,
+    codingThreadsPerSession: codingThreadsPerSession(options),
+    sandbox: sandbox.option,
+  });
   const log = (line: string) => void process.stderr.write(`toolpool mcp: ${line}\n`);
+  if (sandbox.line !== undefined) process.stderr.write(`${sandbox.line}\n`);
   const serverOptions: McpServerOptions = {
     version: readPackageVersion(),
     // The built-in patch writes only with --allow-write: only then is it destructive.

@@ -20,8 +20,10 @@ interface PiExtensionOptions {
   readonly bashTimeoutMs: number;
   /** Latest deadline of any bash call, its own `timeout` included, ms. */
   readonly bashMaxTimeoutMs: number;
-  /** Whether path arguments must stay inside pi's working folder. */
+  /** Whether path arguments must stay inside pi's working folder; always with the sandbox. */
   readonly confine: boolean;
+  /** `"bwrap"`: each bash command (and grep's and find's processes) in a bubblewrap sandbox; undefined: none, as in pi. */
+  readonly sandbox: "bwrap" | undefined;
   /** Whether the background processes a bash call started outlive it, as in pi. */
   readonly keepBackground: boolean;
   /** Where to write the pool's counts as JSON when the session ends, if anywhere. */
@@ -50,6 +52,11 @@ export const extensionFlags = {
     type: "string",
   },
   "toolpool-confine": { description: "toolpool: refuse paths outside pi's working folder", type: "boolean" },
+  "toolpool-sandbox": {
+    description:
+      "toolpool: bwrap runs each bash command (and grep's and find's processes) in a bubblewrap sandbox that writes only pi's working folder, without network; none runs them as pi does (default: none)",
+    type: "string",
+  },
   "toolpool-keep-background": {
     description: "toolpool: let the background processes of a bash call (server &) outlive it, as in pi",
     type: "boolean",
@@ -71,7 +78,9 @@ const maxThreads = 256;
 const maxDeadlineMs = 2_147_483_647;
 
 /** Any other key is refused, naming the closest. */
-const extensionSettingNames = ["threads", "ioThreads", "bashTimeoutMs", "bashMaxTimeoutMs", "confine", "keepBackground"] as const;
+const extensionSettingNames = ["threads", "ioThreads", "bashTimeoutMs", "bashMaxTimeoutMs", "confine", "keepBackground", "sandbox"] as const;
+
+const sandboxKinds: readonly unknown[] = ["bwrap", "none"];
 
 /** Throws `TP_ERR_INVALID_OPTION` naming the wrong flag or setting and what arrived. */
 export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => FlagValue, settings: unknown): PiExtensionOptions {
@@ -108,7 +117,19 @@ export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => Fla
   if (toolpool.confine !== undefined && typeof toolpool.confine !== "boolean") {
     throw invalid("the `toolpool.confine` setting", "a boolean", toolpool.confine);
   }
-  const confine = confineFlag === true || (toolpool.confine ?? false);
+  const sandboxFlag = flag("toolpool-sandbox");
+  if (sandboxFlag !== undefined && sandboxFlag !== "" && !sandboxKinds.includes(sandboxFlag)) {
+    throw invalid("--toolpool-sandbox", '"bwrap" or "none"', sandboxFlag);
+  }
+  if (toolpool.sandbox !== undefined && !sandboxKinds.includes(toolpool.sandbox)) {
+    throw invalid("the `toolpool.sandbox` setting", '"bwrap" or "none"', toolpool.sandbox);
+  }
+  const sandbox = (sandboxFlag === undefined || sandboxFlag === "" ? toolpool.sandbox : sandboxFlag) === "bwrap" ? "bwrap" : undefined;
+  // The sandbox writes only the working folder: a path argument outside it must be refused too.
+  if (sandbox !== undefined && toolpool.confine === false) {
+    throw invalid("the `toolpool.confine` setting", "true (or unset) with the sandbox", toolpool.confine);
+  }
+  const confine = confineFlag === true || (toolpool.confine ?? false) || sandbox !== undefined;
   if (toolpool.keepBackground !== undefined && typeof toolpool.keepBackground !== "boolean") {
     throw invalid("the `toolpool.keepBackground` setting", "a boolean", toolpool.keepBackground);
   }
@@ -126,6 +147,7 @@ export function resolvePiExtensionOptions(flag: (name: ExtensionFlagName) => Fla
     bashTimeoutMs: resolvedTimeoutMs,
     bashMaxTimeoutMs: resolvedMaxTimeoutMs,
     confine,
+    sandbox,
     keepBackground,
     statsFile,
     piOptions: {

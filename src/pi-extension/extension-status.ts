@@ -21,16 +21,19 @@ export interface ExtensionStatus {
   readonly toolpoolVersion: string;
   readonly pi: { readonly version: string; readonly folder: string };
   readonly tools: readonly ToolStatus[];
+  /** How bash's commands are isolated, when known. */
+  readonly sandbox?: string;
   /** Or why they cannot be made. */
   readonly pools: readonly PoolStatus[] | { readonly error: string };
 }
 
-/** One line for toolpool and its pi, one per tool, one per pool (`pool toolpool:coding: read, edit, write; up to 8 threads, 0 started`). */
+/** One line for toolpool and its pi, one per tool, one for the sandbox, one per pool (`pool toolpool:coding: read, edit, write; up to 8 threads, 0 started`). */
 export function formatExtensionStatus(status: ExtensionStatus): string {
   const lines = [`toolpool ${status.toolpoolVersion} in pi ${status.pi.version} (${status.pi.folder})`];
   for (const tool of status.tools) {
     lines.push(`${tool.name}: ${whereRuns(tool.definedBy)}${tool.isActive ? ", active" : ""}`);
   }
+  if (status.sandbox !== undefined) lines.push(`sandbox: ${status.sandbox}`);
   if ("error" in status.pools) {
     lines.push(`pools: none (${status.pools.error})`);
   } else {

@@ -10,7 +10,8 @@ import { fileURLToPath } from "node:url";
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
-import { callScopedCodingTools, type CodingToolName, type PiSessionInfo, withCallScope } from "../coding-tools.js";
+import { callScopedCodingTools, type CodingToolName, type PiSessionInfo, probeSandbox, withCallScope } from "../coding-tools.js";
+import { ToolpoolError } from "../errors.js";
 import { createRuntime, type Runtime } from "../runtime.js";
 import type { AgentTool } from "../types.js";
 import { type ExtensionFlagName, extensionFlags, type FlagValue, resolvePiExtensionOptions } from "./extension-options.js";
@@ -46,9 +47,11 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
   const makeTools = (): PoolSetup => {
     const options = resolvePiExtensionOptions(flagOf, pi.getSettings());
     // Each call brings its folder and session: two of pi's sessions may run at once.
+    const bwrapVersion = checkedSandbox(options.sandbox);
     const tools = callScopedCodingTools({
       tools: toolNames,
       confine: options.confine,
+      ...(bwrapVersion === undefined ? {} : { sandbox: "bwrap" }),
       bash: { timeoutMs: options.bashTimeoutMs, maxTimeoutMs: options.bashMaxTimeoutMs, keepBackground: options.keepBackground },
       piOptions: options.piOptions,
       ...(options.ioThreads === undefined ? {} : { ioThreads: options.ioThreads }),
@@ -97,6 +100,7 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     return {
       toolpoolVersion,
       pi: { version: hostPi.version, folder: hostPi.folder },
+      sandbox: sandboxNow(),
       tools: toolNames.map((name) => {
         const source = registered.get(name);
         const definedBy =
@@ -133,8 +137,27 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     handler: async (_args, ctx) => showStatus(ctx),
   });
 
+  const sandboxNow = (): string => {
+    try {
+      const bwrapVersion = checkedSandbox(resolvePiExtensionOptions(flagOf, pi.getSettings()).sandbox);
+      if (bwrapVersion === undefined) return "none (commands run as pi's own bash runs them)";
+      return `bwrap, each bash command in a sandbox of its own (network off; ${bwrapVersion})`;
+    } catch (error) {
+      return `none, and no tool runs (${(error as Error).message})`;
+    }
+  };
+
   pi.on("session_start", (_event, ctx) => {
     if (flagOf("toolpool-status") === true) showStatus(ctx);
+    let sandbox: "bwrap" | undefined;
+    try {
+      sandbox = resolvePiExtensionOptions(flagOf, pi.getSettings()).sandbox;
+    } catch {
+      // Each tool call names what is wrong.
+      return;
+    }
+    // Flags are read only after extensions load: the session's start is the first moment to refuse, in pi's words for an extension's error.
+    checkedSandbox(sandbox);
   });
 
   pi.on("session_shutdown", async () => {
@@ -151,6 +174,19 @@ export default async function toolpoolExtension(pi: ExtensionAPI): Promise<void>
     // The next session's pool counts from zero, and so do these.
     for (const name of Object.keys(calls)) delete calls[name];
   });
+}
+
+/** bwrap's version where the sandbox is asked for; asked for where bwrap cannot run, a throw: no tool runs unsandboxed in its place. */
+function checkedSandbox(sandbox: "bwrap" | undefined): string | undefined {
+  if (sandbox === undefined) return undefined;
+  const probe = probeSandbox();
+  if (!probe.isAvailable) {
+    throw new ToolpoolError(
+      "TP_ERR_SANDBOX_UNAVAILABLE",
+      `The bwrap sandbox that --toolpool-sandbox (or the toolpool.sandbox setting) asks for cannot run here: ${probe.cause}. To fix: ${probe.fix}. No tool call runs unsandboxed in its place; --toolpool-sandbox none runs them as pi does.`,
+    );
+  }
+  return probe.version;
 }
 
 interface PoolSetup {
