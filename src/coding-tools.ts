@@ -39,7 +39,14 @@ export type { CodingWorkspace } from "./tools/coding/workspace.js";
 export { withCallScope } from "./tools/coding/call-scope.js";
 // What `toolpool doctor`, the servers and the pi extension ask of the machine.
 export { fdMinimumVersion } from "./tools/coding/fd-requirement.js";
-export { probeSandbox } from "./tools/coding/sandbox.js";
+export {
+  type BwrapSandboxOptions,
+  defaultHiddenPaths,
+  defaultSandboxEnv,
+  probeSandbox,
+  type SandboxOption,
+  type SandboxProbe,
+} from "./tools/coding/sandbox.js";
 export { fdShortfallOf, piCodingAgentEntry, piCodingAgentPackage, piCodingAgentUnavailable, piFdLookup };
 
 /** Options of {@link codingTools}; docs/coding-tools.md has each in full. */
