@@ -235,10 +235,12 @@ export interface SandboxPlace {
 /**
  * The argv that runs `file args` in a sandbox. An absolute `file` in a
  * hidden folder (pi's own ripgrep and fd in the home folder) is bound
- * read-only so that it still runs.
+ * read-only so that it still runs. Throws for a workspace of `/`.
  */
 export function sandboxedCommand(sandbox: ResolvedSandbox, at: SandboxPlace, file: string, args: readonly string[]): { file: string; args: string[] } {
   const workspace = realPathOf(at.workspace) ?? resolve(at.workspace);
+  // It would lay the host's /dev and /proc over the sandbox's own.
+  if (workspace === "/") throw new Error("A sandboxed command cannot have / for its workspace: give it a folder of its own");
   // A mount lands on a real path: links are followed, and what does not exist has nothing to hide.
   const hidden = new Set<string>();
   for (const path of [...defaultHiddenPaths, tmpdir(), ...sandbox.hide, ...(at.alsoHidden ?? [])]) {
@@ -249,25 +251,26 @@ export function sandboxedCommand(sandbox: ResolvedSandbox, at: SandboxPlace, fil
     const real = realPathOf(path);
     return real === undefined ? [] : [{ path: real, writable }];
   });
-  // Parents first: a later mount on a parent would uncover its children. A
-  // path inside another hidden one needs a mount of its own only where a
-  // bound folder holds it (no mount point names it in an empty folder).
-  const shown = [workspace, ...binds.map(({ path }) => path)];
-  const ordered = [...hidden]
-    .sort((a, b) => a.length - b.length)
-    .filter((path) => !isCoveredBy(path, hidden) || shown.some((folder) => folder !== path && isInside(path, folder)));
-  const argv = [...namespaceArgs(sandbox.network, at.keepsBackground !== true), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
-  // What lies inside the workspace is hidden after it is bound, the rest before.
-  for (const path of ordered) if (!isInside(path, workspace)) argv.push(...hideArgs(path));
-  for (const { path, writable } of binds) argv.push(writable ? "--bind" : "--ro-bind", path, path);
-  const real = isAbsolute(file) ? realPathOf(file) : undefined;
-  const program = real !== undefined && ordered.some((path) => isInside(real, path)) ? real : file;
-  if (program !== file) argv.push("--ro-bind", program, program);
-  argv.push("--bind", workspace, workspace);
-  // The path pi's tools use, where it differs from the real one: results and `cd` read as without a sandbox.
   const given = resolve(at.workspace);
-  if (given !== workspace) argv.push("--bind", workspace, given);
-  for (const path of ordered) if (path !== workspace && isInside(path, workspace)) argv.push(...hideArgs(path));
+  const shown = [workspace, given, ...binds.map(({ path }) => path)];
+  const mounts: { path: string; rank: number; args: string[] }[] = [];
+  // A path inside another hidden one needs a mount of its own only where a
+  // shown folder holds it (no mount point then names it in an empty folder).
+  for (const path of hidden) {
+    if (!isCoveredBy(path, hidden) || shown.some((folder) => folder !== path && isInside(path, folder)))
+      mounts.push({ path, rank: 0, args: hideArgs(path) });
+  }
+  for (const { path, writable } of binds) mounts.push({ path, rank: 1, args: [writable ? "--bind" : "--ro-bind", path, path] });
+  const real = isAbsolute(file) ? realPathOf(file) : undefined;
+  const program = real !== undefined && [...hidden].some((path) => isInside(real, path)) ? real : file;
+  if (program !== file) mounts.push({ path: program, rank: 1, args: ["--ro-bind", program, program] });
+  mounts.push({ path: workspace, rank: 2, args: ["--bind", workspace, workspace] });
+  // The path pi's tools use, where it differs from the real one: results and `cd` read as without a sandbox.
+  if (given !== workspace) mounts.push({ path: given, rank: 2, args: ["--bind", workspace, given] });
+  // The deeper path wins, whatever it is: a hidden path inside the workspace or a bound folder stays hidden, a folder bound inside a hidden one shows.
+  mounts.sort((x, y) => depthOf(x.path) - depthOf(y.path) || x.rank - y.rank);
+  const argv = [...namespaceArgs(sandbox.network, at.keepsBackground !== true), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+  for (const mount of mounts) argv.push(...mount.args);
   argv.push("--chdir", at.cwd, "--", program, ...args);
   return { file: sandbox.bwrap, args: argv };
 }
@@ -276,6 +279,10 @@ export function sandboxedCommand(sandbox: ResolvedSandbox, at: SandboxPlace, fil
 function isCoveredBy(path: string, hidden: ReadonlySet<string>): boolean {
   for (const other of hidden) if (other !== path && isInside(path, other)) return true;
   return false;
+}
+
+function depthOf(path: string): number {
+  return path.split(sep).filter((part) => part !== "").length;
 }
 
 function isInside(path: string, folder: string): boolean {
