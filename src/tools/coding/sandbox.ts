@@ -237,7 +237,12 @@ export interface SandboxPlace {
  * hidden folder (pi's own ripgrep and fd in the home folder) is bound
  * read-only so that it still runs. Throws for a workspace of `/`.
  */
-export function sandboxedCommand(sandbox: ResolvedSandbox, at: SandboxPlace, file: string, args: readonly string[]): { file: string; args: string[] } {
+export function sandboxedCommand(
+  sandbox: ResolvedSandbox,
+  at: SandboxPlace,
+  file: string,
+  args: readonly string[],
+): { file: string; args: string[] } {
   const workspace = realPathOf(at.workspace) ?? resolve(at.workspace);
   // It would lay the host's /dev and /proc over the sandbox's own.
   if (workspace === "/") throw new Error("A sandboxed command cannot have / for its workspace: give it a folder of its own");
@@ -262,8 +267,9 @@ export function sandboxedCommand(sandbox: ResolvedSandbox, at: SandboxPlace, fil
   }
   for (const { path, writable } of binds) mounts.push({ path, rank: 1, args: [writable ? "--bind" : "--ro-bind", path, path] });
   const real = isAbsolute(file) ? realPathOf(file) : undefined;
-  const program = real !== undefined && [...hidden].some((path) => isInside(real, path)) ? real : file;
-  if (program !== file) mounts.push({ path: program, rank: 1, args: ["--ro-bind", program, program] });
+  const isProgramHidden = real !== undefined && [...hidden].some((path) => isInside(real, path));
+  const program = isProgramHidden ? real : file;
+  if (isProgramHidden) mounts.push({ path: real, rank: 1, args: ["--ro-bind", real, real] });
   mounts.push({ path: workspace, rank: 2, args: ["--bind", workspace, workspace] });
   // The path pi's tools use, where it differs from the real one: results and `cd` read as without a sandbox.
   if (given !== workspace) mounts.push({ path: given, rank: 2, args: ["--bind", workspace, given] });
