@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-import { type CodingToolName, codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool";
+import { type CodingToolName, codingTools, createRuntime, supportsPi16, type Runtime, ToolpoolError } from "toolpool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
@@ -182,7 +182,7 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
     const inside = await bash(sandboxed, `cat ../bob/note.txt ${join(root, "bob", "note.txt")}; ls -A ..`);
     expect(inside.text).not.toContain("bob-private");
     expect(inside.text.split("\n")).not.toContain("bob");
-    expect((await bash(plain, "cat ../bob/note.txt; ls -A ..", "control")).text).toMatch(/^bob-private\n[^]*\bbob\n/);
+    expect((await bash(plain, "cat ../bob/note.txt; ls -A ..", "control")).text).toMatch(/^bob-private\n[\s\S]*\bbob\n/);
   });
 
   it("cannot connect to a TCP port listening on the host's 127.0.0.1", async () => {
@@ -203,7 +203,7 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
     const count = Number(inside.text.trim().split("\n").at(-1));
     expect(count).toBeGreaterThan(0);
     expect(count).toBeLessThan(10);
-    expect((await bash(plain, probe)).text).toMatch(/signalled\n[^]*seen/);
+    expect((await bash(plain, probe)).text).toMatch(/signalled\n[\s\S]*seen/);
   });
 
   it("leaves nothing alive after its deadline, a setsid + env -i + double-forked loop included", async () => {
@@ -332,5 +332,27 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
       await Promise.all(runtimes.map((runtime) => runtime.close()));
       process.env.PATH = path;
     }
+  });
+});
+
+describe("a sandbox the machine cannot make", () => {
+  it("refuses codingTools with TP_ERR_SANDBOX_UNAVAILABLE naming the cause and the fix, where PATH has no bwrap", () => {
+    const path = process.env.PATH;
+    // The probe is cached per PATH: another PATH probes again.
+    process.env.PATH = join(base, "no-bwrap-here");
+    let thrown: unknown;
+    try {
+      codingTools({ workspace: base, tools: ["bash"], sandbox: "bwrap" });
+    } catch (error) {
+      thrown = error;
+    } finally {
+      process.env.PATH = path;
+    }
+    expect(thrown).toBeInstanceOf(ToolpoolError);
+    expect((thrown as ToolpoolError).code).toBe("TP_ERR_SANDBOX_UNAVAILABLE");
+    const cause = process.platform === "linux" ? "bwrap (bubblewrap) is not on PATH" : "bubblewrap runs on Linux only";
+    expect((thrown as Error).message).toContain(cause);
+    expect((thrown as Error).message).toMatch(/To fix: .*(apt-get install bubblewrap|sandbox: "none")/);
+    expect((thrown as Error).message).toContain("Nothing runs unsandboxed in its place");
   });
 });
