@@ -38,6 +38,7 @@ const root = join(base, "sessions");
 const outside = join(base, "outside");
 const home = join(base, "home");
 const secretFile = join(base, "secret-file.txt");
+afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 /** The live processes whose command line holds `token` (this process aside). */
 function processesWith(token: string): number[] {
@@ -112,7 +113,6 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
   afterAll(async () => {
     await Promise.all([sandboxed?.close(), plain?.close()]);
     server?.close();
-    rmSync(base, { recursive: true, force: true });
   });
 
   it("cannot write outside the workspace by an absolute path", async () => {
@@ -333,6 +333,49 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
       process.env.PATH = path;
     }
   });
+});
+
+describe.skipIf(!supportsPi16() || !hasBwrap)("bash's process handling in the bwrap sandbox (pi 1.6)", () => {
+  it("gives the shell its SIGTERM and grace at the deadline, as without a sandbox", async () => {
+    const runtimes = [true, false].map((isSandboxed) =>
+      createRuntime({
+        pi: "1.6",
+        tools: codingTools({
+          workspace: { root, perSession: true },
+          tools: ["bash"],
+          bash: { graceMs: 5_000 },
+          ioThreads: 1,
+          ...(isSandboxed ? { sandbox: "bwrap" as const } : {}),
+        }),
+      }),
+    );
+    try {
+      const command = "trap 'echo got-term; exit 0' TERM; echo started; sleep 30 & wait";
+      const [inside, control] = await Promise.all(runtimes.map((runtime) => bash(runtime, command, "grace", 1)));
+      expect(control!.text).toMatch(/^started\ngot-term\n+Command timed out after 1 seconds$/);
+      expect(inside).toEqual(control);
+    } finally {
+      await Promise.all(runtimes.map((runtime) => runtime.close()));
+    }
+  }, 60_000);
+
+  it("keeps a call's background processes with keepBackground until the runtime closes, then ends them", async () => {
+    const token = `kept-${process.pid}`;
+    const runtime = createRuntime({
+      pi: "1.6",
+      tools: codingTools({ workspace: { root, perSession: true }, tools: ["bash"], sandbox: "bwrap", bash: { keepBackground: true }, ioThreads: 1 }),
+    });
+    let pids: number[] = [];
+    try {
+      const outcome = await bash(runtime, `setsid env -i /bin/sh -c ': ${token}; while :; do sleep 0.2; done' > /dev/null 2>&1 & echo up`, "kept");
+      expect(outcome).toEqual({ text: "up\n", isError: false });
+      await until(() => processesWith(token).length > 0, "the background loop alive after its call");
+      pids = processesWith(token);
+    } finally {
+      await runtime.close();
+    }
+    expect(await runningAfterWait(pids, "the background loop after close")).toEqual([]);
+  }, 60_000);
 });
 
 describe("a sandbox the machine cannot make", () => {
