@@ -336,6 +336,8 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
 });
 
 describe.skipIf(!supportsPi16() || !hasBwrap)("bash's process handling in the bwrap sandbox (pi 1.6)", () => {
+  beforeAll(() => mkdirSync(root, { recursive: true }));
+
   it("gives the shell its SIGTERM and grace at the deadline, as without a sandbox", async () => {
     const runtimes = [true, false].map((isSandboxed) =>
       createRuntime({
