@@ -361,6 +361,25 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("bash's process handling in the bw
     }
   }, 60_000);
 
+  it("tells the command pi's session variables, as pi's bash does", async () => {
+    const runtime = createRuntime({
+      pi: "1.6",
+      tools: codingTools({
+        workspace: { root, perSession: true },
+        tools: ["bash"],
+        sandbox: "bwrap",
+        ioThreads: 1,
+        piSession: (sessionKey) => ({ id: `id-${sessionKey}`, model: { provider: "prov", id: "mod" }, thinkingLevel: "high" }),
+      }),
+    });
+    try {
+      const outcome = await bash(runtime, 'echo "$PI_SESSION_ID $PI_PROVIDER $PI_MODEL $PI_REASONING_LEVEL"', "pi");
+      expect(outcome).toEqual({ text: "id-pi prov mod high\n", isError: false });
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it("keeps a call's background processes with keepBackground until the runtime closes, then ends them", async () => {
     const token = `kept-${process.pid}`;
     const runtime = createRuntime({
