@@ -12,7 +12,7 @@ import { constants as osConstants } from "node:os";
 import { threadId } from "node:worker_threads";
 
 import { callMarkerName, chainedMarker, endProcessTree, threadMarkerPrefix } from "./process-tree.js";
-import { type ResolvedSandbox, type SandboxPlace, sandboxedCommand, sandboxedEnv } from "./sandbox.js";
+import { type CallSandbox, sandboxedCommand, sandboxedEnv } from "./sandbox.js";
 
 export interface PiShellUtils {
   getShellConfig(shellPath?: string): { shell: string; args: string[]; commandTransport?: "stdin" | "args" };
@@ -30,16 +30,10 @@ interface BashOperations {
 
 let callCount = 0;
 
-/** A call's sandbox and where in it its commands run (their working folder is pi's). */
-export interface BashSandbox {
-  readonly sandbox: ResolvedSandbox;
-  readonly place: Omit<SandboxPlace, "cwd" | "keepsBackground">;
-}
-
 /** `spawn`: the coding thread's, which starts the shell through its spawn helper; default Node's. */
 export function createBashOperations(
   pi: PiShellUtils,
-  options: { shellPath?: string | undefined; graceMs: number; keepBackground: boolean; spawn?: typeof nodeSpawn; sandbox?: BashSandbox | undefined },
+  options: { shellPath?: string | undefined; graceMs: number; keepBackground: boolean; spawn?: typeof nodeSpawn; sandbox?: CallSandbox | undefined },
 ): BashOperations {
   const spawn = options.spawn ?? nodeSpawn;
   const { sandbox } = options;

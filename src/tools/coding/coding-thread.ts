@@ -11,7 +11,7 @@ import workerThreads from "node:worker_threads";
 
 import type { CodingToolName } from "./coding-settings.js";
 import { routedSpawn } from "./remote-spawn.js";
-import { findExecutable, type ResolvedSandbox, type SandboxPlace, sandboxedCommand, sandboxedEnv } from "./sandbox.js";
+import { type CallSandbox, findExecutable, sandboxedCommand, sandboxedEnv } from "./sandbox.js";
 import { rememberingProbes } from "./tool-probes.js";
 
 type Spawn = typeof childProcess.spawn;
@@ -59,12 +59,6 @@ export function prepareThreadFor(tool: CodingToolName): void {
   }
   // pi imports them by name: the bindings follow the module objects once synced.
   syncBuiltinESMExports();
-}
-
-/** A call's sandbox, for what pi spawns during it. */
-export interface CallSandbox {
-  readonly sandbox: ResolvedSandbox;
-  readonly place: Omit<SandboxPlace, "cwd" | "keepsBackground">;
 }
 
 /** Set while a call runs: a thread runs one call at a time. */

@@ -11,13 +11,14 @@ import { dirname } from "node:path";
 import type { AgentToolResult, WorkerToolContext } from "../../types.js";
 import { callScopeOf } from "./call-scope.js";
 import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
-import { type CallSandbox, prepareThreadFor, threadSpawn, withCallSandbox } from "./coding-thread.js";
+import { prepareThreadFor, threadSpawn, withCallSandbox } from "./coding-thread.js";
 import { assertConfined, followLinks } from "./confinement.js";
 import { createBashOperations } from "./bash-operations.js";
 import { isFindRefused } from "./fd-requirement.js";
 import { withBashOutputFolder } from "./bash-output-files.js";
 import { checkedEditOperations } from "./checked-file-operations.js";
 import { withPathLock } from "./path-locks.js";
+import type { CallSandbox } from "./sandbox.js";
 import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
 
 const settings = codingSettingsFromUrl(import.meta.url);

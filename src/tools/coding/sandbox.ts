@@ -232,6 +232,12 @@ export interface SandboxPlace {
   keepsBackground?: boolean;
 }
 
+/** A call's sandbox and where in it the call's processes run (their working folder is each spawn's). */
+export interface CallSandbox {
+  readonly sandbox: ResolvedSandbox;
+  readonly place: Omit<SandboxPlace, "cwd" | "keepsBackground">;
+}
+
 /**
  * The argv that runs `file args` in a sandbox. An absolute `file` in a
  * hidden folder (pi's own ripgrep and fd in the home folder) is bound
