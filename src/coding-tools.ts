@@ -37,6 +37,14 @@ import { registerThreadHooks } from "./contracts/thread-hooks.js";
 export type { CodingToolName, PiSessionInfo } from "./tools/coding/coding-settings.js";
 export type { CodingWorkspace } from "./tools/coding/workspace.js";
 export { withCallScope } from "./tools/coding/call-scope.js";
+export {
+  type BwrapSandboxOptions,
+  defaultHiddenPaths,
+  defaultSandboxEnv,
+  probeSandbox,
+  type SandboxOption,
+  type SandboxProbe,
+} from "./tools/coding/sandbox.js";
 
 /** Options of {@link codingTools}; docs/coding-tools.md has each in full. */
 export interface CodingToolsOptions {

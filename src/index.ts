@@ -26,7 +26,7 @@ export {
   probeSandbox,
   type SandboxOption,
   type SandboxProbe,
-} from "./tools/coding/sandbox.js";
+} from "./coding-tools.js";
 export type { BuiltinToolName, BuiltinToolsOptions } from "./builtin-tools.js";
 export { createServer } from "./server/create-server.js";
 export type {
