@@ -292,7 +292,8 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
   it("cannot make a user namespace of its own", async () => {
     const probe = "unshare --user --map-root-user true && echo made";
     expect((await bash(sandboxed, probe)).text).not.toContain("made");
-    expect((await bash(plain, probe)).text).toContain("made");
+    // The control, where this machine lets this user make one (Ubuntu's AppArmor may forbid it outside bwrap).
+    if (spawnSync("unshare", ["--user", "--map-root-user", "true"]).status === 0) expect((await bash(plain, probe)).text).toContain("made");
   });
 
   it("writes to a /tmp of its own, which the host's never sees", async () => {
