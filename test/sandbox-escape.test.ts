@@ -209,9 +209,14 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
   it("leaves nothing alive after its deadline, a setsid + env -i + double-forked loop included", async () => {
     const command = (token: string) => `( setsid env -i /bin/sh -c ': ${token}; while :; do sleep 0.2; done' & ); echo started; sleep 100`;
     const token = `survivor-${process.pid}-sandboxed`;
-    const inside = await bash(sandboxed, command(token), "alice", 1);
-    expect(inside.text).toBe("started\n\n\nCommand timed out after 1 seconds");
-    expect(await runningAfterWait(processesWith(token), "the sandboxed survivor")).toEqual([]);
+    try {
+      const inside = await bash(sandboxed, command(token), "alice", 1);
+      expect(inside.text).toBe("started\n\n\nCommand timed out after 1 seconds");
+      expect(await runningAfterWait(processesWith(token), "the sandboxed survivor")).toEqual([]);
+    } finally {
+      // Where the escape worked, the test leaves nothing behind.
+      killAll(processesWith(token));
+    }
     // Unsandboxed, the loop leaves both the call's group and its marker, and survives.
     const controlToken = `survivor-${process.pid}-plain`;
     try {
@@ -396,7 +401,11 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("bash's process handling in the bw
     } finally {
       await runtime.close();
     }
-    expect(await runningAfterWait(pids, "the background loop after close")).toEqual([]);
+    try {
+      expect(await runningAfterWait(pids, "the background loop after close")).toEqual([]);
+    } finally {
+      killAll(processesWith(token));
+    }
   }, 60_000);
 });
 
