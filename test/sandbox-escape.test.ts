@@ -185,6 +185,32 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
     expect((await bash(plain, "cat ../bob/note.txt; ls -A ..", "control")).text).toMatch(/^bob-private\n[\s\S]*\bbob\n/);
   });
 
+  it("cannot read another session's workspace that a workspace function gave, beside its own", async () => {
+    const folders = join(base, "by-function");
+    const runtime = createRuntime({
+      pi: "1.6",
+      tools: codingTools({
+        workspace: (sessionKey) => {
+          mkdirSync(join(folders, sessionKey ?? "none"), { recursive: true });
+          return join(folders, sessionKey ?? "none");
+        },
+        tools: ["bash"],
+        sandbox: { kind: "bwrap", bind: [{ path: base }] },
+        ioThreads: 1,
+      }),
+    });
+    try {
+      expect(await bash(runtime, "echo carol-private > note.txt", "carol")).toMatchObject({ isError: false });
+      const inside = await bash(runtime, "cat ../carol/note.txt; ls -A ..", "dave");
+      expect(inside.text).not.toContain("carol-private");
+      expect(inside.text.split("\n")).not.toContain("carol");
+      expect(inside.text.split("\n")).toContain("dave");
+      expect(readFileSync(join(folders, "carol", "note.txt"), "utf8")).toBe("carol-private\n");
+    } finally {
+      await runtime.close();
+    }
+  });
+
   it("cannot connect to a TCP port listening on the host's 127.0.0.1", async () => {
     const attempt = `exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`;
     const inside = await bash(sandboxed, attempt);
