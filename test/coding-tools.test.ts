@@ -6,7 +6,7 @@ import { runToolCall as piRunToolCall } from "@earendil-works/pi-agent-core";
 import { codingTools, createRuntime, supportsPi16, ToolpoolError, type CodingToolName, type Runtime } from "toolpool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { generateCalls, outsideOf, useDeterministicSearchTools, writeTree, type GeneratedCall } from "./support/coding-trees.js";
+import { generateCalls, outsideOf, useDeterministicSearchTools, which, writeTree, type GeneratedCall } from "./support/coding-trees.js";
 import { warnSkippedPi16 } from "./support/pi16.js";
 
 warnSkippedPi16("test/coding-tools.test.ts");
@@ -193,6 +193,65 @@ describe.skipIf(!supportsPi16())("codingTools against pi 1.6's own tools", () =>
     }, 180_000);
   }
 });
+
+describe.skipIf(!supportsPi16() || process.platform !== "linux" || which(["bwrap"]) === undefined)(
+  "codingTools in the bwrap sandbox against pi 1.6's own tools",
+  () => {
+    const workspace = join(base, "sandboxed");
+    let runtime: Runtime;
+    beforeAll(() => {
+      mkdirSync(workspace, { recursive: true });
+      useDeterministicSearchTools(join(base, "bin"));
+      runtime = createRuntime({
+        pi: "1.6",
+        tools: codingTools({ workspace, tools: allTools, sandbox: "bwrap", ioThreads: 1 }),
+        pool: { maxThreads: 1, abortGraceMs: 200 },
+      });
+    });
+    afterAll(async () => {
+      await runtime.close();
+      rmSync(outsideOf(workspace), { recursive: true, force: true });
+    });
+
+    /** Beside each seed's calls that stay in the workspace: deadlines, a command's own exit code, a signal. */
+    const extraCalls: GeneratedCall[] = [
+      { command: "echo before; sleep 30", timeout: 1 },
+      { command: "echo err >&2; exit 7" },
+      { command: "sleep 30 & echo started", timeout: 2 },
+      { command: "mkdir -p made && cd made && pwd && echo $PWD" },
+    ].map((args) => ({ name: "bash", arguments: args, isAborted: false, isConfined: true, leaves: false, throughExecute: false }));
+
+    // Two seeds: the sandbox changes where commands run, not what pi's tools do with their results.
+    const seeds = (process.env.CODING_DIFFERENTIAL_SEEDS ?? "1,2").split(",").map(Number).slice(0, 2);
+    for (const seed of seeds) {
+      it(`gives pi's results for seed ${seed}'s calls that stay inside, deadlines included (pi 1.6)`, async () => {
+        const tree = writeTree(workspace, seed);
+        const calls = [...generateCalls(seed, workspace, tree).filter((call) => !call.leaves), ...extraCalls];
+        const tools = new Map((await piTools(workspace)).map((tool) => [tool.name, tool]));
+        const piLoop = async (toolCall: { type: "toolCall"; id: string; name: string; arguments: Record<string, unknown> }) => {
+          const all = [...tools.values()];
+          const assistantMessage = { role: "assistant", content: [toolCall], stopReason: "toolUse" };
+          return (await piRunToolCall(toolCall as never, {
+            tools: all as never,
+            context: { systemPrompt: "", messages: [], tools: all } as never,
+            assistantMessage: assistantMessage as never,
+          })) as { result: object; isError: boolean };
+        };
+        const expected: unknown[] = [];
+        for (const [index, call] of calls.entries()) expected.push(await runCall(call, index, tools.get(call.name)!, piLoop));
+        writeTree(workspace, seed);
+        const agentTools = new Map(runtime.agentTools().map((tool) => [tool.name, tool as unknown as AgentToolLike]));
+        for (const [index, call] of calls.entries()) {
+          const actual = await runCall(call, index, agentTools.get(call.name)!, (toolCall) => runtime.runToolCall(toolCall));
+          expect(actual, `call ${index}: ${call.name} ${JSON.stringify(call.arguments).slice(0, 200)}${call.isAborted ? " aborted" : ""}`).toEqual(
+            expected[index],
+          );
+        }
+        expect(calls.filter((call) => call.name === "bash").length).toBeGreaterThan(extraCalls.length);
+      }, 180_000);
+    }
+  },
+);
 
 describe.skipIf(!supportsPi16())("codingTools workspaces and confine (pi 1.6)", () => {
   const root = join(base, "sessions");

@@ -25,6 +25,7 @@ export { followLinks } from "../../dist/tools/coding/confinement.js";
 export { fdMinimumVersion, fdShortfallOf, isFindRefused } from "../../dist/tools/coding/fd-requirement.js";
 export { hasHostEnded, isHostGone, watchHost } from "../../dist/tools/coding/host-watch.js";
 export { RemoteChild } from "../../dist/tools/coding/remote-child.js";
+export { resolveSandbox, sandboxedCommand } from "../../dist/tools/coding/sandbox.js";
 export { routedSpawn, SpawnHelper } from "../../dist/tools/coding/remote-spawn.js";
 export { createDiffTool, DIFF_MAX_EDIT_LENGTH } from "../../dist/tools/diff.js";
 export { createGrepTool } from "../../dist/tools/grep/grep.js";

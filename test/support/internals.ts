@@ -74,3 +74,4 @@ export { CapContext, currentCapContext, enterCapContext, isCapContextStorageOn, 
 export { workerTool } from "../../src/contracts/worker-tool.js";
 export { ToolpoolError } from "../../src/errors.js";
 export { supportsPi16 } from "../../src/options.js";
+export { probeSandbox, resolveSandbox, sandboxedCommand, sandboxedEnv } from "../../src/tools/coding/sandbox.js";

@@ -1,7 +1,8 @@
 /**
  * pi's bash `operations` on pi's own shell helpers, with the call's processes
  * marked (`process-tree.ts`) so that its deadline, an abort or its end
- * (unless `keepBackground`) ends its whole process tree, not only its group.
+ * (unless `keepBackground`) ends its whole process tree, not only its group;
+ * with a sandbox, the shell runs in one (`sandbox.ts`).
  * @module
  */
 import { type ChildProcess, spawn as nodeSpawn } from "node:child_process";
@@ -11,6 +12,7 @@ import { constants as osConstants } from "node:os";
 import { threadId } from "node:worker_threads";
 
 import { callMarkerName, chainedMarker, endProcessTree, threadMarkerPrefix } from "./process-tree.js";
+import { type CallSandbox, sandboxedCommand, sandboxedEnv } from "./sandbox.js";
 
 export interface PiShellUtils {
   getShellConfig(shellPath?: string): { shell: string; args: string[]; commandTransport?: "stdin" | "args" };
@@ -31,9 +33,10 @@ let callCount = 0;
 /** `spawn`: the coding thread's, which starts the shell through its spawn helper; default Node's. */
 export function createBashOperations(
   pi: PiShellUtils,
-  options: { shellPath?: string | undefined; graceMs: number; keepBackground: boolean; spawn?: typeof nodeSpawn },
+  options: { shellPath?: string | undefined; graceMs: number; keepBackground: boolean; spawn?: typeof nodeSpawn; sandbox?: CallSandbox | undefined },
 ): BashOperations {
   const spawn = options.spawn ?? nodeSpawn;
+  const { sandbox } = options;
   return {
     async exec(command, cwd, { onData, signal, timeout, env }) {
       const timeoutMs = timeout === undefined ? undefined : timeoutMsOf(timeout);
@@ -47,10 +50,19 @@ export function createBashOperations(
       callCount += 1;
       const marker = `${threadMarkerPrefix(threadId)}${callCount}`;
       const fromStdin = shellConfig.commandTransport === "stdin";
-      const child = spawn(shellConfig.shell, fromStdin ? shellConfig.args : [...shellConfig.args, command], {
+      const shellArgs = fromStdin ? shellConfig.args : [...shellConfig.args, command];
+      const shellEnv = markedEnv(env ?? pi.getShellEnv(), marker);
+      const run =
+        sandbox === undefined
+          ? { file: shellConfig.shell, args: shellArgs, env: shellEnv }
+          : {
+              ...sandboxedCommand(sandbox.sandbox, { ...sandbox.place, cwd, keepsBackground: options.keepBackground }, shellConfig.shell, shellArgs),
+              env: sandboxedEnv(sandbox.sandbox, shellEnv),
+            };
+      const child = spawn(run.file, run.args, {
         cwd,
         detached: process.platform !== "win32",
-        env: markedEnv(env ?? pi.getShellEnv(), marker),
+        env: run.env,
         stdio: [fromStdin ? "pipe" : "ignore", "pipe", "pipe"],
         windowsHide: true,
       });
@@ -67,8 +79,12 @@ export function createBashOperations(
       }
       let ending: Promise<number> | undefined;
       // SIGKILL at once on an abort (as pi does) and for what is left once the shell has exited.
+      // A sandbox's bwrap gets no SIGTERM: the sandbox would end with it, before the grace.
       const endTree = (graceMs: number) =>
-        (ending ??= endProcessTree({ group: child.pid, marker, isWholeMarker: true, fromPid: child.pid }, graceMs));
+        (ending ??= endProcessTree(
+          { group: child.pid, marker, isWholeMarker: true, fromPid: child.pid, ...(sandbox === undefined ? {} : { sparedFromTerm: child.pid }) },
+          graceMs,
+        ));
       let isTimedOut = false;
       const timer =
         timeoutMs === undefined

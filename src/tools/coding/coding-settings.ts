@@ -50,6 +50,8 @@ export interface CodingCallContext {
   readonly cwd: string;
   /** Its real path (symlinks resolved): the bound of `confine`. */
   readonly root: string;
+  /** The folder of other sessions' workspaces (real path), which a sandbox hides but for this one. */
+  readonly sessionsFolder?: string;
   readonly piSession?: PiSessionInfo;
   /** bash and read only: the session's folder of bash's full-output files. */
   readonly outputFolder?: string;

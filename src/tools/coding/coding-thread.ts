@@ -11,6 +11,7 @@ import workerThreads from "node:worker_threads";
 
 import type { CodingToolName } from "./coding-settings.js";
 import { routedSpawn } from "./remote-spawn.js";
+import { type CallSandbox, findExecutable, sandboxedCommand, sandboxedEnv } from "./sandbox.js";
 import { rememberingProbes } from "./tool-probes.js";
 
 type Spawn = typeof childProcess.spawn;
@@ -50,7 +51,7 @@ export function prepareThreadFor(tool: CodingToolName): void {
   for (const change of due) {
     thread.changed.add(change);
     // pi's grep and find spawn rg and fd with Node's `spawn`: no hook of pi's reaches it.
-    if (change === "spawn") childProcess.spawn = threadSpawn();
+    if (change === "spawn") childProcess.spawn = sandboxingSpawn(threadSpawn());
     // pi probes `rg --version` before each search with `spawnSync`, no hook either.
     else if (change === "probes") childProcess.spawnSync = rememberingProbes(childProcess.spawnSync, () => performance.now());
     // pi's read resizes images on a worker of its own, which pi offers no hook for.
@@ -58,6 +59,42 @@ export function prepareThreadFor(tool: CodingToolName): void {
   }
   // pi imports them by name: the bindings follow the module objects once synced.
   syncBuiltinESMExports();
+}
+
+/** Set while a call runs: a thread runs one call at a time. */
+let callSandbox: CallSandbox | undefined;
+
+/** Runs `run` with what pi spawns meanwhile (grep's rg, find's fd) in `sandbox`. */
+export async function withCallSandbox<T>(sandbox: CallSandbox | undefined, run: () => Promise<T>): Promise<T> {
+  callSandbox = sandbox;
+  try {
+    return await run();
+  } finally {
+    callSandbox = undefined;
+  }
+}
+
+/**
+ * `spawn`, in the call's sandbox when it has one: the program pi chose (by
+ * name, found on the host's PATH) runs there, its working folder the one
+ * pi gave or the workspace.
+ */
+function sandboxingSpawn(spawn: Spawn): Spawn {
+  const sandboxing = (...call: unknown[]): unknown => {
+    const scope = callSandbox;
+    if (scope === undefined) return (spawn as (...rest: unknown[]) => unknown)(...call);
+    const [file, second, third] = call;
+    const args = Array.isArray(second) ? (second as string[]) : [];
+    const options = ((Array.isArray(second) ? third : second) ?? {}) as childProcess.SpawnOptions;
+    // Fails closed: nothing is spawned unsandboxed in a sandboxed call.
+    if (typeof file !== "string" || typeof options !== "object") throw new Error(`A sandboxed call cannot spawn ${String(file)}`);
+    const env = options.env ?? process.env;
+    const program = file.includes("/") ? file : (findExecutable(file, env.PATH ?? "") ?? file);
+    const cwd = typeof options.cwd === "string" ? options.cwd : scope.place.workspace;
+    const run = sandboxedCommand(scope.sandbox, { ...scope.place, cwd }, program, args);
+    return spawn(run.file, run.args, { ...options, env: sandboxedEnv(scope.sandbox, env) });
+  };
+  return sandboxing as Spawn;
 }
 
 /** pi then resizes in process, its own fallback: a thread start per image costs more than the resize (docs/benchmarks.md). */

@@ -6,16 +6,19 @@
  * process handling, edit locks and bash's output files around it.
  * @module
  */
+import { dirname } from "node:path";
+
 import type { AgentToolResult, WorkerToolContext } from "../../types.js";
 import { callScopeOf } from "./call-scope.js";
 import { codingSettingsFromUrl, type CodingCallContext } from "./coding-settings.js";
-import { prepareThreadFor, threadSpawn } from "./coding-thread.js";
+import { prepareThreadFor, threadSpawn, withCallSandbox } from "./coding-thread.js";
 import { assertConfined, followLinks } from "./confinement.js";
 import { createBashOperations } from "./bash-operations.js";
 import { isFindRefused } from "./fd-requirement.js";
 import { withBashOutputFolder } from "./bash-output-files.js";
 import { checkedEditOperations } from "./checked-file-operations.js";
 import { withPathLock } from "./path-locks.js";
+import type { CallSandbox } from "./sandbox.js";
 import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
 
 const settings = codingSettingsFromUrl(import.meta.url);
@@ -78,7 +81,20 @@ export async function execute(callArgs: unknown, ctx: WorkerToolContext<unknown>
     if (await isFindRefused(settings.fdShortfall, searchPath)) throw new Error(settings.fdShortfall.message);
   }
   const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: options });
-  return (await tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate)) as AgentToolResult<unknown>;
+  return withCallSandbox(
+    callSandboxOf(context),
+    () => tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate) as Promise<AgentToolResult<unknown>>,
+  );
+}
+
+/** The call's workspace bound, other sessions' workspaces and output files hidden. */
+function callSandboxOf(context: CodingCallContext): CallSandbox | undefined {
+  if (settings.sandbox === undefined) return undefined;
+  const alsoHidden = [
+    ...(context.sessionsFolder === undefined ? [] : [context.sessionsFolder]),
+    ...(context.outputFolder === undefined ? [] : [dirname(context.outputFolder)]),
+  ];
+  return { sandbox: settings.sandbox, place: { workspace: context.cwd, alsoHidden } };
 }
 
 /** A call-scoped tool's calls bring their workspace in their arguments (`call-scope.ts`). */
@@ -115,6 +131,7 @@ async function runBash(
     shellPath: options.shellPath as string | undefined,
     graceMs: settings.bash.graceMs,
     keepBackground: settings.bash.keepBackground,
+    sandbox: callSandboxOf(context),
   });
   const tool = pi.tools.createTool("bash", context.cwd, { bash: { ...options, operations } });
   try {

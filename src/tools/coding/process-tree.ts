@@ -139,6 +139,8 @@ interface ProcessTree {
   marker: string;
   isWholeMarker: boolean;
   fromPid?: number | undefined;
+  /** Gets only the SIGKILL, and its group too: a sandbox's bwrap, whose end ends everything in the sandbox at once. */
+  sparedFromTerm?: number | undefined;
 }
 
 function isGroupAlive(group: number): boolean {
@@ -160,11 +162,11 @@ export async function endProcessTree(tree: ProcessTree, graceMs: number): Promis
   const seen = new Set<number>();
   // With /proc the marker alone says whether any is left: a group check would count zombies.
   const groupAlive = () => tree.group !== undefined && !hasProc() && isGroupAlive(tree.group);
-  if (tree.group !== undefined) signal(-tree.group, "SIGTERM");
+  if (tree.group !== undefined && tree.group !== tree.sparedFromTerm) signal(-tree.group, "SIGTERM");
   let marked = await find();
   for (const pid of marked) {
     seen.add(pid);
-    signal(pid, "SIGTERM");
+    if (pid !== tree.sparedFromTerm) signal(pid, "SIGTERM");
   }
   const graceEnd = Date.now() + graceMs;
   while (Date.now() < graceEnd && (marked.length > 0 || groupAlive())) {

@@ -8,9 +8,9 @@
  * @module
  */
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, realpathSync } from "node:fs";
+import { accessSync, constants, realpathSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, isAbsolute, join, resolve } from "node:path";
+import { delimiter, isAbsolute, join, resolve, sep } from "node:path";
 
 import { ToolpoolError } from "../../errors.js";
 import { invalidOption } from "../../option-checks.js";
@@ -19,7 +19,7 @@ export interface BwrapSandboxOptions {
   kind: "bwrap";
   /** Let commands reach the network (the host's loopback included). @default false */
   network?: boolean;
-  /** Absolute paths hidden behind an empty folder, besides {@link defaultHiddenPaths}. @default [] */
+  /** Absolute paths hidden (a folder behind an empty one, a file behind an unreadable one), besides {@link defaultHiddenPaths}. @default [] */
   hide?: readonly string[];
   /** Host folders bound at the same path, read-only unless `writable`; bound after the hidden paths, so one may lie inside them. @default [] */
   bind?: readonly { path: string; writable?: boolean }[];
@@ -42,9 +42,20 @@ export interface ResolvedSandbox {
 
 /**
  * Hidden by default: home folders, other users' and the runtime's temporary
- * files, and the sockets of running services under /run.
+ * files, the sockets of running services under /run, and the password
+ * hashes (a runtime that runs as root could read them otherwise).
  */
-export const defaultHiddenPaths: readonly string[] = ["/home", "/root", "/tmp", "/var/tmp", "/run", "/var/run", "/dev/shm"];
+export const defaultHiddenPaths: readonly string[] = [
+  "/home",
+  "/root",
+  "/tmp",
+  "/var/tmp",
+  "/run",
+  "/var/run",
+  "/dev/shm",
+  "/etc/shadow",
+  "/etc/gshadow",
+];
 
 /** Passed in by default; every other variable (tokens, keys, the server's own settings) is left behind. */
 export const defaultSandboxEnv: readonly string[] = [
@@ -68,6 +79,13 @@ export const defaultSandboxEnv: readonly string[] = [
   "NO_COLOR",
   "FORCE_COLOR",
 ];
+
+/**
+ * Set by pi's bash for the command (its session and model): they pass as
+ * pi's do, and so does toolpool's marker of a call's processes.
+ */
+const shellEnvOfPi: readonly string[] = ["PI_SESSION_ID", "PI_SESSION_FILE", "PI_PROVIDER", "PI_MODEL", "PI_REASONING_LEVEL"];
+const callMarkerName = "TOOLPOOL_BASH_CALL";
 
 const sandboxOptionNames = new Set(["kind", "network", "hide", "bind", "env"]);
 
@@ -102,7 +120,7 @@ function runProbe(path: string): SandboxProbe {
     };
   }
   const version = spawnSync(bwrap, ["--version"], { encoding: "utf8", timeout: probeTimeoutMs });
-  const trial = spawnSync(bwrap, [...namespaceArgs(false), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"], {
+  const trial = spawnSync(bwrap, [...namespaceArgs(false, true), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"], {
     encoding: "utf8",
     timeout: probeTimeoutMs,
     env: { PATH: path },
@@ -112,13 +130,14 @@ function runProbe(path: string): SandboxProbe {
     return {
       isAvailable: false,
       cause: `${bwrap} could not make a sandbox: ${said}`,
-      fix: "allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, and on Ubuntu 24.04 `kernel.apparmor_restrict_unprivileged_userns=0`), or run inside a container that permits them",
+      fix: "use bubblewrap 0.8 or later (it needs --disable-userns) and allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, and on Ubuntu 24.04 `kernel.apparmor_restrict_unprivileged_userns=0`), or run inside a container that permits them",
     };
   }
   return { isAvailable: true, bwrap, version: `${version.stdout ?? ""}`.trim() };
 }
 
-function findExecutable(name: string, path: string): string | undefined {
+/** The first executable `name` in a folder of `path`, by its path. */
+export function findExecutable(name: string, path: string): string | undefined {
   for (const folder of path.split(delimiter)) {
     if (folder === "") continue;
     const candidate = join(folder, name);
@@ -179,39 +198,116 @@ function absolutePaths(paths: unknown, name: string): string[] {
   });
 }
 
-function namespaceArgs(network: boolean): string[] {
-  return ["--unshare-all", ...(network ? ["--share-net"] : []), "--die-with-parent", "--new-session", "--cap-drop", "ALL"];
+/**
+ * Every namespace, the user's too so that no nested one can be made (a user
+ * namespace is where unprivileged processes regain capabilities);
+ * `diesWithParent` ties the sandbox to the process that started it.
+ */
+function namespaceArgs(network: boolean, diesWithParent: boolean): string[] {
+  return [
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    ...(network ? ["--share-net"] : []),
+    ...(diesWithParent ? ["--die-with-parent"] : []),
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+  ];
+}
+
+/** Where a command runs in its sandbox. */
+export interface SandboxPlace {
+  /** Bound read-write at this path (and at its real path). */
+  workspace: string;
+  /** The command's working folder. */
+  cwd: string;
+  /** Hidden besides the defaults: other sessions' workspaces, the runtime's temporary files. */
+  alsoHidden?: readonly string[];
+  /**
+   * What the command leaves running outlives it (bash's `keepBackground`):
+   * the sandbox lasts while anything in it does, and ends when toolpool ends
+   * its processes, not with the process that started it.
+   */
+  keepsBackground?: boolean;
+}
+
+/** A call's sandbox and where in it the call's processes run (their working folder is each spawn's). */
+export interface CallSandbox {
+  readonly sandbox: ResolvedSandbox;
+  readonly place: Omit<SandboxPlace, "cwd" | "keepsBackground">;
 }
 
 /**
- * The argv that runs `file args` in a sandbox: `workspace` read-write, `cwd`
- * its working folder, `alsoHidden` (another session's workspaces, the
- * runtime's temporary files) hidden besides the defaults.
+ * The argv that runs `file args` in a sandbox. An absolute `file` in a
+ * hidden folder (pi's own ripgrep and fd in the home folder) is bound
+ * read-only so that it still runs. Throws for a workspace of `/`.
  */
 export function sandboxedCommand(
   sandbox: ResolvedSandbox,
-  at: { workspace: string; cwd: string; alsoHidden?: readonly string[] },
+  at: SandboxPlace,
   file: string,
   args: readonly string[],
 ): { file: string; args: string[] } {
-  // A mount lands on a real folder: links are followed, and what does not exist has nothing to hide.
+  const workspace = realPathOf(at.workspace) ?? resolve(at.workspace);
+  // It would lay the host's /dev and /proc over the sandbox's own.
+  if (workspace === "/") throw new Error("A sandboxed command cannot have / for its workspace: give it a folder of its own");
+  // A mount lands on a real path: links are followed, and what does not exist has nothing to hide.
   const hidden = new Set<string>();
   for (const path of [...defaultHiddenPaths, tmpdir(), ...sandbox.hide, ...(at.alsoHidden ?? [])]) {
     const real = realPathOf(path);
     if (real !== undefined && real !== "/") hidden.add(real);
   }
-  const argv = [...namespaceArgs(sandbox.network), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
-  for (const path of hidden) argv.push("--tmpfs", path);
-  for (const { path, writable } of sandbox.bind) {
+  const binds = sandbox.bind.flatMap(({ path, writable }) => {
     const real = realPathOf(path);
-    if (real !== undefined) argv.push(writable ? "--bind" : "--ro-bind", real, real);
+    return real === undefined ? [] : [{ path: real, writable }];
+  });
+  const given = resolve(at.workspace);
+  const shown = [workspace, given, ...binds.map(({ path }) => path)];
+  const mounts: { path: string; rank: number; args: string[] }[] = [];
+  // A path inside another hidden one needs a mount of its own only where a
+  // shown folder holds it (no mount point then names it in an empty folder).
+  for (const path of hidden) {
+    if (!isCoveredBy(path, hidden) || shown.some((folder) => folder !== path && isInside(path, folder)))
+      mounts.push({ path, rank: 0, args: hideArgs(path) });
   }
-  const workspace = realPathOf(at.workspace) ?? at.workspace;
-  argv.push("--bind", workspace, workspace);
+  for (const { path, writable } of binds) mounts.push({ path, rank: 1, args: [writable ? "--bind" : "--ro-bind", path, path] });
+  const real = isAbsolute(file) ? realPathOf(file) : undefined;
+  const isProgramHidden = real !== undefined && [...hidden].some((path) => isInside(real, path));
+  const program = isProgramHidden ? real : file;
+  if (isProgramHidden) mounts.push({ path: real, rank: 1, args: ["--ro-bind", real, real] });
+  mounts.push({ path: workspace, rank: 2, args: ["--bind", workspace, workspace] });
   // The path pi's tools use, where it differs from the real one: results and `cd` read as without a sandbox.
-  if (workspace !== at.workspace) argv.push("--bind", workspace, at.workspace);
-  argv.push("--chdir", at.cwd, "--", file, ...args);
+  if (given !== workspace) mounts.push({ path: given, rank: 2, args: ["--bind", workspace, given] });
+  // The deeper path wins, whatever it is: a hidden path inside the workspace or a bound folder stays hidden, a folder bound inside a hidden one shows.
+  mounts.sort((x, y) => depthOf(x.path) - depthOf(y.path) || x.rank - y.rank);
+  const argv = [...namespaceArgs(sandbox.network, at.keepsBackground !== true), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+  for (const mount of mounts) argv.push(...mount.args);
+  argv.push("--chdir", at.cwd, "--", program, ...args);
   return { file: sandbox.bwrap, args: argv };
+}
+
+/** Whether another of `hidden` holds `path`. */
+function isCoveredBy(path: string, hidden: ReadonlySet<string>): boolean {
+  for (const other of hidden) if (other !== path && isInside(path, other)) return true;
+  return false;
+}
+
+function depthOf(path: string): number {
+  return path.split(sep).filter((part) => part !== "").length;
+}
+
+function isInside(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : `${folder}${sep}`);
+}
+
+/** A folder behind an empty one; a file behind the null device, which the sandbox's mounts make unreadable. */
+function hideArgs(path: string): string[] {
+  let isFolder = true;
+  try {
+    isFolder = statSync(path).isDirectory();
+  } catch {}
+  return isFolder ? ["--tmpfs", path] : ["--ro-bind", "/dev/null", path];
 }
 
 function realPathOf(path: string): string | undefined {
@@ -222,12 +318,16 @@ function realPathOf(path: string): string | undefined {
   }
 }
 
-/** Only the allowed variables of `env`, and toolpool's own (`TOOLPOOL_*`, which mark a call's processes). */
+/**
+ * Only the allowed variables of `env`, pi's session variables and the
+ * marker of a call's processes; toolpool's other variables (a server's
+ * `TOOLPOOL_TOKEN`) stay behind like the rest.
+ */
 export function sandboxedEnv(sandbox: ResolvedSandbox, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const allowed = new Set([...defaultSandboxEnv, ...sandbox.env]);
+  const allowed = new Set([...defaultSandboxEnv, ...shellEnvOfPi, callMarkerName, ...sandbox.env]);
   const kept: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
-    if (value !== undefined && (allowed.has(name) || name.startsWith("TOOLPOOL_"))) kept[name] = value;
+    if (value !== undefined && allowed.has(name)) kept[name] = value;
   }
   return kept;
 }

@@ -1,7 +1,7 @@
 /** Where each call of a coding tool runs (pi's `cwd`). Main thread. @module */
 import { createHash } from "node:crypto";
 import { mkdirSync, realpathSync, statSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 
 import { describeValue, ToolpoolError } from "../../errors.js";
 import { invalidOption } from "../../option-checks.js";
@@ -25,7 +25,10 @@ export function workspaceResolver(workspace: CodingWorkspace): (sessionKey: stri
       if (typeof folder !== "string" || folder === "") {
         throw new Error(`The workspace function gave ${describeValue(folder)} for session ${describeValue(sessionKey)}, not a folder`);
       }
-      return workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
+      const context = workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
+      // Its siblings are taken for other sessions' workspaces: a sandbox hides them.
+      const parent = dirname(context.root);
+      return parent === context.root ? context : Object.freeze({ ...context, sessionsFolder: parent });
     };
   }
   if (typeof workspace === "object" && workspace !== null && workspace.perSession === true && typeof workspace.root === "string") {
@@ -37,7 +40,10 @@ export function workspaceResolver(workspace: CodingWorkspace): (sessionKey: stri
       if (context === undefined) {
         const folder = join(root.cwd, sessionFolderName(sessionKey));
         mkdirSync(folder, { recursive: true });
-        context = workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure);
+        context = Object.freeze({
+          ...workspaceAt(folder, `The workspace of session ${JSON.stringify(sessionKey)}`, callFailure),
+          sessionsFolder: root.root,
+        });
         // Bounded: a server with many sessions recomputes old ones.
         if (folders.size >= 1024) folders.delete(folders.keys().next().value as string);
         folders.set(sessionKey, context);
