@@ -5,13 +5,13 @@
  * itself meets it. pi's own operations (`fs` by path) follow it: the control.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-import { containedFileIo, containedReadOperations, containedWriteOperations } from "./support/internals.js";
+import { containedFileIo, containedLsOperations, containedReadOperations, containedWriteOperations } from "./support/internals.js";
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "toolpool-contained-")));
 const workspace = join(base, "workspace");
@@ -78,5 +78,11 @@ describe.skipIf(process.platform !== "linux")("the sandbox's file operations aga
     await expect(io.readFile(join(workspace, "d", "secret.txt"))).rejects.toThrow(/outside the workspace/);
     await expect(io.writeFile(join(workspace, "d", "secret.txt"), "edited")).rejects.toThrow(/outside the workspace/);
     expect(readFileSync(join(outside, "secret.txt"), "utf8")).toBe("host secret\n");
+  });
+
+  it("ls refuses to list a folder the open finds outside, and lists inside as pi's does", async () => {
+    const ls = containedLsOperations(within, async () => true);
+    await expect(ls.readdir(join(workspace, "d"))).rejects.toThrow(/outside the workspace/);
+    expect((await ls.readdir(workspace)).sort()).toEqual((await readdir(workspace)).sort());
   });
 });

@@ -75,4 +75,4 @@ export { workerTool } from "../../src/contracts/worker-tool.js";
 export { ToolpoolError } from "../../src/errors.js";
 export { supportsPi16 } from "../../src/options.js";
 export { probeSandbox, resolveSandbox, sandboxedCommand, sandboxedEnv } from "../../src/tools/coding/sandbox.js";
-export { containedFileIo, containedReadOperations, containedWriteOperations } from "../../src/tools/coding/contained-files.js";
+export { containedFileIo, containedLsOperations, containedReadOperations, containedWriteOperations } from "../../src/tools/coding/contained-files.js";

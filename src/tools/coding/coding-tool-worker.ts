@@ -17,7 +17,7 @@ import { createBashOperations } from "./bash-operations.js";
 import { isFindRefused } from "./fd-requirement.js";
 import { withBashOutputFolder } from "./bash-output-files.js";
 import { checkedEditOperations } from "./checked-file-operations.js";
-import { containedFileIo, containedReadOperations, containedWriteOperations } from "./contained-files.js";
+import { containedFileIo, containedLsOperations, containedReadOperations, containedWriteOperations } from "./contained-files.js";
 import { withPathLock } from "./path-locks.js";
 import type { CallSandbox } from "./sandbox.js";
 import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
@@ -65,6 +65,7 @@ export async function execute(callArgs: unknown, ctx: WorkerToolContext<unknown>
   const within = settings.sandbox === undefined ? undefined : { root: context.root, alsoAllowed };
   if (within !== undefined && settings.tool === "read") options.operations ??= containedReadOperations(within, pi.detectImageMimeType);
   if (within !== undefined && settings.tool === "write") options.operations ??= containedWriteOperations(within);
+  if (within !== undefined && settings.tool === "ls") options.operations ??= containedLsOperations(within, pi.paths.pathExists);
   if (settings.tool === "bash") return runBash(pi, args, ctx, context, options);
   if (settings.tool === "edit" || settings.tool === "write") {
     // One edit or write of a file at a time across every thread.

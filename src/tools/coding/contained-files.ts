@@ -8,7 +8,7 @@
  * @module
  */
 import { constants } from "node:fs";
-import { access, type FileHandle, mkdir, open, readlink } from "node:fs/promises";
+import { access, type FileHandle, mkdir, open, readdir, readlink, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, relative, sep } from "node:path";
 
 import { quotePathAlways } from "../quote-path.js";
@@ -124,5 +124,21 @@ export function containedFileIo(within: Containment) {
   return {
     readFile: (path: string) => readContained(path, within),
     writeFile: (path: string, content: string) => writeContained(path, content, within),
+  };
+}
+
+/** pi's ls operations, the listing read through the folder's checked handle; `exists`: pi's. */
+export function containedLsOperations(within: Containment, exists: (path: string) => Promise<boolean>) {
+  return {
+    exists,
+    stat: (path: string) => stat(path),
+    async readdir(path: string): Promise<string[]> {
+      const folder = await openContained(path, constants.O_RDONLY | constants.O_DIRECTORY, within);
+      try {
+        return await readdir(`/proc/self/fd/${folder.fd}`);
+      } finally {
+        await folder.close();
+      }
+    },
   };
 }

@@ -50,6 +50,7 @@ interface PiToolsIndex {
 export interface PiPathUtils {
   resolveToCwd(filePath: string, cwd: string): string;
   resolveReadPathAsync(filePath: string, cwd: string): Promise<string>;
+  pathExists(filePath: string): Promise<boolean>;
 }
 
 /** Of `packageFolder` (a pi hosting the extension names its own), else resolved here. Throws when none. */
