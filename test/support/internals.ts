@@ -76,3 +76,4 @@ export { ToolpoolError } from "../../src/errors.js";
 export { supportsPi16 } from "../../src/options.js";
 export { probeSandbox, resolveSandbox, sandboxedCommand, sandboxedEnv } from "../../src/tools/coding/sandbox.js";
 export { containedFileIo, containedLsOperations, containedReadOperations, containedWriteOperations } from "../../src/tools/coding/contained-files.js";
+export { sandboxingSpawn, withCallSandbox } from "../../src/tools/coding/coding-thread.js";
