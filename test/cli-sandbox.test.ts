@@ -2,7 +2,7 @@
 // the refusal where bwrap cannot run, the servers' default and the line that
 // says at start which isolation commands run with.
 import type { ChildProcess } from "node:child_process";
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -126,5 +126,30 @@ describe.skipIf(!supportsPi16())("serve and mcp --coding-tools say at start whic
     expect(readOnly.stderr).toContain(
       "toolpool mcp: coding tools run unsandboxed (without bash the sandbox is not the default: --sandbox bwrap asks for it)\n",
     );
+  }, 60_000);
+});
+
+describe.skipIf(!supportsPi16())("the server's own files in its sandbox (pi 1.6)", () => {
+  it("hides mcp's --token-file from the commands, wherever it lies (pi 1.6)", async () => {
+    const tokenFile = join(base, "token");
+    writeFileSync(tokenFile, "s3cret-t0ken\n");
+    const requests = [
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "bash", arguments: { command: `cat ${tokenFile}; ls ${base}` } } },
+    ];
+    // The token's folder bound read-only: only the sandbox's hiding of the server's files keeps the token unseen.
+    const run = await runCli(["mcp", "--coding-tools", "bash", "--root", root, "--token-file", tokenFile, "--sandbox-bind", base], {
+      input: `${requests.map((request) => JSON.stringify(request)).join("\n")}\n`,
+    });
+    expect(run.code).toBe(0);
+    const answer = run.stdout.split("\n").find((line) => line.includes('"id":2'));
+    expect(answer).toContain("empty-bin");
+    expect(answer).not.toContain("s3cret-t0ken");
   }, 60_000);
 });

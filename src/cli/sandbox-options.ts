@@ -64,9 +64,15 @@ function absolutePath(value: string): string {
 
 /**
  * The sandbox a server gives its coding tools. `--sandbox bwrap` (or any `--sandbox-*` flag) where bwrap cannot run is
- * a usage error naming the cause and the fix: asked for, it is never dropped.
+ * a usage error naming the cause and the fix: asked for, it is never dropped. `serverFiles` (the server's token and
+ * config files) are hidden in it besides `--sandbox-hide`: they may lie where commands could read them.
  */
-export function resolveServedSandbox(prefix: string, codingTools: true | string[] | undefined, options: SandboxCliOptions): ServedSandbox {
+export function resolveServedSandbox(
+  prefix: string,
+  codingTools: true | string[] | undefined,
+  options: SandboxCliOptions,
+  serverFiles: readonly (string | undefined)[] = [],
+): ServedSandbox {
   const extras = sandboxExtras(options);
   if (codingTools === undefined) {
     const given = options.sandbox === undefined ? extras.flags[0] : "--sandbox";
@@ -98,7 +104,9 @@ export function resolveServedSandbox(prefix: string, codingTools: true | string[
       line: `${prefix}: warning: coding tools' commands run unsandboxed, as this user: ${probe.cause}. To sandbox them: ${probe.fix} (\`toolpool doctor\` shows what this machine offers); --sandbox none says unsandboxed is meant`,
     };
   }
-  const sandbox: BwrapSandboxOptions = { kind: "bwrap", ...extras.option };
+  const ownFiles = serverFiles.filter((file): file is string => file !== undefined).map((file) => resolve(file));
+  const hide = [...(extras.option.hide ?? []), ...ownFiles];
+  const sandbox: BwrapSandboxOptions = { kind: "bwrap", ...extras.option, ...(hide.length > 0 ? { hide } : {}) };
   const network = sandbox.network === true ? "network on" : "network off";
   return { option: sandbox, line: `${prefix}: coding tools' commands run in a bwrap sandbox (${network}; ${probe.version})` };
 }

@@ -116,7 +116,7 @@ async function serve(options: ServeCliOptions): Promise<void> {
   delete process.env[TOKEN_ENV];
   const root = options.root ?? config.root;
   requireCodingRoot(options.codingTools, root);
-  const sandbox = resolveServedSandbox("toolpool serve", options.codingTools, options);
+  const sandbox = resolveServedSandbox("toolpool serve", options.codingTools, options, [options.config, options.tokenFile, config.tokenFile]);
   const runtime = await runtimeFromFlags(
     {
       tools: options.tools.length > 0 ? options.tools : (config.tools ?? []),

@@ -39,7 +39,7 @@ export async function serveMcp(options: McpCliOptions): Promise<void> {
     throw new UsageError("--unsafe-no-token needs --http: on stdio there is no token");
   // On stdio the client is the process that started this one: no token to require.
   const { token, isGenerated } = options.http === undefined ? { token: given, isGenerated: false } : resolveServedToken(given, options);
-  const sandbox = resolveServedSandbox("toolpool mcp", options.codingTools, options);
+  const sandbox = resolveServedSandbox("toolpool mcp", options.codingTools, options, [options.tokenFile]);
   const runtime: Runtime = await runtimeFromFlags({
     ...options,
     codingThreadsPerSession: codingThreadsPerSession(options),

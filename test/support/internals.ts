@@ -75,3 +75,5 @@ export { workerTool } from "../../src/contracts/worker-tool.js";
 export { ToolpoolError } from "../../src/errors.js";
 export { supportsPi16 } from "../../src/options.js";
 export { probeSandbox, resolveSandbox, sandboxedCommand, sandboxedEnv } from "../../src/tools/coding/sandbox.js";
+export { containedFileIo, containedLsOperations, containedReadOperations, containedWriteOperations } from "../../src/tools/coding/contained-files.js";
+export { sandboxingSpawn, withCallSandbox } from "../../src/tools/coding/coding-thread.js";

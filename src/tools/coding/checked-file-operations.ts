@@ -57,21 +57,24 @@ function changedOnDiskMessage(path: string): string {
  * Edit operations for one call. `path`: as the caller named it, for the
  * refusal's message (pi names paths as given).
  */
-export function checkedEditOperations(path?: string): EditOperations {
+export function checkedEditOperations(
+  path?: string,
+  io: Pick<EditOperations, "readFile" | "writeFile"> = { readFile, writeFile: (file, content) => writeFile(file, content, "utf-8") },
+): EditOperations {
   const reads = new Map<string, ReadRecord>();
   return {
     access: (absolutePath) => access(absolutePath, constants.R_OK | constants.W_OK),
     async readFile(absolutePath) {
       const readAtNs = BigInt(Date.now()) * 1_000_000n;
       const identity = await identityOf(absolutePath);
-      const bytes = await readFile(absolutePath);
+      const bytes = await io.readFile(absolutePath);
       reads.set(absolutePath, { identity, readAtNs, bytes });
       return bytes;
     },
     async writeFile(absolutePath, content) {
       const read = reads.get(absolutePath);
       if (read !== undefined && !(await isUnchanged(absolutePath, read))) throw new Error(changedOnDiskMessage(path ?? absolutePath));
-      await writeFile(absolutePath, content, "utf-8");
+      await io.writeFile(absolutePath, content);
     },
   };
 }

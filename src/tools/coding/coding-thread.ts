@@ -3,6 +3,7 @@
  * Node's modules pi's tools need where pi offers no hook.
  * @module
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import childProcess from "node:child_process";
 import { readlinkSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
@@ -61,17 +62,16 @@ export function prepareThreadFor(tool: CodingToolName): void {
   syncBuiltinESMExports();
 }
 
-/** Set while a call runs: a thread runs one call at a time. */
-let callSandbox: CallSandbox | undefined;
+/**
+ * The call's sandbox follows the call's own async work, not the thread's
+ * current call: pi's find settles an aborted call at once and may still
+ * start fd after, when the thread runs another call or none.
+ */
+const callSandboxes = new AsyncLocalStorage<CallSandbox | undefined>();
 
-/** Runs `run` with what pi spawns meanwhile (grep's rg, find's fd) in `sandbox`. */
-export async function withCallSandbox<T>(sandbox: CallSandbox | undefined, run: () => Promise<T>): Promise<T> {
-  callSandbox = sandbox;
-  try {
-    return await run();
-  } finally {
-    callSandbox = undefined;
-  }
+/** Runs `run` with what pi spawns in it, then or later (grep's rg, find's fd), in `sandbox`. */
+export function withCallSandbox<T>(sandbox: CallSandbox | undefined, run: () => Promise<T>): Promise<T> {
+  return callSandboxes.run(sandbox, run);
 }
 
 /**
@@ -79,9 +79,9 @@ export async function withCallSandbox<T>(sandbox: CallSandbox | undefined, run: 
  * name, found on the host's PATH) runs there, its working folder the one
  * pi gave or the workspace.
  */
-function sandboxingSpawn(spawn: Spawn): Spawn {
+export function sandboxingSpawn(spawn: Spawn): Spawn {
   const sandboxing = (...call: unknown[]): unknown => {
-    const scope = callSandbox;
+    const scope = callSandboxes.getStore();
     if (scope === undefined) return (spawn as (...rest: unknown[]) => unknown)(...call);
     const [file, second, third] = call;
     const args = Array.isArray(second) ? (second as string[]) : [];

@@ -17,6 +17,7 @@ import { createBashOperations } from "./bash-operations.js";
 import { isFindRefused } from "./fd-requirement.js";
 import { withBashOutputFolder } from "./bash-output-files.js";
 import { checkedEditOperations } from "./checked-file-operations.js";
+import { containedFileIo, containedLsOperations, containedReadOperations, containedWriteOperations } from "./contained-files.js";
 import { withPathLock } from "./path-locks.js";
 import type { CallSandbox } from "./sandbox.js";
 import { importPiWorkerModules, type PiWorkerModules } from "./pi-coding-agent.js";
@@ -55,18 +56,30 @@ async function optionsOfModule(cwd: string): Promise<Record<string, unknown>> {
 export async function execute(callArgs: unknown, ctx: WorkerToolContext<unknown>): Promise<AgentToolResult<unknown>> {
   const pi = await piModules;
   const { args, context } = callOf(callArgs, ctx);
-  if (settings.confine) {
-    // A confined read may read its own session's bash output files, which the results name.
-    const alsoAllowed = settings.tool === "read" && context.outputFolder !== undefined ? [await followLinks(context.outputFolder)] : [];
-    await assertConfined(settings.tool, args, context.cwd, context.root, pi.paths, alsoAllowed);
-  }
+  // A confined read may read its own session's bash output files, which the results name.
+  const alsoAllowed =
+    settings.confine && settings.tool === "read" && context.outputFolder !== undefined ? [await followLinks(context.outputFolder)] : [];
+  if (settings.confine) await assertConfined(settings.tool, args, context.cwd, context.root, pi.paths, alsoAllowed);
   const options = { ...settings.piOptions, ...(await optionsOfModule(context.cwd)) };
+  // A sandboxed command beside this call may put a link in the checked path's way: what is opened is checked again.
+  const within = settings.sandbox === undefined ? undefined : { root: context.root, alsoAllowed };
+  if (within !== undefined && settings.tool === "read") options.operations ??= containedReadOperations(within, pi.detectImageMimeType);
+  if (within !== undefined && settings.tool === "write") options.operations ??= containedWriteOperations(within);
+  if (within !== undefined && settings.tool === "ls") options.operations ??= containedLsOperations(within, pi.paths.pathExists);
   if (settings.tool === "bash") return runBash(pi, args, ctx, context, options);
   if (settings.tool === "edit" || settings.tool === "write") {
     // One edit or write of a file at a time across every thread.
     const path = (args as { path?: unknown }).path;
     const toolOptions =
-      settings.tool === "edit" ? { ...options, operations: checkedEditOperations(typeof path === "string" ? path : undefined) } : options;
+      settings.tool === "edit"
+        ? {
+            ...options,
+            operations: checkedEditOperations(
+              typeof path === "string" ? path : undefined,
+              within === undefined ? undefined : containedFileIo(within),
+            ),
+          }
+        : options;
     const tool = pi.tools.createTool(settings.tool, context.cwd, { [settings.tool]: toolOptions });
     const run = () => tool.execute(ctx.toolCallId, args, ctx.signal, ctx.onUpdate) as Promise<AgentToolResult<unknown>>;
     return typeof path === "string" ? withPathLock(pi.paths.resolveToCwd(path, context.cwd), ctx.signal, run) : run();

@@ -23,6 +23,8 @@ interface PiToolModules {
 
 export interface PiWorkerModules extends PiToolModules {
   shell: PiShellUtils;
+  /** pi's read's own image check, for the sandbox's read operations. */
+  detectImageMimeType(path: string): Promise<string | null | undefined>;
 }
 
 export interface PiAgentTool {
@@ -48,6 +50,7 @@ interface PiToolsIndex {
 export interface PiPathUtils {
   resolveToCwd(filePath: string, cwd: string): string;
   resolveReadPathAsync(filePath: string, cwd: string): Promise<string>;
+  pathExists(filePath: string): Promise<boolean>;
 }
 
 /** Of `packageFolder` (a pi hosting the extension names its own), else resolved here. Throws when none. */
@@ -81,7 +84,7 @@ export function piCodingAgentUnavailable(entryHref?: string): string | undefined
   return undefined;
 }
 
-function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; shell: URL; childProcess: URL; config: URL } {
+function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; shell: URL; childProcess: URL; config: URL; mime: URL } {
   const entry = entryHref === undefined ? piCodingAgentEntry() : new URL(entryHref);
   return {
     tools: new URL("./core/tools/index.js", entry),
@@ -89,6 +92,7 @@ function moduleUrls(entryHref: string | undefined): { tools: URL; paths: URL; sh
     shell: new URL("./utils/shell.js", entry),
     childProcess: new URL("./utils/child-process.js", entry),
     config: new URL("./config.js", entry),
+    mime: new URL("./utils/mime.js", entry),
   };
 }
 
@@ -143,16 +147,18 @@ export function importPiWorkerModules(entryHref?: string): Promise<PiWorkerModul
     const unavailable = piCodingAgentUnavailable(entryHref);
     if (unavailable !== undefined) throw new Error(unavailable);
     const urls = moduleUrls(entryHref);
-    const [tools, paths, shell, childProcess] = await Promise.all([
+    const [tools, paths, shell, childProcess, mime] = await Promise.all([
       import(urls.tools.href),
       import(urls.paths.href),
       import(urls.shell.href),
       import(urls.childProcess.href),
+      import(urls.mime.href),
     ]);
     return {
       tools: tools as PiToolsIndex,
       paths: paths as PiPathUtils,
       shell: { getShellConfig: shell.getShellConfig, getShellEnv: shell.getShellEnv, waitForChildProcess: childProcess.waitForChildProcess },
+      detectImageMimeType: mime.detectSupportedImageMimeTypeFromFile,
     };
   })();
   importing.set(entryHref, modules);

@@ -7,6 +7,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, readdirSync, readFileSync } from "node:fs";
 
 import { hasHostEnded, isHostGone, watchHost } from "./host-watch.js";
 import { endProcessesOf } from "./process-tree.js";
@@ -23,6 +24,36 @@ const hostPid = Number(process.argv[2]);
 const host = Number.isSafeInteger(hostPid) && hostPid > 0 ? watchHost(hostPid) : undefined;
 /** The start time in the prefix keeps a same-numbered process of another PID namespace safe. */
 const hostMarkerPrefix = /^\d+:\d+:$/.test(process.argv[3] ?? "") && process.argv[3]!.startsWith(`${hostPid}:`) ? process.argv[3]! : `${hostPid}:`;
+
+/** Linux's `O_CLOEXEC`, as /proc/self/fdinfo prints a descriptor's flags (octal). */
+const closeOnExec = 0o2000000;
+/** Standard streams and the channel (`remote-spawn.ts` gives it as descriptor 3). */
+const keptDescriptors = 3;
+
+/**
+ * Closes what the host inherited from its own parent without close-on-exec
+ * (a supervisor's pipe, a service manager's socket), which every child would
+ * inherit in turn, a sandboxed command too. Node's own descriptors are all
+ * close-on-exec.
+ */
+function closeInheritedDescriptors(): void {
+  let names: string[];
+  try {
+    names = readdirSync("/proc/self/fd");
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const fd = Number(name);
+    if (!(fd > keptDescriptors)) continue;
+    try {
+      const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))?.[1];
+      if (flags !== undefined && (Number.parseInt(flags, 8) & closeOnExec) === 0) closeSync(fd);
+    } catch {}
+  }
+}
+
+closeInheritedDescriptors();
 
 const children = new Map<number, ChildProcess>();
 /** bash's shells. */
