@@ -253,6 +253,56 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
     }
   }, 60_000);
 
+  it("leaves nothing alive after an abort or a forced close, a setsid + env -i + double-forked loop included", async () => {
+    const command = (token: string) => `( setsid env -i /bin/sh -c ': ${token}; while :; do sleep 0.2; done' & ); echo started; sleep 100`;
+    const abortToken = `aborted-${process.pid}`;
+    const closeToken = `closed-${process.pid}`;
+    // A runtime of its own: a forced close ends it.
+    const closing = createRuntime({
+      pi: "1.6",
+      tools: codingTools({
+        workspace: { root, perSession: true },
+        tools: ["bash"],
+        sandbox: { kind: "bwrap", bind: [{ path: base }] },
+        ioThreads: 1,
+      }),
+      pool: { maxThreads: 1 },
+    });
+    try {
+      const controller = new AbortController();
+      const aborted = sandboxed.executeToolCalls(
+        {
+          role: "assistant",
+          content: [{ type: "toolCall", id: "abort-1", name: "bash", arguments: { command: command(abortToken) } }],
+          stopReason: "toolUse",
+        },
+        { sessionKey: "alice", signal: controller.signal },
+      );
+      await until(() => processesWith(abortToken).length > 0, "the loop of the call to abort");
+      const abortedPids = processesWith(abortToken);
+      controller.abort();
+      expect((await aborted).messages[0]!.isError).toBe(true);
+      expect(await runningAfterWait(abortedPids, "the aborted call's loop")).toEqual([]);
+
+      const closed = closing.executeToolCalls(
+        {
+          role: "assistant",
+          content: [{ type: "toolCall", id: "close-1", name: "bash", arguments: { command: command(closeToken) } }],
+          stopReason: "toolUse",
+        },
+        { sessionKey: "alice" },
+      );
+      await until(() => processesWith(closeToken).length > 0, "the loop of the call a forced close ends");
+      const closedPids = processesWith(closeToken);
+      await closing.close({ force: true });
+      expect((await closed).messages[0]!.isError).toBe(true);
+      expect(await runningAfterWait(closedPids, "the closed runtime's loop")).toEqual([]);
+    } finally {
+      await closing.close({ force: true });
+      killAll([...processesWith(abortToken), ...processesWith(closeToken)]);
+    }
+  }, 60_000);
+
   it("leaves nothing alive once its host is killed with SIGKILL", async () => {
     const token = `orphan-${process.pid}`;
     // The host's own command line holds the token; its call's processes hold it followed by "-loop".
@@ -359,6 +409,33 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
       expect(await run(runtimes[0], "grep", { pattern: "needle" }, "grep")).toEqual(found);
       expect(existsSync(mark)).toBe(false);
       expect(await run(runtimes[1], "grep", { pattern: "needle" }, "grep")).toEqual(found);
+      expect(readFileSync(mark, "utf8")).toBe("escaped\n");
+    } finally {
+      await Promise.all(runtimes.map((runtime) => runtime.close()));
+      process.env.PATH = path;
+    }
+  });
+  it("runs find's fd inside the sandbox too", async () => {
+    // An fd that first tries to leave a mark outside the workspace (not when probed for its version), then searches.
+    const bin = join(base, "fd-bin");
+    mkdirSync(bin, { recursive: true });
+    const mark = join(outside, "fd-mark.txt");
+    const realFd = which(["fd", "fdfind"]);
+    expect(realFd, "fd or fdfind on PATH").toBeDefined();
+    const script = `#!/bin/sh\ncase "$*" in *--version*) ;; *) echo escaped > ${mark} 2>/dev/null ;; esac\nexec ${realFd} "$@"\n`;
+    for (const name of ["fd", "fdfind"]) writeFileSync(join(bin, name), script, { mode: 0o755 });
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    const finding = (sandbox: "bwrap" | "none") =>
+      createRuntime({ pi: "1.6", tools: codingTools({ workspace: { root, perSession: true }, tools: ["find"], sandbox, ioThreads: 1 }) });
+    const runtimes = [finding("bwrap"), finding("none")] as const;
+    try {
+      // In a git repository: pi's find then runs without `--no-require-git`, which Debian 12's fd 8.6 lacks.
+      await bash(sandboxed, "git init -q . && mkdir -p sub && echo x > sub/findme.txt", "find");
+      const sandboxedFind = await run(runtimes[0], "find", { pattern: "*.txt" }, "find");
+      expect(sandboxedFind.text).toContain("findme.txt");
+      expect(existsSync(mark)).toBe(false);
+      expect((await run(runtimes[1], "find", { pattern: "*.txt" }, "find")).text).toContain("findme.txt");
       expect(readFileSync(mark, "utf8")).toBe("escaped\n");
     } finally {
       await Promise.all(runtimes.map((runtime) => runtime.close()));
