@@ -107,6 +107,19 @@ function isRefusal(outcome: unknown): boolean {
   return text !== undefined && /^Path .* is outside the workspace /.test(text);
 }
 
+/** One call through pi's own agent loop (`runToolCall`), with `tools` as the model's tools. */
+function piLoopOver(tools: ReadonlyMap<string, unknown>) {
+  return async (toolCall: { type: "toolCall"; id: string; name: string; arguments: Record<string, unknown> }) => {
+    const all = [...tools.values()];
+    const assistantMessage = { role: "assistant", content: [toolCall], stopReason: "toolUse" };
+    return (await piRunToolCall(toolCall as never, {
+      tools: all as never,
+      context: { systemPrompt: "", messages: [], tools: all } as never,
+      assistantMessage: assistantMessage as never,
+    })) as { result: object; isError: boolean };
+  };
+}
+
 describe.skipIf(!supportsPi16())("codingTools against pi 1.6's own tools", () => {
   const workspace = join(base, "differential");
   /**
@@ -149,15 +162,7 @@ describe.skipIf(!supportsPi16())("codingTools against pi 1.6's own tools", () =>
       const tree = writeTree(workspace, seed);
       const calls = generateCalls(seed, workspace, tree);
       const tools = new Map((await piTools(workspace)).map((tool) => [tool.name, tool]));
-      const piLoop = async (toolCall: { type: "toolCall"; id: string; name: string; arguments: Record<string, unknown> }) => {
-        const all = [...tools.values()];
-        const assistantMessage = { role: "assistant", content: [toolCall], stopReason: "toolUse" };
-        return (await piRunToolCall(toolCall as never, {
-          tools: all as never,
-          context: { systemPrompt: "", messages: [], tools: all } as never,
-          assistantMessage: assistantMessage as never,
-        })) as { result: object; isError: boolean };
-      };
+      const piLoop = piLoopOver(tools);
       const expected: unknown[] = [];
       for (const [index, call] of calls.entries()) {
         // confine refuses a path that leaves: pi's own call is not made, so that both trees stay alike.
@@ -228,15 +233,7 @@ describe.skipIf(!supportsPi16() || process.platform !== "linux" || which(["bwrap
         const tree = writeTree(workspace, seed);
         const calls = [...generateCalls(seed, workspace, tree).filter((call) => !call.leaves), ...extraCalls];
         const tools = new Map((await piTools(workspace)).map((tool) => [tool.name, tool]));
-        const piLoop = async (toolCall: { type: "toolCall"; id: string; name: string; arguments: Record<string, unknown> }) => {
-          const all = [...tools.values()];
-          const assistantMessage = { role: "assistant", content: [toolCall], stopReason: "toolUse" };
-          return (await piRunToolCall(toolCall as never, {
-            tools: all as never,
-            context: { systemPrompt: "", messages: [], tools: all } as never,
-            assistantMessage: assistantMessage as never,
-          })) as { result: object; isError: boolean };
-        };
+        const piLoop = piLoopOver(tools);
         const expected: unknown[] = [];
         for (const [index, call] of calls.entries()) expected.push(await runCall(call, index, tools.get(call.name)!, piLoop));
         writeTree(workspace, seed);
