@@ -9,24 +9,23 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-import { type CodingToolName, codingTools, createRuntime, supportsPi16, type Runtime, ToolpoolError } from "toolpool";
+import { type CodingToolName, codingTools, createRuntime, supportsPi16, type Runtime } from "toolpool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { warnSkippedPi16 } from "./support/pi16.js";
-import { isRunning, runningAfterWait } from "./support/processes.js";
-import { textOf, until } from "./support/helpers.js";
+import { runningAfterWait } from "./support/processes.js";
+import { until } from "./support/helpers.js";
 import { which } from "./support/coding-trees.js";
+import { bash, hasBwrap, killAll, processesWith, run } from "./support/sandbox-calls.js";
 
 warnSkippedPi16("test/sandbox-escape.test.ts");
-
-const hasBwrap = process.platform === "linux" && which(["bwrap"]) !== undefined;
 
 /** Inherited by the runtimes' threads and spawn helpers: the sandbox must leave both behind. */
 const secretValue = `secret-${process.pid}-${Date.now()}`;
@@ -39,42 +38,6 @@ const outside = join(base, "outside");
 const home = join(base, "home");
 const secretFile = join(base, "secret-file.txt");
 afterAll(() => rmSync(base, { recursive: true, force: true }));
-
-/** The live processes whose command line holds `token` (this process aside). */
-function processesWith(token: string): number[] {
-  const found: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(token) && isRunning(Number(name))) found.push(Number(name));
-    } catch {}
-  }
-  return found;
-}
-
-function killAll(pids: readonly number[]): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {}
-  }
-}
-
-interface BashOutcome {
-  text: string;
-  isError: boolean;
-}
-
-async function run(runtime: Runtime, name: string, args: Record<string, unknown>, sessionKey = "alice"): Promise<BashOutcome> {
-  const { messages } = await runtime.executeToolCalls(
-    { role: "assistant", content: [{ type: "toolCall", id: `${name}-1`, name, arguments: args }], stopReason: "toolUse" },
-    { sessionKey },
-  );
-  return { text: textOf(messages[0]!), isError: messages[0]!.isError };
-}
-
-const bash = (runtime: Runtime, command: string, sessionKey?: string, timeout?: number) =>
-  run(runtime, "bash", timeout === undefined ? { command } : { command, timeout }, sessionKey);
 
 describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes (pi 1.6)", () => {
   let sandboxed: Runtime;
@@ -441,95 +404,5 @@ describe.skipIf(!supportsPi16() || !hasBwrap)("the bwrap sandbox against escapes
       await Promise.all(runtimes.map((runtime) => runtime.close()));
       process.env.PATH = path;
     }
-  });
-});
-
-describe.skipIf(!supportsPi16() || !hasBwrap)("bash's process handling in the bwrap sandbox (pi 1.6)", () => {
-  beforeAll(() => mkdirSync(root, { recursive: true }));
-
-  it("gives the shell its SIGTERM and grace at the deadline, as without a sandbox", async () => {
-    const runtimes = [true, false].map((isSandboxed) =>
-      createRuntime({
-        pi: "1.6",
-        tools: codingTools({
-          workspace: { root, perSession: true },
-          tools: ["bash"],
-          bash: { graceMs: 5_000 },
-          ioThreads: 1,
-          ...(isSandboxed ? { sandbox: "bwrap" as const } : {}),
-        }),
-      }),
-    );
-    try {
-      const command = "trap 'echo got-term; exit 0' TERM; echo started; sleep 30 & wait";
-      const [inside, control] = await Promise.all(runtimes.map((runtime) => bash(runtime, command, "grace", 1)));
-      expect(control!.text).toMatch(/^started\ngot-term\n+Command timed out after 1 seconds$/);
-      expect(inside).toEqual(control);
-    } finally {
-      await Promise.all(runtimes.map((runtime) => runtime.close()));
-    }
-  }, 60_000);
-
-  it("tells the command pi's session variables, as pi's bash does", async () => {
-    const runtime = createRuntime({
-      pi: "1.6",
-      tools: codingTools({
-        workspace: { root, perSession: true },
-        tools: ["bash"],
-        sandbox: "bwrap",
-        ioThreads: 1,
-        piSession: (sessionKey) => ({ id: `id-${sessionKey}`, model: { provider: "prov", id: "mod" }, thinkingLevel: "high" }),
-      }),
-    });
-    try {
-      const outcome = await bash(runtime, 'echo "$PI_SESSION_ID $PI_PROVIDER $PI_MODEL $PI_REASONING_LEVEL"', "pi");
-      expect(outcome).toEqual({ text: "id-pi prov mod high\n", isError: false });
-    } finally {
-      await runtime.close();
-    }
-  });
-
-  it("keeps a call's background processes with keepBackground until the runtime closes, then ends them", async () => {
-    const token = `kept-${process.pid}`;
-    const runtime = createRuntime({
-      pi: "1.6",
-      tools: codingTools({ workspace: { root, perSession: true }, tools: ["bash"], sandbox: "bwrap", bash: { keepBackground: true }, ioThreads: 1 }),
-    });
-    let pids: number[] = [];
-    try {
-      const outcome = await bash(runtime, `setsid env -i /bin/sh -c ': ${token}; while :; do sleep 0.2; done' > /dev/null 2>&1 & echo up`, "kept");
-      expect(outcome).toEqual({ text: "up\n", isError: false });
-      await until(() => processesWith(token).length > 0, "the background loop alive after its call");
-      pids = processesWith(token);
-    } finally {
-      await runtime.close();
-    }
-    try {
-      expect(await runningAfterWait(pids, "the background loop after close")).toEqual([]);
-    } finally {
-      killAll(processesWith(token));
-    }
-  }, 60_000);
-});
-
-describe("a sandbox the machine cannot make", () => {
-  it("refuses codingTools with TP_ERR_SANDBOX_UNAVAILABLE naming the cause and the fix, where PATH has no bwrap", () => {
-    const path = process.env.PATH;
-    // The probe is cached per PATH: another PATH probes again.
-    process.env.PATH = join(base, "no-bwrap-here");
-    let thrown: unknown;
-    try {
-      codingTools({ workspace: base, tools: ["bash"], sandbox: "bwrap" });
-    } catch (error) {
-      thrown = error;
-    } finally {
-      process.env.PATH = path;
-    }
-    expect(thrown).toBeInstanceOf(ToolpoolError);
-    expect((thrown as ToolpoolError).code).toBe("TP_ERR_SANDBOX_UNAVAILABLE");
-    const cause = process.platform === "linux" ? "bwrap (bubblewrap) is not on PATH" : "bubblewrap runs on Linux only";
-    expect((thrown as Error).message).toContain(cause);
-    expect((thrown as Error).message).toMatch(/To fix: .*(apt-get install bubblewrap|sandbox: "none")/);
-    expect((thrown as Error).message).toContain("Nothing runs unsandboxed in its place");
   });
 });
