@@ -43,6 +43,7 @@ export {
   type BwrapSandboxOptions,
   defaultHiddenPaths,
   defaultSandboxEnv,
+  findExecutable,
   probeSandbox,
   type SandboxOption,
   type SandboxProbe,

@@ -3,14 +3,15 @@
  * sandbox) needs from this machine. Every probe that runs a program is bounded by a timeout.
  */
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { delimiter, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import {
   fdMinimumVersion,
   fdShortfallOf,
+  findExecutable,
   piCodingAgentEntry,
   piCodingAgentPackage,
   piCodingAgentUnavailable,
@@ -132,14 +133,5 @@ function versionOf(path: string): string | undefined {
 
 /** `name` as a path on PATH, or undefined; a path is returned as it is. */
 function findOnPath(name: string): string | undefined {
-  if (name.includes("/")) return name;
-  for (const folder of (process.env.PATH ?? "").split(delimiter)) {
-    if (folder === "") continue;
-    const file = join(folder, name);
-    try {
-      accessSync(file, constants.X_OK);
-      if (statSync(file).isFile()) return file;
-    } catch {}
-  }
-  return undefined;
+  return name.includes("/") ? name : findExecutable(name, process.env.PATH ?? "");
 }

@@ -136,14 +136,14 @@ function runProbe(path: string): SandboxProbe {
   return { isAvailable: true, bwrap, version: `${version.stdout ?? ""}`.trim() };
 }
 
-/** The first executable `name` in a folder of `path`, by its path. */
+/** The first executable file `name` in a folder of `path`, by its path (a folder of that name is no program). */
 export function findExecutable(name: string, path: string): string | undefined {
   for (const folder of path.split(delimiter)) {
     if (folder === "") continue;
     const candidate = join(folder, name);
     try {
       accessSync(candidate, constants.X_OK);
-      return candidate;
+      if (statSync(candidate).isFile()) return candidate;
     } catch {}
   }
   return undefined;
