@@ -295,7 +295,7 @@ export class WorkerPool implements ToolCallPool {
     this.#stage();
   }
 
-  /** Its call finished, the reply on its way: the thread takes the next at once. */
+  /** The thread is gone: it is no longer idle, and takes no call again. */
   #onLost(threadId: number): void {
     this.#forgetThread(threadId);
     const index = this.#idle.indexOf(threadId);
